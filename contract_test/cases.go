@@ -1,0 +1,157 @@
+package contract
+
+import (
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// algCase is one algorithm as the suite runs it, with the timings its
+// documented semantics predict. Every case uses a limit of 10 per minute and
+// starts at 13:59:35, 25s before a minute boundary and 5s into a 10s
+// sub-window, so that each algorithm's boundaries fall at different times.
+type algCase struct {
+	name  string
+	build func(limit int64, window time.Duration) algorithms.Algorithm
+	alg   algorithms.Algorithm // build(limit, window)
+	limit int64
+	// window is the span the limit is defined over.
+	window time.Duration
+	start  time.Time
+
+	// After Limit requests at start: firstBack is the wait until a request
+	// of cost 1 is admitted again, and backAtFirst how many then are;
+	// fullBack is the wait until the key is back at full capacity;
+	// costBack(n) is the wait until a request of cost n is admitted.
+	firstBack   time.Duration
+	backAtFirst int64
+	fullBack    time.Duration
+	costBack    func(n int64) time.Duration
+
+	// boundaryAdmits is how many of 100 requests at 13:59:59 and 100 at
+	// 14:00:00 are admitted with a limit of 100 per minute.
+	boundaryAdmits int64
+
+	// windowBound is the most cost any span of length window may hold,
+	// given everything admitted.
+	windowBound func(admitted []event) int64
+}
+
+// event is an admitted request: its time and cost.
+type event struct {
+	at   time.Time
+	cost int64
+}
+
+var caseStart = time.Date(2026, 6, 1, 13, 59, 35, 0, time.UTC)
+
+const (
+	caseLimit  = 10
+	caseWindow = time.Minute
+	subWindows = 6 // 10s sub-windows
+)
+
+var cases = func() []algCase {
+	every := func(d time.Duration) func(int64) time.Duration {
+		return func(n int64) time.Duration { return time.Duration(n) * d }
+	}
+	same := func(d time.Duration) func(int64) time.Duration {
+		return func(int64) time.Duration { return d }
+	}
+	cs := []algCase{
+		{
+			name: "fixed_window",
+			build: func(limit int64, window time.Duration) algorithms.Algorithm {
+				return algorithms.FixedWindow{Limit: limit, Window: window}
+			},
+			// The window [13:59:00, 14:00:00) ends 25s after start.
+			firstBack: 25 * time.Second, backAtFirst: caseLimit, fullBack: 25 * time.Second,
+			costBack:       same(25 * time.Second),
+			boundaryAdmits: 200,
+			windowBound:    func([]event) int64 { return 2 * caseLimit },
+		},
+		{
+			name: "sliding_log",
+			build: func(limit int64, window time.Duration) algorithms.Algorithm {
+				return algorithms.SlidingLog{Limit: limit, Window: window}
+			},
+			firstBack: time.Minute, backAtFirst: caseLimit, fullBack: time.Minute,
+			costBack:       same(time.Minute),
+			boundaryAdmits: 100,
+			windowBound:    func([]event) int64 { return caseLimit },
+		},
+		{
+			name: "sliding_window",
+			build: func(limit int64, window time.Duration) algorithms.Algorithm {
+				return algorithms.SlidingWindow{Limit: limit, Window: window, SubWindows: subWindows}
+			},
+			// start falls in the sub-window [13:59:30, 13:59:40), which
+			// drops out one window after it began: 55s after start.
+			firstBack: 55 * time.Second, backAtFirst: caseLimit, fullBack: 55 * time.Second,
+			costBack: same(55 * time.Second),
+			// 13:59:59 and 14:00:00 lie in sub-windows 10s apart.
+			boundaryAdmits: 100,
+			// The documented bound: the limit plus what one sub-window admitted.
+			windowBound: func(admitted []event) int64 {
+				return caseLimit + maxPerSpan(admitted, caseWindow/subWindows)
+			},
+		},
+		{
+			name: "token_bucket",
+			build: func(limit int64, window time.Duration) algorithms.Algorithm {
+				return algorithms.TokenBucket{Capacity: limit, Refill: algorithms.Rate{Count: limit, Period: window}}
+			},
+			// 10 per minute: one token every 6s, full after 60s.
+			firstBack: 6 * time.Second, backAtFirst: 1, fullBack: time.Minute,
+			costBack: every(6 * time.Second),
+			// One second refills 100/60 tokens: one whole token.
+			boundaryAdmits: 101,
+			// Capacity plus one window's refill.
+			windowBound: func([]event) int64 { return 2 * caseLimit },
+		},
+		{
+			name: "gcra",
+			build: func(limit int64, window time.Duration) algorithms.Algorithm {
+				return algorithms.GCRA{Rate: algorithms.Rate{Count: limit, Period: window}, Burst: limit}
+			},
+			firstBack: 6 * time.Second, backAtFirst: 1, fullBack: time.Minute,
+			costBack:       every(6 * time.Second),
+			boundaryAdmits: 101,
+			windowBound:    func([]event) int64 { return 2 * caseLimit },
+		},
+	}
+	for i := range cs {
+		cs[i].limit, cs[i].window, cs[i].start = caseLimit, caseWindow, caseStart
+		cs[i].alg = cs[i].build(caseLimit, caseWindow)
+	}
+	return cs
+}()
+
+// maxPerSpan returns the most cost admitted within one epoch-aligned span of
+// length d.
+func maxPerSpan(admitted []event, d time.Duration) int64 {
+	per := map[int64]int64{}
+	var most int64
+	for _, ev := range admitted {
+		k := ev.at.UnixMicro() / d.Microseconds()
+		per[k] += ev.cost
+		most = max(most, per[k])
+	}
+	return most
+}
+
+// maxInWindow returns the most cost admitted in any half-open span
+// [x, x+d). admitted must be in time order.
+func maxInWindow(admitted []event, d time.Duration) int64 {
+	var most, sum int64
+	lo := 0
+	for _, ev := range admitted {
+		sum += ev.cost
+		for !admitted[lo].at.Add(d).After(ev.at) {
+			sum -= admitted[lo].cost
+			lo++
+		}
+		most = max(most, sum)
+	}
+	return most
+}

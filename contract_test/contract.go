@@ -1,0 +1,149 @@
+// Package contract is ratewise's store conformance suite: one exported entry
+// point, Run, that checks any store.Store against the contract documented in
+// package store, for every algorithm. Third-party stores run it too:
+//
+//	func TestContract(t *testing.T) {
+//		contract.Run(t, func(t *testing.T) store.Store { return mystore.New(t) })
+//	}
+//
+// Each rule is its own named subtest, and every failure message names the
+// rule it broke. Time comes from a ManualClock passed to the limiter, so a
+// store must decide with the now it is given (a Redis store in client-time
+// mode, for example); the suite never sleeps.
+package contract
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"testing"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// Factory returns the store under test. It is called once per rule and
+// algorithm; it may return the same store every time, since the suite gives
+// every subtest keys of its own. It should register cleanup with t.Cleanup.
+type Factory func(t *testing.T) store.Store
+
+// rule is one clause of the store contract, checked for one algorithm.
+type rule struct {
+	name string // subtest name
+	text string // the rule, quoted in failure messages
+	run  func(e *env)
+}
+
+// Run checks the store returned by newStore against every rule for every
+// algorithm, each as a subtest named algorithm/rule.
+func Run(t *testing.T, newStore Factory) {
+	t.Helper()
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			for _, r := range rules {
+				t.Run(r.name, func(t *testing.T) {
+					r.run(&env{t: t, rule: r, c: c, store: newStore(t), clock: NewManualClock(c.start)})
+				})
+			}
+		})
+	}
+}
+
+// env is what a rule runs with: a fresh clock at the case's start time and
+// the store under test.
+type env struct {
+	t     *testing.T
+	rule  rule
+	c     algCase
+	store store.Store
+	clock *ManualClock
+	n     int // limiters made, for unique prefixes
+}
+
+// runID keeps keys from different runs apart on a store that outlives them.
+var runID = func() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+// lim is a limiter under test with the prefix it puts before keys.
+type lim struct {
+	*ratewise.Limiter
+	prefix string
+}
+
+// limiter returns a limiter for alg on the store under test whose keys belong
+// to this subtest alone.
+func (e *env) limiter(alg algorithms.Algorithm) lim {
+	e.t.Helper()
+	e.n++
+	prefix := fmt.Sprintf("contract:%s:%s:%d:", runID, e.t.Name(), e.n)
+	l, err := ratewise.New(e.store, alg, ratewise.WithClock(e.clock), ratewise.WithPrefix(prefix))
+	if err != nil {
+		e.t.Fatalf("contract: building the limiter for %s: %v", e.c.name, err)
+	}
+	return lim{l, prefix}
+}
+
+// fatalf fails the subtest with a message that names the rule.
+func (e *env) fatalf(format string, args ...any) {
+	e.t.Helper()
+	e.t.Fatalf("contract rule %q (%s) broken for %s: %s", e.rule.name, e.rule.text, e.c.name, fmt.Sprintf(format, args...))
+}
+
+// allowN calls l.AllowN and fails on error.
+func (e *env) allowN(l lim, key string, n int64) ratewise.Result {
+	e.t.Helper()
+	res, err := l.AllowN(context.Background(), key, n)
+	if err != nil {
+		e.fatalf("AllowN(%q, %d) at %s: unexpected error: %v", key, n, e.at(), err)
+	}
+	return res
+}
+
+func (e *env) allow(l lim, key string) ratewise.Result {
+	e.t.Helper()
+	return e.allowN(l, key, 1)
+}
+
+// peek calls l.Peek and fails on error.
+func (e *env) peek(l lim, key string) ratewise.Result {
+	e.t.Helper()
+	res, err := l.Peek(context.Background(), key)
+	if err != nil {
+		e.fatalf("Peek(%q) at %s: unexpected error: %v", key, e.at(), err)
+	}
+	return res
+}
+
+// exhaust sends Limit requests of cost 1, which must all be admitted.
+func (e *env) exhaust(l lim, key string) {
+	e.t.Helper()
+	for i := range e.c.limit {
+		if res := e.allow(l, key); !res.Allowed {
+			e.fatalf("request %d of %d on a fresh key at one instant was denied: %+v", i+1, e.c.limit, res)
+		}
+	}
+}
+
+// count sends cost-1 requests until one is denied and returns how many were
+// admitted.
+func (e *env) count(l lim, key string) int64 {
+	e.t.Helper()
+	var n int64
+	for ; n <= 4*e.c.limit; n++ {
+		if !e.allow(l, key).Allowed {
+			return n
+		}
+	}
+	e.fatalf("more than %d requests admitted at one instant with limit %d", 4*e.c.limit, e.c.limit)
+	return n
+}
+
+// at is the clock's offset from the case's start, for messages.
+func (e *env) at() string {
+	return "start+" + e.clock.Now().Sub(e.c.start).String()
+}

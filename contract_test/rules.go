@@ -1,0 +1,343 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/store"
+)
+
+var rules = []rule{
+	{"exact_admission", "at one instant a fresh key admits exactly Limit requests, counting Remaining down to 0, and the algorithm's refill admits exactly what its semantics predict", exactAdmission},
+	{"boundary_burst", "100 requests at 13:59:59 and 100 at 14:00:00 with a limit of 100 per minute admit what the algorithm documents: 200 for the fixed window, 100 for the sliding log", boundaryBurst},
+	{"window_bound", "no span of length Window ever holds more admitted cost than the algorithm's documented bound (Limit for the sliding log)", windowBound},
+	{"boundaries", "a request is denied 1µs before the refill or expiry boundary and admitted exactly at it, and RetryAfter is that boundary", boundaries},
+	{"cost_n", "a request of cost n consumes n, is denied whole when fewer than n are available, and waits for n", costN},
+	{"peek_consumes_nothing", "Peek reports the state and consumes nothing", peekConsumesNothing},
+	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset},
+	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation},
+	{"result_fields", "Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, ResetAfter > 0 after an admission", resultFields},
+	{"state_expiry", "after ResetAfter the key is back at full capacity and the store keeps its state no longer than ResetAfter", stateExpiry},
+	{"concurrency", "64 goroutines on one key admit exactly the limit", concurrency},
+	{"clock_steps_back", "a clock that steps back lets nothing extra through and waits are measured from its now", clockStepsBack},
+	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled},
+}
+
+func exactAdmission(e *env) {
+	l := e.limiter(e.c.alg)
+	for i := range e.c.limit {
+		res := e.allow(l, "k")
+		if !res.Allowed {
+			e.fatalf("request %d of %d denied: %+v", i+1, e.c.limit, res)
+		}
+		if got, want := res.Remaining, e.c.limit-i-1; got != want {
+			e.fatalf("after request %d: Remaining %d, want %d", i+1, got, want)
+		}
+	}
+	if res := e.allow(l, "k"); res.Allowed {
+		e.fatalf("request %d admitted with limit %d: %+v", e.c.limit+1, e.c.limit, res)
+	}
+	e.exhaust(l, "full")
+
+	e.clock.Advance(e.c.firstBack)
+	if got, want := e.count(l, "k"), e.c.backAtFirst; got != want {
+		e.fatalf("%v after exhaustion: %d admitted, want %d", e.c.firstBack, got, want)
+	}
+	e.clock.Set(e.c.start.Add(e.c.fullBack - time.Microsecond))
+	if res := e.peek(l, "full"); res.Remaining >= e.c.limit {
+		e.fatalf("%v after exhaustion, 1µs before full capacity: Remaining %d, want < %d", e.c.fullBack-time.Microsecond, res.Remaining, e.c.limit)
+	}
+	e.clock.Set(e.c.start.Add(e.c.fullBack))
+	if got, want := e.count(l, "full"), e.c.limit; got != want {
+		e.fatalf("%v after exhaustion: %d admitted, want %d", e.c.fullBack, got, want)
+	}
+}
+
+func boundaryBurst(e *env) {
+	l := e.limiter(e.c.build(100, time.Minute))
+	var admitted int64
+	for _, at := range []time.Time{
+		time.Date(2026, 6, 1, 13, 59, 59, 0, time.UTC),
+		time.Date(2026, 6, 1, 14, 0, 0, 0, time.UTC),
+	} {
+		e.clock.Set(at)
+		for range 100 {
+			if e.allow(l, "k").Allowed {
+				admitted++
+			}
+		}
+	}
+	if got, want := admitted, e.c.boundaryAdmits; got != want {
+		e.fatalf("%d admitted within one second, want %d", got, want)
+	}
+}
+
+func windowBound(e *env) {
+	l := e.limiter(e.c.alg)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var admitted []event
+	// About three requests every 2s on average, in bursts, for 5 windows:
+	// well above the limit, so the bound is exercised.
+	for e.clock.Now().Sub(e.c.start) < 5*e.c.window {
+		e.clock.Advance(time.Duration(rng.Int64N(int64(4 * time.Second))))
+		for range rng.IntN(6) {
+			cost := 1 + rng.Int64N(3)
+			if e.allowN(l, "k", cost).Allowed {
+				admitted = append(admitted, event{at: e.clock.Now(), cost: cost})
+			}
+		}
+	}
+	got, bound := maxInWindow(admitted, e.c.window), e.c.windowBound(admitted)
+	if got > bound {
+		e.fatalf("a span of %v holds %d admitted, bound %d", e.c.window, got, bound)
+	}
+	if got < e.c.limit {
+		e.fatalf("the busiest span of %v holds only %d admitted, so the traffic never reached the limit %d", e.c.window, got, e.c.limit)
+	}
+}
+
+func boundaries(e *env) {
+	l := e.limiter(e.c.alg)
+	e.exhaust(l, "k")
+	res := e.allow(l, "k")
+	if res.Allowed || res.RetryAfter != e.c.firstBack {
+		e.fatalf("denied request: got %+v, want denied with RetryAfter %v", res, e.c.firstBack)
+	}
+	e.clock.Advance(e.c.firstBack - time.Microsecond)
+	if res := e.allow(l, "k"); res.Allowed {
+		e.fatalf("admitted 1µs before the boundary %v: %+v", e.c.firstBack, res)
+	}
+	e.clock.Advance(time.Microsecond)
+	if res := e.allow(l, "k"); !res.Allowed {
+		e.fatalf("denied exactly at the boundary %v: %+v", e.c.firstBack, res)
+	}
+}
+
+func costN(e *env) {
+	l := e.limiter(e.c.alg)
+	if res := e.allowN(l, "k", 3); !res.Allowed || res.Remaining != e.c.limit-3 {
+		e.fatalf("AllowN(3) on a fresh key: got %+v, want admitted with Remaining %d", res, e.c.limit-3)
+	}
+	left := e.c.limit - 3
+	if res := e.allowN(l, "k", left+1); res.Allowed || res.Remaining != left {
+		e.fatalf("AllowN(%d) with %d left: got %+v, want denied with Remaining unchanged", left+1, left, res)
+	}
+	if res := e.allowN(l, "k", left); !res.Allowed || res.Remaining != 0 {
+		e.fatalf("AllowN(%d) with %d left: got %+v, want admitted with Remaining 0", left, left, res)
+	}
+	// A cost of n waits for n to come back, not just 1.
+	const n = 3
+	res := e.allowN(l, "k", n)
+	if want := e.c.costBack(n); res.Allowed || res.RetryAfter != want {
+		e.fatalf("AllowN(%d) when exhausted: got %+v, want denied with RetryAfter %v", n, res, want)
+	}
+	e.clock.Advance(res.RetryAfter - time.Microsecond)
+	if res := e.allowN(l, "k", n); res.Allowed {
+		e.fatalf("AllowN(%d) admitted 1µs before its RetryAfter: %+v", n, res)
+	}
+	e.clock.Advance(time.Microsecond)
+	if res := e.allowN(l, "k", n); !res.Allowed {
+		e.fatalf("AllowN(%d) denied after its RetryAfter: %+v", n, res)
+	}
+}
+
+func peekConsumesNothing(e *env) {
+	l := e.limiter(e.c.alg)
+	if res := e.peek(l, "k"); !res.Allowed || res.Remaining != e.c.limit || res.RetryAfter != 0 || res.ResetAfter != 0 {
+		e.fatalf("Peek on a fresh key: got %+v, want allowed, Remaining %d, no waits", res, e.c.limit)
+	}
+	e.allowN(l, "k", 3)
+	for range 5 {
+		if res := e.peek(l, "k"); !res.Allowed || res.Remaining != e.c.limit-3 {
+			e.fatalf("Peek after 3 admitted: got %+v, want allowed with Remaining %d", res, e.c.limit-3)
+		}
+	}
+	if res := e.allow(l, "k"); res.Remaining != e.c.limit-4 {
+		e.fatalf("Allow after peeks: Remaining %d, want %d", res.Remaining, e.c.limit-4)
+	}
+	l2 := e.limiter(e.c.alg)
+	e.exhaust(l2, "k")
+	res := e.peek(l2, "k")
+	if res.Allowed || res.Remaining != 0 || res.RetryAfter != e.c.firstBack {
+		e.fatalf("Peek when exhausted: got %+v, want denied, Remaining 0, RetryAfter %v", res, e.c.firstBack)
+	}
+	e.clock.Advance(e.c.firstBack)
+	if res := e.allow(l2, "k"); !res.Allowed {
+		e.fatalf("denied at the boundary after peeking: %+v", res)
+	}
+}
+
+func reset(e *env) {
+	l := e.limiter(e.c.alg)
+	e.exhaust(l, "k")
+	if err := l.Reset(context.Background(), "k"); err != nil {
+		e.fatalf("Reset: %v", err)
+	}
+	if res := e.peek(l, "k"); res.Remaining != e.c.limit || res.ResetAfter != 0 {
+		e.fatalf("Peek after Reset: got %+v, want Remaining %d and ResetAfter 0", res, e.c.limit)
+	}
+	if got := e.count(l, "k"); got != e.c.limit {
+		e.fatalf("after Reset: %d admitted, want %d", got, e.c.limit)
+	}
+	if err := l.Reset(context.Background(), "never-used"); err != nil {
+		e.fatalf("Reset of an unknown key: %v", err)
+	}
+}
+
+func keyIsolation(e *env) {
+	l := e.limiter(e.c.alg)
+	e.exhaust(l, "a")
+	for _, k := range []string{"b", "a:b", "a\x00", "A", "{a}", "a ", "\xff"} {
+		if res := e.peek(l, k); res.Remaining != e.c.limit {
+			e.fatalf("key %q after exhausting %q: Remaining %d, want %d", k, "a", res.Remaining, e.c.limit)
+		}
+	}
+	if res := e.peek(e.limiter(e.c.alg), "a"); res.Remaining != e.c.limit {
+		e.fatalf("same key under another prefix: Remaining %d, want %d", res.Remaining, e.c.limit)
+	}
+	// Same prefixed key, other algorithms.
+	for _, other := range cases {
+		if other.name == e.c.name {
+			continue
+		}
+		ol, err := ratewise.New(e.store, other.alg, ratewise.WithClock(e.clock), ratewise.WithPrefix(l.prefix))
+		if err != nil {
+			e.fatalf("building a %s limiter: %v", other.name, err)
+		}
+		o := lim{ol, l.prefix}
+		if res := e.peek(o, "a"); res.Remaining != other.limit {
+			e.fatalf("%s on the same prefixed key: Remaining %d, want %d", other.name, res.Remaining, other.limit)
+		}
+	}
+}
+
+func resultFields(e *env) {
+	l := e.limiter(e.c.alg)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for step := range 400 {
+		e.clock.Advance(time.Duration(rng.Int64N(int64(3*time.Second))) / time.Microsecond * time.Microsecond)
+		n := 1 + rng.Int64N(e.c.limit)
+		if rng.IntN(2) == 0 {
+			n = 1
+		}
+		res := e.allowN(l, "k", n)
+		switch {
+		case res.Limit != e.c.limit:
+			e.fatalf("step %d: Limit %d, want %d", step, res.Limit, e.c.limit)
+		case res.Remaining < 0 || res.Remaining > e.c.limit:
+			e.fatalf("step %d: Remaining %d outside [0, %d]", step, res.Remaining, e.c.limit)
+		case res.Allowed != (res.RetryAfter == 0) || res.RetryAfter < 0:
+			e.fatalf("step %d: Allowed %v with RetryAfter %v", step, res.Allowed, res.RetryAfter)
+		case res.ResetAfter < 0 || (res.Allowed && res.ResetAfter == 0):
+			e.fatalf("step %d: ResetAfter %v after Allowed %v", step, res.ResetAfter, res.Allowed)
+		case res.Allowed && res.Remaining > e.c.limit-n:
+			e.fatalf("step %d: Remaining %d after admitting %d of %d", step, res.Remaining, n, e.c.limit)
+		}
+		if res.Allowed {
+			continue
+		}
+		// The wait is the shortest: not 1µs earlier (checked with Peek, which
+		// consumes nothing, for cost 1), but exactly then.
+		e.clock.Advance(res.RetryAfter - time.Microsecond)
+		if n == 1 {
+			if p := e.peek(l, "k"); p.Allowed {
+				e.fatalf("step %d: admitted 1µs before RetryAfter %v: %+v", step, res.RetryAfter, p)
+			}
+		}
+		e.clock.Advance(time.Microsecond)
+		if again := e.allowN(l, "k", n); !again.Allowed {
+			e.fatalf("step %d: cost %d denied again after waiting RetryAfter %v: %+v", step, n, res.RetryAfter, again)
+		}
+	}
+}
+
+func stateExpiry(e *env) {
+	l := e.limiter(e.c.alg)
+	e.allow(l, "k")
+	e.clock.Advance(time.Second)
+	res := e.allowN(l, "k", 2)
+	if res.ResetAfter <= 0 {
+		e.fatalf("ResetAfter %v after an admission", res.ResetAfter)
+	}
+	if inspector, ok := e.store.(store.Inspector); ok {
+		ttl, err := inspector.TTL(context.Background(), l.prefix+"k", e.c.alg, e.clock.Now())
+		if err != nil {
+			e.fatalf("TTL: %v", err)
+		}
+		// Stores with millisecond expiry may round up to the next ms.
+		if ceil := res.ResetAfter.Truncate(time.Millisecond) + time.Millisecond; ttl <= 0 || ttl > ceil {
+			e.fatalf("store keeps the state for %v, want (0, %v] for ResetAfter %v", ttl, ceil, res.ResetAfter)
+		}
+	}
+	e.clock.Advance(res.ResetAfter)
+	if p := e.peek(l, "k"); p.Remaining != e.c.limit || p.ResetAfter != 0 {
+		e.fatalf("ResetAfter %v later: got %+v, want Remaining %d and ResetAfter 0", res.ResetAfter, p, e.c.limit)
+	}
+}
+
+func concurrency(e *env) {
+	const limit, goroutines, tries = 100, 64, 4
+	l := e.limiter(e.c.build(limit, time.Minute))
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*tries)
+	for range goroutines {
+		wg.Go(func() {
+			for range tries {
+				res, err := l.Allow(context.Background(), "hot")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if res.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.fatalf("Allow from many goroutines: %v", err)
+	}
+	if got := admitted.Load(); got != limit {
+		e.fatalf("%d goroutines × %d tries admitted %d, want exactly %d", goroutines, tries, got, limit)
+	}
+}
+
+func clockStepsBack(e *env) {
+	l := e.limiter(e.c.alg)
+	e.exhaust(l, "k")
+	// 40s back crosses into the previous minute and sub-window.
+	const back = 40 * time.Second
+	e.clock.Advance(-back)
+	res := e.allow(l, "k")
+	if want := e.c.firstBack + back; res.Allowed || res.Remaining != 0 || res.RetryAfter != want {
+		e.fatalf("%v back after exhausting: got %+v, want denied, Remaining 0, RetryAfter %v", back, res, want)
+	}
+	e.clock.Advance(res.RetryAfter - time.Microsecond)
+	if res := e.allow(l, "k"); res.Allowed {
+		e.fatalf("admitted 1µs before RetryAfter: %+v", res)
+	}
+	e.clock.Advance(time.Microsecond)
+	if res := e.allow(l, "k"); !res.Allowed {
+		e.fatalf("denied after RetryAfter: %+v", res)
+	}
+}
+
+func contextCancelled(e *env) {
+	l := e.limiter(e.c.alg)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Allow(ctx, "k"); !errors.Is(err, context.Canceled) {
+		e.fatalf("Allow with a cancelled context: err %v, want context.Canceled", err)
+	}
+	if res := e.peek(l, "k"); res.Remaining != e.c.limit {
+		e.fatalf("after a cancelled Allow: Remaining %d, want %d", res.Remaining, e.c.limit)
+	}
+}

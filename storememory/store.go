@@ -1,0 +1,154 @@
+// Package storememory is the in-memory ratewise store, for unit tests and
+// single processes.
+//
+// It keeps each key's state in one of 256 shards, each a map behind its own
+// mutex, so unrelated keys rarely contend and there is no global lock. It
+// reads no clock: the time of every decision is the now its caller passes, so
+// a limiter with an injected clock drives it completely and tests never
+// sleep. State expires Result.ResetAfter after the decision that wrote it,
+// the moment it can no longer affect a decision; expired entries are dropped
+// by an incremental sweep that costs O(1) amortised per decision, so memory
+// stays bounded under key churn without a background goroutine.
+package storememory
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+var (
+	_ store.Store     = (*Store)(nil)
+	_ store.Inspector = (*Store)(nil)
+)
+
+const (
+	shardCount = 256
+	// minSweepOps keeps tiny shards from being swept on every decision.
+	minSweepOps = 64
+)
+
+// Store is the in-memory store. Its zero value is not usable; call New. It is
+// safe for concurrent use.
+type Store struct {
+	seed   maphash.Seed
+	shards [shardCount]shard
+}
+
+type shard struct {
+	mu sync.Mutex
+	// entries and opsSinceSweep require mu held.
+	entries       map[entryKey]entry
+	opsSinceSweep int
+	// Keeps neighbouring shards' mutexes off one cache line.
+	_ [64]byte
+}
+
+type entryKey struct {
+	alg string
+	key string
+}
+
+type entry struct {
+	state   algorithms.State
+	expires int64 // Unix nanoseconds after which state no longer matters
+}
+
+// New returns an empty store.
+func New() *Store {
+	s := &Store{seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].entries = make(map[entryKey]entry)
+	}
+	return s
+}
+
+func (s *Store) shard(key string) *shard {
+	return &s.shards[maphash.String(s.seed, key)%shardCount]
+}
+
+// Decide runs alg's decision step on key's state under the key's shard lock.
+func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, err
+	}
+	ek := entryKey{alg: alg.Name(), key: key}
+	t := now.UnixNano()
+	sh := s.shard(key)
+
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	var state algorithms.State
+	if e, ok := sh.entries[ek]; ok && e.expires > t {
+		state = e.state
+	}
+	state, res := alg.Decide(state, now, cost)
+	if state == nil || res.ResetAfter <= 0 {
+		delete(sh.entries, ek)
+	} else {
+		sh.entries[ek] = entry{state: state, expires: t + int64(res.ResetAfter)}
+	}
+	sh.sweepIfDue(t)
+	return res, nil
+}
+
+// sweepIfDue drops expired entries once the shard has seen as many decisions
+// as it holds entries, which keeps the sweep's cost O(1) amortised per
+// decision. Requires sh.mu held.
+func (sh *shard) sweepIfDue(now int64) {
+	sh.opsSinceSweep++
+	if sh.opsSinceSweep < max(len(sh.entries), minSweepOps) {
+		return
+	}
+	sh.opsSinceSweep = 0
+	for k, e := range sh.entries {
+		if e.expires <= now {
+			delete(sh.entries, k)
+		}
+	}
+}
+
+// Reset forgets alg's state for key.
+func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	delete(sh.entries, entryKey{alg: alg.Name(), key: key})
+	sh.mu.Unlock()
+	return nil
+}
+
+// TTL returns how long after now the store keeps alg's state for key, or 0
+// if it holds none.
+func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	sh := s.shard(key)
+	sh.mu.Lock()
+	e, ok := sh.entries[entryKey{alg: alg.Name(), key: key}]
+	sh.mu.Unlock()
+	if !ok {
+		return 0, nil
+	}
+	return max(0, time.Duration(e.expires-now.UnixNano())), nil
+}
+
+// Len returns the number of entries held, including expired ones that the
+// sweep has not dropped yet. It is meant for tests and metrics.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.entries)
+		sh.mu.Unlock()
+	}
+	return n
+}
