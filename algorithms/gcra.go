@@ -65,7 +65,7 @@ func (a GCRA) Validate() error {
 // interval is exactly Rate.Period in µs.
 func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
 	p := int64(a.Rate.Period / time.Microsecond) // T in ticks
-	k := a.Rate.Count                             // ticks per µs
+	k := a.Rate.Count                            // ticks per µs
 	capacity := a.Burst * p
 	t := micros(now)
 	st, _ := state.(*GCRAState)
