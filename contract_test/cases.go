@@ -35,6 +35,9 @@ type algCase struct {
 	// windowBound is the most cost any span of length window may hold,
 	// given everything admitted.
 	windowBound func(admitted []event) int64
+
+	// model states the algorithm's semantics naively, for matches_model.
+	model func(limit int64, window time.Duration) model
 }
 
 // event is an admitted request: its time and cost.
@@ -69,6 +72,9 @@ var cases = func() []algCase {
 			costBack:       same(25 * time.Second),
 			boundaryAdmits: 200,
 			windowBound:    func([]event) int64 { return 2 * caseLimit },
+			model: func(limit int64, window time.Duration) model {
+				return &fixedModel{limit: limit, window: window.Microseconds(), counts: map[int64]int64{}}
+			},
 		},
 		{
 			name: "sliding_log",
@@ -79,6 +85,9 @@ var cases = func() []algCase {
 			costBack:       same(time.Minute),
 			boundaryAdmits: 100,
 			windowBound:    func([]event) int64 { return caseLimit },
+			model: func(limit int64, window time.Duration) model {
+				return &logModel{limit: limit, window: window.Microseconds(), quantum: 1}
+			},
 		},
 		{
 			name: "sliding_window",
@@ -95,6 +104,9 @@ var cases = func() []algCase {
 			windowBound: func(admitted []event) int64 {
 				return caseLimit + maxPerSpan(admitted, caseWindow/subWindows)
 			},
+			model: func(limit int64, window time.Duration) model {
+				return &logModel{limit: limit, window: window.Microseconds(), quantum: window.Microseconds() / subWindows}
+			},
 		},
 		{
 			name: "token_bucket",
@@ -108,6 +120,9 @@ var cases = func() []algCase {
 			boundaryAdmits: 101,
 			// Capacity plus one window's refill.
 			windowBound: func([]event) int64 { return 2 * caseLimit },
+			model: func(limit int64, window time.Duration) model {
+				return newBucketModel(limit, limit, window)
+			},
 		},
 		{
 			name: "gcra",
@@ -118,6 +133,9 @@ var cases = func() []algCase {
 			costBack:       every(6 * time.Second),
 			boundaryAdmits: 101,
 			windowBound:    func([]event) int64 { return 2 * caseLimit },
+			model: func(limit int64, window time.Duration) model {
+				return newBucketModel(limit, limit, window)
+			},
 		},
 	}
 	for i := range cs {

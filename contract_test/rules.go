@@ -14,6 +14,7 @@ import (
 
 var rules = []rule{
 	{"exact_admission", "at one instant a fresh key admits exactly Limit requests, counting Remaining down to 0, and the algorithm's refill admits exactly what its semantics predict", exactAdmission},
+	{"matches_model", "every decision on traffic that staggers requests over many windows, with parameters whose intervals are not whole microseconds, admits and reports Remaining exactly as the algorithm's documented semantics say", matchesModel},
 	{"boundary_burst", "100 requests at 13:59:59 and 100 at 14:00:00 with a limit of 100 per minute admit what the algorithm documents: 200 for the fixed window, 100 for the sliding log", boundaryBurst},
 	{"window_bound", "no span of length Window ever holds more admitted cost than the algorithm's documented bound (Limit for the sliding log)", windowBound},
 	{"boundaries", "a request is denied 1µs before the refill or expiry boundary and admitted exactly at it, and RetryAfter is that boundary", boundaries},
@@ -55,6 +56,46 @@ func exactAdmission(e *env) {
 	e.clock.Set(e.c.start.Add(e.c.fullBack))
 	if got, want := e.count(l, "full"), e.c.limit; got != want {
 		e.fatalf("%v after exhaustion: %d admitted, want %d", e.c.fullBack, got, want)
+	}
+}
+
+func matchesModel(e *env) {
+	// 7 per 12s: a token every 1.714285...s; 2s sub-windows.
+	const limit, window = 7, 12 * time.Second
+	l := e.limiter(e.c.build(limit, window))
+	m := e.c.model(limit, window)
+	check := func(step int, cost int64) {
+		e.t.Helper()
+		var res ratewise.Result
+		if cost == 0 {
+			res = e.peek(l, "k")
+		} else {
+			res = e.allowN(l, "k", cost)
+		}
+		allowed, remaining := m.decide(e.clock.Now(), cost)
+		if res.Allowed != allowed || res.Remaining != remaining {
+			e.fatalf("step %d at %s, cost %d: got Allowed %v Remaining %d, the model says %v and %d",
+				step, e.at(), cost, res.Allowed, res.Remaining, allowed, remaining)
+		}
+	}
+	// Bursts of cost 1 exactly one window apart: every algorithm is full
+	// again each time, unless rounding of a fractional interval piles up.
+	e.clock.Set(e.c.start.Truncate(window).Add(window))
+	for burst := range 20 {
+		for i := range limit {
+			check(burst*limit+i, 1)
+		}
+		e.clock.Advance(window)
+	}
+	rng := rand.New(rand.NewPCG(9, 10))
+	for step := range 3000 {
+		// Mostly short gaps, sometimes several windows.
+		gap := time.Duration(rng.Int64N(int64(window / 4)))
+		if rng.IntN(20) == 0 {
+			gap = time.Duration(rng.Int64N(int64(3 * window)))
+		}
+		e.clock.Advance(gap.Truncate(time.Microsecond))
+		check(step, rng.Int64N(limit+1))
 	}
 }
 

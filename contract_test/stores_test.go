@@ -16,6 +16,9 @@ func TestContract(t *testing.T) {
 		new  contract.Factory
 	}{
 		{"storememory", func(*testing.T) store.Store { return storememory.New() }},
+		// Not a product: keeps state forever, so the algorithms are checked
+		// without expiry covering for them.
+		{"reference", func(*testing.T) store.Store { return newReferenceStore() }},
 	}
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) { contract.Run(t, target.new) })

@@ -41,9 +41,10 @@ type Store struct {
 
 type shard struct {
 	mu sync.Mutex
-	// entries and opsSinceSweep require mu held.
+	// entries, opsSinceSweep and sweepAfter require mu held.
 	entries       map[entryKey]entry
 	opsSinceSweep int
+	sweepAfter    int
 	// Keeps neighbouring shards' mutexes off one cache line.
 	_ [64]byte
 }
@@ -63,6 +64,7 @@ func New() *Store {
 	s := &Store{seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].entries = make(map[entryKey]entry)
+		s.shards[i].sweepAfter = minSweepOps
 	}
 	return s
 }
@@ -97,19 +99,24 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 }
 
 // sweepIfDue drops expired entries once the shard has seen as many decisions
-// as it holds entries, which keeps the sweep's cost O(1) amortised per
-// decision. Requires sh.mu held.
+// as it kept entries after its last sweep. A sweep then visits at most twice
+// that many entries, so it costs O(1) amortised per decision, and a shard
+// holds at most its live entries plus the decisions since the last sweep.
+// The threshold is fixed at sweep time: under churn the map grows with every
+// decision, so comparing against its current size would never fire.
+// Requires sh.mu held.
 func (sh *shard) sweepIfDue(now int64) {
 	sh.opsSinceSweep++
-	if sh.opsSinceSweep < max(len(sh.entries), minSweepOps) {
+	if sh.opsSinceSweep < sh.sweepAfter {
 		return
 	}
-	sh.opsSinceSweep = 0
 	for k, e := range sh.entries {
 		if e.expires <= now {
 			delete(sh.entries, k)
 		}
 	}
+	sh.opsSinceSweep = 0
+	sh.sweepAfter = max(len(sh.entries), minSweepOps)
 }
 
 // Reset forgets alg's state for key.

@@ -1,0 +1,106 @@
+package ratewise_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+func TestNewRejectsBadInput(t *testing.T) {
+	s := storememory.New()
+	tests := []struct {
+		name  string
+		store store.Store
+		alg   algorithms.Algorithm
+		want  error
+	}{
+		{"nil store", nil, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.ErrNilStore},
+		{"nil algorithm", s, nil, ratewise.ErrNilAlgorithm},
+		{"limit 0", s, algorithms.FixedWindow{Limit: 0, Window: time.Second}, ratewise.ErrInvalidLimit},
+		{"limit -3", s, algorithms.SlidingLog{Limit: -3, Window: time.Second}, ratewise.ErrInvalidLimit},
+		{"capacity 0", s, algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)}, ratewise.ErrInvalidLimit},
+		{"window 0", s, algorithms.FixedWindow{Limit: 1}, ratewise.ErrInvalidWindow},
+		{"window -1m", s, algorithms.SlidingLog{Limit: 1, Window: -time.Minute}, ratewise.ErrInvalidWindow},
+		{"period 0", s, algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, ratewise.ErrInvalidPeriod},
+		{"period -1s", s, algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}}, ratewise.ErrInvalidPeriod},
+		{"burst 0", s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, ratewise.ErrInvalidBurst},
+		{"sub-windows 0", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second}, ratewise.ErrInvalidSubWindows},
+		{"sub-windows under 1ms", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 2000}, ratewise.ErrInvalidSubWindows},
+		{"too large", s, algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 40}, ratewise.ErrOutOfRange},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := ratewise.New(tt.store, tt.alg)
+			if !errors.Is(err, tt.want) || l != nil {
+				t.Fatalf("New: limiter %v, error %v; want nil and %v", l, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCallsRejectBadInput(t *testing.T) {
+	ctx := context.Background()
+	l, err := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		call func() error
+		want error
+	}{
+		{"n 0", func() error { _, err := l.AllowN(ctx, "k", 0); return err }, ratewise.ErrInvalidCost},
+		{"n -1", func() error { _, err := l.AllowN(ctx, "k", -1); return err }, ratewise.ErrInvalidCost},
+		{"n above the limit", func() error { _, err := l.AllowN(ctx, "k", 6); return err }, ratewise.ErrCostExceedsLimit},
+		{"empty key Allow", func() error { _, err := l.Allow(ctx, ""); return err }, ratewise.ErrEmptyKey},
+		{"empty key AllowN", func() error { _, err := l.AllowN(ctx, "", 1); return err }, ratewise.ErrEmptyKey},
+		{"empty key Peek", func() error { _, err := l.Peek(ctx, ""); return err }, ratewise.ErrEmptyKey},
+		{"empty key Reset", func() error { return l.Reset(ctx, "") }, ratewise.ErrEmptyKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.call(); !errors.Is(err, tt.want) {
+				t.Fatalf("got %v, want %v", err, tt.want)
+			}
+		})
+	}
+	// None of the rejected calls consumed anything.
+	if res, err := l.Peek(ctx, "k"); err != nil || res.Remaining != 5 {
+		t.Fatalf("Peek after rejected calls: %+v, %v; want Remaining 5", res, err)
+	}
+	// The limit itself is a valid cost.
+	if res, err := l.AllowN(ctx, "k", 5); err != nil || !res.Allowed {
+		t.Fatalf("AllowN(limit): %+v, %v; want admitted", res, err)
+	}
+}
+
+func TestErrorMessagesNameTheValue(t *testing.T) {
+	_, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: -3, Window: time.Second})
+	if got, want := err.Error(), "ratewise: limit must be > 0, got -3"; got != want {
+		t.Fatalf("error %q, want %q", got, want)
+	}
+}
+
+func TestWithPrefixSeparatesLimiters(t *testing.T) {
+	ctx := context.Background()
+	s := storememory.New()
+	alg := algorithms.FixedWindow{Limit: 1, Window: time.Minute}
+	login, _ := ratewise.New(s, alg, ratewise.WithPrefix("login:"))
+	api, _ := ratewise.New(s, alg, ratewise.WithPrefix("api:"))
+	shared, _ := ratewise.New(s, alg, ratewise.WithPrefix("login:"))
+	if res, _ := login.Allow(ctx, "alice"); !res.Allowed {
+		t.Fatal("first login denied")
+	}
+	if res, _ := api.Allow(ctx, "alice"); !res.Allowed {
+		t.Fatal("api limiter saw the login limiter's count")
+	}
+	if res, _ := shared.Allow(ctx, "alice"); res.Allowed {
+		t.Fatal("two limiters with the same prefix did not share the count")
+	}
+}

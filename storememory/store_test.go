@@ -1,0 +1,139 @@
+package storememory_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+var (
+	ctx = context.Background()
+	t0  = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+)
+
+// TestMemoryBoundedUnderChurn sends one request for each of 100,000 distinct
+// keys, one every 100µs, with a 1s window: at most 10,000 keys are live at
+// any moment, and the store must not hold all 100,000.
+func TestMemoryBoundedUnderChurn(t *testing.T) {
+	s := storememory.New()
+	alg := algorithms.FixedWindow{Limit: 5, Window: time.Second}
+	const keys, live = 100_000, 10_000
+	peak := 0
+	for i := range keys {
+		now := t0.Add(time.Duration(i) * 100 * time.Microsecond)
+		if _, err := s.Decide(ctx, fmt.Sprintf("user:%d", i), alg, now, 1); err != nil {
+			t.Fatal(err)
+		}
+		if i%1000 == 0 {
+			peak = max(peak, s.Len())
+		}
+	}
+	// Each shard may run up to its own size plus 64 decisions between sweeps.
+	if bound := 2*live + 256*64; peak > bound {
+		t.Fatalf("the store held %d entries with %d live, bound %d", peak, live, bound)
+	}
+}
+
+func TestStateLivesExactlyResetAfter(t *testing.T) {
+	s := storememory.New()
+	alg := algorithms.TokenBucket{Capacity: 4, Refill: algorithms.PerSecond(2)}
+	res, err := s.Decide(ctx, "k", alg, t0, 3)
+	if err != nil || res.ResetAfter != 1500*time.Millisecond {
+		t.Fatalf("Decide: %+v, %v; want ResetAfter 1.5s", res, err)
+	}
+	if ttl, _ := s.TTL(ctx, "k", alg, t0); ttl != res.ResetAfter {
+		t.Fatalf("TTL %v, want %v", ttl, res.ResetAfter)
+	}
+	at := t0.Add(res.ResetAfter)
+	if ttl, _ := s.TTL(ctx, "k", alg, at); ttl != 0 {
+		t.Fatalf("TTL at ResetAfter: %v, want 0", ttl)
+	}
+	// The next decision on the key finds nothing and keeps nothing.
+	if res, _ := s.Decide(ctx, "k", alg, at, 0); res.Remaining != 4 || s.Len() != 0 {
+		t.Fatalf("after ResetAfter: %+v with %d entries; want full and none held", res, s.Len())
+	}
+}
+
+func TestPeekOnIdleKeyStoresNothing(t *testing.T) {
+	s := storememory.New()
+	for _, alg := range []algorithms.Algorithm{
+		algorithms.FixedWindow{Limit: 5, Window: time.Second},
+		algorithms.SlidingLog{Limit: 5, Window: time.Second},
+		algorithms.SlidingWindow{Limit: 5, Window: time.Second, SubWindows: 10},
+		algorithms.TokenBucket{Capacity: 5, Refill: algorithms.PerSecond(1)},
+		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5},
+	} {
+		if _, err := s.Decide(ctx, "k", alg, t0, 0); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Len(); n != 0 {
+			t.Fatalf("%s: a peek at an idle key left %d entries", alg.Name(), n)
+		}
+	}
+}
+
+func TestResetRemovesState(t *testing.T) {
+	s := storememory.New()
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5}
+	s.Decide(ctx, "k", alg, t0, 5)
+	if err := s.Reset(ctx, "k", alg); err != nil || s.Len() != 0 {
+		t.Fatalf("Reset: %v with %d entries left", err, s.Len())
+	}
+}
+
+func TestCancelledContext(t *testing.T) {
+	s := storememory.New()
+	c, cancel := context.WithCancel(ctx)
+	cancel()
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5}
+	if _, err := s.Decide(c, "k", alg, t0, 1); err != context.Canceled {
+		t.Fatalf("Decide: %v, want context.Canceled", err)
+	}
+	if err := s.Reset(c, "k", alg); err != context.Canceled {
+		t.Fatalf("Reset: %v, want context.Canceled", err)
+	}
+	if _, err := s.TTL(c, "k", alg, t0); err != context.Canceled {
+		t.Fatalf("TTL: %v, want context.Canceled", err)
+	}
+}
+
+// TestManyKeysConcurrently runs under -race: keys spread over shards, each
+// admitting exactly its limit.
+func TestManyKeysConcurrently(t *testing.T) {
+	s := storememory.New()
+	alg := algorithms.SlidingLog{Limit: 3, Window: time.Minute}
+	const keys, goroutines = 200, 8
+	admitted := make([][keys]int, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for k := range keys {
+				for range 2 {
+					res, err := s.Decide(ctx, fmt.Sprint(k), alg, t0, 1)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if res.Allowed {
+						admitted[g][k]++
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for k := range keys {
+		total := 0
+		for g := range goroutines {
+			total += admitted[g][k]
+		}
+		if total != 3 {
+			t.Fatalf("key %d admitted %d, want 3", k, total)
+		}
+	}
+}
