@@ -107,5 +107,8 @@ func (r Rate) validate() (periodMicros int64, err error) {
 	if r.Count <= 0 {
 		return 0, fmt.Errorf("%w, got rate count %d", ErrInvalidLimit, r.Count)
 	}
+	if err := checkCount("rate count", r.Count); err != nil {
+		return 0, err
+	}
 	return durationMicros(ErrInvalidPeriod, "period", r.Period)
 }

@@ -15,9 +15,11 @@
 // finest resolution Redis's TIME command offers. Every store therefore computes
 // bit-identical results, and a RetryAfter or ResetAfter is always a whole number
 // of microseconds. Durations in parameters must be whole microseconds; anything
-// else is rejected by Validate rather than rounded. Parameters whose products
-// would exceed 2^53 (the largest integer a Lua number holds exactly) are
-// rejected with ErrOutOfRange for the same reason.
+// else is rejected by Validate rather than rounded. Parameters large enough
+// that an intermediate value could pass 2^53 (the largest integer a Lua number
+// holds exactly) are rejected with ErrOutOfRange for the same reason: counts
+// and durations in µs up to 2^50, and capacity or burst × period in µs up to
+// 2^51 (10^6 tokens per 37 minutes, or 10^4 per 2.6 days).
 //
 // # Clocks that step back
 //

@@ -48,8 +48,8 @@ func (a FixedWindow) Validate() error {
 	if a.Limit <= 0 {
 		return fmt.Errorf("%w, got %d", ErrInvalidLimit, a.Limit)
 	}
-	if a.Limit > maxExact {
-		return fmt.Errorf("%w: limit %d is above 2^53", ErrOutOfRange, a.Limit)
+	if err := checkCount("limit", a.Limit); err != nil {
+		return err
 	}
 	_, err := durationMicros(ErrInvalidWindow, "window", a.Window)
 	return err

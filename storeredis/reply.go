@@ -1,0 +1,54 @@
+package storeredis
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// ErrMalformedReply is wrapped (with store.ErrUnavailable) when a script's
+// reply is not a valid decision.
+var ErrMalformedReply = errors.New("storeredis: malformed script reply")
+
+// parseReply turns a decision script's reply {allowed, remaining,
+// retry_after µs, reset_after µs} into a Result, checking its shape and that
+// the fields agree with each other, since a wrong reply must never read as
+// "allowed". It is the only place replies are parsed.
+func parseReply(reply any, limit int64) (algorithms.Result, error) {
+	bad := func(format string, args ...any) (algorithms.Result, error) {
+		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply %v)", store.ErrUnavailable, ErrMalformedReply, fmt.Sprintf(format, args...), reply)
+	}
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != 4 {
+		return bad("want an array of 4 integers")
+	}
+	var v [4]int64
+	for i, f := range fields {
+		n, ok := f.(int64)
+		if !ok {
+			return bad("field %d is %T, want an integer", i+1, f)
+		}
+		v[i] = n
+	}
+	allowed, remaining, retry, reset := v[0], v[1], v[2], v[3]
+	switch {
+	case allowed != 0 && allowed != 1:
+		return bad("allowed is %d", allowed)
+	case remaining < 0 || remaining > limit:
+		return bad("remaining %d outside [0, %d]", remaining, limit)
+	case (allowed == 1) != (retry == 0) || retry < 0:
+		return bad("allowed %d with retry_after %d", allowed, retry)
+	case reset < 0:
+		return bad("reset_after %d", reset)
+	}
+	return algorithms.Result{
+		Allowed:    allowed == 1,
+		Limit:      limit,
+		Remaining:  remaining,
+		RetryAfter: time.Duration(retry) * time.Microsecond,
+		ResetAfter: time.Duration(reset) * time.Microsecond,
+	}, nil
+}
