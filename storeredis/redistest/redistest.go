@@ -36,8 +36,8 @@ type Server struct {
 	Addr    string
 	busPort int // the cluster bus port, for cluster nodes
 	cmd     *exec.Cmd
-	dir  string
-	done chan struct{}
+	dir     string
+	done    chan struct{}
 }
 
 // Binary returns the path of redis-server, or an error saying it is missing.
