@@ -32,9 +32,14 @@ type Algorithm interface {
 	// consuming: the Result says whether a request of cost 1 would be
 	// admitted, and Remaining is what is available now.
 	//
-	// Decide may reuse state's memory: the caller must keep the returned
-	// state and drop the one it passed in. It returns nil when the key is
-	// back at full capacity, which is the same as holding no state. The
+	// Only an admitted request of cost > 0 changes the state, except that
+	// the sliding log and sliding window counter drop expired records on
+	// every request of cost > 0, as ZREMRANGEBYSCORE does in the notes'
+	// script; an inspection or a denial leaves everything else as it was,
+	// which matters when a clock later steps back. Decide may reuse state's
+	// memory: the caller must keep the returned state and drop the one it
+	// passed in. A nil state and any state whose ResetAfter has passed are
+	// the same; Decide returns nil for a key that holds nothing. The
 	// parameters must be valid (see Validate) and cost must be in
 	// [0, MaxCost()]; Decide does not check either on the hot path.
 	Decide(state State, now time.Time, cost int64) (State, Result)

@@ -253,8 +253,11 @@ func TestLongIdle(t *testing.T) {
 	} {
 		r := run{alg: alg}
 		r.decide(t0, 5)
-		if res := r.decide(later, 0); !res.Allowed || res.Remaining != 5 || res.ResetAfter != 0 || r.state != nil {
-			t.Fatalf("%s after 300 years: %+v, state %v; want full with no state", alg.Name(), res, r.state)
+		if res := r.decide(later, 0); !res.Allowed || res.Remaining != 5 || res.ResetAfter != 0 {
+			t.Fatalf("%s after 300 years: %+v; want full", alg.Name(), res)
+		}
+		if res := r.decide(later, 5); !res.Allowed || res.Remaining != 0 {
+			t.Fatalf("%s after 300 years, cost 5: %+v; want admitted", alg.Name(), res)
 		}
 	}
 }

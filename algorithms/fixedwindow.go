@@ -59,30 +59,36 @@ func (a FixedWindow) Validate() error {
 func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
-	st, _ := state.(*FixedWindowState)
-	if st == nil {
-		st = &FixedWindowState{}
-	}
 	start := t - floorMod(t, w)
-	if st.Start > start {
-		// The clock stepped back into an earlier window: keep counting in
-		// the window already recorded, so nothing extra gets through.
-		start = st.Start
-	}
-	if st.Start != start {
-		st.Start, st.Count = start, 0
+	var count int64
+	st, _ := state.(*FixedWindowState)
+	if st != nil {
+		// A window later than now's means the clock stepped back: keep
+		// counting in it, so nothing extra gets through.
+		start = max(start, st.Start)
+		if st.Start == start {
+			count = st.Count
+		}
 	}
 	res := Result{Limit: a.Limit}
-	if st.Count+max(cost, 1) <= a.Limit {
-		st.Count += cost
+	if count+max(cost, 1) <= a.Limit {
 		res.Allowed = true
+		if cost > 0 {
+			count += cost
+			if st == nil {
+				st = &FixedWindowState{}
+			}
+			st.Start, st.Count = start, count
+		}
 	} else {
 		res.RetryAfter = duration(start + w - t)
 	}
-	res.Remaining = a.Limit - st.Count
-	if st.Count == 0 {
+	res.Remaining = a.Limit - count
+	if count > 0 {
+		res.ResetAfter = duration(start + w - t)
+	}
+	if st == nil {
 		return nil, res
 	}
-	res.ResetAfter = duration(start + w - t)
 	return st, res
 }

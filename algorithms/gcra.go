@@ -68,17 +68,17 @@ func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
 	k := a.Rate.Count                            // ticks per µs
 	capacity := a.Burst * p
 	t := micros(now)
+	tat, frac := t, int64(0)
 	st, _ := state.(*GCRAState)
-	if st == nil {
-		st = &GCRAState{TAT: t}
+	if st != nil {
+		// Normalise a remainder written under other parameters.
+		tat, frac = st.TAT+floorDiv(st.Frac, k), floorMod(st.Frac, k)
 	}
-	// Normalise a remainder written under other parameters.
-	st.TAT, st.Frac = st.TAT+floorDiv(st.Frac, k), floorMod(st.Frac, k)
 
-	// The wait until TAT is dus µs plus Frac ticks, d ticks in all. It is
+	// The wait until TAT is dus µs plus frac ticks, d ticks in all. It is
 	// only far beyond capacity if the clock stepped back; then d is not
 	// formed, since it could overflow.
-	dus, frac := st.TAT-t, st.Frac
+	dus := tat - t
 	if dus < 0 {
 		dus, frac = 0, 0
 	}
@@ -89,24 +89,25 @@ func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
 	}
 
 	res := Result{Limit: a.Burst}
-	need := max(cost, 1) * p
-	if !beyond && d+need <= capacity {
-		d += cost * p
-		st.TAT, st.Frac = t+d/k, d%k
+	if need := max(cost, 1) * p; !beyond && d+need <= capacity {
 		res.Allowed = true
+		d += cost * p
+		res.ResetAfter = duration(ceilDiv(d, k))
+		if cost > 0 {
+			if st == nil {
+				st = &GCRAState{}
+			}
+			st.TAT, st.Frac = t+d/k, d%k
+		}
 	} else {
 		res.RetryAfter = duration(dus + ceilDiv(frac+need-capacity, k))
+		res.ResetAfter = duration(dus + ceilDiv(frac, k))
 	}
 	if !beyond {
 		res.Remaining = max(0, (capacity-d)/p)
 	}
-	if d == 0 && !beyond {
+	if st == nil {
 		return nil, res
-	}
-	if res.Allowed {
-		res.ResetAfter = duration(ceilDiv(d, k))
-	} else {
-		res.ResetAfter = duration(dus + ceilDiv(frac, k))
 	}
 	return st, res
 }

@@ -56,25 +56,35 @@ func (a SlidingLog) Decide(state State, now time.Time, cost int64) (State, Resul
 	if st == nil {
 		st = &SlidingLogState{}
 	}
-	// Records are sorted, so the expired ones are a prefix.
+	// Records are sorted, so the expired ones are a prefix. A request that
+	// consumes drops them first, as ZREMRANGEBYSCORE does; inspecting only
+	// skips them.
 	expired, _ := slices.BinarySearch(st.Records, t-w+1)
-	st.Records = st.Records[expired:]
-	count := int64(len(st.Records))
+	live := st.Records[expired:]
+	if cost > 0 {
+		st.Records = live
+	}
+	count := int64(len(live))
 
 	res := Result{Limit: a.Limit}
 	if need := max(cost, 1); count+need > a.Limit {
 		// The (count+need-Limit)-th oldest record must expire first.
-		res.RetryAfter = duration(st.Records[count+need-a.Limit-1] + w - t)
+		res.RetryAfter = duration(live[count+need-a.Limit-1] + w - t)
 	} else {
-		st.Records = insertRecords(st.Records, t, cost)
-		count += cost
 		res.Allowed = true
+		if cost > 0 {
+			st.Records = insertRecords(live, t, cost)
+			live = st.Records
+			count += cost
+		}
 	}
 	res.Remaining = a.Limit - count
-	if count == 0 {
+	if count > 0 {
+		res.ResetAfter = duration(live[count-1] + w - t)
+	}
+	if len(st.Records) == 0 {
 		return nil, res
 	}
-	res.ResetAfter = duration(st.Records[count-1] + w - t)
 	return st, res
 }
 

@@ -88,14 +88,18 @@ func (a SlidingWindow) Decide(state State, now time.Time, cost int64) (State, Re
 	if st == nil {
 		st = &SlidingWindowState{}
 	}
-	// A sub-window starting at or before cur-w has dropped out.
+	// A sub-window starting at or before cur-w has dropped out. A request
+	// that consumes deletes those; inspecting only skips them.
 	expired := 0
 	for expired < len(st.Buckets) && st.Buckets[expired].Start <= cur-w {
 		expired++
 	}
-	st.Buckets = st.Buckets[expired:]
+	live := st.Buckets[expired:]
+	if cost > 0 {
+		st.Buckets = live
+	}
 	var count int64
-	for _, b := range st.Buckets {
+	for _, b := range live {
 		count += b.Count
 	}
 
@@ -103,22 +107,25 @@ func (a SlidingWindow) Decide(state State, now time.Time, cost int64) (State, Re
 	if need := max(cost, 1); count+need > a.Limit {
 		// Wait until enough of the oldest sub-windows drop out.
 		excess, i := count+need-a.Limit, 0
-		for ; excess > st.Buckets[i].Count; i++ {
-			excess -= st.Buckets[i].Count
+		for ; excess > live[i].Count; i++ {
+			excess -= live[i].Count
 		}
-		res.RetryAfter = duration(st.Buckets[i].Start + w - t)
-	} else if cost > 0 {
-		st.Buckets = addToBucket(st.Buckets, cur, cost)
-		count += cost
-		res.Allowed = true
+		res.RetryAfter = duration(live[i].Start + w - t)
 	} else {
 		res.Allowed = true
+		if cost > 0 {
+			st.Buckets = addToBucket(live, cur, cost)
+			live = st.Buckets
+			count += cost
+		}
 	}
 	res.Remaining = a.Limit - count
-	if count == 0 {
+	if count > 0 {
+		res.ResetAfter = duration(live[len(live)-1].Start + w - t)
+	}
+	if len(st.Buckets) == 0 {
 		return nil, res
 	}
-	res.ResetAfter = duration(st.Buckets[len(st.Buckets)-1].Start + w - t)
 	return st, res
 }
 

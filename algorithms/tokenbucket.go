@@ -66,33 +66,42 @@ func (a TokenBucket) Decide(state State, now time.Time, cost int64) (State, Resu
 	k := a.Refill.Count // Level units gained per µs
 	full := a.Capacity * p
 	t := micros(now)
+	level, last := full, t
 	st, _ := state.(*TokenBucketState)
-	if st == nil {
-		st = &TokenBucketState{Level: full, Last: t}
+	if st != nil {
+		level, last = st.Level, st.Last
 	}
-	if elapsed := t - st.Last; elapsed > 0 {
-		if deficit := full - st.Level; elapsed >= ceilDiv(deficit, k) {
-			st.Level = full
+	if elapsed := t - last; elapsed > 0 {
+		if deficit := full - level; elapsed >= ceilDiv(deficit, k) {
+			level = full
 		} else {
-			st.Level += elapsed * k
+			level += elapsed * k
 		}
-		st.Last = t
+		last = t
 	}
-	// Last is later than now only when the clock stepped back; waits are
+	// last is later than now only when the clock stepped back; waits are
 	// measured from the caller's now, so they include the gap.
-	gap := st.Last - t
+	gap := last - t
 
 	res := Result{Limit: a.Capacity}
-	if need := max(cost, 1) * p; st.Level >= need {
-		st.Level -= cost * p
+	if need := max(cost, 1) * p; level >= need {
 		res.Allowed = true
+		if cost > 0 {
+			level -= cost * p
+			if st == nil {
+				st = &TokenBucketState{}
+			}
+			st.Level, st.Last = level, last
+		}
 	} else {
-		res.RetryAfter = duration(ceilDiv(need-st.Level, k) + gap)
+		res.RetryAfter = duration(ceilDiv(need-level, k) + gap)
 	}
-	res.Remaining = st.Level / p
-	if st.Level >= full {
+	res.Remaining = level / p
+	if level < full {
+		res.ResetAfter = duration(ceilDiv(full-level, k) + gap)
+	}
+	if st == nil {
 		return nil, res
 	}
-	res.ResetAfter = duration(ceilDiv(full-st.Level, k) + gap)
 	return st, res
 }
