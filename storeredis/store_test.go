@@ -1,0 +1,389 @@
+package storeredis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis"
+	"github.com/ratewise/ratewise/storeredis/redistest"
+)
+
+// Every go-redis client kind users deploy with fits the store.
+var (
+	_ storeredis.Client = (*redis.Client)(nil) // standalone and Sentinel (NewFailoverClient)
+	_ storeredis.Client = (*redis.ClusterClient)(nil)
+	_ storeredis.Client = (*redis.Ring)(nil)
+	_ storeredis.Client = redis.UniversalClient(nil)
+)
+
+var allAlgorithms = []algorithms.Algorithm{
+	algorithms.FixedWindow{Limit: 5, Window: time.Minute},
+	algorithms.SlidingLog{Limit: 5, Window: time.Minute},
+	algorithms.SlidingWindow{Limit: 5, Window: time.Minute, SubWindows: 6},
+	algorithms.TokenBucket{Capacity: 5, Refill: algorithms.PerMinute(5)},
+	algorithms.GCRA{Rate: algorithms.PerMinute(5), Burst: 5},
+}
+
+type manualClock struct{ now time.Time }
+
+func (c *manualClock) Now() time.Time { return c.now }
+
+// TestServerTimeSharedUnderClockSkew: two app servers whose clocks differ by
+// 5s either way share one limit in the default mode, because scripts read
+// Redis's TIME: together they admit the limit once, and both are told the
+// same wait. Deciding on their own clocks, they would be told waits 10s
+// apart.
+func TestServerTimeSharedUnderClockSkew(t *testing.T) {
+	s := storeredis.New(newClient(t, redistest.Standalone(t).Addr))
+	real := time.Now()
+	for _, alg := range allAlgorithms {
+		t.Run(alg.Name(), func(t *testing.T) {
+			key := testKey(t)
+			a, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{real.Add(-5 * time.Second)}))
+			b, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{real.Add(5 * time.Second)}))
+			admitted := 0
+			for i := range 10 {
+				l := a
+				if i%2 == 1 {
+					l = b
+				}
+				res, err := l.Allow(context.Background(), key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if res.Allowed {
+					admitted++
+				}
+			}
+			if admitted != 5 {
+				t.Fatalf("two servers 10s apart admitted %d, want the shared limit 5", admitted)
+			}
+			ra, errA := a.Peek(context.Background(), key)
+			rb, errB := b.Peek(context.Background(), key)
+			if errA != nil || errB != nil {
+				t.Fatal(errA, errB)
+			}
+			// Only the real time between the two calls separates them.
+			if d := ra.RetryAfter - rb.RetryAfter; ra.RetryAfter <= 0 || d < 0 || d > time.Second {
+				t.Fatalf("RetryAfter %v for one server and %v for the other, want the same wait", ra.RetryAfter, rb.RetryAfter)
+			}
+		})
+	}
+}
+
+// TestClientTimeFollowsTheCallersClock shows why server time is the default:
+// with client time, two servers 5s apart straddle a window boundary and a
+// fixed window admits twice.
+func TestClientTimeFollowsTheCallersClock(t *testing.T) {
+	s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
+	alg := algorithms.FixedWindow{Limit: 5, Window: time.Minute}
+	boundary := time.Date(2026, 6, 1, 14, 0, 0, 0, time.UTC)
+	a, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{boundary.Add(-2 * time.Second)}))
+	b, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{boundary.Add(3 * time.Second)}))
+	admitted := 0
+	for _, l := range []*ratewise.Limiter{a, b} {
+		for range 5 {
+			if res, _ := l.Allow(context.Background(), "k"); res.Allowed {
+				admitted++
+			}
+		}
+	}
+	if admitted != 10 {
+		t.Fatalf("admitted %d, want 10: each client's clock picked its own window", admitted)
+	}
+}
+
+func TestKeyLayout(t *testing.T) {
+	s := storeredis.New(nil)
+	if got, want := s.Key("user:1001", algorithms.GCRA{}), "ratewise:gcra:{user:1001}"; got != want {
+		t.Fatalf("Key = %q, want %q", got, want)
+	}
+	s = storeredis.New(nil, storeredis.WithPrefix("rl:"))
+	if got, want := s.Key("a{b}%c", algorithms.SlidingLog{}), "rl:sliding_log:{a%7Bb%7D%25c}"; got != want {
+		t.Fatalf("Key = %q, want %q", got, want)
+	}
+}
+
+// adversarialKeys are distinct user keys that naive layouts confuse.
+var adversarialKeys = []string{
+	"a", "a:b", "a}", "{a}", "}{", "{", "}", "a{b}c", "a%7Bb", "a{b", "%", "%25", "%7B", "%7D",
+	"a b", " ", "a:{b}", "gcra:{a}", "\x00", "\xff\xfe", "é", "e\u0301", strings.Repeat("x", 10_000),
+	strings.Repeat("{", 100), "a\nb", "*", "?",
+}
+
+func TestKeysNeverCollide(t *testing.T) {
+	s := storeredis.New(nil)
+	seen := map[string]string{}
+	for _, alg := range allAlgorithms {
+		for _, k := range adversarialKeys {
+			rk := s.Key(k, alg)
+			if prev, dup := seen[rk]; dup {
+				t.Fatalf("keys %q and %q (with %s) both map to %q", prev, k, alg.Name(), rk)
+			}
+			seen[rk] = k
+			// Exactly one hash tag: the escaped key contains no brace.
+			if strings.Count(rk, "{") != 1 || strings.Count(rk, "}") != 1 {
+				t.Fatalf("key %q maps to %q, which has more than one brace pair", k, rk)
+			}
+		}
+	}
+}
+
+// TestAdversarialKeysOnCluster decides on every adversarial key on a real
+// 3-master cluster (no CROSSSLOT or MOVED reaches the caller), checks that
+// the state landed in the slot of the key's hash tag, and that keys stay
+// independent.
+func TestAdversarialKeysOnCluster(t *testing.T) {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs()})
+	t.Cleanup(func() { c.Close() })
+	s := storeredis.New(c)
+	ctx := context.Background()
+	alg := algorithms.GCRA{Rate: algorithms.PerMinute(1), Burst: 1}
+	for i, k := range adversarialKeys {
+		key := testKey(t) + ":" + k
+		res, err := s.Decide(ctx, key, alg, time.Now(), 1)
+		if err != nil {
+			t.Fatalf("key %d %q: %v", i, k, err)
+		}
+		if !res.Allowed {
+			t.Fatalf("key %d %q: the first request was denied, so it shares state with another key", i, k)
+		}
+		rk := s.Key(key, alg)
+		tag := rk[strings.Index(rk, "{")+1 : strings.LastIndex(rk, "}")]
+		slot, err := c.ClusterKeySlot(ctx, rk).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tagSlot, _ := c.ClusterKeySlot(ctx, tag).Result()
+		if slot != tagSlot {
+			t.Fatalf("key %q: slot %d, but its tag's slot is %d", k, slot, tagSlot)
+		}
+		if n, err := c.Exists(ctx, rk).Result(); err != nil || n != 1 {
+			t.Fatalf("key %q: state not found at %q (%v)", k, rk, err)
+		}
+	}
+}
+
+// TestEveryWriteHasATTL checks, for every algorithm, that the key's TTL is at
+// most ResetAfter rounded up to the millisecond, and that an idle key
+// vanishes on its own once that time has passed (miniredis's clock is moved,
+// not waited for).
+func TestEveryWriteHasATTL(t *testing.T) {
+	m := miniredis.RunT(t)
+	c := newClient(t, m.Addr())
+	s := storeredis.New(c, storeredis.WithClientTime())
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 13, 59, 35, 123456000, time.UTC)
+	for _, alg := range allAlgorithms {
+		t.Run(alg.Name(), func(t *testing.T) {
+			key := testKey(t)
+			var res algorithms.Result
+			for i := range 3 {
+				var err error
+				if res, err = s.Decide(ctx, key, alg, now.Add(time.Duration(i)*time.Second), 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ttl := m.TTL(s.Key(key, alg))
+			if ceil := res.ResetAfter.Truncate(time.Millisecond) + time.Millisecond; ttl <= 0 || ttl > ceil {
+				t.Fatalf("TTL %v, want (0, %v] for ResetAfter %v", ttl, ceil, res.ResetAfter)
+			}
+			m.FastForward(ttl)
+			if m.Exists(s.Key(key, alg)) {
+				t.Fatalf("the key outlived its TTL")
+			}
+		})
+	}
+}
+
+// TestNoScriptRecovery flushes the script cache: the next decision is sent
+// again with EVAL in the same call, transparently, and later decisions are
+// single EVALSHAs again.
+func TestNoScriptRecovery(t *testing.T) {
+	c := newClient(t, redistest.Standalone(t).Addr)
+	var calls atomic.Int64
+	c.AddHook(countHook{&calls})
+	s := storeredis.New(c)
+	ctx := context.Background()
+	alg := algorithms.SlidingLog{Limit: 100, Window: time.Minute}
+	key := testKey(t)
+	decide := func() {
+		t.Helper()
+		if res, err := s.Decide(ctx, key, alg, time.Now(), 1); err != nil || !res.Allowed {
+			t.Fatalf("Decide: %+v, %v", res, err)
+		}
+	}
+	decide()
+	if err := c.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	calls.Store(0)
+	decide()
+	if got := calls.Load(); got != 2 {
+		t.Fatalf("after SCRIPT FLUSH: %d round trips, want 2 (EVALSHA, then EVAL)", got)
+	}
+	calls.Store(0)
+	for range 10 {
+		decide()
+	}
+	if got := calls.Load(); got != 10 {
+		t.Fatalf("10 decisions took %d round trips, want 10", got)
+	}
+}
+
+// countHook counts commands sent to Redis.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+// TestSlidingLogMembersUnique: 8 clients each admit 25 requests stamped the
+// same microsecond; no record overwrites another.
+func TestSlidingLogMembersUnique(t *testing.T) {
+	addr := redistest.Standalone(t).Addr
+	alg := algorithms.SlidingLog{Limit: 1000, Window: time.Minute}
+	key := testKey(t)
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		s := storeredis.New(newClient(t, addr), storeredis.WithClientTime())
+		wg.Go(func() {
+			for range 25 {
+				res, err := s.Decide(context.Background(), key, alg, now, 1)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	s := storeredis.New(newClient(t, addr))
+	n, err := newClient(t, addr).ZCard(context.Background(), s.Key(key, alg)).Result()
+	if err != nil || n != 200 || admitted.Load() != 200 {
+		t.Fatalf("%d admitted, %d records (%v); want 200 of each", admitted.Load(), n, err)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	ctx := context.Background()
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}
+
+	t.Run("unreachable", func(t *testing.T) {
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
+		t.Cleanup(func() { c.Close() })
+		res, err := storeredis.New(c).Decide(ctx, "k", alg, time.Now(), 1)
+		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, ratewise.ErrStoreUnavailable) || res.Allowed {
+			t.Fatalf("got %+v, %v; want ErrUnavailable and not allowed", res, err)
+		}
+	})
+
+	t.Run("deadline", func(t *testing.T) {
+		s := storeredis.New(newClient(t, redistest.Standalone(t).Addr))
+		dctx, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+		defer cancel()
+		if _, err := s.Decide(dctx, "k", alg, time.Now(), 1); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want context.DeadlineExceeded", err)
+		}
+	})
+
+	t.Run("script error", func(t *testing.T) {
+		c := newClient(t, redistest.Standalone(t).Addr)
+		s := storeredis.New(c)
+		key := testKey(t)
+		// A sorted set where GCRA expects a string: WRONGTYPE inside the script.
+		if err := c.ZAdd(ctx, s.Key(key, alg), redis.Z{Score: 1, Member: "x"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Del(ctx, s.Key(key, alg)) })
+		res, err := s.Decide(ctx, key, alg, time.Now(), 1)
+		if !errors.Is(err, store.ErrUnavailable) || res.Allowed {
+			t.Fatalf("got %+v, %v; want ErrUnavailable", res, err)
+		}
+	})
+
+	t.Run("unknown algorithm", func(t *testing.T) {
+		s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()))
+		if _, err := s.Decide(ctx, "k", unknownAlgorithm{alg}, time.Now(), 1); !errors.Is(err, store.ErrUnavailable) {
+			t.Fatalf("got %v, want ErrUnavailable", err)
+		}
+	})
+
+	t.Run("server killed mid-test", func(t *testing.T) {
+		redistest.Require(t)
+		srv, err := redistest.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(srv.Stop)
+		c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+		t.Cleanup(func() { c.Close() })
+		l, _ := ratewise.New(storeredis.New(c), alg)
+		if res, err := l.Allow(ctx, "k"); err != nil || !res.Allowed {
+			t.Fatalf("before the kill: %+v, %v", res, err)
+		}
+		srv.Stop()
+		for range 3 {
+			res, err := l.Allow(ctx, "k")
+			if !errors.Is(err, ratewise.ErrStoreUnavailable) || res.Allowed {
+				t.Fatalf("after the kill: %+v, %v; want ErrStoreUnavailable", res, err)
+			}
+		}
+	})
+}
+
+type unknownAlgorithm struct{ algorithms.Algorithm }
+
+func (unknownAlgorithm) Name() string { return "no_such_algorithm" }
+
+// TestRing runs decisions through a two-shard Ring, the last client kind.
+func TestRing(t *testing.T) {
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{
+		"a": miniredis.RunT(t).Addr(), "b": miniredis.RunT(t).Addr(),
+	}})
+	t.Cleanup(func() { ring.Close() })
+	l, _ := ratewise.New(storeredis.New(ring), algorithms.FixedWindow{Limit: 2, Window: time.Minute})
+	for i := range 20 {
+		key := fmt.Sprint("user:", i)
+		var admitted int
+		for range 3 {
+			res, err := l.Allow(context.Background(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Allowed {
+				admitted++
+			}
+		}
+		if admitted != 2 {
+			t.Fatalf("key %s admitted %d, want 2", key, admitted)
+		}
+	}
+}
