@@ -58,8 +58,24 @@ func Require(t testing.TB) {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("redistest: %v; CI=true requires it", err)
 		}
-		t.Skipf("\n%s\nSKIPPING REDIS TESTS: %v\n%s", banner, err, banner)
+		msg := fmt.Sprintf("%s\nSKIPPING REDIS TESTS: %v\n%s", banner, err, banner)
+		warnOnce.Do(func() { toTerminal(msg) })
+		t.Skip("\n" + msg)
 	}
+}
+
+var warnOnce sync.Once
+
+// toTerminal writes msg to the controlling terminal, if there is one: go test
+// shows nothing of a package whose tests pass or skip unless run with -v,
+// and a skipped Redis suite must not go unnoticed.
+func toTerminal(msg string) {
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer tty.Close()
+	fmt.Fprintln(tty, msg)
 }
 
 const banner = "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"

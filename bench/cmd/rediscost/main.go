@@ -1,0 +1,305 @@
+// Command rediscost measures what one ratewise decision costs on Redis, per
+// algorithm, and prints markdown tables:
+//
+//   - round trips per decision (counted by a go-redis hook) and the Redis
+//     commands each decision runs inside its script (INFO commandstats);
+//   - Redis memory per key (MEMORY USAGE ... SAMPLES 0), and for the sliding
+//     log, memory per record for N = 100, 10,000 and 100,000 records.
+//
+// It starts its own redis-server on a free loopback port, unless -redis names
+// one; it then only writes keys under its own prefix and deletes them.
+//
+//	go run ./bench/cmd/rediscost
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/storeredis"
+	"github.com/ratewise/ratewise/storeredis/redistest"
+)
+
+func main() {
+	addr := flag.String("redis", "", "address of a Redis to measure on (default: start a throwaway redis-server)")
+	flag.Parse()
+	if err := run(*addr); err != nil {
+		fmt.Fprintln(os.Stderr, "rediscost:", err)
+		os.Exit(2)
+	}
+}
+
+func run(addr string) error {
+	if addr == "" {
+		srv, err := redistest.Start()
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		addr = srv.Addr
+	}
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
+	defer c.Close()
+	var roundTrips atomic.Int64
+	c.AddHook(countHook{&roundTrips})
+	prefix := fmt.Sprintf("rediscost:%d:", time.Now().UnixNano())
+	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix))
+	defer deleteKeys(ctx, c, prefix)
+
+	info, err := c.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Redis %s, measured by `go run ./bench/cmd/rediscost`.\n\n", field(info, "redis_version"))
+
+	fmt.Println("## Commands per decision")
+	fmt.Println()
+	fmt.Println("| algorithm | round trips | commands in the script, admitted | which | commands, denied | which |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- |")
+	for _, alg := range algs {
+		row, err := commandsPerDecision(ctx, c, s, alg, &roundTrips)
+		if err != nil {
+			return err
+		}
+		fmt.Println(row)
+	}
+
+	fmt.Println()
+	fmt.Println("## Memory per key")
+	fmt.Println()
+	fmt.Println("Key `user:1001`, stored as `ratewise:<algorithm>:{user:1001}` (the default prefix); state after requests as described.")
+	fmt.Println()
+	fmt.Println("| algorithm | state | bytes (MEMORY USAGE) | encoding |")
+	fmt.Println("| --- | --- | --- | --- |")
+	keyStore := storeredis.New(c, storeredis.WithClientTime())
+	for _, m := range memoryCases {
+		key := "user:1001"
+		_ = keyStore.Reset(ctx, key, m.alg)
+		for i, cost := range m.costs {
+			if _, err := keyStore.Decide(ctx, key, m.alg, t0.Add(time.Duration(i)*m.every), cost); err != nil {
+				return err
+			}
+		}
+		rk := keyStore.Key(key, m.alg)
+		bytes, enc, err := usage(ctx, c, rk)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %s | %s | %d | %s |\n", m.alg.Name(), m.state, bytes, enc)
+		_ = keyStore.Reset(ctx, key, m.alg)
+	}
+
+	fmt.Println()
+	fmt.Println("## Sliding log: memory per record")
+	fmt.Println()
+	fmt.Println("N requests of cost 1 at distinct microseconds, all within the window.")
+	fmt.Println()
+	fmt.Println("| records N | bytes (MEMORY USAGE) | bytes per record | encoding | the notes' estimate |")
+	fmt.Println("| --- | --- | --- | --- | --- |")
+	for _, n := range []int{100, 10_000, 100_000} {
+		alg := algorithms.SlidingLog{Limit: int64(n), Window: time.Hour}
+		key := fmt.Sprint("records:", n)
+		if err := fill(ctx, s, key, alg, n); err != nil {
+			return err
+		}
+		bytes, enc, err := usage(ctx, c, s.Key(key, alg))
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %d | %d | %.1f | %s | ~100 |\n", n, bytes, float64(bytes)/float64(n), enc)
+		_ = s.Reset(ctx, key, alg)
+	}
+	return nil
+}
+
+var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+var algs = []algorithms.Algorithm{
+	algorithms.FixedWindow{Limit: 1000, Window: time.Minute},
+	algorithms.SlidingLog{Limit: 1000, Window: time.Minute},
+	algorithms.SlidingWindow{Limit: 1000, Window: time.Minute, SubWindows: 6},
+	algorithms.TokenBucket{Capacity: 1000, Refill: algorithms.PerMinute(1000)},
+	algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
+}
+
+var memoryCases = []struct {
+	alg   algorithms.Algorithm
+	state string
+	costs []int64
+	every time.Duration
+}{
+	{algorithms.FixedWindow{Limit: 100, Window: time.Minute}, "3 requests in the window", []int64{1, 1, 1}, time.Second},
+	{algorithms.SlidingLog{Limit: 100, Window: time.Minute}, "1 record", []int64{1}, time.Second},
+	{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6}, "6 sub-windows in use", []int64{1, 1, 1, 1, 1, 1}, 10 * time.Second},
+	{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 60}, "60 sub-windows in use", repeat(1, 60), time.Second},
+	{algorithms.TokenBucket{Capacity: 100, Refill: algorithms.PerSecond(10)}, "3 tokens taken", []int64{1, 1, 1}, time.Millisecond},
+	{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 100}, "TAT a whole µs (10/s)", []int64{1, 1, 1}, time.Millisecond},
+	{algorithms.GCRA{Rate: algorithms.PerSecond(3), Burst: 100}, "TAT with a remainder (3/s)", []int64{1}, time.Millisecond},
+}
+
+func repeat(v int64, n int) []int64 {
+	s := make([]int64, n)
+	for i := range s {
+		s[i] = v
+	}
+	return s
+}
+
+// commandsPerDecision measures admitted and denied decisions on one key.
+func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, roundTrips *atomic.Int64) (string, error) {
+	key := "commands:" + alg.Name()
+	const n = 200
+	// Warm the script cache so NOSCRIPT does not count.
+	if _, err := s.Decide(ctx, "warm", alg, t0, 1); err != nil {
+		return "", err
+	}
+	measure := func(start time.Time, step time.Duration) (float64, float64, string, error) {
+		if err := c.ConfigResetStat(ctx).Err(); err != nil {
+			return 0, 0, "", err
+		}
+		roundTrips.Store(0)
+		for i := range n {
+			if _, err := s.Decide(ctx, key, alg, start.Add(time.Duration(i)*step), 1); err != nil {
+				return 0, 0, "", err
+			}
+		}
+		trips := float64(roundTrips.Load()) / n
+		calls, err := commandStats(ctx, c)
+		if err != nil {
+			return 0, 0, "", err
+		}
+		var total int64
+		var names []string
+		for name, k := range calls {
+			switch name {
+			case "evalsha", "eval", "config|resetstat", "info":
+				continue
+			}
+			total += k
+			names = append(names, fmt.Sprintf("%s %.2g", strings.ToUpper(name), float64(k)/n))
+		}
+		sort.Strings(names)
+		return trips, float64(total) / n, strings.Join(names, ", "), nil
+	}
+	// 1000 per minute: 200 requests 1ms apart are all admitted; 200 more at
+	// one instant after the rest of the limit is used up are all denied.
+	trips, admitted, which, err := measure(t0, time.Millisecond)
+	if err != nil {
+		return "", err
+	}
+	left, err := s.Decide(ctx, key, alg, t0.Add(time.Second), 0)
+	if err != nil {
+		return "", err
+	}
+	if _, err := s.Decide(ctx, key, alg, t0.Add(time.Second), left.Remaining); err != nil {
+		return "", err
+	}
+	_, denied, whichDenied, err := measure(t0.Add(time.Second), 0)
+	if err != nil {
+		return "", err
+	}
+	_ = s.Reset(ctx, key, alg)
+	_ = s.Reset(ctx, "warm", alg)
+	return fmt.Sprintf("| %s | %.2f | %.2f | %s | %.2f | %s |", alg.Name(), trips, admitted, which, denied, whichDenied), nil
+}
+
+// commandStats returns calls per command from INFO commandstats.
+func commandStats(ctx context.Context, c *redis.Client) (map[string]int64, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, err
+	}
+	calls := map[string]int64{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		var k int64
+		if _, err := fmt.Sscanf(rest, "calls=%d", &k); err == nil {
+			calls[strings.TrimPrefix(name, "cmdstat_")] = k
+		}
+	}
+	return calls, nil
+}
+
+// fill admits n requests of cost 1 at distinct microseconds, from 16
+// goroutines.
+func fill(ctx context.Context, s *storeredis.Store, key string, alg algorithms.Algorithm, n int) error {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 16)
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(n) {
+					return
+				}
+				res, err := s.Decide(ctx, key, alg, t0.Add(time.Duration(i)*time.Microsecond*7), 1)
+				if err == nil && !res.Allowed {
+					err = fmt.Errorf("record %d was denied", i)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}
+
+func usage(ctx context.Context, c *redis.Client, key string) (int64, string, error) {
+	bytes, err := c.MemoryUsage(ctx, key, 0).Result()
+	if err != nil {
+		return 0, "", fmt.Errorf("MEMORY USAGE %s: %w", key, err)
+	}
+	enc, err := c.ObjectEncoding(ctx, key).Result()
+	return bytes, enc, err
+}
+
+func deleteKeys(ctx context.Context, c *redis.Client, prefix string) {
+	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+	for iter.Next(ctx) {
+		c.Del(ctx, iter.Val())
+	}
+}
+
+func field(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return "?"
+}
+
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
