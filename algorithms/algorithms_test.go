@@ -223,23 +223,6 @@ func TestSlidingWindowWorstCase(t *testing.T) {
 	}
 }
 
-func TestRecordIDsUniqueWithinOneMillisecond(t *testing.T) {
-	ids := algorithms.NewRecordIDs()
-	seen := make(map[string]bool, 100_000)
-	prev := ""
-	for i := range 100_000 {
-		id, err := ids.Next(t0)
-		if err != nil {
-			t.Fatalf("Next: %v", err)
-		}
-		s := id.String()
-		if seen[s] || s <= prev {
-			t.Fatalf("ID %d %s repeats or does not increase (previous %s)", i, s, prev)
-		}
-		seen[s], prev = true, s
-	}
-}
-
 // TestLongIdle checks that a key idle for centuries neither overflows nor
 // reports more than full capacity.
 func TestLongIdle(t *testing.T) {

@@ -28,8 +28,9 @@ type SlidingLog struct {
 }
 
 // SlidingLogState holds the timestamps (microseconds since the Unix epoch) of
-// the records still in the window, oldest first. Stores that need an identity
-// per record, such as a Redis sorted set, pair each with a RecordID.
+// the records still in the window, oldest first. A record's position is its
+// identity here; a store that needs a unique member per record, such as a
+// Redis sorted set, makes one (see storeredis).
 type SlidingLogState struct {
 	Records []int64
 }
