@@ -1,0 +1,318 @@
+// Package bench measures every ratewise algorithm on every store. It holds
+// benchmarks only; nothing here is asserted against time.
+//
+//	go test -run XXX -bench . ./bench/
+//
+// Names read alg=gcra/store=redis/keys=100000/mode=parallel. The Redis
+// benchmarks start their own redis-server (standalone, and a 3-master
+// cluster) on free loopback ports.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storememory"
+	"github.com/ratewise/ratewise/storeredis"
+	"github.com/ratewise/ratewise/storeredis/redistest"
+)
+
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+
+// benchAlgorithms are the five algorithms at 1,000 per minute: a hot key
+// spends most of a run at its limit, 100,000 keys mostly below it.
+var benchAlgorithms = []algorithms.Algorithm{
+	algorithms.FixedWindow{Limit: 1000, Window: time.Minute},
+	algorithms.SlidingLog{Limit: 1000, Window: time.Minute},
+	algorithms.SlidingWindow{Limit: 1000, Window: time.Minute, SubWindows: 10},
+	algorithms.TokenBucket{Capacity: 1000, Refill: algorithms.PerMinute(1000)},
+	algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
+}
+
+const manyKeys = 100_000
+
+// keyNames are built once so the loop measures decisions, not fmt.
+var keyNames = func() []string {
+	k := make([]string, manyKeys)
+	for i := range k {
+		k[i] = fmt.Sprintf("user:%d", i)
+	}
+	return k
+}()
+
+// target is a store under benchmark, with what it can report about Redis.
+type target struct {
+	name  string
+	store store.Store
+	// redis is every node, for INFO and MEMORY USAGE; nil for memory.
+	redis      []*redis.Client
+	roundTrips *atomic.Int64
+	keyOf      func(key string, alg algorithms.Algorithm) string
+}
+
+func targets(b *testing.B) []target {
+	ts := []target{{name: "memory", store: storememory.New()}}
+
+	trips := new(atomic.Int64)
+	sa := redistest.Standalone(b).Addr
+	c := redis.NewClient(&redis.Options{Addr: sa, PoolSize: 128})
+	c.AddHook(countHook{trips})
+	b.Cleanup(func() { c.Close() })
+	node := redis.NewClient(&redis.Options{Addr: sa})
+	b.Cleanup(func() { node.Close() })
+	s := storeredis.New(c)
+	ts = append(ts, target{name: "redis", store: s, redis: []*redis.Client{node}, roundTrips: trips, keyOf: s.Key})
+
+	ctrips := new(atomic.Int64)
+	cl := redistest.SharedCluster(b)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), PoolSize: 128})
+	cc.AddHook(countHook{ctrips})
+	b.Cleanup(func() { cc.Close() })
+	var nodes []*redis.Client
+	for _, a := range cl.Addrs() {
+		n := redis.NewClient(&redis.Options{Addr: a})
+		b.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	cs := storeredis.New(cc)
+	ts = append(ts, target{name: "cluster", store: cs, redis: nodes, roundTrips: ctrips, keyOf: cs.Key})
+	return ts
+}
+
+func BenchmarkDecide(b *testing.B) {
+	ctx := context.Background()
+	for _, tg := range targets(b) {
+		for _, alg := range benchAlgorithms {
+			for _, keys := range []int{1, manyKeys} {
+				for _, mode := range []string{"serial", "parallel"} {
+					name := fmt.Sprintf("alg=%s/store=%s/keys=%d/mode=%s", alg.Name(), tg.name, keys, mode)
+					b.Run(name, func(b *testing.B) {
+						st, prefix := tg.store, ""
+						if tg.redis == nil {
+							st = storememory.New() // fresh, so earlier runs leave nothing
+						} else {
+							prefix = fmt.Sprintf("%d:", time.Now().UnixNano()) // Redis outlives runs
+						}
+						l, err := ratewise.New(st, alg, ratewise.WithPrefix(prefix))
+						if err != nil {
+							b.Fatal(err)
+						}
+						// Each goroutine walks the keys from its own offset and
+						// marks what it touched in its own slice: no shared
+						// counter or flags for the cores to fight over.
+						var mu sync.Mutex
+						var marks [][]bool
+						var offset atomic.Int64
+						worker := func() (next func() string, done func()) {
+							used := make([]bool, keys)
+							i := int(offset.Add(7919)) % keys
+							next = func() string {
+								i++
+								if i == keys {
+									i = 0
+								}
+								used[i] = true
+								return keyNames[i]
+							}
+							done = func() {
+								mu.Lock()
+								marks = append(marks, used)
+								mu.Unlock()
+							}
+							return next, done
+						}
+						before := tg.startStats(b)
+						b.ReportAllocs()
+						b.ResetTimer()
+						if mode == "serial" {
+							next, done := worker()
+							for b.Loop() {
+								if _, err := l.Allow(ctx, next()); err != nil {
+									b.Fatal(err)
+								}
+							}
+							done()
+						} else {
+							b.RunParallel(func(pb *testing.PB) {
+								next, done := worker()
+								defer done()
+								for pb.Next() {
+									if _, err := l.Allow(ctx, next()); err != nil {
+										b.Error(err)
+										return
+									}
+								}
+							})
+						}
+						b.StopTimer()
+						n := b.N
+						// The key cardinality the name promises.
+						distinct := 0
+						for k := range keys {
+							for _, used := range marks {
+								if used[k] {
+									distinct++
+									break
+								}
+							}
+						}
+						if want := min(n, keys); distinct < want {
+							b.Fatalf("touched %d distinct keys in %d decisions, want %d", distinct, n, want)
+						}
+						var sample []string // up to 100 keys this run touched
+						for k := 0; k < keys && len(sample) < 100; k++ {
+							for _, used := range marks {
+								if used[k] {
+									sample = append(sample, keyNames[k])
+									break
+								}
+							}
+						}
+						tg.report(b, before, n, prefix, alg, sample)
+					})
+				}
+			}
+		}
+	}
+}
+
+// stats are counters read before a run.
+type stats struct{ trips int64 }
+
+func (tg target) startStats(b *testing.B) stats {
+	if tg.redis == nil {
+		return stats{}
+	}
+	for _, n := range tg.redis {
+		if err := n.ConfigResetStat(context.Background()).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return stats{trips: tg.roundTrips.Load()}
+}
+
+// report adds Redis round trips, commands and bytes per key to the result.
+// Bytes per key is the mean MEMORY USAGE of the sampled keys that still
+// exist; keys whose state already expired are not counted.
+func (tg target) report(b *testing.B, before stats, n int, prefix string, alg algorithms.Algorithm, sample []string) {
+	if tg.redis == nil {
+		return
+	}
+	ctx := context.Background()
+	b.ReportMetric(float64(tg.roundTrips.Load()-before.trips)/float64(n), "roundtrips/op")
+	var commands int64
+	for _, node := range tg.redis {
+		commands += scriptCommands(ctx, b, node)
+	}
+	b.ReportMetric(float64(commands)/float64(n), "rediscmds/op")
+	var bytes, sampled int64
+	for _, k := range sample {
+		rk := tg.keyOf(prefix+k, alg)
+		for _, node := range tg.redis {
+			if u, err := node.MemoryUsage(ctx, rk, 0).Result(); err == nil {
+				bytes += u
+				sampled++
+				break
+			}
+		}
+	}
+	if sampled > 0 {
+		b.ReportMetric(float64(bytes)/float64(sampled), "redisB/key")
+	}
+}
+
+// scriptCommands returns the commands run inside scripts since the last
+// CONFIG RESETSTAT: every call but EVALSHA/EVAL and the harness's own.
+func scriptCommands(ctx context.Context, b *testing.B, c *redis.Client) int64 {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		switch strings.TrimPrefix(name, "cmdstat_") {
+		case "evalsha", "eval", "info", "config|resetstat", "memory|usage":
+			continue
+		}
+		var calls int64
+		if _, err := fmt.Sscanf(rest, "calls=%d", &calls); err == nil {
+			total += calls
+		}
+	}
+	return total
+}
+
+// BenchmarkMemoryStoreHeapPerKey measures the heap the memory store holds per
+// idle key: 100,000 keys each decided once, on a clock that does not move so
+// that nothing expires, then a GC.
+func BenchmarkMemoryStoreHeapPerKey(b *testing.B) {
+	for _, alg := range benchAlgorithms {
+		b.Run("alg="+alg.Name(), func(b *testing.B) {
+			clock := fixedClock{time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+			var perKey float64
+			for b.Loop() {
+				s := storememory.New()
+				l, _ := ratewise.New(s, alg, ratewise.WithClock(clock))
+				keys := make([]string, manyKeys) // the caller's keys, kept out of the count
+				for i := range keys {
+					keys[i] = fmt.Sprintf("user:%d", i)
+				}
+				before := heapInUse()
+				for _, k := range keys {
+					l.Allow(context.Background(), k)
+				}
+				after := heapInUse()
+				if got := s.Len(); got != manyKeys {
+					b.Fatalf("the store holds %d keys, want %d", got, manyKeys)
+				}
+				perKey = float64(after-before) / manyKeys
+				runtime.KeepAlive(keys)
+				runtime.KeepAlive(s)
+			}
+			b.ReportMetric(perKey, "heapB/key")
+		})
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
+
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}
