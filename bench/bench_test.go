@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/bench/internal/redisinfo"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
@@ -58,27 +58,25 @@ type target struct {
 	store store.Store
 	// redis is every node, for INFO and MEMORY USAGE; nil for memory.
 	redis      []*redis.Client
-	roundTrips *atomic.Int64
+	roundTrips *redistest.RoundTrips
 	keyOf      func(key string, alg algorithms.Algorithm) string
 }
 
 func targets(b *testing.B) []target {
 	ts := []target{{name: "memory", store: storememory.New()}}
 
-	trips := new(atomic.Int64)
 	sa := redistest.Standalone(b).Addr
 	c := redis.NewClient(&redis.Options{Addr: sa, PoolSize: 128})
-	c.AddHook(countHook{trips})
+	trips := redistest.CountRoundTrips(c)
 	b.Cleanup(func() { c.Close() })
 	node := redis.NewClient(&redis.Options{Addr: sa})
 	b.Cleanup(func() { node.Close() })
 	s := storeredis.New(c)
 	ts = append(ts, target{name: "redis", store: s, redis: []*redis.Client{node}, roundTrips: trips, keyOf: s.Key})
 
-	ctrips := new(atomic.Int64)
 	cl := redistest.SharedCluster(b)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), PoolSize: 128})
-	cc.AddHook(countHook{ctrips})
+	ctrips := redistest.CountRoundTrips(cc)
 	b.Cleanup(func() { cc.Close() })
 	var nodes []*redis.Client
 	for _, a := range cl.Addrs() {
@@ -236,23 +234,14 @@ func (tg target) report(b *testing.B, before stats, n int, prefix string, alg al
 // scriptCommands returns the commands run inside scripts since the last
 // CONFIG RESETSTAT: every call but EVALSHA/EVAL and the harness's own.
 func scriptCommands(ctx context.Context, b *testing.B, c *redis.Client) int64 {
-	info, err := c.Info(ctx, "commandstats").Result()
+	stats, err := redisinfo.CommandStats(ctx, c)
 	if err != nil {
 		b.Fatal(err)
 	}
 	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		switch strings.TrimPrefix(name, "cmdstat_") {
-		case "evalsha", "eval", "info", "config|resetstat", "memory|usage":
-			continue
-		}
-		var calls int64
-		if _, err := fmt.Sscanf(rest, "calls=%d", &calls); err == nil {
-			total += calls
+	for name, st := range stats {
+		if name != "evalsha" && name != "eval" && !redisinfo.Harness(name) {
+			total += st.Calls
 		}
 	}
 	return total
@@ -300,19 +289,3 @@ func heapInUse() uint64 {
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
-
-type countHook struct{ n *atomic.Int64 }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
-}

@@ -213,8 +213,7 @@ func TestEveryWriteHasATTL(t *testing.T) {
 // single EVALSHAs again.
 func TestNoScriptRecovery(t *testing.T) {
 	c := newClient(t, redistest.Standalone(t).Addr)
-	var calls atomic.Int64
-	c.AddHook(countHook{&calls})
+	calls := redistest.CountRoundTrips(c)
 	s := storeredis.New(c)
 	ctx := context.Background()
 	alg := algorithms.SlidingLog{Limit: 100, Window: time.Minute}
@@ -229,34 +228,17 @@ func TestNoScriptRecovery(t *testing.T) {
 	if err := c.ScriptFlush(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	calls.Store(0)
+	calls.Reset()
 	decide()
 	if got := calls.Load(); got != 2 {
 		t.Fatalf("after SCRIPT FLUSH: %d round trips, want 2 (EVALSHA, then EVAL)", got)
 	}
-	calls.Store(0)
+	calls.Reset()
 	for range 10 {
 		decide()
 	}
 	if got := calls.Load(); got != 10 {
 		t.Fatalf("10 decisions took %d round trips, want 10", got)
-	}
-}
-
-// countHook counts commands sent to Redis.
-type countHook struct{ n *atomic.Int64 }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
 	}
 }
 

@@ -19,13 +19,12 @@ import (
 	"os"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/bench/internal/redisinfo"
 	"github.com/ratewise/ratewise/storeredis"
 	"github.com/ratewise/ratewise/storeredis/redistest"
 )
@@ -51,24 +50,23 @@ func run(addr string) error {
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
 	defer c.Close()
-	var roundTrips atomic.Int64
-	c.AddHook(countHook{&roundTrips})
+	roundTrips := redistest.CountRoundTrips(c)
 	prefix := fmt.Sprintf("rediscost:%d:", time.Now().UnixNano())
 	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix))
-	defer deleteKeys(ctx, c, prefix)
+	defer redisinfo.DeleteKeys(ctx, c, prefix)
 
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Redis %s, measured by `go run ./bench/cmd/rediscost`.\n\n", field(info, "redis_version"))
+	fmt.Printf("Redis %s, measured by `go run ./bench/cmd/rediscost`.\n\n", redisinfo.Field(info, "redis_version"))
 
 	fmt.Println("## Commands per decision")
 	fmt.Println()
 	fmt.Println("| algorithm | round trips | commands in the script, admitted | which | commands, denied | which |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- |")
 	for _, alg := range algs {
-		row, err := commandsPerDecision(ctx, c, s, alg, &roundTrips)
+		row, err := commandsPerDecision(ctx, c, s, alg, roundTrips)
 		if err != nil {
 			return err
 		}
@@ -110,7 +108,7 @@ func run(addr string) error {
 	for _, n := range []int{100, 10_000, 100_000} {
 		alg := algorithms.SlidingLog{Limit: int64(n), Window: time.Hour}
 		key := fmt.Sprint("records:", n)
-		if err := fill(ctx, s, key, alg, n); err != nil {
+		if err := redisinfo.FillLog(ctx, s, key, alg, 0, int64(n), t0, 7*time.Microsecond); err != nil {
 			return err
 		}
 		bytes, enc, err := usage(ctx, c, s.Key(key, alg))
@@ -157,7 +155,7 @@ func repeat(v int64, n int) []int64 {
 }
 
 // commandsPerDecision measures admitted and denied decisions on one key.
-func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, roundTrips *atomic.Int64) (string, error) {
+func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, roundTrips *redistest.RoundTrips) (string, error) {
 	key := "commands:" + alg.Name()
 	const n = 200
 	// Warm the script cache so NOSCRIPT does not count.
@@ -168,26 +166,25 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 		if err := c.ConfigResetStat(ctx).Err(); err != nil {
 			return 0, 0, "", err
 		}
-		roundTrips.Store(0)
+		roundTrips.Reset()
 		for i := range n {
 			if _, err := s.Decide(ctx, key, alg, start.Add(time.Duration(i)*step), 1); err != nil {
 				return 0, 0, "", err
 			}
 		}
 		trips := float64(roundTrips.Load()) / n
-		calls, err := commandStats(ctx, c)
+		stats, err := redisinfo.CommandStats(ctx, c)
 		if err != nil {
 			return 0, 0, "", err
 		}
 		var total int64
 		var names []string
-		for name, k := range calls {
-			switch name {
-			case "evalsha", "eval", "config|resetstat", "info":
+		for name, st := range stats {
+			if name == "evalsha" || name == "eval" || redisinfo.Harness(name) {
 				continue
 			}
-			total += k
-			names = append(names, fmt.Sprintf("%s %.2g", strings.ToUpper(name), float64(k)/n))
+			total += st.Calls
+			names = append(names, fmt.Sprintf("%s %.2g", strings.ToUpper(name), float64(st.Calls)/n))
 		}
 		sort.Strings(names)
 		return trips, float64(total) / n, strings.Join(names, ", "), nil
@@ -214,55 +211,6 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 	return fmt.Sprintf("| %s | %.2f | %.2f | %s | %.2f | %s |", alg.Name(), trips, admitted, which, denied, whichDenied), nil
 }
 
-// commandStats returns calls per command from INFO commandstats.
-func commandStats(ctx context.Context, c *redis.Client) (map[string]int64, error) {
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return nil, err
-	}
-	calls := map[string]int64{}
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || !strings.HasPrefix(name, "cmdstat_") {
-			continue
-		}
-		var k int64
-		if _, err := fmt.Sscanf(rest, "calls=%d", &k); err == nil {
-			calls[strings.TrimPrefix(name, "cmdstat_")] = k
-		}
-	}
-	return calls, nil
-}
-
-// fill admits n requests of cost 1 at distinct microseconds, from 16
-// goroutines.
-func fill(ctx context.Context, s *storeredis.Store, key string, alg algorithms.Algorithm, n int) error {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 16)
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(n) {
-					return
-				}
-				res, err := s.Decide(ctx, key, alg, t0.Add(time.Duration(i)*time.Microsecond*7), 1)
-				if err == nil && !res.Allowed {
-					err = fmt.Errorf("record %d was denied", i)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
 func usage(ctx context.Context, c *redis.Client, key string) (int64, string, error) {
 	bytes, err := c.MemoryUsage(ctx, key, 0).Result()
 	if err != nil {
@@ -270,36 +218,4 @@ func usage(ctx context.Context, c *redis.Client, key string) (int64, string, err
 	}
 	enc, err := c.ObjectEncoding(ctx, key).Result()
 	return bytes, enc, err
-}
-
-func deleteKeys(ctx context.Context, c *redis.Client, prefix string) {
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		c.Del(ctx, iter.Val())
-	}
-}
-
-func field(info, name string) string {
-	for _, line := range strings.Split(info, "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
-			return v
-		}
-	}
-	return "?"
-}
-
-type countHook struct{ n *atomic.Int64 }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
 }

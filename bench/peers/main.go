@@ -1,0 +1,403 @@
+// Command peers runs ratewise and the libraries users would pick instead in
+// one run, on the same throwaway Redis and machine, with the same quota
+// (1,000 per minute per key), and prints what each costs and ratewise's
+// ratio against it:
+//
+//   - GCRA on Redis: ratewise vs go-redis/redis_rate and throttled (CAS);
+//   - fixed window on Redis: ratewise vs ulule/limiter;
+//   - in memory: ratewise's token bucket vs x/time/rate (one limiter per key
+//     in a sharded map) and sethvargo/go-limiter's memorystore.
+//
+// This is its own module, so the peers never enter ratewise's go.mod.
+//
+//	cd bench/peers && go run . [-quick]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"hash/maphash"
+	"os"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redis/redis_rate/v10"
+	"github.com/redis/go-redis/v9"
+	golimiter "github.com/sethvargo/go-limiter"
+	"github.com/sethvargo/go-limiter/memorystore"
+	"github.com/throttled/throttled/v2"
+	"github.com/throttled/throttled/v2/store/goredisstore.v9"
+	ulule "github.com/ulule/limiter/v3"
+	ulredis "github.com/ulule/limiter/v3/drivers/store/redis"
+	"golang.org/x/time/rate"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/bench/internal/redisinfo"
+	"github.com/ratewise/ratewise/storememory"
+	"github.com/ratewise/ratewise/storeredis"
+	"github.com/ratewise/ratewise/storeredis/redistest"
+)
+
+const (
+	perMinute = 1000
+	manyKeys  = 100_000
+	callers   = 64
+)
+
+// contender is one limiter under test.
+type contender struct {
+	group, name string
+	ratewise    bool
+	// allow decides one request; only an error is counted, not a denial.
+	allow func(ctx context.Context, key string) (bool, error)
+	// redisKey names the Redis key holding key's state; nil in memory.
+	redisKey func(key string) string
+	// fresh builds a new in-memory instance, for heap bytes per key.
+	fresh func() func(ctx context.Context, key string) (bool, error)
+}
+
+type result struct {
+	perSecHot, perSecMany float64
+	p99Hot, p99Many       time.Duration
+	errors                int64
+	redisBytes            float64 // per key
+	commands, trips       float64 // per decision
+	serverMicros          float64 // Redis's own time per decision
+	heapBytes             float64 // per key
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "shorter runs")
+	flag.Parse()
+	if err := run(*quick); err != nil {
+		fmt.Fprintln(os.Stderr, "peers:", err)
+		os.Exit(2)
+	}
+}
+
+func run(quick bool) error {
+	d := 2 * time.Second
+	if quick {
+		d = 400 * time.Millisecond
+	}
+	srv, err := redistest.Start()
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2 * callers})
+	trips := redistest.CountRoundTrips(rdb)
+	defer rdb.Close()
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+
+	contenders, err := build(rdb)
+	if err != nil {
+		return err
+	}
+	keys := make([]string, manyKeys)
+	for i := range keys {
+		keys[i] = fmt.Sprint("user:", i)
+	}
+
+	info, _ := admin.Info(ctx, "server").Result()
+	fmt.Printf("Redis %s, %d cores, %d callers, %v per cell, quota %d per minute per key; `cd bench/peers && go run .`\n\n",
+		redisinfo.Field(info, "redis_version"), runtime.NumCPU(), callers, d, perMinute)
+	results := map[string]result{}
+	for _, c := range contenders {
+		var r result
+		if err := admin.FlushAll(ctx).Err(); err != nil {
+			return err
+		}
+		if c.redisKey != nil {
+			admin.ConfigResetStat(ctx)
+		}
+		before := trips.Load()
+		var decisions int64
+		var n, e int64
+		n, e, r.p99Hot = drive(ctx, c, keys[:1], d)
+		r.perSecHot, r.errors, decisions = float64(n)/d.Seconds(), e, n
+		n, e, r.p99Many = drive(ctx, c, keys, d)
+		r.perSecMany, r.errors, decisions = float64(n)/d.Seconds(), r.errors+e, decisions+n
+		if c.redisKey != nil {
+			r.trips = float64(trips.Load()-before) / float64(decisions)
+			calls, usec := commands(ctx, admin)
+			r.commands = float64(calls) / float64(decisions)
+			r.serverMicros = float64(usec) / float64(decisions)
+			r.redisBytes = keyBytes(ctx, admin, c, keys)
+		}
+		if c.fresh != nil {
+			r.heapBytes = heapPerKey(c.fresh, keys)
+		}
+		results[c.name] = r
+	}
+	printTables(contenders, results)
+	return nil
+}
+
+func build(rdb *redis.Client) ([]contender, error) {
+	var cs []contender
+	// GCRA on Redis.
+	rwGCRA, err := ratewise.New(storeredis.New(rdb), algorithms.GCRA{Rate: algorithms.PerMinute(perMinute), Burst: perMinute})
+	if err != nil {
+		return nil, err
+	}
+	rwKey := func(alg algorithms.Algorithm) func(string) string {
+		s := storeredis.New(rdb)
+		return func(k string) string { return s.Key(k, alg) }
+	}
+	cs = append(cs, contender{group: "GCRA on Redis", name: "ratewise GCRA", ratewise: true,
+		allow: allowOf(rwGCRA), redisKey: rwKey(algorithms.GCRA{})})
+	rr := redis_rate.NewLimiter(rdb)
+	rrLimit := redis_rate.Limit{Rate: perMinute, Burst: perMinute, Period: time.Minute}
+	cs = append(cs, contender{group: "GCRA on Redis", name: "redis_rate",
+		allow: func(ctx context.Context, key string) (bool, error) {
+			res, err := rr.Allow(ctx, key, rrLimit)
+			if err != nil {
+				return false, err
+			}
+			return res.Allowed > 0, nil
+		},
+		redisKey: func(k string) string { return "rate:" + k }})
+	tstore, err := goredisstore.NewCtx(rdb, "throttled:")
+	if err != nil {
+		return nil, err
+	}
+	tl, err := throttled.NewGCRARateLimiterCtx(tstore, throttled.RateQuota{MaxRate: throttled.PerMin(perMinute), MaxBurst: perMinute - 1})
+	if err != nil {
+		return nil, err
+	}
+	cs = append(cs, contender{group: "GCRA on Redis", name: "throttled",
+		allow: func(ctx context.Context, key string) (bool, error) {
+			limited, _, err := tl.RateLimitCtx(ctx, key, 1)
+			return !limited, err
+		},
+		redisKey: func(k string) string { return "throttled:" + k }})
+
+	// Fixed window on Redis.
+	rwFixed, err := ratewise.New(storeredis.New(rdb), algorithms.FixedWindow{Limit: perMinute, Window: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	cs = append(cs, contender{group: "fixed window on Redis", name: "ratewise fixed window", ratewise: true,
+		allow: allowOf(rwFixed), redisKey: rwKey(algorithms.FixedWindow{})})
+	ustore, err := ulredis.NewStore(rdb)
+	if err != nil {
+		return nil, err
+	}
+	ul := ulule.New(ustore, ulule.Rate{Period: time.Minute, Limit: perMinute})
+	cs = append(cs, contender{group: "fixed window on Redis", name: "ulule/limiter",
+		allow: func(ctx context.Context, key string) (bool, error) {
+			c, err := ul.Get(ctx, key)
+			return !c.Reached, err
+		},
+		redisKey: func(k string) string { return ulule.DefaultPrefix + ":" + k }})
+
+	// Token bucket in memory.
+	rwMemory := func() func(ctx context.Context, key string) (bool, error) {
+		l, _ := ratewise.New(storememory.New(), algorithms.TokenBucket{Capacity: perMinute, Refill: algorithms.PerMinute(perMinute)})
+		return allowOf(l)
+	}
+	cs = append(cs, contender{group: "token bucket in memory", name: "ratewise token bucket", ratewise: true,
+		allow: rwMemory(), fresh: rwMemory})
+	xMemory := func() func(ctx context.Context, key string) (bool, error) {
+		m := newShardedRate(rate.Every(time.Minute/perMinute), perMinute)
+		return func(_ context.Context, key string) (bool, error) { return m.allow(key), nil }
+	}
+	cs = append(cs, contender{group: "token bucket in memory", name: "x/time/rate (sharded map)",
+		allow: xMemory(), fresh: xMemory})
+	glMemory := func() func(ctx context.Context, key string) (bool, error) {
+		st, err := memorystore.New(&memorystore.Config{Tokens: perMinute, Interval: time.Minute})
+		if err != nil {
+			panic(err)
+		}
+		return func(ctx context.Context, key string) (bool, error) {
+			_, _, _, ok, err := st.Take(ctx, key)
+			return ok, err
+		}
+	}
+	var _ golimiter.Store
+	cs = append(cs, contender{group: "token bucket in memory", name: "go-limiter memorystore",
+		allow: glMemory(), fresh: glMemory})
+	return cs, nil
+}
+
+func allowOf(l *ratewise.Limiter) func(context.Context, string) (bool, error) {
+	return func(ctx context.Context, key string) (bool, error) {
+		res, err := l.Allow(ctx, key)
+		return res.Allowed, err
+	}
+}
+
+// shardedRate is what an x/time/rate user writes for per-key limits: one
+// rate.Limiter per key in a map, split over 256 mutex-guarded shards. It
+// never evicts, as is typical.
+type shardedRate struct {
+	seed   maphash.Seed
+	limit  rate.Limit
+	burst  int
+	shards [256]struct {
+		sync.Mutex
+		m map[string]*rate.Limiter
+	}
+}
+
+func newShardedRate(l rate.Limit, burst int) *shardedRate {
+	s := &shardedRate{seed: maphash.MakeSeed(), limit: l, burst: burst}
+	for i := range s.shards {
+		s.shards[i].m = map[string]*rate.Limiter{}
+	}
+	return s
+}
+
+func (s *shardedRate) allow(key string) bool {
+	sh := &s.shards[maphash.String(s.seed, key)%256]
+	sh.Lock()
+	l, ok := sh.m[key]
+	if !ok {
+		l = rate.NewLimiter(s.limit, s.burst)
+		sh.m[key] = l
+	}
+	sh.Unlock()
+	return l.Allow()
+}
+
+// drive runs callers goroutines over keys for d and returns the decisions
+// made, the errors, and the p99 latency.
+func drive(ctx context.Context, c contender, keys []string, d time.Duration) (int64, int64, time.Duration) {
+	var done, failed atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			var lat []time.Duration
+			i := g * 7919
+			for time.Now().Before(deadline) {
+				i++
+				t := time.Now()
+				_, err := c.allow(ctx, keys[i%len(keys)])
+				lat = append(lat, time.Since(t))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	var p99 time.Duration
+	if len(all) > 0 {
+		p99 = all[len(all)*99/100]
+	}
+	return done.Load(), failed.Load(), p99
+}
+
+// commands returns every command Redis ran since RESETSTAT, scripts' inner
+// commands included, less the harness's own, and the µs Redis spent in the
+// top-level ones (a script's time includes its inner commands).
+func commands(ctx context.Context, c *redis.Client) (calls, usec int64) {
+	stats, _ := redisinfo.CommandStats(ctx, c)
+	for name, st := range stats {
+		if !redisinfo.Harness(name) {
+			calls += st.Calls
+			usec += st.Usec
+		}
+	}
+	return calls, usec
+}
+
+// keyBytes is the mean MEMORY USAGE of 100 keys, each after one decision.
+func keyBytes(ctx context.Context, admin *redis.Client, c contender, keys []string) float64 {
+	admin.FlushAll(ctx)
+	var sum, n float64
+	for _, k := range keys[:100] {
+		c.allow(ctx, "bytes:"+k)
+		if u, err := admin.MemoryUsage(ctx, c.redisKey("bytes:"+k), 0).Result(); err == nil {
+			sum += float64(u)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / n
+}
+
+// heapPerKey is the heap a fresh instance holds per key after one decision
+// on each of 100,000 keys.
+func heapPerKey(fresh func() func(context.Context, string) (bool, error), keys []string) float64 {
+	before := heap()
+	allow := fresh()
+	for _, k := range keys {
+		allow(context.Background(), k)
+	}
+	after := heap()
+	runtime.KeepAlive(allow)
+	return float64(after-before) / float64(len(keys))
+}
+
+func heap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+func printTables(cs []contender, rs map[string]result) {
+	fmt.Println("| group | limiter | decisions/s, hot key | decisions/s, 100,000 keys | p99, hot key | p99, 100,000 keys | errors | Redis B/key | Redis commands/decision | Redis µs/decision | round trips/decision | heap B/key |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, c := range cs {
+		r := rs[c.name]
+		fmt.Printf("| %s | %s | %.0f | %.0f | %v | %v | %d | %s | %s | %s | %s | %s |\n", c.group, c.name, r.perSecHot, r.perSecMany,
+			r.p99Hot, r.p99Many, r.errors,
+			opt(r.redisBytes, "%.0f"), opt(r.commands, "%.2f"), opt(r.serverMicros, "%.1f"), opt(r.trips, "%.2f"), opt(r.heapBytes, "%.0f"))
+	}
+	fmt.Println()
+	fmt.Println("Ratios, ratewise ÷ peer (decisions/s: above 1 is better for ratewise; latency, bytes and commands: below 1 is better):")
+	fmt.Println()
+	fmt.Println("| group | peer | decisions/s, hot | decisions/s, 100k keys | p99, hot | p99, 100k keys | Redis B/key | commands/decision | heap B/key |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, c := range cs {
+		if c.ratewise {
+			continue
+		}
+		var rw result
+		for _, o := range cs {
+			if o.ratewise && o.group == c.group {
+				rw = rs[o.name]
+			}
+		}
+		p := rs[c.name]
+		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.group, c.name,
+			ratio(rw.perSecHot, p.perSecHot), ratio(rw.perSecMany, p.perSecMany),
+			ratio(float64(rw.p99Hot), float64(p.p99Hot)), ratio(float64(rw.p99Many), float64(p.p99Many)),
+			ratio(rw.redisBytes, p.redisBytes), ratio(rw.commands, p.commands), ratio(rw.heapBytes, p.heapBytes))
+	}
+}
+
+func opt(v float64, format string) string {
+	if v == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, v)
+}
+
+func ratio(a, b float64) string {
+	if a == 0 || b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", a/b)
+}
