@@ -12,7 +12,7 @@
 local limit = tonumber(ARGV[3])
 local window = tonumber(ARGV[4])
 
-local start = now - floormod(now, window)
+local start = now - now % window
 local count = 0
 local raw = redis.call('GET', KEYS[1])
 if raw then

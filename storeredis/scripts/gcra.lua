@@ -19,17 +19,20 @@ local capacity = burst * p
 local tat, frac = now, 0
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local t, f = string.match(raw, '^(%-?%d+) ?(%-?%d*)$')
-  tat, frac = tonumber(t), tonumber(f) or 0
+  tat = tonumber(raw)
+  if not tat then
+    local t, f = string.match(raw, '^(%-?%d+) (%-?%d+)$')
+    tat, frac = tonumber(t), tonumber(f)
+  end
 end
 -- Normalise a remainder written under other parameters.
-tat, frac = tat + floordiv(frac, k), floormod(frac, k)
+if frac < 0 or frac >= k then tat, frac = tat + floor(frac / k), frac % k end
 
 -- The wait until TAT is dus µs plus frac ticks, d ticks in all. It is only
 -- far beyond capacity if the clock stepped back; then d is not formed.
 local dus = tat - now
 if dus < 0 then dus, frac = 0, 0 end
-local beyond = dus > ceildiv(capacity, k)
+local beyond = dus > ceil(capacity / k)
 local d = 0
 if not beyond then d = dus * k + frac end
 
@@ -37,16 +40,17 @@ local allowed, retry, reset, remaining = 0, 0, 0, 0
 if not beyond and d + need * p <= capacity then
   d = d + cost * p
   allowed = 1
-  reset = ceildiv(d, k)
+  reset = ceil(d / k)
   if cost > 0 then
-    local f = floormod(d, k)
-    local value = int(now + floordiv(d, k))
-    if f > 0 then value = value .. ' ' .. int(f) end
+    -- A whole-µs TAT goes as a number, which Redis formats exactly and
+    -- stores as an integer; a remainder needs the two-number string.
+    local value, f = now + floor(d / k), d % k
+    if f > 0 then value = int(value) .. ' ' .. int(f) end
     redis.call('SET', KEYS[1], value, 'PX', ttl_ms(reset))
   end
 else
-  retry = dus + ceildiv(frac + need * p - capacity, k)
-  reset = dus + ceildiv(frac, k)
+  retry = dus + ceil((frac + need * p - capacity) / k)
+  reset = dus + ceil(frac / k)
 end
-if not beyond then remaining = math.max(0, floordiv(capacity - d, p)) end
+if not beyond and d < capacity then remaining = floor((capacity - d) / p) end
 return {allowed, remaining, retry, reset}

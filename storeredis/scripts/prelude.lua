@@ -23,17 +23,16 @@ end
 local cost = tonumber(ARGV[2])
 local need = math.max(cost, 1)
 
--- a - b*floor(a/b), in [0, b). fmod is exact, unlike a/b.
-local function floormod(a, b)
-  local r = math.fmod(a, b)
-  if r < 0 then r = r + b end
-  return r
-end
-local function floordiv(a, b) return (a - floormod(a, b)) / b end
-local function ceildiv(a, b) return -floordiv(-a, b) end
+-- Integer division is written floor(a / b) or ceil(a / b), and the floored
+-- remainder a % b (which Lua defines as a - floor(a / b) * b). All three are
+-- exact here: for integers with |a| + b <= 2^53, a / b is at least 1/b away
+-- from the next integer, more than half a unit in the last place, so rounding
+-- the division never crosses an integer. The algorithms' bounds keep every
+-- operand that small.
+local floor, ceil = math.floor, math.ceil
 
 local function int(n) return string.format('%.0f', n) end
 
 -- Milliseconds from microseconds, rounded up: Redis expires keys at
 -- millisecond resolution, and a key must outlive its last effect.
-local function ttl_ms(us) return ceildiv(us, 1000) end
+local function ttl_ms(us) return ceil(us / 1000) end

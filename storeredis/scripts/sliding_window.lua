@@ -15,7 +15,7 @@ local window = tonumber(ARGV[4])
 local sub = window / tonumber(ARGV[5])
 local key = KEYS[1]
 
-local cur = now - floormod(now, sub)
+local cur = now - now % sub
 local fields = redis.call('HGETALL', key)
 local buckets, expired, count = {}, {}, 0
 for i = 1, #fields, 2 do

@@ -25,7 +25,7 @@ end
 local elapsed = now - last
 if elapsed > 0 then
   local deficit = full - level
-  if elapsed >= ceildiv(deficit, k) then
+  if elapsed >= ceil(deficit / k) then
     level = full
   else
     level = level + elapsed * k
@@ -41,10 +41,10 @@ if level >= need * p then
   level = level - cost * p
   allowed = 1
 else
-  retry = ceildiv(need * p - level, k) + gap
+  retry = ceil((need * p - level) / k) + gap
 end
-if level < full then reset = ceildiv(full - level, k) + gap end
+if level < full then reset = ceil((full - level) / k) + gap end
 if allowed == 1 and cost > 0 then
   redis.call('SET', KEYS[1], int(level) .. ' ' .. int(last), 'PX', ttl_ms(reset))
 end
-return {allowed, floordiv(level, p), retry, reset}
+return {allowed, floor(level / p), retry, reset}
