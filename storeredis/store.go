@@ -22,6 +22,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +54,16 @@ type Store struct {
 	prefix     string
 	clientTime bool
 	decide     map[string]*redis.Script // by algorithm name
+
+	// params caches each algorithm value's Args, boxed for go-redis, which
+	// saves several allocations per decision. Algorithm values are
+	// comparable, so they are the key; the cache stops growing at
+	// maxCachedParams entries, for callers that build limits on the fly.
+	params      sync.Map // algorithms.Algorithm → []any
+	paramsCount atomic.Int64
 }
+
+const maxCachedParams = 64
 
 var (
 	resetScript = redis.NewScript(`return redis.call('DEL', KEYS[1])`)
@@ -138,16 +149,13 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	if !ok {
 		return algorithms.Result{}, fmt.Errorf("%w: no script for algorithm %q", store.ErrUnavailable, alg.Name())
 	}
-	params := alg.Args()
-	args := make([]any, 0, 2+len(params))
-	t := int64(-1)
+	params := s.boxedParams(alg)
+	args := make([]any, 2, 2+len(params))
+	args[0], args[1] = serverTime, cost
 	if s.clientTime {
-		t = now.UnixMicro()
+		args[0] = now.UnixMicro()
 	}
-	args = append(args, t, cost)
-	for _, p := range params {
-		args = append(args, p)
-	}
+	args = append(args, params...)
 	reply, err := script.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.failure(ctx, err)
@@ -157,6 +165,27 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 		return algorithms.Result{}, err
 	}
 	return res, nil
+}
+
+// serverTime is ARGV[1] when the script reads Redis's TIME, boxed once.
+var serverTime any = int64(-1)
+
+// boxedParams returns alg.Args() as []any, cached.
+func (s *Store) boxedParams(alg algorithms.Algorithm) []any {
+	if v, ok := s.params.Load(alg); ok {
+		return v.([]any)
+	}
+	args := alg.Args()
+	boxed := make([]any, len(args))
+	for i, a := range args {
+		boxed[i] = a
+	}
+	if s.paramsCount.Load() < maxCachedParams {
+		if _, loaded := s.params.LoadOrStore(alg, boxed); !loaded {
+			s.paramsCount.Add(1)
+		}
+	}
+	return boxed
 }
 
 // Reset deletes alg's state for key.
