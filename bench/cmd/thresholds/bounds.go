@@ -20,7 +20,8 @@ type bound struct {
 	value float64
 }
 
-// readBounds parses every table row whose first cell is a backquoted name.
+// readBounds parses the table rows whose first cell is a backquoted name in
+// the section whose heading starts with "## Bounds".
 func readBounds(path string) ([]bound, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -29,8 +30,17 @@ func readBounds(path string) ([]bound, error) {
 	defer f.Close()
 	var bounds []bound
 	sc := bufio.NewScanner(f)
+	inBounds := false
 	for line := 1; sc.Scan(); line++ {
-		cells := strings.Split(strings.Trim(strings.TrimSpace(sc.Text()), "|"), "|")
+		text := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(text, "## ") {
+			inBounds = strings.HasPrefix(text, "## Bounds")
+			continue
+		}
+		if !inBounds {
+			continue
+		}
+		cells := strings.Split(strings.Trim(text, "|"), "|")
 		if len(cells) < 3 {
 			continue
 		}
