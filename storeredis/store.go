@@ -170,17 +170,27 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 // serverTime is ARGV[1] when the script reads Redis's TIME, boxed once.
 var serverTime any = int64(-1)
 
-// boxedParams returns alg.Args() as []any, cached.
+// boxedParams returns alg.Args() as []any, cached for ratewise's own
+// algorithm types. Other implementations are boxed on every call: their
+// values need not be comparable, and a map key that is not would panic.
 func (s *Store) boxedParams(alg algorithms.Algorithm) []any {
-	if v, ok := s.params.Load(alg); ok {
-		return v.([]any)
+	cacheable := false
+	switch alg.(type) {
+	case algorithms.FixedWindow, algorithms.SlidingLog, algorithms.SlidingWindow,
+		algorithms.TokenBucket, algorithms.GCRA:
+		cacheable = true
+	}
+	if cacheable {
+		if v, ok := s.params.Load(alg); ok {
+			return v.([]any)
+		}
 	}
 	args := alg.Args()
 	boxed := make([]any, len(args))
 	for i, a := range args {
 		boxed[i] = a
 	}
-	if s.paramsCount.Load() < maxCachedParams {
+	if cacheable && s.paramsCount.Load() < maxCachedParams {
 		if _, loaded := s.params.LoadOrStore(alg, boxed); !loaded {
 			s.paramsCount.Add(1)
 		}
