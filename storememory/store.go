@@ -1,8 +1,9 @@
 // Package storememory is the in-memory ratewise store, for unit tests and
 // single processes.
 //
-// It keeps each key's state in one of 256 shards, each a map behind its own
-// mutex, so unrelated keys rarely contend and there is no global lock. It
+// It keeps each key's state in one of 256 shards, each holding one map per
+// algorithm behind its own mutex, so unrelated keys rarely contend and there
+// is no global lock. It
 // reads no clock: the time of every decision is the now its caller passes, so
 // a limiter with an injected clock drives it completely and tests never
 // sleep. State expires Result.ResetAfter after the decision that wrote it,
