@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"os"
@@ -117,6 +118,55 @@ func run(addr string) error {
 		}
 		fmt.Printf("| %d | %d | %.1f | %s | ~100 |\n", n, bytes, float64(bytes)/float64(n), enc)
 		_ = s.Reset(ctx, key, alg)
+	}
+	return memberLengths(ctx, c, prefix)
+}
+
+// memberLengths measures what a sorted-set member's length costs, apart from
+// ratewise: N members of a fixed length added with ZADD, for the member
+// formats a sliding log could use.
+func memberLengths(ctx context.Context, c *redis.Client, prefix string) error {
+	fmt.Println()
+	fmt.Println("## Sorted sets: bytes per record by member length")
+	fmt.Println()
+	fmt.Println("Plain ZADD of N distinct members of one length (binary), scores as ratewise writes them, to show what the member costs: ratewise's members are 10 bytes, a binary ULID 16, a text ULID 26.")
+	fmt.Println()
+	lengths := []int{4, 6, 10, 16, 26}
+	fmt.Print("| records N |")
+	for _, l := range lengths {
+		fmt.Printf(" %d-byte members |", l)
+	}
+	fmt.Println()
+	fmt.Println("| --- |" + strings.Repeat(" --- |", len(lengths)))
+	for _, n := range []int{10_000, 100_000} {
+		fmt.Printf("| %d |", n)
+		for _, l := range lengths {
+			key := fmt.Sprintf("%smembers:%d:%d", prefix, n, l)
+			for start := 0; start < n; start += 5000 {
+				pipe := c.Pipeline()
+				for i := start; i < min(start+5000, n); i++ {
+					// i in big-endian binary, padded to l bytes: unique for
+					// any l >= 4.
+					member := make([]byte, l)
+					binary.BigEndian.PutUint32(member[l-4:], uint32(i))
+					pipe.ZAdd(ctx, key, redis.Z{Score: 1780000000000.123 + float64(i)/1000, Member: member})
+				}
+				if _, err := pipe.Exec(ctx); err != nil {
+					return err
+				}
+			}
+			card, err := c.ZCard(ctx, key).Result()
+			if err != nil {
+				return err
+			}
+			bytes, err := c.MemoryUsage(ctx, key, 0).Result()
+			if err != nil {
+				return err
+			}
+			fmt.Printf(" %.1f |", float64(bytes)/float64(card))
+			c.Del(ctx, key)
+		}
+		fmt.Println()
 	}
 	return nil
 }
