@@ -54,14 +54,27 @@ func Binary() (string, error) {
 // suite that did not run.
 func Require(t testing.TB) {
 	t.Helper()
-	if _, err := Binary(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("redistest: %v; CI=true requires it", err)
-		}
-		msg := fmt.Sprintf("%s\nSKIPPING REDIS TESTS: %v\n%s", banner, err, banner)
-		warnOnce.Do(func() { toTerminal(msg) })
-		t.Skip("\n" + msg)
+	if Missing(t) {
+		t.Skip("redis-server is not installed")
 	}
+}
+
+// Missing reports whether redis-server is missing, for callers that can
+// still do part of their work without it. It fails t under CI=true, and
+// otherwise logs a loud banner, to t and to the terminal.
+func Missing(t testing.TB) bool {
+	t.Helper()
+	_, err := Binary()
+	if err == nil {
+		return false
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("redistest: %v; CI=true requires it", err)
+	}
+	msg := fmt.Sprintf("%s\nSKIPPING REDIS TESTS: %v\n%s", banner, err, banner)
+	warnOnce.Do(func() { toTerminal(msg) })
+	t.Log("\n" + msg)
+	return true
 }
 
 var warnOnce sync.Once
