@@ -1,0 +1,269 @@
+package sim
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis"
+)
+
+// Miniredis is the embedded target: every run gets its own in-process
+// miniredis, so runs may proceed in parallel. Its memory figures are
+// miniredis's own estimate of its Go structures, not what Redis would use.
+type Miniredis struct{}
+
+// Name returns "miniredis".
+func (Miniredis) Name() string { return "miniredis" }
+
+// Parallel returns true: every run has its own server.
+func (Miniredis) Parallel() bool { return true }
+
+// Close does nothing.
+func (Miniredis) Close() {}
+
+// Open starts a miniredis for one run.
+func (Miniredis) Open(ctx context.Context) (Instance, error) {
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		return nil, fmt.Errorf("miniredis: %w", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime())}, nil
+}
+
+type miniInstance struct {
+	m  *miniredis.Miniredis
+	c  *redis.Client
+	rt *roundTrips
+	s  *storeredis.Store
+}
+
+func (i *miniInstance) Store() store.Store { return i.s }
+
+func (i *miniInstance) Ops(context.Context) (Ops, error) {
+	// miniredis counts the commands scripts run as well as the EVALSHA
+	// itself, one per round trip.
+	rt := i.rt.n.Load()
+	return Ops{RoundTrips: rt, Commands: int64(i.m.CommandCount()) - rt}, nil
+}
+
+func (i *miniInstance) BytesPerKey(ctx context.Context, _ *workload.Workload, keys []string, alg algorithms.Algorithm) (float64, bool, error) {
+	return memoryUsage(ctx, i.c, i.s, keys, alg, false)
+}
+
+func (i *miniInstance) Close() {
+	i.c.Close()
+	i.m.Close()
+}
+
+// Redis is a real Redis server or cluster. Runs are serial: INFO
+// commandstats counts the whole server's commands. Each run writes under
+// its own prefix and deletes its keys when it is done.
+type Redis struct {
+	name   string
+	client redis.UniversalClient
+	rt     *roundTrips
+	prefix string
+	runs   int
+}
+
+// DialRedis connects to the Redis at addr, or to the cluster with the
+// given seed addresses, and checks that it answers.
+func DialRedis(ctx context.Context, addr string, cluster []string) (*Redis, error) {
+	r := &Redis{rt: &roundTrips{}}
+	if len(cluster) > 0 {
+		r.name = "cluster"
+		r.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster, DialTimeout: 2 * time.Second})
+	} else {
+		r.name = "redis"
+		r.client = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second})
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		r.client.Close()
+		where := addr
+		if len(cluster) > 0 {
+			where = strings.Join(cluster, ",")
+		}
+		return nil, fmt.Errorf("%w: %s: %v", store.ErrUnavailable, where, err)
+	}
+	var id [4]byte
+	rand.Read(id[:])
+	r.prefix = "ratewise-compare:" + hex.EncodeToString(id[:]) + ":"
+	r.client.AddHook(r.rt)
+	return r, nil
+}
+
+// Name returns "redis" or "cluster".
+func (r *Redis) Name() string { return r.name }
+
+// Parallel returns false.
+func (r *Redis) Parallel() bool { return false }
+
+// Close closes the client.
+func (r *Redis) Close() { r.client.Close() }
+
+// Open returns a store writing under a prefix of its own.
+func (r *Redis) Open(ctx context.Context) (Instance, error) {
+	r.runs++
+	prefix := fmt.Sprintf("%s%d:", r.prefix, r.runs)
+	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithPrefix(prefix), storeredis.WithClientTime())}
+	var err error
+	if i.baseCmds, err = r.scriptCommands(ctx); err != nil {
+		return nil, err
+	}
+	i.baseRT = r.rt.n.Load()
+	return i, nil
+}
+
+type redisInstance struct {
+	r        *Redis
+	prefix   string
+	s        *storeredis.Store
+	baseRT   int64
+	baseCmds int64
+}
+
+func (i *redisInstance) Store() store.Store { return i.s }
+
+func (i *redisInstance) Ops(ctx context.Context) (Ops, error) {
+	// The round trips are read before INFO adds its own.
+	rt := i.r.rt.n.Load() - i.baseRT
+	cmds, err := i.r.scriptCommands(ctx)
+	if err != nil {
+		return Ops{}, err
+	}
+	return Ops{RoundTrips: rt, Commands: cmds - i.baseCmds}, nil
+}
+
+func (i *redisInstance) BytesPerKey(ctx context.Context, _ *workload.Workload, keys []string, alg algorithms.Algorithm) (float64, bool, error) {
+	return memoryUsage(ctx, i.r.client, i.s, keys, alg, true)
+}
+
+// Close deletes the run's keys.
+func (i *redisInstance) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	i.r.eachNode(ctx, func(ctx context.Context, c *redis.Client) error {
+		redisinfo.DeleteKeys(ctx, c, i.prefix)
+		return nil
+	})
+}
+
+// scriptCommands sums, over every node, the commands that scripts ran:
+// everything in INFO commandstats except the scripts' own EVALSHA and
+// SCRIPT LOAD, the client's connection set-up and the measuring commands.
+// On a Redis that other clients are using, their commands count too.
+func (r *Redis) scriptCommands(ctx context.Context) (int64, error) {
+	var total atomic.Int64
+	err := r.eachNode(ctx, func(ctx context.Context, c *redis.Client) error {
+		stats, err := redisinfo.CommandStats(ctx, c)
+		if err != nil {
+			return err
+		}
+		for name, s := range stats {
+			if !redisinfo.Harness(name) && !clientCommand(name) {
+				total.Add(s.Calls)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("%w: INFO commandstats: %v", store.ErrUnavailable, err)
+	}
+	return total.Load(), nil
+}
+
+func clientCommand(name string) bool {
+	for _, p := range []string{"eval", "script", "hello", "client", "cluster", "command", "readonly", "select", "auth", "memory", "unlink"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Redis) eachNode(ctx context.Context, fn func(context.Context, *redis.Client) error) error {
+	if cc, ok := r.client.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, fn)
+	}
+	return fn(ctx, r.client.(*redis.Client))
+}
+
+// maxSampledKeys bounds how many keys MEMORY USAGE is asked about.
+const maxSampledKeys = 1000
+
+// memoryUsage averages MEMORY USAGE over the keys that still hold state, up
+// to maxSampledKeys of them. exact asks Redis to count every element of a
+// sorted set or hash rather than estimate from a sample; miniredis takes no
+// SAMPLES argument.
+func memoryUsage(ctx context.Context, c redis.Cmdable, s *storeredis.Store, keys []string, alg algorithms.Algorithm, exact bool) (float64, bool, error) {
+	if len(keys) > maxSampledKeys {
+		keys = keys[:maxSampledKeys]
+	}
+	pipe := c.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		if exact {
+			cmds[i] = pipe.MemoryUsage(ctx, s.Key(k, alg), 0)
+		} else {
+			cmds[i] = pipe.MemoryUsage(ctx, s.Key(k, alg))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return 0, false, fmt.Errorf("%w: MEMORY USAGE: %v", store.ErrUnavailable, err)
+	}
+	var sum, n int64
+	for _, cmd := range cmds {
+		if v, err := cmd.Result(); err == nil {
+			sum += v
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, false, nil
+	}
+	return float64(sum) / float64(n), true, nil
+}
+
+// roundTrips is a go-redis hook that counts requests sent to the server,
+// a pipeline counting once.
+type roundTrips struct{ n atomic.Int64 }
+
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+}
+
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		switch cmd.Name() {
+		case "hello", "client", "auth", "select": // connection set-up
+		default:
+			h.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmds)
+	}
+}

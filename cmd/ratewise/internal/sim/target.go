@@ -1,0 +1,126 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+// A Target is a kind of store that compare runs on. Every run opens a
+// fresh, empty instance, so one run's state never leaks into another's.
+type Target interface {
+	// Name names the target in reports: "memory", "miniredis", "redis" or
+	// "cluster".
+	Name() string
+	// Open returns a fresh store. It is called once per run.
+	Open(ctx context.Context) (Instance, error)
+	// Parallel reports whether runs on separate instances may proceed at
+	// once without disturbing each other's measurements.
+	Parallel() bool
+	// Close releases what the target holds.
+	Close()
+}
+
+// An Instance is one run's store and what it can measure about itself.
+type Instance interface {
+	Store() store.Store
+	// Ops returns the round trips and store commands so far. Commands is -1
+	// when the store has no commands to count.
+	Ops(ctx context.Context) (Ops, error)
+	// BytesPerKey measures the memory the store holds per key after a run
+	// of w, whose active keys are keys. ok is false when the store cannot
+	// tell.
+	BytesPerKey(ctx context.Context, w *workload.Workload, keys []string, alg algorithms.Algorithm) (perKey float64, ok bool, err error)
+	Close()
+}
+
+// Ops counts what decisions cost a store.
+type Ops struct {
+	RoundTrips int64
+	Commands   int64
+}
+
+// Memory is the in-memory store target. Its runs must not overlap: memory
+// per key is the growth of the Go heap.
+type Memory struct{}
+
+// Name returns "memory".
+func (Memory) Name() string { return "memory" }
+
+// Parallel returns false: heap growth is measured for the whole process.
+func (Memory) Parallel() bool { return false }
+
+// Close does nothing.
+func (Memory) Close() {}
+
+// Open returns a fresh store.
+func (Memory) Open(context.Context) (Instance, error) {
+	return &memoryInstance{s: storememory.New()}, nil
+}
+
+type memoryInstance struct{ s *storememory.Store }
+
+func (m *memoryInstance) Store() store.Store { return m.s }
+
+func (m *memoryInstance) Ops(context.Context) (Ops, error) { return Ops{Commands: -1}, nil }
+
+func (m *memoryInstance) Close() {}
+
+// Measuring a few keys' few hundred bytes would drown in the heap's noise,
+// so BytesPerKey replays the workload on enough copies of its keys to hold
+// at least minMeasuredKeys, within a budget of decisions.
+const (
+	minMeasuredKeys  = 2560 // ten per shard
+	maxMeasureReplay = 300_000
+)
+
+// BytesPerKey replays w on a fresh store, on copies of its keys, and
+// returns the growth of the live heap divided by the entries the store
+// holds at the end.
+func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, _ []string, alg algorithms.Algorithm) (float64, bool, error) {
+	copies := 1
+	if active := w.ActiveKeys(); active < minMeasuredKeys {
+		copies = (minMeasuredKeys + active - 1) / active
+		copies = max(1, min(copies, maxMeasureReplay/len(w.Requests)))
+	}
+	base := heapAfterGC()
+	s := storememory.New()
+	empty := heapAfterGC() - base
+	names := make([][]string, copies)
+	for c := range names {
+		names[c] = make([]string, len(w.Keys))
+		for k, key := range w.Keys {
+			names[c][k] = fmt.Sprintf("%d:%s", c, key)
+		}
+	}
+	for c := range copies {
+		for _, r := range w.Requests {
+			if _, err := s.Decide(ctx, names[c][r.Key], alg, w.Start.Add(r.At), r.Cost); err != nil {
+				return 0, false, err
+			}
+		}
+	}
+	// The store keeps the key strings it holds alive; the lists of them
+	// go, so that only what the store holds is counted, less the fixed
+	// size of an empty store.
+	names = nil
+	grown := int64(heapAfterGC()) - int64(base) - int64(empty)
+	n := s.Len()
+	runtime.KeepAlive(s)
+	if n == 0 || grown <= 0 {
+		return 0, false, nil
+	}
+	return float64(grown) / float64(n), true, nil
+}
+
+func heapAfterGC() uint64 {
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}

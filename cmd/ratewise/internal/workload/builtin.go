@@ -1,0 +1,131 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Names lists the built-in workloads in the order compare runs them.
+var Names = []string{"steady-below", "steady-at", "steady-above", "bursts", "boundary", "poisson", "diurnal", "zipf"}
+
+// DefaultLimit is the limit of the built-in workloads that do not say
+// otherwise: 100 per minute.
+var DefaultLimit = Limit{Count: 100, Window: time.Minute}
+
+// Builtin returns the named built-in workload, generated from seed.
+func Builtin(name string, seed uint64) (*Workload, error) {
+	l := DefaultLimit
+	switch name {
+	case "steady-below":
+		return Steady(name, l, 0.8, 5)
+	case "steady-at":
+		return Steady(name, l, 1, 5)
+	case "steady-above":
+		return Steady(name, l, 1.5, 5)
+	case "bursts":
+		// 15 s at 5× the rate from 10 s before each minute: every burst
+		// straddles a window boundary.
+		return OnOff(l, 5, 15*time.Second, 45*time.Second, 50*time.Second, 5)
+	case "boundary":
+		return Boundary(l, 3)
+	case "poisson":
+		return Poisson(l, 1.2, 10, seed)
+	case "diurnal":
+		return Diurnal(Limit{Count: 60, Window: time.Hour}, 0.2, 1.6, seed)
+	case "zipf":
+		return Zipf(Limit{Count: 10, Window: time.Minute}, 100_000, 15_000, 10*time.Minute, 1.1, seed)
+	}
+	return nil, fmt.Errorf("%w: unknown workload %q (known: %s, custom, or a trace file)", ErrInvalid, name, strings.Join(Names, ", "))
+}
+
+// Spec describes a custom workload.
+type Spec struct {
+	Limit Limit
+	// Rate is each key's request rate, per second.
+	Rate float64
+	// Shape is "steady" (evenly spaced), "poisson" or "bursts" (Rate while
+	// on, nothing while off).
+	Shape    string
+	On, Off  time.Duration
+	Duration time.Duration
+	Keys     int
+	Seed     uint64
+}
+
+// maxRequests bounds a custom trace, which is held in memory.
+const maxRequests = 20_000_000
+
+// Custom generates the workload that spec describes. Each key sends its own
+// stream; steady streams start at a random phase so that keys do not all
+// arrive at once, and bursts are simultaneous for every key, as in a
+// traffic spike.
+func Custom(spec Spec) (*Workload, error) {
+	if err := spec.Limit.validate(); err != nil {
+		return nil, err
+	}
+	switch {
+	case spec.Rate <= 0 || math.IsInf(spec.Rate, 0) || math.IsNaN(spec.Rate):
+		return nil, fmt.Errorf("%w: rate must be > 0, got %g", ErrInvalid, spec.Rate)
+	case spec.Duration <= 0:
+		return nil, fmt.Errorf("%w: duration must be > 0, got %v", ErrInvalid, spec.Duration)
+	case spec.Keys <= 0:
+		return nil, fmt.Errorf("%w: keys must be > 0, got %d", ErrInvalid, spec.Keys)
+	}
+	if n := spec.Rate * spec.Duration.Seconds() * float64(spec.Keys); n > maxRequests {
+		return nil, fmt.Errorf("%w: %.0f requests is more than the %d a trace may hold; lower the rate, duration or keys", ErrInvalid, n, maxRequests)
+	}
+	desc := fmt.Sprintf("%d key(s), %s at %g/s each", spec.Keys, spec.Shape, spec.Rate)
+	b := newBuilder("custom", desc, spec.Limit, spec.Duration, spec.Keys, spec.Seed)
+	for k := range spec.Keys {
+		switch spec.Shape {
+		case "steady":
+			phase := time.Duration(b.rng.Float64() * float64(time.Second) / spec.Rate)
+			if spec.Keys == 1 {
+				phase = 0
+			}
+			b.even(k, phase, spec.Duration, spec.Rate)
+		case "poisson":
+			b.poisson(k, 0, spec.Duration, spec.Rate, nil)
+		case "bursts":
+			if spec.On <= 0 || spec.Off < 0 {
+				return nil, fmt.Errorf("%w: bursts need --on > 0 and --off >= 0, got %v and %v", ErrInvalid, spec.On, spec.Off)
+			}
+			for start := time.Duration(0); start < spec.Duration; start += spec.On + spec.Off {
+				b.even(k, start, min(start+spec.On, spec.Duration), spec.Rate)
+			}
+		default:
+			return nil, fmt.Errorf("%w: unknown shape %q (known: steady, poisson, bursts)", ErrInvalid, spec.Shape)
+		}
+	}
+	return b.done(), nil
+}
+
+// ParseRate reads a rate such as "150/min", "2/s", "10/1h" or "2.5" (per
+// second) and returns it in requests per second.
+func ParseRate(s string) (float64, error) {
+	num, per, found := strings.Cut(strings.TrimSpace(s), "/")
+	n, err := strconv.ParseFloat(num, 64)
+	if err != nil || n <= 0 || math.IsInf(n, 0) {
+		return 0, fmt.Errorf("%w: rate %q: want a positive number such as 150/min, 2/s or 2.5", ErrInvalid, s)
+	}
+	if !found {
+		return n, nil
+	}
+	var d time.Duration
+	switch per {
+	case "s", "sec", "second":
+		d = time.Second
+	case "m", "min", "minute":
+		d = time.Minute
+	case "h", "hour":
+		d = time.Hour
+	default:
+		if d, err = time.ParseDuration(per); err != nil || d <= 0 {
+			return 0, fmt.Errorf("%w: rate %q: the period must be s, min, h or a duration such as 10s", ErrInvalid, s)
+		}
+	}
+	return n / d.Seconds(), nil
+}
