@@ -16,7 +16,9 @@ type Series struct {
 	Dashed bool
 	// Markers draws a dot at every point, for sparse measured series.
 	Markers bool
-	Points  [][2]float64 // x, y
+	// Width is the stroke width; 0 means 2.
+	Width  float64
+	Points [][2]float64 // x, y
 }
 
 // Chart is a line chart.
@@ -24,7 +26,9 @@ type Chart struct {
 	Title, XLabel, YLabel string
 	LogX, LogY            bool
 	// XTick formats an x tick label; nil prints the number compactly.
-	XTick  func(float64) string
+	XTick func(float64) string
+	// XTicks places the x ticks; nil spaces them evenly.
+	XTicks []float64
 	Series []Series
 }
 
@@ -107,7 +111,11 @@ func (c Chart) SVG() string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15">%s</text>`+"\n", left, esc(c.Title))
-	for _, v := range ax.ticks() {
+	xTicks := c.XTicks
+	if xTicks == nil {
+		xTicks = ax.ticks()
+	}
+	for _, v := range xTicks {
 		x := px(v)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
 			x, top, x, h-bottom, x, h-bottom+16, esc(xTick(v)))
@@ -130,7 +138,11 @@ func (c Chart) SVG() string {
 		if s.Dashed {
 			dash = ` stroke-dasharray="6,4"`
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", s.Colour, dash, strings.Join(pts, " "))
+		width := s.Width
+		if width == 0 {
+			width = 2
+		}
+		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%g"%s points="%s"/>`+"\n", s.Colour, width, dash, strings.Join(pts, " "))
 		if s.Markers {
 			for _, p := range points {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, px(p[0]), py(p[1]), s.Colour)

@@ -39,6 +39,9 @@ type Report struct {
 	Targets   []string       `json:"stores"`
 	Rows      []Row          `json:"results"`
 	Timings   []Timing       `json:"timed,omitempty"`
+	// TimedLimit and TimedWindow are the limit of the timed phase.
+	TimedLimit  int64         `json:"timed_limit,omitempty"`
+	TimedWindow time.Duration `json:"timed_window_ns,omitempty"`
 	// Charts holds, per workload, the trailing-window admissions of the
 	// hottest key over time: the offered load first, then each algorithm.
 	Charts map[string][]Line `json:"-"`
@@ -213,9 +216,10 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	if cfg.Timed > 0 {
+		l := workload.DefaultLimit
+		rep.TimedLimit, rep.TimedWindow = l.Count, l.Window
 		for _, t := range cfg.Targets {
 			for _, name := range cfg.Algorithms {
-				l := workload.DefaultLimit
 				alg, err := Configure(name, l.Count, l.Window, cfg.SubWindows)
 				if err != nil {
 					return nil, err

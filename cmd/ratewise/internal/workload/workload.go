@@ -275,3 +275,26 @@ func Zipf(l Limit, keys, requests int, duration time.Duration, s float64, seed u
 	}
 	return b.done(), nil
 }
+
+// Fill sends, from each of keys keys, exactly the limit's count of
+// requests evenly spaced over one window, so that every key ends the trace
+// holding a full window: what a key costs a store at that rate.
+func Fill(l Limit, keys int) (*Workload, error) {
+	if err := l.validate(); err != nil {
+		return nil, err
+	}
+	if keys <= 0 {
+		return nil, fmt.Errorf("%w: keys must be > 0, got %d", ErrInvalid, keys)
+	}
+	b := newBuilder("fill", fmt.Sprintf("%d key(s), each sending %d requests evenly over %v", keys, l.Count, l.Window), l, l.Window, keys, 0)
+	gap := l.Window / time.Duration(l.Count)
+	if gap < time.Microsecond {
+		return nil, fmt.Errorf("%w: %d requests do not fit in %v at microsecond resolution", ErrInvalid, l.Count, l.Window)
+	}
+	for i := range l.Count {
+		for k := range keys {
+			b.add(time.Duration(i)*gap, k, 1)
+		}
+	}
+	return b.done(), nil
+}

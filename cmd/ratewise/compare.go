@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+)
+
+// compareFlags are compare's flags; guide reuses them.
+type compareFlags struct {
+	workloads, algs, trace    string
+	seed                      uint64
+	limit                     int64
+	window                    time.Duration
+	rate, shape               string
+	duration, on, off         time.Duration
+	keys                      int
+	subWindows                int64
+	redisAddr, cluster        string
+	timed                     time.Duration
+	concurrency, redisWorkers int
+	format, svg               string
+}
+
+func (f *compareFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.workloads, "workload", "all", "comma-separated workloads: "+strings.Join(workload.Names, ", ")+", custom; or all")
+	fs.StringVar(&f.algs, "alg", "all", "comma-separated algorithms: "+strings.Join(sim.AlgorithmNames, ", ")+"; or all")
+	fs.StringVar(&f.trace, "trace", "", "replay this file as well: one request per line, `<time> [<key> [<cost>]]`, time in RFC 3339 or seconds")
+	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random workloads; the same seed gives the same traces")
+	fs.Int64Var(&f.limit, "limit", 100, "limit per window, for the custom workload and -trace")
+	fs.DurationVar(&f.window, "window", time.Minute, "window of the limit, for the custom workload and -trace")
+	fs.StringVar(&f.rate, "rate", "150/min", "custom workload: each key's request rate, such as 150/min, 2/s or 2.5 (per second)")
+	fs.StringVar(&f.shape, "shape", "poisson", "custom workload: steady, poisson or bursts")
+	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "custom workload: simulated duration")
+	fs.DurationVar(&f.on, "on", 10*time.Second, "custom workload with -shape bursts: how long each burst lasts")
+	fs.DurationVar(&f.off, "off", 50*time.Second, "custom workload with -shape bursts: the pause between bursts")
+	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at -rate")
+	fs.Int64Var(&f.subWindows, "subwindows", sim.DefaultSubWindows, "sub-windows of the sliding window counter")
+	fs.StringVar(&f.redisAddr, "redis", "", "also run on the Redis at this address (host:port) instead of the embedded miniredis")
+	fs.StringVar(&f.cluster, "cluster", "", "also run on the Redis Cluster with these comma-separated seed addresses instead of miniredis")
+	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store; 0 skips it")
+	fs.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "goroutines of the timed phase on the memory store")
+	fs.IntVar(&f.redisWorkers, "redis-concurrency", 16, "goroutines of the timed phase on a Redis store")
+	fs.StringVar(&f.format, "format", "table", "output: "+strings.Join(report.Formats, ", "))
+	fs.StringVar(&f.svg, "svg", "", "write one chart per workload as SVG into this directory")
+}
+
+func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f compareFlags
+	fs := newFlagSet("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and an embedded miniredis (or -redis/-cluster), and prints what each algorithm\nadmitted, how far it strayed from an exact sliding log, and what it cost.", stdout)
+	f.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if !validFormat(f.format) {
+		return usagef("unknown format %q (known: %s)", f.format, strings.Join(report.Formats, ", "))
+	}
+	rep, err := f.run(ctx, stderr, isTerminal(stdout))
+	if err != nil {
+		return err
+	}
+	if f.svg != "" {
+		files, err := report.WriteCharts(f.svg, rep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "ratewise: wrote %d charts to %s\n", len(files), f.svg)
+	}
+	return report.Write(stdout, rep, f.format)
+}
+
+func validFormat(format string) bool {
+	for _, f := range report.Formats {
+		if f == format {
+			return true
+		}
+	}
+	return false
+}
+
+// run builds the workloads and targets the flags describe and compares.
+func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*sim.Report, error) {
+	algs, err := sim.ParseAlgorithms(f.algs)
+	if err != nil {
+		return nil, err
+	}
+	if f.subWindows < 1 {
+		return nil, usagef("-subwindows must be >= 1, got %d", f.subWindows)
+	}
+	if f.timed < 0 || f.concurrency < 1 || f.redisWorkers < 1 {
+		return nil, usagef("-time must be >= 0 and the concurrencies >= 1")
+	}
+	workloads, err := f.buildWorkloads()
+	if err != nil {
+		return nil, err
+	}
+	targets, err := openTargets(ctx, f.redisAddr, f.cluster)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for _, t := range targets {
+			t.Close()
+		}
+	}()
+	p := newProgress(stderr, live)
+	defer p.finish()
+	return sim.Compare(ctx, sim.Config{
+		Workloads: workloads, Algorithms: algs, SubWindows: f.subWindows, Targets: targets,
+		Timed: f.timed, TimedKeys: 10_000, SeriesPoints: 600,
+		Goroutines: func(t sim.Target) int {
+			if t.Name() == "memory" {
+				return f.concurrency
+			}
+			return f.redisWorkers
+		},
+		Progress: p.step,
+	})
+}
+
+func (f *compareFlags) buildWorkloads() ([]*workload.Workload, error) {
+	var names []string
+	switch {
+	case f.workloads == "all" && f.trace != "":
+		// A trace on its own replaces the built-in set.
+	case f.workloads == "all":
+		names = workload.Names
+	default:
+		for _, n := range strings.Split(f.workloads, ",") {
+			names = append(names, strings.TrimSpace(n))
+		}
+	}
+	limit := workload.Limit{Count: f.limit, Window: f.window}
+	var out []*workload.Workload
+	for _, name := range names {
+		var w *workload.Workload
+		var err error
+		if name == "custom" {
+			rate, rerr := workload.ParseRate(f.rate)
+			if rerr != nil {
+				return nil, rerr
+			}
+			w, err = workload.Custom(workload.Spec{Limit: limit, Rate: rate, Shape: f.shape, On: f.on, Off: f.off,
+				Duration: f.duration, Keys: f.keys, Seed: f.seed})
+		} else {
+			w, err = workload.Builtin(name, f.seed)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	if f.trace != "" {
+		file, err := os.Open(f.trace)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read the trace: %w", err)
+		}
+		defer file.Close()
+		w, err := workload.ReadTrace(file, filepath.Base(f.trace), limit)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// openTargets returns the memory store and miniredis, or the memory store
+// and the Redis or cluster given.
+func openTargets(ctx context.Context, redisAddr, cluster string) ([]sim.Target, error) {
+	targets := []sim.Target{sim.Memory{}}
+	switch {
+	case redisAddr != "" && cluster != "":
+		return nil, usagef("give -redis or -cluster, not both")
+	case redisAddr != "" || cluster != "":
+		var seeds []string
+		if cluster != "" {
+			seeds = strings.Split(cluster, ",")
+		}
+		r, err := sim.DialRedis(ctx, redisAddr, seeds)
+		if err != nil {
+			return nil, err
+		}
+		return append(targets, r), nil
+	}
+	return append(targets, sim.Miniredis{}), nil
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,224 @@
+// Package recommend turns the decision tree of the project's notes into
+// rules over measured figures: given a rate, a window, a precision and a
+// number of keys, it picks an algorithm and gives the measurements behind
+// each reason, and says where the notes' thresholds disagree with them.
+package recommend
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
+)
+
+// ErrInvalid is wrapped by every error about recommend's input.
+var ErrInvalid = errors.New("recommend: invalid input")
+
+// Input is what the user asks for.
+type Input struct {
+	QPS       float64       // requests per second each key may make
+	Window    time.Duration // the window the limit is counted over
+	Precision string        // "exact" or "approx"
+	Keys      int64         // keys active at once
+	Burst     int64         // requests a key may send at once on top of the rate; 0 for none
+	// MemoryBudget is the most memory the limiter's state may take, in
+	// bytes; LatencyBudget the slowest p99 a decision may take.
+	MemoryBudget  int64
+	LatencyBudget time.Duration
+}
+
+// Limit is the limit per window that QPS and Window make.
+func (in Input) Limit() int64 { return int64(math.Round(in.QPS * in.Window.Seconds())) }
+
+// Validate checks the input.
+func (in Input) Validate() error {
+	switch {
+	case in.QPS <= 0 || math.IsNaN(in.QPS) || math.IsInf(in.QPS, 0):
+		return fmt.Errorf("%w: --qps must be > 0, got %g", ErrInvalid, in.QPS)
+	case in.Window < time.Millisecond:
+		return fmt.Errorf("%w: --window must be at least 1ms, got %v", ErrInvalid, in.Window)
+	case in.Limit() < 1:
+		return fmt.Errorf("%w: --qps %g over --window %v is less than one request", ErrInvalid, in.QPS, in.Window)
+	case in.Limit() > 1<<40:
+		return fmt.Errorf("%w: --qps %g over --window %v is %d requests, too many to keep a record of", ErrInvalid, in.QPS, in.Window, in.Limit())
+	case in.Precision != "exact" && in.Precision != "approx":
+		return fmt.Errorf("%w: --precision must be exact or approx, got %q", ErrInvalid, in.Precision)
+	case in.Keys < 1:
+		return fmt.Errorf("%w: --keys must be >= 1, got %d", ErrInvalid, in.Keys)
+	case in.Burst < 0:
+		return fmt.Errorf("%w: --burst must be >= 0, got %d", ErrInvalid, in.Burst)
+	case in.MemoryBudget <= 0:
+		return fmt.Errorf("%w: --memory must be > 0, got %d", ErrInvalid, in.MemoryBudget)
+	case in.LatencyBudget <= 0:
+		return fmt.Errorf("%w: --latency must be > 0, got %v", ErrInvalid, in.LatencyBudget)
+	}
+	return nil
+}
+
+// Figures are what was measured for one algorithm at the input's size.
+type Figures struct {
+	Algorithm string
+	// BytesPerKey is the memory one key holds with a full window, on
+	// Store; Extrapolated says it was measured on fewer records and scaled.
+	BytesPerKey  float64
+	Store        string
+	Extrapolated bool
+	// P50 and P99 are decision latencies on a key with a full window.
+	P50, P99 time.Duration
+	// Overshoot is the most admitted in any window over the limit, on each
+	// matching workload; FalseAdmits and FalseDenials are totals against an
+	// exact sliding log over those workloads.
+	Overshoot                 map[string]float64
+	FalseAdmits, FalseDenials int64
+}
+
+// TotalBytes is the memory keys keys take.
+func (f Figures) TotalBytes(keys int64) float64 { return f.BytesPerKey * float64(keys) }
+
+// Notes' thresholds (note 000): the sorted set stops being suitable when QPS
+// exceeds 1,000 with a window over 10 s; the sliding window counter suits
+// QPS up to 10,000; token and leaky buckets have no upper limit.
+const (
+	notesSortedSetQPS    = 1000
+	notesSortedSetWindow = 10 * time.Second
+	notesCounterQPS      = 10000
+)
+
+// Decision is a recommendation with its reasons.
+type Decision struct {
+	Algorithm string
+	Reasons   []string
+	// Notes is what the notes' decision tree would pick; Disagreements say
+	// where the measurements part from the notes' thresholds.
+	Notes         string
+	Disagreements []string
+}
+
+// notesPick is the notes' decision tree as written.
+func notesPick(in Input) string {
+	if in.Precision == "exact" {
+		return "sliding_log"
+	}
+	if in.QPS > notesCounterQPS {
+		return "gcra"
+	}
+	return "sliding_window"
+}
+
+// fits reports whether an algorithm's measured cost is within the budgets.
+func fits(in Input, f Figures) bool {
+	return f.TotalBytes(in.Keys) <= float64(in.MemoryBudget) && f.P99 <= in.LatencyBudget
+}
+
+// Decide applies the rules to the figures, keyed by algorithm name. It
+// needs figures for sliding_log, sliding_window, gcra and fixed_window.
+func Decide(in Input, figs map[string]Figures) (Decision, error) {
+	for _, name := range []string{"fixed_window", "sliding_log", "sliding_window", "gcra"} {
+		if _, ok := figs[name]; !ok {
+			return Decision{}, fmt.Errorf("recommend: no figures for %s", name)
+		}
+	}
+	log, counter, gcra, fixed := figs["sliding_log"], figs["sliding_window"], figs["gcra"], figs["fixed_window"]
+	d := Decision{Notes: notesPick(in)}
+	budget := func(f Figures) string {
+		return fmt.Sprintf("%s per key on %s%s; %s for %s keys against a budget of %s; p99 %v against %v",
+			Bytes(f.BytesPerKey), f.Store, extrapolated(f), Bytes(f.TotalBytes(in.Keys)), count(in.Keys), Bytes(float64(in.MemoryBudget)), f.P99, in.LatencyBudget)
+	}
+	accuracy := func(f Figures) string {
+		return fmt.Sprintf("at most %s the limit in any window on the matching workloads, %s false admits and %s false denials against an exact log",
+			worst(f.Overshoot), count(f.FalseAdmits), count(f.FalseDenials))
+	}
+
+	switch {
+	case in.Precision == "exact" && fits(in, log):
+		d.Algorithm = "sliding_log"
+		d.Reasons = append(d.Reasons,
+			"precision: exact was asked for, and only the sliding log counts every request: "+accuracy(log)+
+				fmt.Sprintf("; the fixed window reached %s", worst(fixed.Overshoot)),
+			fmt.Sprintf("memory: a full window is %s records, %s", count(in.Limit()), budget(log)))
+	case in.Precision == "exact":
+		d.Algorithm = "sliding_window"
+		d.Reasons = append(d.Reasons,
+			fmt.Sprintf("budget: an exact sliding log of %s records per key does not fit: %s", count(in.Limit()), budget(log)),
+			"precision: the sliding window counter is the nearest approximation: "+accuracy(counter),
+			"memory: "+budget(counter))
+	case in.Burst > 0 && fits(in, gcra):
+		d.Algorithm = "gcra"
+		d.Reasons = append(d.Reasons,
+			fmt.Sprintf("burst: a burst of %d on top of the rate is GCRA's own parameter (GCRA{Rate: %g/s, Burst: %d}); the window counters have no notion of one", in.Burst, in.QPS, in.Burst),
+			"precision: "+accuracy(gcra),
+			"memory: "+budget(gcra))
+	case fits(in, counter):
+		d.Algorithm = "sliding_window"
+		d.Reasons = append(d.Reasons,
+			"precision: approximate was asked for; the sliding window counter keeps the window's meaning: "+accuracy(counter)+
+				fmt.Sprintf("; the fixed window reached %s", worst(fixed.Overshoot)),
+			"memory: "+budget(counter)+"; it does not grow with the rate")
+	default:
+		d.Algorithm = "gcra"
+		d.Reasons = append(d.Reasons,
+			"budget: the sliding window counter does not fit: "+budget(counter),
+			"memory: GCRA keeps one timestamp per key: "+budget(gcra),
+			"precision: "+accuracy(gcra))
+	}
+
+	// Where the notes' thresholds and the measurements part.
+	if in.Precision == "exact" {
+		notesOK := !(in.QPS > notesSortedSetQPS && in.Window > notesSortedSetWindow)
+		measuredOK := fits(in, log)
+		switch {
+		case !notesOK && measuredOK:
+			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
+				"the notes rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s with p99 %v, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
+				count(notesSortedSetQPS), report.Duration(notesSortedSetWindow), count(in.Limit()), Bytes(log.BytesPerKey), log.P99, count(in.Keys)))
+		case notesOK && !measuredOK:
+			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
+				"the notes allow the sorted set at QPS %g over %v, but for %s keys it needs %s, over the %s budget: the notes' threshold ignores the number of keys",
+				in.QPS, report.Duration(in.Window), count(in.Keys), Bytes(log.TotalBytes(in.Keys)), Bytes(float64(in.MemoryBudget))))
+		}
+	} else if in.QPS > notesCounterQPS && fits(in, counter) {
+		d.Disagreements = append(d.Disagreements, fmt.Sprintf(
+			"the notes send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and p99 %v whatever the rate, so QPS alone does not rule it out",
+			count(notesCounterQPS), Bytes(counter.BytesPerKey), counter.P99))
+	}
+	return d, nil
+}
+
+// count prints n with thousands separators.
+func count(n int64) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+func extrapolated(f Figures) string {
+	if f.Extrapolated {
+		return " (measured on fewer records and scaled linearly)"
+	}
+	return ""
+}
+
+func worst(over map[string]float64) string {
+	w := 0.0
+	for _, v := range over {
+		w = max(w, v)
+	}
+	return fmt.Sprintf("%.2f×", w)
+}
+
+// Bytes prints a size in B, KB, MB or GB (powers of 1,000).
+func Bytes(b float64) string {
+	switch {
+	case b >= 1e9:
+		return fmt.Sprintf("%.3g GB", b/1e9)
+	case b >= 1e6:
+		return fmt.Sprintf("%.3g MB", b/1e6)
+	case b >= 1e3:
+		return fmt.Sprintf("%.3g KB", b/1e3)
+	}
+	return fmt.Sprintf("%.0f B", b)
+}

@@ -1,0 +1,108 @@
+// Command ratewise helps choose a rate-limiting algorithm for a workload.
+//
+//	ratewise compare    replay workloads against every algorithm and print what each admitted and cost
+//	ratewise recommend  recommend an algorithm for a rate, window and precision, with the measurements behind it
+//	ratewise guide      regenerate docs/choosing.md and its charts
+//
+// With no flags, compare runs on an embedded default, the in-memory store
+// and an in-process miniredis, and needs no server:
+//
+//	go run ./cmd/ratewise compare
+//
+// Every error prints one line and exits with status 2.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+)
+
+// usageError is a mistake in the command line: a flag that does not parse
+// or a value out of range. It exits with status 2, as do store failures.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+const usage = `usage: ratewise <command> [flags]
+
+commands:
+  compare    replay workloads against every algorithm; print what each admitted and cost
+  recommend  recommend an algorithm for --qps, --window and --precision, with the measurements behind it
+  guide      regenerate docs/choosing.md and its charts
+
+Run 'ratewise <command> -h' for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command line args and returns the exit status.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "compare":
+		err = compare(ctx, args[1:], stdout, stderr)
+	case "recommend":
+		err = recommendCmd(ctx, args[1:], stdout, stderr)
+	case "guide":
+		err = guide(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		err = usagef("unknown command %q (known: compare, recommend, guide)", args[0])
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	// One line, whatever the error says.
+	fmt.Fprintf(stderr, "ratewise %s: %s\n", args[0], strings.Join(strings.Fields(err.Error()), " "))
+	return 2
+}
+
+// newFlagSet returns a flag set that reports parse errors as one line
+// through run, and prints its usage on -h to stdout.
+func newFlagSet(name, summary string, stdout io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fmt.Fprintf(stdout, "usage: ratewise %s [flags]\n\n%s\n\nflags:\n", name, summary)
+		fs.SetOutput(stdout)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parse parses args, turning a parse error into a usageError.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return err
+		}
+		return usagef("%v (run 'ratewise %s -h' for the flags)", err, fs.Name())
+	}
+	if fs.NArg() > 0 {
+		return usagef("unexpected argument %q (run 'ratewise %s -h' for the flags)", fs.Arg(0), fs.Name())
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
+)
+
+func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("recommend", "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason: memory for QPS×window records, decision latency at\nthat size, and accuracy on a matching workload, measured on this machine.", stdout)
+	var (
+		in                 recommend.Input
+		memory             string
+		redisAddr, cluster string
+	)
+	fs.Float64Var(&in.QPS, "qps", 0, "requests per second each key may make (required)")
+	fs.DurationVar(&in.Window, "window", 0, "the window the limit is counted over, such as 1m (required)")
+	fs.StringVar(&in.Precision, "precision", "", "exact or approx (required)")
+	fs.Int64Var(&in.Keys, "keys", 1, "keys active at once")
+	fs.Int64Var(&in.Burst, "burst", 0, "requests a key may send at once on top of the rate")
+	fs.StringVar(&memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB or 4GB")
+	fs.DurationVar(&in.LatencyBudget, "latency", time.Millisecond, "budget for a decision's p99 latency")
+	fs.StringVar(&redisAddr, "redis", "", "measure memory and latency on the Redis at this address instead of the memory store")
+	fs.StringVar(&cluster, "cluster", "", "measure on the Redis Cluster with these comma-separated seed addresses")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var err error
+	if in.MemoryBudget, err = parseBytes(memory); err != nil {
+		return err
+	}
+	if err := in.Validate(); err != nil {
+		return err
+	}
+	target := sim.Target(sim.Memory{})
+	if redisAddr != "" || cluster != "" {
+		targets, err := openTargets(ctx, redisAddr, cluster)
+		if err != nil {
+			return err
+		}
+		target = targets[1]
+		defer target.Close()
+	}
+	p := newProgress(stderr, isTerminal(stdout) && isTerminal(stderr))
+	n := 0
+	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, len(sim.AlgorithmNames)+1, what) })
+	p.finish()
+	if err != nil {
+		return err
+	}
+	d, err := recommend.Decide(in, m.Figures)
+	if err != nil {
+		return err
+	}
+	writeRecommendation(stdout, in, m, d)
+	return nil
+}
+
+func writeRecommendation(w io.Writer, in recommend.Input, m *recommend.Measurements, d recommend.Decision) {
+	fmt.Fprintf(w, "Recommendation: %s, for %s requests per %s per key (QPS %g), %s, %d key(s)\n\n",
+		d.Algorithm, report.Int(in.Limit()), report.Duration(in.Window), in.QPS, in.Precision, in.Keys)
+	fmt.Fprintln(w, "Why:")
+	for _, r := range d.Reasons {
+		fmt.Fprintf(w, "- %s.\n", r)
+	}
+	fmt.Fprintf(w, "\nThe notes' decision tree picks %s.\n", d.Notes)
+	if len(d.Disagreements) > 0 {
+		fmt.Fprintln(w, "Where this machine's measurements disagree with the notes' thresholds:")
+		for _, r := range d.Disagreements {
+			fmt.Fprintf(w, "- %s.\n", r)
+		}
+	}
+	store := m.Figures["gcra"].Store
+	fmt.Fprintf(w, "\nMeasured on %s with a full window on one key", store)
+	if store == "memory" {
+		fmt.Fprint(w, " (the in-memory store's Go heap; -redis ADDR measures a real Redis)")
+	}
+	if m.Measured < m.Records {
+		fmt.Fprintf(w, " (the sliding log filled with %s of its %s records, its memory scaled linearly)", report.Int(m.Measured), report.Int(m.Records))
+	}
+	fmt.Fprintf(w, "; accuracy on %s with a limit of %s per %s, each algorithm configured as in compare:\n\n",
+		strings.Join(m.Workloads, " and "), report.Int(m.AccuracyLimit), report.Duration(in.Window))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "algorithm\tB/key\tfor %d keys\tp50\tp99\t", in.Keys)
+	for _, wl := range m.Workloads {
+		fmt.Fprintf(tw, "× limit %s\t", wl)
+	}
+	fmt.Fprintln(tw, "false admits\tfalse denials\t")
+	for _, name := range sim.AlgorithmNames {
+		f := m.Figures[name]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", name, recommend.Bytes(f.BytesPerKey), recommend.Bytes(f.TotalBytes(in.Keys)),
+			report.Latency(f.P50), report.Latency(f.P99))
+		for _, wl := range m.Workloads {
+			fmt.Fprintf(tw, "%.2f\t", f.Overshoot[wl])
+		}
+		fmt.Fprintf(tw, "%s\t%s\t\n", report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
+	}
+	tw.Flush()
+}
+
+// parseBytes reads a size such as 512MB, 4GB, 1GiB or 1000000.
+func parseBytes(s string) (int64, error) {
+	units := []struct {
+		suffix string
+		n      float64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	mult := 1.0
+	num := strings.TrimSpace(s)
+	for _, u := range units {
+		if v, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, mult = strings.TrimSpace(v), u.n
+			break
+		}
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil || v <= 0 || v*mult > 1<<62 {
+		return 0, usagef("-memory %q: want a positive size such as 512MB or 4GB", s)
+	}
+	return int64(v * mult), nil
+}
