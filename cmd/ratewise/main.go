@@ -21,6 +21,8 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // usageError is a mistake in the command line: a flag that does not parse
@@ -47,8 +49,16 @@ func main() {
 	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// quietLogger drops go-redis's own log lines, such as its retries to dial
+// an unreachable server: the error that ends them is reported once, as one
+// line.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
 // run runs the command line args and returns the exit status.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	redis.SetLogger(quietLogger{})
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -83,7 +93,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func newFlagSet(name, summary string, stdout io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
+	// The flag package calls Usage on every parse error too; parse prints
+	// the usage only for -h.
+	fs.Usage = func() {}
+	usages[fs] = func() {
 		fmt.Fprintf(stdout, "usage: ratewise %s [flags]\n\n%s\n\nflags:\n", name, summary)
 		fs.SetOutput(stdout)
 		fs.PrintDefaults()
@@ -92,11 +105,14 @@ func newFlagSet(name, summary string, stdout io.Writer) *flag.FlagSet {
 	return fs
 }
 
+// usages holds each flag set's -h text.
+var usages = map[*flag.FlagSet]func(){}
+
 // parse parses args, turning a parse error into a usageError.
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			usages[fs]()
 			return err
 		}
 		return usagef("%v (run 'ratewise %s -h' for the flags)", err, fs.Name())

@@ -11,8 +11,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
 	"github.com/ratewise/ratewise/internal/svgplot"
@@ -68,6 +68,7 @@ func Int(n int64) string {
 type table struct {
 	header []string
 	rows   [][]string
+	left   int // how many leading columns are text
 }
 
 func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
@@ -89,26 +90,28 @@ func (t *table) write(w io.Writer, markdown bool) {
 		fmt.Fprintln(w)
 		return
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	line := func(cells []string) {
-		// AlignRight pads every cell on the left; the first column reads
-		// better on the left, so it is padded by hand.
-		fmt.Fprintf(tw, "%s\t\n", strings.Join(cells, "\t"))
+	// Text columns read left-aligned, numbers right-aligned.
+	widths := make([]int, len(t.header))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
 	}
-	width := len(t.header[0])
-	for _, r := range t.rows {
-		width = max(width, len(r[0]))
+	for _, r := range append([][]string{t.header}, t.rows...) {
+		var b strings.Builder
+		for i, c := range r {
+			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
+			if i > 0 {
+				b.WriteString("  ")
+			}
+			if i < t.left {
+				b.WriteString(c + pad)
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		fmt.Fprintln(w, strings.TrimRight(b.String(), " "))
 	}
-	pad := func(cells []string) []string {
-		out := append([]string(nil), cells...)
-		out[0] = out[0] + strings.Repeat(" ", width-len(out[0]))
-		return out
-	}
-	line(pad(t.header))
-	for _, r := range t.rows {
-		line(pad(r))
-	}
-	tw.Flush()
 	fmt.Fprintln(w)
 }
 
@@ -121,7 +124,7 @@ func writeTables(w io.Writer, rep *sim.Report, markdown bool) error {
 		} else {
 			fmt.Fprintf(w, "%s: %s\n", wl.Name, summary)
 		}
-		t := &table{header: []string{"algorithm", "admitted", "denied", "max in " + Duration(wl.Window), "× limit", "false admits", "false denials"}}
+		t := &table{left: 1, header: []string{"algorithm", "admitted", "denied", "max in " + Duration(wl.Window), "× limit", "false admits", "false denials"}}
 		for _, name := range rep.Targets {
 			t.header = append(t.header, name+" B/key")
 			if name != "memory" {
@@ -146,14 +149,14 @@ func writeTables(w io.Writer, rep *sim.Report, markdown bool) error {
 	}
 	if len(rep.Timings) > 0 {
 		first := rep.Timings[0]
-		title := fmt.Sprintf("Timed phase: each algorithm on each store on the real clock, %d keys, limit %d per %s",
-			first.Keys, rep.TimedLimit, Duration(rep.TimedWindow))
+		title := fmt.Sprintf("Timed phase: each algorithm on each store on the real clock, %s keys, limit %d per %s",
+			Int(int64(first.Keys)), rep.TimedLimit, Duration(rep.TimedWindow))
 		if markdown {
 			fmt.Fprintf(w, "#### Timed phase\n\n%s.\n\n", title)
 		} else {
 			fmt.Fprintln(w, title)
 		}
-		t := &table{header: []string{"store", "algorithm", "goroutines", "decisions", "decisions/s", "p50", "p99"}}
+		t := &table{left: 2, header: []string{"store", "algorithm", "goroutines", "decisions", "decisions/s", "p50", "p99"}}
 		for _, tm := range rep.Timings {
 			t.add(tm.Target, tm.Algorithm, strconv.Itoa(tm.Goroutines), Int(tm.Decisions), Int(int64(tm.PerSecond)), Latency(tm.P50), Latency(tm.P99))
 		}

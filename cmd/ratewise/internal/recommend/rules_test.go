@@ -1,0 +1,106 @@
+package recommend
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// figures returns synthetic measurements: the sliding log costs logBytes
+// per key, the others a few hundred bytes, every decision 1µs at p99.
+func figures(logBytes float64) map[string]Figures {
+	f := func(name string, bytes, over float64) Figures {
+		return Figures{Algorithm: name, BytesPerKey: bytes, Store: "memory", P50: time.Microsecond / 2, P99: time.Microsecond,
+			Overshoot: map[string]float64{"poisson": over, "boundary": over}}
+	}
+	return map[string]Figures{
+		"fixed_window":   f("fixed_window", 200, 2),
+		"sliding_log":    f("sliding_log", logBytes, 1),
+		"sliding_window": f("sliding_window", 500, 1.05),
+		"token_bucket":   f("token_bucket", 200, 1.2),
+		"gcra":           f("gcra", 200, 1.2),
+	}
+}
+
+func TestDecide(t *testing.T) {
+	cases := []struct {
+		name     string
+		in       Input
+		logBytes float64
+		want     string
+		// disagree is a phrase the notes' disagreement must contain, or ""
+		// for none.
+		disagree string
+	}{
+		{"exact and small", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000}, 60e3, "sliding_log", ""},
+		{"exact over the memory budget", Input{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000}, 8e6, "sliding_window", "ignores the number of keys"},
+		{"exact above the notes' QPS, within budget", Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10}, 3e6, "sliding_log", "rule the sorted set out"},
+		{"exact at the notes' QPS but a short window", Input{QPS: 5000, Window: 10 * time.Second, Precision: "exact", Keys: 10}, 5e5, "sliding_log", ""},
+		{"approx", Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1000}, 60e3, "sliding_window", ""},
+		{"approx above the notes' counter QPS", Input{QPS: 20000, Window: 10 * time.Second, Precision: "approx", Keys: 1000}, 2e6, "sliding_window", "QPS alone does not rule it out"},
+		{"approx with a burst", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20}, 1e3, "gcra", ""},
+		{"approx, counter over the budget", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 3_000_000}, 1e3, "gcra", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.in.MemoryBudget, c.in.LatencyBudget = 1e9, time.Millisecond
+			if err := c.in.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			d, err := Decide(c.in, figures(c.logBytes))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Algorithm != c.want {
+				t.Fatalf("got %s, want %s; reasons: %q", d.Algorithm, c.want, d.Reasons)
+			}
+			if len(d.Reasons) < 2 {
+				t.Fatalf("want at least two reasons, got %q", d.Reasons)
+			}
+			joined := strings.Join(d.Disagreements, "\n")
+			switch {
+			case c.disagree == "" && joined != "":
+				t.Fatalf("unexpected disagreement with the notes: %s", joined)
+			case c.disagree != "" && !strings.Contains(joined, c.disagree):
+				t.Fatalf("disagreements %q do not say %q", joined, c.disagree)
+			}
+		})
+	}
+}
+
+func TestDecideSlowLogFallsBack(t *testing.T) {
+	figs := figures(1e3)
+	slow := figs["sliding_log"]
+	slow.P99 = 5 * time.Millisecond
+	figs["sliding_log"] = slow
+	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	d, err := Decide(in, figs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Algorithm != "sliding_window" || !strings.Contains(d.Reasons[0], "does not fit") {
+		t.Fatalf("a log over the latency budget: got %s, %q", d.Algorithm, d.Reasons)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	ok := Input{QPS: 1, Window: time.Second, Precision: "exact", Keys: 1, MemoryBudget: 1, LatencyBudget: time.Millisecond}
+	for name, mutate := range map[string]func(*Input){
+		"qps":       func(in *Input) { in.QPS = 0 },
+		"window":    func(in *Input) { in.Window = 0 },
+		"precision": func(in *Input) { in.Precision = "roughly" },
+		"keys":      func(in *Input) { in.Keys = 0 },
+		"burst":     func(in *Input) { in.Burst = -1 },
+		"tiny":      func(in *Input) { in.QPS = 0.1 },
+	} {
+		in := ok
+		mutate(&in)
+		if err := in.Validate(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", name, err)
+		}
+	}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid input: %v", err)
+	}
+}

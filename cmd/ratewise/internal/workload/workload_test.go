@@ -1,0 +1,163 @@
+package workload
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBuiltinsAreDeterministic(t *testing.T) {
+	for _, name := range Names {
+		t.Run(name, func(t *testing.T) {
+			a, err := Builtin(name, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := Builtin(name, 7)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(a, b) {
+				t.Fatalf("%s: the same seed gave different traces", name)
+			}
+			if len(a.Requests) == 0 {
+				t.Fatalf("%s: empty trace", name)
+			}
+			for i := 1; i < len(a.Requests); i++ {
+				if a.Requests[i].At < a.Requests[i-1].At {
+					t.Fatalf("%s: request %d at %v comes before %v", name, i, a.Requests[i].At, a.Requests[i-1].At)
+				}
+			}
+		})
+	}
+}
+
+func TestRandomWorkloadsDependOnTheSeed(t *testing.T) {
+	for _, name := range []string{"poisson", "diurnal", "zipf"} {
+		a, _ := Builtin(name, 1)
+		b, _ := Builtin(name, 2)
+		if reflect.DeepEqual(a.Requests, b.Requests) {
+			t.Errorf("%s: seeds 1 and 2 gave the same trace", name)
+		}
+	}
+}
+
+func TestBoundaryAttackSurroundsWindowBoundaries(t *testing.T) {
+	w, err := Boundary(Limit{Count: 100, Window: time.Minute}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(w.Requests), 600; got != want {
+		t.Fatalf("requests: got %d, want %d", got, want)
+	}
+	before, after := 0, 0
+	for _, r := range w.Requests {
+		at := w.Start.Add(r.At)
+		into := at.Sub(at.Truncate(time.Minute))
+		switch {
+		case into >= 59*time.Second:
+			before++
+		case into < time.Second:
+			after++
+		default:
+			t.Fatalf("request at %v is not within a second of a minute boundary", r.At)
+		}
+	}
+	if before != 300 || after != 300 {
+		t.Fatalf("before/after boundaries: got %d/%d, want 300/300", before, after)
+	}
+}
+
+func TestZipfSpreadsOverManyUsers(t *testing.T) {
+	w, err := Builtin("zipf", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := len(w.Keys), 100_000; got != want {
+		t.Fatalf("users: got %d, want %d", got, want)
+	}
+	counts := map[int32]int{}
+	for _, r := range w.Requests {
+		counts[r.Key]++
+	}
+	// Zipf: the busiest user sends far more than an even share, and many
+	// users send something.
+	if counts[0] < 10*len(w.Requests)/len(counts) || len(counts) < 1000 {
+		t.Fatalf("not Zipf-shaped: busiest user %d requests, %d active users", counts[0], len(counts))
+	}
+}
+
+func TestReadTrace(t *testing.T) {
+	in := `# recorded requests
+2026-06-01T10:00:01Z alice 2
+2026-06-01T10:00:00.5Z bob
+1780308000.25,alice
+
+2026-06-01T10:00:02Z
+`
+	w, err := ReadTrace(strings.NewReader(in), "t.log", Limit{Count: 10, Window: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.Keys, []string{"alice", "bob", "trace"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("keys: got %v, want %v", got, want)
+	}
+	type req struct {
+		at   string
+		key  string
+		cost int64
+	}
+	var got []req
+	for _, r := range w.Requests {
+		got = append(got, req{w.Start.Add(r.At).Format("15:04:05.000"), w.Keys[r.Key], r.Cost})
+	}
+	want := []req{{"10:00:00.250", "alice", 1}, {"10:00:00.500", "bob", 1}, {"10:00:01.000", "alice", 2}, {"10:00:02.000", "trace", 1}}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("requests:\ngot  %v\nwant %v", got, want)
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	l := Limit{Count: 10, Window: time.Minute}
+	cases := []struct {
+		name string
+		err  func() error
+	}{
+		{"unknown builtin", func() error { _, err := Builtin("nope", 1); return err }},
+		{"zero limit", func() error { _, err := Steady("s", Limit{Window: time.Minute}, 1, 1); return err }},
+		{"zero rate", func() error {
+			_, err := Custom(Spec{Limit: l, Shape: "steady", Duration: time.Minute, Keys: 1})
+			return err
+		}},
+		{"unknown shape", func() error {
+			_, err := Custom(Spec{Limit: l, Rate: 1, Shape: "zigzag", Duration: time.Minute, Keys: 1})
+			return err
+		}},
+		{"huge trace", func() error {
+			_, err := Custom(Spec{Limit: l, Rate: 1e6, Shape: "steady", Duration: time.Hour, Keys: 100})
+			return err
+		}},
+		{"bad rate", func() error { _, err := ParseRate("fast"); return err }},
+		{"bad rate period", func() error { _, err := ParseRate("3/fortnight"); return err }},
+		{"bad trace time", func() error { _, err := ReadTrace(strings.NewReader("yesterday\n"), "t", l); return err }},
+		{"bad trace cost", func() error { _, err := ReadTrace(strings.NewReader("1 k -2\n"), "t", l); return err }},
+		{"cost above limit", func() error { _, err := ReadTrace(strings.NewReader("1 k 11\n"), "t", l); return err }},
+		{"empty trace", func() error { _, err := ReadTrace(strings.NewReader("# nothing\n"), "t", l); return err }},
+	}
+	for _, c := range cases {
+		if err := c.err(); !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v, want ErrInvalid", c.name, err)
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{"150/min": 2.5, "2/s": 2, "2.5": 2.5, "36/h": 0.01, "10/10s": 1} {
+		got, err := ParseRate(in)
+		if err != nil || got != want {
+			t.Errorf("ParseRate(%q): got %v, %v; want %v", in, got, err, want)
+		}
+	}
+}
