@@ -25,7 +25,7 @@ type compareFlags struct {
 	rate, shape               string
 	duration, on, off         time.Duration
 	keys                      int
-	subWindows                int64
+	subWindows, burst         int64
 	redisAddr, cluster        string
 	timed                     time.Duration
 	concurrency, redisWorkers int
@@ -46,6 +46,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.off, "off", 50*time.Second, "custom workload with -shape bursts: the pause between bursts")
 	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at -rate")
 	fs.Int64Var(&f.subWindows, "subwindows", sim.DefaultSubWindows, "sub-windows of the sliding window counter")
+	fs.Int64Var(&f.burst, "burst", 0, "capacity of the token bucket and burst of GCRA, for every workload; 0 means each workload's limit")
 	fs.StringVar(&f.redisAddr, "redis", "", "also run on the Redis at this address (host:port) instead of the embedded miniredis")
 	fs.StringVar(&f.cluster, "cluster", "", "also run on the Redis Cluster with these comma-separated seed addresses instead of miniredis")
 	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store; 0 skips it")
@@ -97,6 +98,9 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*s
 	if f.subWindows < 1 {
 		return nil, usagef("-subwindows must be >= 1, got %d", f.subWindows)
 	}
+	if f.burst < 0 {
+		return nil, usagef("-burst must be >= 0, got %d", f.burst)
+	}
 	if f.timed < 0 || f.concurrency < 1 || f.redisWorkers < 1 {
 		return nil, usagef("-time must be >= 0 and the concurrencies >= 1")
 	}
@@ -116,7 +120,7 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*s
 	p := newProgress(stderr, live)
 	defer p.finish()
 	return sim.Compare(ctx, sim.Config{
-		Workloads: workloads, Algorithms: algs, SubWindows: f.subWindows, Targets: targets,
+		Workloads: workloads, Algorithms: algs, Options: sim.Options{SubWindows: f.subWindows, Burst: f.burst}, Targets: targets,
 		Timed: f.timed, TimedKeys: 10_000, SeriesPoints: 600,
 		Goroutines: func(t sim.Target) int {
 			if t.Name() == "memory" {

@@ -78,9 +78,9 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if in.Burst > 0 {
 			cmd += fmt.Sprintf(" --burst %d", in.Burst)
 		}
-		fmt.Fprintf(&b, "```console\n$ %s\n", cmd)
-		writeRecommendation(&b, in, m, d)
-		fmt.Fprint(&b, "```\n\n")
+		var out bytes.Buffer
+		writeRecommendation(&out, in, m, d)
+		fmt.Fprintf(&b, "```console\n$ %s\n%s\n```\n\n", cmd, bytes.TrimRight(out.Bytes(), "\n"))
 	}
 
 	fmt.Fprint(&b, guideWorkloads)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
@@ -25,7 +24,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.DurationVar(&in.Window, "window", 0, "the window the limit is counted over, such as 1m (required)")
 	fs.StringVar(&in.Precision, "precision", "", "exact or approx (required)")
 	fs.Int64Var(&in.Keys, "keys", 1, "keys active at once")
-	fs.Int64Var(&in.Burst, "burst", 0, "requests a key may send at once on top of the rate")
+	fs.Int64Var(&in.Burst, "burst", 0, "the most requests a key may send at once; 0 means a whole window's limit")
 	fs.StringVar(&memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB or 4GB")
 	fs.DurationVar(&in.LatencyBudget, "latency", time.Millisecond, "budget for a decision's p99 latency")
 	fs.StringVar(&redisAddr, "redis", "", "measure memory and latency on the Redis at this address instead of the memory store")
@@ -65,8 +64,12 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 }
 
 func writeRecommendation(w io.Writer, in recommend.Input, m *recommend.Measurements, d recommend.Decision) {
-	fmt.Fprintf(w, "Recommendation: %s, for %s requests per %s per key (QPS %g), %s, %d key(s)\n\n",
-		d.Algorithm, report.Int(in.Limit()), report.Duration(in.Window), in.QPS, in.Precision, in.Keys)
+	fmt.Fprintf(w, "Recommendation: %s, for %s requests per %s per key (QPS %g), %s, %s key(s)",
+		d.Algorithm, report.Int(in.Limit()), report.Duration(in.Window), in.QPS, in.Precision, report.Int(in.Keys))
+	if in.Burst > 0 {
+		fmt.Fprintf(w, ", bursts of %s", report.Int(in.Burst))
+	}
+	fmt.Fprint(w, "\n\n")
 	fmt.Fprintln(w, "Why:")
 	for _, r := range d.Reasons {
 		fmt.Fprintf(w, "- %s.\n", r)
@@ -86,24 +89,29 @@ func writeRecommendation(w io.Writer, in recommend.Input, m *recommend.Measureme
 	if m.Measured < m.Records {
 		fmt.Fprintf(w, " (the sliding log filled with %s of its %s records, its memory scaled linearly)", report.Int(m.Measured), report.Int(m.Records))
 	}
-	fmt.Fprintf(w, "; accuracy on %s with a limit of %s per %s, each algorithm configured as in compare:\n\n",
+	fmt.Fprintf(w, "; accuracy on %s with a limit of %s per %s, each algorithm configured as in compare",
 		strings.Join(m.Workloads, " and "), report.Int(m.AccuracyLimit), report.Duration(in.Window))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "algorithm\tB/key\tfor %d keys\tp50\tp99\t", in.Keys)
-	for _, wl := range m.Workloads {
-		fmt.Fprintf(tw, "× limit %s\t", wl)
+	if in.Burst > 0 {
+		fmt.Fprintf(w, ", the token bucket and GCRA with a burst of %s", report.Int(in.Burst))
+		if m.AccuracyLimit < m.Records {
+			fmt.Fprint(w, " scaled with the limit")
+		}
 	}
-	fmt.Fprintln(tw, "false admits\tfalse denials\t")
+	fmt.Fprint(w, ":\n\n")
+	t := &report.Table{Left: 1, Header: []string{"algorithm", "B/key", "for " + report.Int(in.Keys) + " keys", "p50", "p99"}}
+	for _, wl := range m.Workloads {
+		t.Header = append(t.Header, "× limit "+wl)
+	}
+	t.Header = append(t.Header, "false admits", "false denials")
 	for _, name := range sim.AlgorithmNames {
 		f := m.Figures[name]
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t", name, recommend.Bytes(f.BytesPerKey), recommend.Bytes(f.TotalBytes(in.Keys)),
-			report.Latency(f.P50), report.Latency(f.P99))
+		row := []string{name, recommend.Bytes(f.BytesPerKey), recommend.Bytes(f.TotalBytes(in.Keys)), report.Latency(f.P50), report.Latency(f.P99)}
 		for _, wl := range m.Workloads {
-			fmt.Fprintf(tw, "%.2f\t", f.Overshoot[wl])
+			row = append(row, fmt.Sprintf("%.2f", f.Overshoot[wl]))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t\n", report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
+		t.Add(append(row, report.Int(f.FalseAdmits), report.Int(f.FalseDenials))...)
 	}
-	tw.Flush()
+	t.Write(w, false)
 }
 
 // parseBytes reads a size such as 512MB, 4GB, 1GiB or 1000000.

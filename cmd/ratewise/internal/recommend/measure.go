@@ -53,7 +53,7 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 		if name != "sliding_log" {
 			records = min(records, 1000)
 		}
-		f, err := measureCost(ctx, target, name, records, in.Window)
+		f, err := measureCost(ctx, target, name, records, in.Window, sim.Options{Burst: in.Burst})
 		if err != nil {
 			return nil, err
 		}
@@ -84,7 +84,7 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 	progress("accuracy on the matching workloads")
 	rep, err := sim.Compare(ctx, sim.Config{
 		Workloads: []*workload.Workload{poisson, boundary}, Algorithms: sim.AlgorithmNames,
-		SubWindows: sim.DefaultSubWindows, Targets: []sim.Target{sim.Memory{}},
+		Options: sim.Options{Burst: scaledBurst(in.Burst, m.AccuracyLimit, m.Records)}, Targets: []sim.Target{sim.Memory{}},
 	})
 	if err != nil {
 		return nil, err
@@ -106,8 +106,8 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 // window, then times latencySamples more decisions at the same rate, each
 // of which expires the oldest record and adds one, and measures the memory
 // the key holds.
-func measureCost(ctx context.Context, target sim.Target, name string, records int64, window time.Duration) (Figures, error) {
-	alg, err := sim.Configure(name, records, window, sim.DefaultSubWindows)
+func measureCost(ctx context.Context, target sim.Target, name string, records int64, window time.Duration, opts sim.Options) (Figures, error) {
+	alg, err := sim.Configure(name, records, window, opts)
 	if err != nil {
 		return Figures{}, err
 	}
@@ -149,4 +149,13 @@ func measureCost(ctx context.Context, target sim.Target, name string, records in
 		Algorithm: name, BytesPerKey: perKey, Store: target.Name(),
 		P50: lat[len(lat)/2], P99: lat[len(lat)*99/100],
 	}, nil
+}
+
+// scaledBurst scales a burst with a limit that was scaled down from full to
+// scaled; 0, meaning the limit, stays 0.
+func scaledBurst(burst, scaled, full int64) int64 {
+	if burst == 0 || scaled == full {
+		return burst
+	}
+	return max(1, burst*scaled/full)
 }

@@ -22,7 +22,7 @@ type Input struct {
 	Window    time.Duration // the window the limit is counted over
 	Precision string        // "exact" or "approx"
 	Keys      int64         // keys active at once
-	Burst     int64         // requests a key may send at once on top of the rate; 0 for none
+	Burst     int64         // the most requests a key may send at once; 0 for a whole window's limit
 	// MemoryBudget is the most memory the limiter's state may take, in
 	// bytes; LatencyBudget the slowest p99 a decision may take.
 	MemoryBudget  int64
@@ -147,7 +147,8 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 	case in.Burst > 0 && fits(in, gcra):
 		d.Algorithm = "gcra"
 		d.Reasons = append(d.Reasons,
-			fmt.Sprintf("burst: a burst of %d on top of the rate is GCRA's own parameter (GCRA{Rate: %g/s, Burst: %d}); the window counters have no notion of one", in.Burst, in.QPS, in.Burst),
+			fmt.Sprintf("burst: bursts of at most %s at a sustained %g per second are exactly GCRA's two parameters (GCRA{Rate: %s per %s, Burst: %s}); a window counter admits its whole limit of %s at once",
+				count(in.Burst), in.QPS, count(in.Limit()), report.Duration(in.Window), count(in.Burst), count(in.Limit())),
 			"precision: "+accuracy(gcra),
 			"memory: "+budget(gcra))
 	case fits(in, counter):

@@ -64,19 +64,21 @@ func Int(n int64) string {
 	return s
 }
 
-// table is rows of cells, rendered aligned or as Markdown.
-type table struct {
-	header []string
-	rows   [][]string
-	left   int // how many leading columns are text
+// Table is rows of cells, rendered aligned or as Markdown.
+type Table struct {
+	Header []string
+	Rows   [][]string
+	Left   int // how many leading columns are text, aligned left
 }
 
-func (t *table) add(cells ...string) { t.rows = append(t.rows, cells) }
+// Add appends a row.
+func (t *Table) Add(cells ...string) { t.Rows = append(t.Rows, cells) }
 
-func (t *table) write(w io.Writer, markdown bool) {
+// Write renders the table aligned for a terminal, or as Markdown.
+func (t *Table) Write(w io.Writer, markdown bool) {
 	if markdown {
-		fmt.Fprintf(w, "| %s |\n", strings.Join(t.header, " | "))
-		seps := make([]string, len(t.header))
+		fmt.Fprintf(w, "| %s |\n", strings.Join(t.Header, " | "))
+		seps := make([]string, len(t.Header))
 		for i := range seps {
 			seps[i] = "---"
 			if i > 0 {
@@ -84,27 +86,27 @@ func (t *table) write(w io.Writer, markdown bool) {
 			}
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(seps, " | "))
-		for _, r := range t.rows {
+		for _, r := range t.Rows {
 			fmt.Fprintf(w, "| %s |\n", strings.Join(r, " | "))
 		}
 		fmt.Fprintln(w)
 		return
 	}
 	// Text columns read left-aligned, numbers right-aligned.
-	widths := make([]int, len(t.header))
-	for _, r := range append([][]string{t.header}, t.rows...) {
+	widths := make([]int, len(t.Header))
+	for _, r := range append([][]string{t.Header}, t.Rows...) {
 		for i, c := range r {
 			widths[i] = max(widths[i], utf8.RuneCountInString(c))
 		}
 	}
-	for _, r := range append([][]string{t.header}, t.rows...) {
+	for _, r := range append([][]string{t.Header}, t.Rows...) {
 		var b strings.Builder
 		for i, c := range r {
 			pad := strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c))
 			if i > 0 {
 				b.WriteString("  ")
 			}
-			if i < t.left {
+			if i < t.Left {
 				b.WriteString(c + pad)
 			} else {
 				b.WriteString(pad + c)
@@ -124,11 +126,11 @@ func writeTables(w io.Writer, rep *sim.Report, markdown bool) error {
 		} else {
 			fmt.Fprintf(w, "%s: %s\n", wl.Name, summary)
 		}
-		t := &table{left: 1, header: []string{"algorithm", "admitted", "denied", "max in " + Duration(wl.Window), "× limit", "false admits", "false denials"}}
+		t := &Table{Left: 1, Header: []string{"algorithm", "admitted", "denied", "max in " + Duration(wl.Window), "× limit", "false admits", "false denials"}}
 		for _, name := range rep.Targets {
-			t.header = append(t.header, name+" B/key")
+			t.Header = append(t.Header, name+" B/key")
 			if name != "memory" {
-				t.header = append(t.header, name+" cmds")
+				t.Header = append(t.Header, name+" cmds")
 			}
 		}
 		for _, r := range rep.Rows {
@@ -136,16 +138,16 @@ func writeTables(w io.Writer, rep *sim.Report, markdown bool) error {
 				continue
 			}
 			cells := []string{r.Algorithm, Int(r.Admitted), Int(r.Denied), Int(r.MaxInWindow),
-				fmt.Sprintf("%.2f", r.Overshoot), Int(r.FalseAdmits), Int(r.FalseDenials)}
+				Fixed2(r.Overshoot), Int(r.FalseAdmits), Int(r.FalseDenials)}
 			for _, s := range r.Stores {
 				cells = append(cells, optional(s.BytesPerKey, "%.0f"))
 				if s.Target != "memory" {
 					cells = append(cells, optional(s.CommandsPerDecision, "%.2f"))
 				}
 			}
-			t.add(cells...)
+			t.Add(cells...)
 		}
-		t.write(w, markdown)
+		t.Write(w, markdown)
 	}
 	if len(rep.Timings) > 0 {
 		first := rep.Timings[0]
@@ -156,14 +158,17 @@ func writeTables(w io.Writer, rep *sim.Report, markdown bool) error {
 		} else {
 			fmt.Fprintln(w, title)
 		}
-		t := &table{left: 2, header: []string{"store", "algorithm", "goroutines", "decisions", "decisions/s", "p50", "p99"}}
+		t := &Table{Left: 2, Header: []string{"store", "algorithm", "goroutines", "decisions", "decisions/s", "p50", "p99"}}
 		for _, tm := range rep.Timings {
-			t.add(tm.Target, tm.Algorithm, strconv.Itoa(tm.Goroutines), Int(tm.Decisions), Int(int64(tm.PerSecond)), Latency(tm.P50), Latency(tm.P99))
+			t.Add(tm.Target, tm.Algorithm, strconv.Itoa(tm.Goroutines), Int(tm.Decisions), Int(int64(tm.PerSecond)), Latency(tm.P50), Latency(tm.P99))
 		}
-		t.write(w, markdown)
+		t.Write(w, markdown)
 	}
 	return nil
 }
+
+// Fixed2 prints v with two decimals, as ratios are shown.
+func Fixed2(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
 // Latency prints d to three significant figures.
 func Latency(d time.Duration) string {

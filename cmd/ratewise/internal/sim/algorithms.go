@@ -22,14 +22,32 @@ var AlgorithmNames = []string{"fixed_window", "sliding_log", "sliding_window", "
 // uses unless told otherwise.
 const DefaultSubWindows = 10
 
+// Options tune the algorithms beyond their limit and window.
+type Options struct {
+	// SubWindows is the sliding window counter's number of sub-windows;
+	// 0 means DefaultSubWindows.
+	SubWindows int64
+	// Burst is the token bucket's capacity and GCRA's burst; 0 means the
+	// limit.
+	Burst int64
+}
+
 // Configure returns the named algorithm configured for limit per window, so
 // that every algorithm enforces the same nominal limit: the windowed ones
-// admit limit per window, and the token bucket and GCRA admit a burst of
-// limit refilled at limit per window. The sliding window counter uses
-// subWindows sub-windows, or the largest smaller count that divides the
-// window evenly.
-func Configure(name string, limit int64, window time.Duration, subWindows int64) (algorithms.Algorithm, error) {
+// admit limit per window, and the token bucket and GCRA are refilled at
+// limit per window and admit a burst of opts.Burst, or of limit. The sliding
+// window counter uses opts.SubWindows sub-windows, or the largest smaller
+// count that divides the window evenly.
+func Configure(name string, limit int64, window time.Duration, opts Options) (algorithms.Algorithm, error) {
 	rate := algorithms.Rate{Count: limit, Period: window}
+	subWindows := opts.SubWindows
+	if subWindows == 0 {
+		subWindows = DefaultSubWindows
+	}
+	burst := opts.Burst
+	if burst == 0 {
+		burst = limit
+	}
 	var alg algorithms.Algorithm
 	switch name {
 	case "fixed_window":
@@ -43,9 +61,9 @@ func Configure(name string, limit int64, window time.Duration, subWindows int64)
 		}
 		alg = algorithms.SlidingWindow{Limit: limit, Window: window, SubWindows: n}
 	case "token_bucket":
-		alg = algorithms.TokenBucket{Capacity: limit, Refill: rate}
+		alg = algorithms.TokenBucket{Capacity: burst, Refill: rate}
 	case "gcra":
-		alg = algorithms.GCRA{Rate: rate, Burst: limit}
+		alg = algorithms.GCRA{Rate: rate, Burst: burst}
 	default:
 		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(AlgorithmNames, ", "))
 	}
@@ -64,7 +82,7 @@ func ParseAlgorithms(list string) ([]string, error) {
 	var names []string
 	for _, n := range strings.Split(list, ",") {
 		n = strings.ReplaceAll(strings.TrimSpace(n), "-", "_")
-		if _, err := Configure(n, 1, time.Second, 1); errors.Is(err, ErrUnknownAlgorithm) {
+		if _, err := Configure(n, 1, time.Second, Options{}); errors.Is(err, ErrUnknownAlgorithm) {
 			return nil, err
 		}
 		names = append(names, n)

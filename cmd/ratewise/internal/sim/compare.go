@@ -18,7 +18,7 @@ import (
 type Config struct {
 	Workloads  []*workload.Workload
 	Algorithms []string // names, see AlgorithmNames
-	SubWindows int64    // for the sliding window counter
+	Options    Options
 	// Targets are the stores to run on. The first one's decisions are the
 	// reference: every other target must make exactly the same ones.
 	Targets []Target
@@ -125,7 +125,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			Requests: len(w.Requests), Keys: len(w.Keys), ActiveKeys: w.ActiveKeys(),
 		})
 		for _, name := range cfg.Algorithms {
-			alg, err := Configure(name, w.Limit, w.Window, cfg.SubWindows)
+			alg, err := Configure(name, w.Limit, w.Window, cfg.Options)
 			if err != nil {
 				return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 			}
@@ -220,7 +220,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		rep.TimedLimit, rep.TimedWindow = l.Count, l.Window
 		for _, t := range cfg.Targets {
 			for _, name := range cfg.Algorithms {
-				alg, err := Configure(name, l.Count, l.Window, cfg.SubWindows)
+				alg, err := Configure(name, l.Count, l.Window, cfg.Options)
 				if err != nil {
 					return nil, err
 				}

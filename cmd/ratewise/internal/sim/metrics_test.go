@@ -87,7 +87,7 @@ func TestBoundaryAttack(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := Compare(context.Background(), Config{
-		Workloads: []*workload.Workload{w}, Algorithms: AlgorithmNames, SubWindows: DefaultSubWindows,
+		Workloads: []*workload.Workload{w}, Algorithms: AlgorithmNames,
 		Targets: []Target{Memory{}, Miniredis{}},
 	})
 	if err != nil {
@@ -107,7 +107,7 @@ func TestBoundaryAttack(t *testing.T) {
 		t.Errorf("sliding log: %.2f×, %d false admits, %d false denials; want 1.00×, 0, 0", r.Overshoot, r.FalseAdmits, r.FalseDenials)
 	}
 	// The bound: Limit + the most admitted in one sub-window.
-	alg, _ := Configure("sliding_window", w.Limit, w.Window, DefaultSubWindows)
+	alg, _ := Configure("sliding_window", w.Limit, w.Window, Options{})
 	allowed := make([]bool, len(w.Requests))
 	if _, err := runOne(context.Background(), Memory{}, w, alg, allowed); err != nil {
 		t.Fatal(err)

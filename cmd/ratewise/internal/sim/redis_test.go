@@ -34,7 +34,7 @@ func TestRealRedisTargets(t *testing.T) {
 	}
 	defer cluster.Close()
 	rep, err := Compare(ctx, Config{
-		Workloads: []*workload.Workload{w}, Algorithms: AlgorithmNames, SubWindows: DefaultSubWindows,
+		Workloads: []*workload.Workload{w}, Algorithms: AlgorithmNames,
 		Targets: []Target{Memory{}, standalone, cluster},
 	})
 	if err != nil {
