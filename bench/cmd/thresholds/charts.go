@@ -48,4 +48,3 @@ func writeCharts(dir string, mem []memoryRow, lat []latencyRow) error {
 	}
 	return nil
 }
-
