@@ -32,12 +32,16 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var timed time.Duration
 	fs.StringVar(&out, "out", "docs", "the docs directory: writes choosing.md and img/choosing/*.svg")
 	fs.DurationVar(&timed, "time", 500*time.Millisecond, "timed phase per algorithm and store")
+	var redisAddr, cluster string
+	fs.StringVar(&redisAddr, "redis", "", "run on the Redis at this address instead of the embedded miniredis, and measure recommend's examples on it")
+	fs.StringVar(&cluster, "cluster", "", "run on the Redis Cluster with these comma-separated seed addresses")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	live := isTerminal(stderr)
 	f := compareFlags{workloads: "all", algs: "all", seed: 1, limit: 100, window: time.Minute,
-		subWindows: sim.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16}
+		subWindows: sim.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16,
+		redisAddr: redisAddr, cluster: cluster}
 	rep, err := f.run(ctx, stderr, live)
 	if err != nil {
 		return err
@@ -64,9 +68,18 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b.Write(one.Bytes())
 
 	fmt.Fprint(&b, guideTree)
+	target := sim.Target(sim.Memory{})
+	if redisAddr != "" || cluster != "" {
+		targets, err := openTargets(ctx, redisAddr, cluster)
+		if err != nil {
+			return err
+		}
+		target = targets[1]
+		defer target.Close()
+	}
 	for _, in := range guideExamples {
 		in.MemoryBudget, in.LatencyBudget = 1e9, time.Millisecond
-		m, err := recommend.Measure(ctx, in, sim.Memory{}, func(string) {})
+		m, err := recommend.Measure(ctx, in, target, func(string) {})
 		if err != nil {
 			return err
 		}
@@ -75,6 +88,11 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		cmd := fmt.Sprintf("go run ./cmd/ratewise recommend --qps %g --window %s --precision %s --keys %d", in.QPS, report.Duration(in.Window), in.Precision, in.Keys)
+		if redisAddr != "" {
+			cmd += " --redis " + redisAddr
+		} else if cluster != "" {
+			cmd += " --cluster " + cluster
+		}
 		if in.Burst > 0 {
 			cmd += fmt.Sprintf(" --burst %d", in.Burst)
 		}

@@ -124,7 +124,7 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 	d := Decision{Notes: notesPick(in)}
 	budget := func(f Figures) string {
 		return fmt.Sprintf("%s per key on %s%s; %s for %s keys against a budget of %s; p99 %v against %v",
-			Bytes(f.BytesPerKey), f.Store, extrapolated(f), Bytes(f.TotalBytes(in.Keys)), count(in.Keys), Bytes(float64(in.MemoryBudget)), f.P99, in.LatencyBudget)
+			Bytes(f.BytesPerKey), f.Store, extrapolated(f), Bytes(f.TotalBytes(in.Keys)), count(in.Keys), Bytes(float64(in.MemoryBudget)), report.Latency(f.P99), report.Latency(in.LatencyBudget))
 	}
 	accuracy := func(f Figures) string {
 		return fmt.Sprintf("at most %s the limit in any window on the matching workloads, %s false admits and %s false denials against an exact log",
@@ -173,7 +173,7 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 		case !notesOK && measuredOK:
 			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
 				"the notes rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s with p99 %v, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
-				count(notesSortedSetQPS), report.Duration(notesSortedSetWindow), count(in.Limit()), Bytes(log.BytesPerKey), log.P99, count(in.Keys)))
+				count(notesSortedSetQPS), report.Duration(notesSortedSetWindow), count(in.Limit()), Bytes(log.BytesPerKey), report.Latency(log.P99), count(in.Keys)))
 		case notesOK && !measuredOK:
 			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
 				"the notes allow the sorted set at QPS %g over %v, but for %s keys it needs %s, over the %s budget: the notes' threshold ignores the number of keys",
@@ -182,7 +182,7 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 	} else if in.QPS > notesCounterQPS && fits(in, counter) {
 		d.Disagreements = append(d.Disagreements, fmt.Sprintf(
 			"the notes send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and p99 %v whatever the rate, so QPS alone does not rule it out",
-			count(notesCounterQPS), Bytes(counter.BytesPerKey), counter.P99))
+			count(notesCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.P99)))
 	}
 	return d, nil
 }
