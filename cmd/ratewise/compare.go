@@ -200,6 +200,19 @@ func openTargets(ctx context.Context, redisAddr, cluster string) ([]sim.Target, 
 	return append(targets, sim.Miniredis{}), nil
 }
 
+// measuringTarget is where recommend measures: the memory store, or the
+// Redis or cluster given.
+func measuringTarget(ctx context.Context, redisAddr, cluster string) (sim.Target, error) {
+	targets, err := openTargets(ctx, redisAddr, cluster)
+	if err != nil {
+		return nil, err
+	}
+	if redisAddr == "" && cluster == "" {
+		return sim.Memory{}, nil
+	}
+	return targets[1], nil
+}
+
 // isTerminal reports whether w is a terminal.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)

@@ -68,15 +68,11 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b.Write(one.Bytes())
 
 	fmt.Fprint(&b, guideTree)
-	target := sim.Target(sim.Memory{})
-	if redisAddr != "" || cluster != "" {
-		targets, err := openTargets(ctx, redisAddr, cluster)
-		if err != nil {
-			return err
-		}
-		target = targets[1]
-		defer target.Close()
+	target, err := measuringTarget(ctx, redisAddr, cluster)
+	if err != nil {
+		return err
 	}
+	defer target.Close()
 	for _, in := range guideExamples {
 		in.MemoryBudget, in.LatencyBudget = 1e9, time.Millisecond
 		m, err := recommend.Measure(ctx, in, target, func(string) {})

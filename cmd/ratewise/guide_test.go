@@ -22,13 +22,9 @@ func TestChoosingDocIsGenerated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ws []*workload.Workload
-	for _, name := range workload.Names {
-		w, err := workload.Builtin(name, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
+	ws, err := workload.All(1)
+	if err != nil {
+		t.Fatal(err)
 	}
 	rep, err := sim.Compare(context.Background(), sim.Config{Workloads: ws, Algorithms: sim.AlgorithmNames, Targets: []sim.Target{sim.Memory{}}})
 	if err != nil {

@@ -39,15 +39,11 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	target := sim.Target(sim.Memory{})
-	if redisAddr != "" || cluster != "" {
-		targets, err := openTargets(ctx, redisAddr, cluster)
-		if err != nil {
-			return err
-		}
-		target = targets[1]
-		defer target.Close()
+	target, err := measuringTarget(ctx, redisAddr, cluster)
+	if err != nil {
+		return err
 	}
+	defer target.Close()
 	p := newProgress(stderr, isTerminal(stdout) && isTerminal(stderr))
 	n := 0
 	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, len(sim.AlgorithmNames)+1, what) })

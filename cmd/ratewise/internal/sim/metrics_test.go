@@ -130,13 +130,9 @@ func TestBoundaryAttack(t *testing.T) {
 // The sliding log run on a store must be the exact reference on every
 // built-in workload, and every store must make the same decisions.
 func TestSlidingLogIsExactOnEveryWorkload(t *testing.T) {
-	var ws []*workload.Workload
-	for _, name := range workload.Names {
-		w, err := workload.Builtin(name, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws = append(ws, w)
+	ws, err := workload.All(1)
+	if err != nil {
+		t.Fatal(err)
 	}
 	rep, err := Compare(context.Background(), Config{Workloads: ws, Algorithms: []string{"sliding_log"}, Targets: []Target{Memory{}}})
 	if err != nil {

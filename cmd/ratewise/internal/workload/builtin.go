@@ -41,6 +41,20 @@ func Builtin(name string, seed uint64) (*Workload, error) {
 	return nil, fmt.Errorf("%w: unknown workload %q (known: %s, custom, or a trace file)", ErrInvalid, name, strings.Join(Names, ", "))
 }
 
+// All returns every built-in workload, generated from seed, in the order of
+// Names.
+func All(seed uint64) ([]*Workload, error) {
+	var out []*Workload
+	for _, name := range Names {
+		w, err := Builtin(name, seed)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, w)
+	}
+	return out, nil
+}
+
 // Spec describes a custom workload.
 type Spec struct {
 	Limit Limit
