@@ -66,7 +66,7 @@ func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !validFormat(f.format) {
 		return usagef("unknown format %q (known: %s)", f.format, strings.Join(report.Formats, ", "))
 	}
-	rep, err := f.run(ctx, stderr, isTerminal(stdout))
+	rep, err := f.run(ctx, stderr, isTerminal(stdout) && isTerminal(stderr))
 	if err != nil {
 		return err
 	}
@@ -220,5 +220,10 @@ func isTerminal(w io.Writer) bool {
 		return false
 	}
 	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
+	if err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	// /dev/null is a character device too.
+	null, err := os.Stat(os.DevNull)
+	return err != nil || !os.SameFile(st, null)
 }

@@ -38,7 +38,7 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	live := isTerminal(stderr)
+	live := isTerminal(stdout) && isTerminal(stderr)
 	f := compareFlags{workloads: "all", algs: "all", seed: 1, limit: 100, window: time.Minute,
 		subWindows: sim.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16,
 		redisAddr: redisAddr, cluster: cluster}
