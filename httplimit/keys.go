@@ -1,0 +1,276 @@
+package httplimit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// A KeyFunc names the quota a request counts against: a user, a client
+// address, a route, or a composite of them. Requests with the same key
+// share one limit.
+//
+// Every key this package builds is "label:value" pairs joined by ':', such
+// as "user:1001:path:/pay" (note 000's rate:sliding:user:1001:api:/pay,
+// without the limiter's prefix). Values are escaped, so that no two
+// distinct inputs give the same key: a user named "1001:path:/pay" cannot
+// borrow someone else's quota.
+type KeyFunc func(r *http.Request) (string, error)
+
+// ErrNoKey is returned by a KeyFunc that cannot name the request's quota,
+// such as ByUser for an anonymous request. The middleware answers it with
+// the error handler; FirstOf tries the next KeyFunc instead.
+var ErrNoKey = errors.New("httplimit: no key for the request")
+
+// ByUser keys requests by the authenticated user that user returns, with
+// ok false for an anonymous request (which then fails with ErrNoKey).
+func ByUser(user func(r *http.Request) (id string, ok bool)) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		id, ok := user(r)
+		if !ok {
+			return "", fmt.Errorf("%w: no authenticated user", ErrNoKey)
+		}
+		return part("user", id), nil
+	}
+}
+
+// ByPath keys requests by their URL path, as the server received it.
+func ByPath() KeyFunc {
+	return func(r *http.Request) (string, error) {
+		return part("path", r.URL.Path), nil
+	}
+}
+
+// ByPattern keys requests by the http.ServeMux pattern that matched them,
+// such as "GET /users/{id}", so that every user ID shares one route quota.
+// The middleware must wrap the handler the mux calls, not the mux itself,
+// for the pattern to be known; otherwise it fails with ErrNoKey.
+func ByPattern() KeyFunc {
+	return func(r *http.Request) (string, error) {
+		if r.Pattern == "" {
+			return "", fmt.Errorf("%w: no ServeMux pattern; wrap the handler inside the mux", ErrNoKey)
+		}
+		return part("route", r.Pattern), nil
+	}
+}
+
+// Composite keys requests by all of keys together, such as the user and
+// the path: each combination has its own quota.
+func Composite(keys ...KeyFunc) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		parts := make([]string, len(keys))
+		for i, k := range keys {
+			p, err := k(r)
+			if err != nil {
+				return "", err
+			}
+			parts[i] = p
+		}
+		return strings.Join(parts, ":"), nil
+	}
+}
+
+// FirstOf keys a request by the first of keys that can name it, such as
+// the user when one is signed in and the client IP otherwise. It fails
+// with ErrNoKey only when none can.
+func FirstOf(keys ...KeyFunc) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		err := ErrNoKey
+		for _, k := range keys {
+			var key string
+			if key, err = k(r); err == nil {
+				return key, nil
+			}
+			if !errors.Is(err, ErrNoKey) {
+				return "", err
+			}
+		}
+		return "", err
+	}
+}
+
+// maxValue is the longest escaped value kept as it is; a longer one is
+// replaced by its SHA-256, so that a 1 MB header cannot make a 1 MB key.
+const maxValue = 128
+
+// part encodes one "label:value" pair. Bytes other than letters, digits
+// and - . _ ~ / @ [ ] are percent-encoded, ':' and '%' included, so a value
+// can never forge a label boundary and escaped values are distinct exactly
+// when inputs are; a value too long to keep becomes '#' and its SHA-256 in
+// hex, and '#' never appears in an escaped value.
+func part(label, value string) string {
+	esc := escape(value)
+	if len(esc) > maxValue {
+		sum := sha256.Sum256([]byte(value))
+		esc = "#" + hex.EncodeToString(sum[:])
+	}
+	return label + ":" + esc
+}
+
+func escape(s string) string {
+	const hexDigits = "0123456789ABCDEF"
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '-', c == '.', c == '_', c == '~', c == '/', c == '@', c == '[', c == ']':
+			b.WriteByte(c)
+		default:
+			b.WriteByte('%')
+			b.WriteByte(hexDigits[c>>4])
+			b.WriteByte(hexDigits[c&15])
+		}
+	}
+	return b.String()
+}
+
+// IPConfig says how ByIP finds the client's address.
+type IPConfig struct {
+	// TrustedProxies lists the CIDRs of the proxies in front of the server,
+	// such as "10.0.0.0/8". Only a request whose connection comes from one
+	// of them has its forwarding header read, and the header is read from
+	// the right, past every trusted proxy, to the first address a trusted
+	// proxy vouches for. With none, the connection's address is the client.
+	TrustedProxies []string
+	// Header is the forwarding header the proxies set: "X-Forwarded-For"
+	// (the default) or "Forwarded" (RFC 7239).
+	Header string
+	// IPv6Prefix groups IPv6 clients by their first IPv6Prefix bits, since
+	// one client commonly holds a whole /64; 0 means 64. IPv4Prefix does
+	// the same for IPv4; 0 means 32, one address.
+	IPv6Prefix, IPv4Prefix int
+}
+
+// ByIP keys requests by client address, per cfg. It fails if cfg lists an
+// invalid CIDR or prefix.
+func ByIP(cfg IPConfig) (KeyFunc, error) {
+	var trusted []netip.Prefix
+	for _, c := range cfg.TrustedProxies {
+		p, err := netip.ParsePrefix(strings.TrimSpace(c))
+		if err != nil {
+			addr, aerr := netip.ParseAddr(strings.TrimSpace(c))
+			if aerr != nil {
+				return nil, fmt.Errorf("httplimit: trusted proxy %q is not a CIDR or an address", c)
+			}
+			p = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		trusted = append(trusted, netip.PrefixFrom(p.Addr().Unmap(), min(p.Bits(), p.Addr().Unmap().BitLen())).Masked())
+	}
+	header := cfg.Header
+	if header == "" {
+		header = "X-Forwarded-For"
+	}
+	if h := http.CanonicalHeaderKey(header); h != "X-Forwarded-For" && h != "Forwarded" {
+		return nil, fmt.Errorf("httplimit: forwarding header must be X-Forwarded-For or Forwarded, got %q", cfg.Header)
+	}
+	v6, v4 := cfg.IPv6Prefix, cfg.IPv4Prefix
+	if v6 == 0 {
+		v6 = 64
+	}
+	if v4 == 0 {
+		v4 = 32
+	}
+	if v6 < 1 || v6 > 128 || v4 < 1 || v4 > 32 {
+		return nil, fmt.Errorf("httplimit: IPv6 prefix must be in [1, 128] and IPv4 prefix in [1, 32], got %d and %d", v6, v4)
+	}
+	isTrusted := func(a netip.Addr) bool {
+		for _, p := range trusted {
+			if p.Contains(a) {
+				return true
+			}
+		}
+		return false
+	}
+	return func(r *http.Request) (string, error) {
+		client, err := remoteAddr(r.RemoteAddr)
+		if err != nil {
+			return "", err
+		}
+		if isTrusted(client) {
+			hops := forwarded(r.Header, header)
+			// From the right: the nearest hop first. The first address
+			// that is not one of our proxies is the client; anything to
+			// its left was written by the client and proves nothing.
+			for i := len(hops) - 1; i >= 0; i-- {
+				a, ok := parseHop(hops[i])
+				if !ok {
+					break
+				}
+				client = a
+				if !isTrusted(a) {
+					break
+				}
+			}
+		}
+		bits := v4
+		if client.Is6() {
+			bits = v6
+		}
+		p, _ := client.Prefix(bits)
+		if bits == client.BitLen() {
+			return part("ip", client.String()), nil
+		}
+		return part("ip", p.String()), nil
+	}, nil
+}
+
+func remoteAddr(s string) (netip.Addr, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), nil
+	}
+	host := s
+	if h, _, err := net.SplitHostPort(s); err == nil {
+		host = h
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, s)
+	}
+	return a.Unmap().WithZone(""), nil
+}
+
+// forwarded lists the addresses of every hop in the forwarding header, in
+// order, across all of its lines.
+func forwarded(h http.Header, name string) []string {
+	var hops []string
+	for _, line := range h.Values(name) {
+		for _, elem := range strings.Split(line, ",") {
+			elem = strings.TrimSpace(elem)
+			if name == "Forwarded" || http.CanonicalHeaderKey(name) == "Forwarded" {
+				// for=192.0.2.60;proto=http, for="[2001:db8::1]:4711"
+				v := ""
+				for _, pair := range strings.Split(elem, ";") {
+					k, val, ok := strings.Cut(strings.TrimSpace(pair), "=")
+					if ok && strings.EqualFold(k, "for") {
+						v = strings.Trim(val, `"`)
+					}
+				}
+				elem = v
+			}
+			hops = append(hops, elem)
+		}
+	}
+	return hops
+}
+
+// parseHop reads one hop's address: "192.0.2.1", "192.0.2.1:80",
+// "2001:db8::1", "[2001:db8::1]:443". Obfuscated or unknown hops do not
+// parse.
+func parseHop(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		return a.Unmap().WithZone(""), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), true
+	}
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return a.Unmap().WithZone(""), true
+	}
+	return netip.Addr{}, false
+}

@@ -1,0 +1,197 @@
+// Package httplimit is ratewise's net/http middleware: it builds a key for
+// each request (the user, the client IP, the route, or a composite), asks a
+// ratewise.Limiter, and answers over-limit requests with 429 Too Many
+// Requests and a Retry-After that a client can trust.
+//
+// Every response it lets through or denies carries the IETF draft fields
+// RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers),
+// and optionally the legacy X-RateLimit-* trio. When the store fails or is
+// slower than the decision timeout, a Policy decides: fail closed (the
+// default, 503), fail open, or fall back to a local in-memory limiter with
+// a share of the limit. Every store failure reaches the OnError hook, which
+// logs by default, so no failure is ever a silent allow.
+package httplimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/ratewise/ratewise"
+)
+
+// Middleware limits requests to an http.Handler. Create it with New; it is
+// safe for simultaneous use by many goroutines.
+type Middleware struct {
+	limiter *ratewise.Limiter
+	key     KeyFunc
+	cost    func(*http.Request) (int64, error)
+	denied  func(http.ResponseWriter, *http.Request, ratewise.Result)
+	failed  func(http.ResponseWriter, *http.Request, error)
+	onError func(*http.Request, error)
+	policy  Policy
+	timeout time.Duration
+	headers headerSet
+	name    string
+	body    string
+}
+
+// DefaultTimeout bounds each decision unless WithTimeout says otherwise.
+const DefaultTimeout = 500 * time.Millisecond
+
+// New returns a middleware that limits with l. By default it keys requests
+// by the connection's IP address (see ByIP), costs each request 1, fails
+// closed with 503 when the store fails, bounds each decision by
+// DefaultTimeout, and logs store failures with log/slog.
+func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
+	if l == nil {
+		return nil, errors.New("httplimit: nil limiter")
+	}
+	byIP, _ := ByIP(IPConfig{})
+	m := &Middleware{
+		limiter: l,
+		key:     byIP,
+		cost:    func(*http.Request) (int64, error) { return 1, nil },
+		policy:  FailClosed(http.StatusServiceUnavailable, time.Second),
+		timeout: DefaultTimeout,
+		headers: headerSet{draft: true},
+		name:    "default",
+		body:    "Too Many Requests\n",
+		onError: func(r *http.Request, err error) {
+			slog.Default().Warn("httplimit: rate limit store failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		},
+	}
+	m.denied = m.writeDenied
+	m.failed = m.writeFailed
+	for _, o := range opts {
+		if err := o.apply(m); err != nil {
+			return nil, err
+		}
+	}
+	if err := m.policy.check(l); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Handler wraps next.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, err := m.key(r)
+		if err != nil {
+			m.failed(w, r, err)
+			return
+		}
+		cost, err := m.cost(r)
+		if err != nil {
+			m.failed(w, r, err)
+			return
+		}
+		res, err := m.decide(r.Context(), key, cost)
+		if err != nil {
+			if !isStoreFailure(err) {
+				// Bad input: the cost is over the limit, or not positive.
+				m.failed(w, r, err)
+				return
+			}
+			m.onError(r, err)
+			var ok bool
+			if res, ok = m.policy.decide(r, key, cost, err); !ok {
+				m.failed(w, r, &StoreError{Err: err, policy: m.policy})
+				return
+			}
+			if res == (ratewise.Result{}) {
+				// Failed open: there is no decision to describe.
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		m.setHeaders(w.Header(), res)
+		if !res.Allowed {
+			m.denied(w, r, res)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decide runs the limiter with the decision timeout. A store that does not
+// answer in time is abandoned, not waited for: its call finishes in the
+// background and its answer is dropped.
+func (m *Middleware) decide(ctx context.Context, key string, cost int64) (ratewise.Result, error) {
+	if m.timeout <= 0 {
+		return m.limiter.AllowN(ctx, key, cost)
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	type answer struct {
+		res ratewise.Result
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := m.limiter.AllowN(ctx, key, cost)
+		done <- answer{res, err}
+	}()
+	select {
+	case a := <-done:
+		return a.res, a.err
+	case <-ctx.Done():
+		return ratewise.Result{}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, ctx.Err())
+	}
+}
+
+// isStoreFailure reports whether err is the store's fault rather than the
+// request's: an unavailable store, a timeout, or anything that is not one
+// of ratewise's input errors.
+func isStoreFailure(err error) bool {
+	for _, input := range []error{ratewise.ErrInvalidCost, ratewise.ErrCostExceedsLimit, ratewise.ErrEmptyKey} {
+		if errors.Is(err, input) {
+			return false
+		}
+	}
+	return true
+}
+
+// StoreError is the error the failure handler gets when the store failed
+// and the policy did not let the request through.
+type StoreError struct {
+	Err    error
+	policy Policy
+}
+
+func (e *StoreError) Error() string { return "httplimit: rate limit store failed: " + e.Err.Error() }
+
+func (e *StoreError) Unwrap() error { return e.Err }
+
+func (m *Middleware) writeDenied(w http.ResponseWriter, _ *http.Request, res ratewise.Result) {
+	w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds(res.RetryAfter)))
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusTooManyRequests)
+	fmt.Fprint(w, m.body)
+}
+
+// writeFailed answers a request the middleware could not decide: 503 or 429
+// per the fail-closed policy after a store failure, 413 for a cost above the
+// limit, and 500 for a key or cost that could not be computed, such as
+// ByUser's ErrNoKey for an anonymous request.
+func (m *Middleware) writeFailed(w http.ResponseWriter, _ *http.Request, err error) {
+	var se *StoreError
+	if errors.As(err, &se) {
+		if fc, ok := se.policy.(failClosed); ok {
+			if fc.retryAfter > 0 {
+				w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds(fc.retryAfter)))
+			}
+			http.Error(w, http.StatusText(fc.status), fc.status)
+			return
+		}
+	}
+	if errors.Is(err, ratewise.ErrCostExceedsLimit) {
+		http.Error(w, http.StatusText(http.StatusRequestEntityTooLarge), http.StatusRequestEntityTooLarge)
+		return
+	}
+	http.Error(w, http.StatusText(http.StatusInternalServerError), http.StatusInternalServerError)
+}

@@ -1,0 +1,270 @@
+package httplimit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+type manualClock struct{ now time.Time }
+
+func (c *manualClock) Now() time.Time { return c.now }
+
+var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+
+var testAlgorithms = []algorithms.Algorithm{
+	algorithms.FixedWindow{Limit: 5, Window: time.Minute},
+	algorithms.SlidingLog{Limit: 5, Window: time.Minute},
+	algorithms.SlidingWindow{Limit: 5, Window: time.Minute, SubWindows: 6},
+	algorithms.TokenBucket{Capacity: 5, Refill: algorithms.Rate{Count: 5, Period: 10 * time.Second}},
+	algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: 6 * time.Second}, Burst: 5},
+}
+
+func newLimiter(t *testing.T, alg algorithms.Algorithm, clock *manualClock) *ratewise.Limiter {
+	t.Helper()
+	l, err := ratewise.New(storememory.New(), alg, ratewise.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func serve(h http.Handler, remote string) *http.Response {
+	r := httptest.NewRequest("GET", "/pay", nil)
+	r.RemoteAddr = remote
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w.Result()
+}
+
+// Every response's headers match the decision the algorithm makes on a
+// model of the key's state, request by request, until and after denial.
+func TestHeadersAreExact(t *testing.T) {
+	for _, alg := range testAlgorithms {
+		t.Run(alg.Name(), func(t *testing.T) {
+			clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+			m, err := New(newLimiter(t, alg, clock), WithLegacyHeaders())
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := m.Handler(ok)
+			var model algorithms.State
+			denied := 0
+			for i := 0; denied < 3; i++ {
+				clock.now = clock.now.Add(700 * time.Millisecond)
+				var want algorithms.Result
+				model, want = alg.Decide(model, clock.now, 1)
+				resp := serve(h, "192.0.2.1:1000")
+				wantStatus := http.StatusOK
+				if !want.Allowed {
+					wantStatus = http.StatusTooManyRequests
+					denied++
+				}
+				if resp.StatusCode != wantStatus {
+					t.Fatalf("request %d: status %d, want %d", i, resp.StatusCode, wantStatus)
+				}
+				w := int64(window(alg) / time.Second)
+				wantHeaders := map[string]string{
+					"RateLimit-Policy":      fmt.Sprintf(`"default";q=%d;w=%d`, want.Limit, w),
+					"RateLimit":             fmt.Sprintf(`"default";r=%d;t=%d`, want.Remaining, ceilSeconds(want.ResetAfter)),
+					"X-RateLimit-Limit":     strconv.FormatInt(want.Limit, 10),
+					"X-RateLimit-Remaining": strconv.FormatInt(want.Remaining, 10),
+					"X-RateLimit-Reset":     strconv.FormatInt(ceilSeconds(want.ResetAfter), 10),
+				}
+				if !want.Allowed {
+					wantHeaders["Retry-After"] = strconv.FormatInt(RetryAfterSeconds(want.RetryAfter), 10)
+				}
+				for k, v := range wantHeaders {
+					if got := resp.Header.Get(k); got != v {
+						t.Fatalf("request %d: %s: got %q, want %q (result %+v)", i, k, got, v, want)
+					}
+				}
+				if want.Allowed && resp.Header.Get("Retry-After") != "" {
+					t.Fatalf("request %d: admitted with Retry-After %q", i, resp.Header.Get("Retry-After"))
+				}
+			}
+		})
+	}
+}
+
+// A client that waits exactly Retry-After is admitted, and Retry-After is
+// never 0 when denied.
+func TestRetryAfterIsHonest(t *testing.T) {
+	for _, alg := range testAlgorithms {
+		t.Run(alg.Name(), func(t *testing.T) {
+			clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+			m, _ := New(newLimiter(t, alg, clock))
+			h := m.Handler(ok)
+			waits := 0
+			for i := 0; waits < 5 && i < 100; i++ {
+				clock.now = clock.now.Add(123 * time.Millisecond)
+				resp := serve(h, "192.0.2.1:1000")
+				if resp.StatusCode == http.StatusOK {
+					continue
+				}
+				secs, err := strconv.Atoi(resp.Header.Get("Retry-After"))
+				if err != nil || secs < 1 {
+					t.Fatalf("denied with Retry-After %q", resp.Header.Get("Retry-After"))
+				}
+				clock.now = clock.now.Add(time.Duration(secs) * time.Second)
+				if resp := serve(h, "192.0.2.1:1000"); resp.StatusCode != http.StatusOK {
+					t.Fatalf("waited Retry-After %ds and was denied again", secs)
+				}
+				waits++
+			}
+			if waits < 5 {
+				t.Fatalf("only %d denials to test", waits)
+			}
+		})
+	}
+}
+
+func TestDeniedResponse(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimiter(t, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, clock)
+	m, _ := New(l, WithBody("slow down\n"))
+	h := m.Handler(ok)
+	serve(h, "192.0.2.1:1")
+	resp := serve(h, "192.0.2.1:1")
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 429 || string(body) != "slow down\n" || resp.Header.Get("Retry-After") != "60" {
+		t.Fatalf("denied: %d %q Retry-After %q", resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	// Another client has its own quota.
+	if resp := serve(h, "192.0.2.2:1"); resp.StatusCode != 200 {
+		t.Fatalf("another IP: %d", resp.StatusCode)
+	}
+
+	custom, _ := New(l, WithDeniedHandler(func(w http.ResponseWriter, r *http.Request, res ratewise.Result) {
+		w.WriteHeader(http.StatusTeapot)
+		fmt.Fprintf(w, "retry in %v", res.RetryAfter)
+	}))
+	resp = serve(custom.Handler(ok), "192.0.2.1:1")
+	body, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusTeapot || string(body) != "retry in 1m0s" || resp.Header.Get("RateLimit") == "" {
+		t.Fatalf("custom denial: %d %q, RateLimit %q", resp.StatusCode, body, resp.Header.Get("RateLimit"))
+	}
+}
+
+func TestCostPerRequest(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	l := newLimiter(t, algorithms.SlidingLog{Limit: 10, Window: time.Minute}, clock)
+	m, _ := New(l, WithCost(func(r *http.Request) (int64, error) {
+		return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
+	}))
+	h := m.Handler(ok)
+	send := func(cost string) *http.Response {
+		r := httptest.NewRequest("POST", "/upload", nil)
+		r.Header.Set("X-Cost", cost)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Result()
+	}
+	for _, c := range []struct {
+		cost      string
+		status    int
+		remaining string
+	}{
+		{"4", 200, `"default";r=6;t=60`},
+		{"6", 200, `"default";r=0;t=60`},
+		{"1", 429, `"default";r=0;t=60`},
+		{"11", 413, ""}, // more than the limit: never admissible
+		{"x", 500, ""},  // the cost function failed
+	} {
+		resp := send(c.cost)
+		if resp.StatusCode != c.status || resp.Header.Get("RateLimit") != c.remaining {
+			t.Fatalf("cost %s: %d %q, want %d %q", c.cost, resp.StatusCode, resp.Header.Get("RateLimit"), c.status, c.remaining)
+		}
+	}
+}
+
+func TestAnonymousUserFails(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
+		WithKey(ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" })))
+	var failure error
+	m2, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
+		WithKey(ByUser(func(r *http.Request) (string, bool) { return "", false })),
+		WithFailureHandler(func(w http.ResponseWriter, r *http.Request, err error) { failure = err; w.WriteHeader(401) }))
+	if resp := serve(m.Handler(ok), "192.0.2.1:1"); resp.StatusCode != 500 {
+		t.Fatalf("anonymous request: %d, want 500", resp.StatusCode)
+	}
+	if resp := serve(m2.Handler(ok), "192.0.2.1:1"); resp.StatusCode != 401 || failure == nil {
+		t.Fatalf("custom failure handler: %d, %v", resp.StatusCode, failure)
+	}
+}
+
+func TestPolicyHeaderLeavesOutFractionalWindows(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: time.Second}, Burst: 2}, clock), WithPolicyName("api"))
+	resp := serve(m.Handler(ok), "192.0.2.1:1")
+	// A burst of 2 at 3 per second refills in 666.666ms: no whole w.
+	if got, want := resp.Header.Get("RateLimit-Policy"), `"api";q=2`; got != want {
+		t.Fatalf("RateLimit-Policy: got %q, want %q", got, want)
+	}
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	l := newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, &manualClock{})
+	other := newLimiter(t, algorithms.SlidingLog{Limit: 1, Window: time.Second}, &manualClock{})
+	for name, opt := range map[string]Option{
+		"nil key":            WithKey(nil),
+		"nil hook":           WithOnError(nil),
+		"negative timeout":   WithTimeout(-time.Second),
+		"fail-closed 500":    WithPolicy(FailClosed(500, 0)),
+		"429 without wait":   WithPolicy(FailClosed(429, 0)),
+		"fallback nil":       WithPolicy(Fallback(nil)),
+		"fallback other alg": WithPolicy(Fallback(other)),
+		"policy name":        WithPolicyName("a\"\n"),
+	} {
+		if _, err := New(l, opt); err == nil {
+			t.Errorf("%s: New accepted it", name)
+		}
+	}
+	if _, err := New(nil); err == nil {
+		t.Error("nil limiter accepted")
+	}
+}
+
+func TestShare(t *testing.T) {
+	cases := []struct {
+		in, want algorithms.Algorithm
+	}{
+		{algorithms.FixedWindow{Limit: 100, Window: time.Minute}, algorithms.FixedWindow{Limit: 25, Window: time.Minute}},
+		{algorithms.SlidingLog{Limit: 10, Window: time.Second}, algorithms.SlidingLog{Limit: 2, Window: time.Second}},
+		{algorithms.SlidingWindow{Limit: 9, Window: time.Minute, SubWindows: 6}, algorithms.SlidingWindow{Limit: 2, Window: time.Minute, SubWindows: 6}},
+		{algorithms.TokenBucket{Capacity: 40, Refill: algorithms.PerSecond(10)}, algorithms.TokenBucket{Capacity: 10, Refill: algorithms.Rate{Count: 10, Period: 4 * time.Second}}},
+		{algorithms.GCRA{Rate: algorithms.PerMinute(100), Burst: 8}, algorithms.GCRA{Rate: algorithms.Rate{Count: 100, Period: 4 * time.Minute}, Burst: 2}},
+	}
+	for _, c := range cases {
+		got, err := Share(c.in, 4)
+		if err != nil || got != c.want {
+			t.Errorf("Share(%+v, 4): got %+v, %v; want %+v", c.in, got, err, c.want)
+		}
+	}
+	if _, err := Share(algorithms.FixedWindow{Limit: 3, Window: time.Second}, 4); err == nil {
+		t.Error("a limit of 3 shared by 4: no error")
+	}
+}
+
+func TestContextIsPassedToTheStore(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), WithOnError(func(*http.Request, error) {}))
+	r := httptest.NewRequest("GET", "/", nil)
+	ctx, cancel := context.WithCancel(r.Context())
+	cancel()
+	w := httptest.NewRecorder()
+	m.Handler(ok).ServeHTTP(w, r.WithContext(ctx))
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("cancelled request: %d, want 503", w.Code)
+	}
+}

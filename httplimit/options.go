@@ -1,0 +1,148 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ratewise/ratewise"
+)
+
+// An Option configures a Middleware.
+type Option interface {
+	apply(*Middleware) error
+}
+
+type optionFunc func(*Middleware) error
+
+func (f optionFunc) apply(m *Middleware) error { return f(m) }
+
+// WithKey sets how requests are keyed, for example
+//
+//	httplimit.WithKey(httplimit.Composite(httplimit.ByUser(user), httplimit.ByPath()))
+//
+// for one quota per user and path.
+func WithKey(k KeyFunc) Option {
+	return optionFunc(func(m *Middleware) error {
+		if k == nil {
+			return errors.New("httplimit: nil KeyFunc")
+		}
+		m.key = k
+		return nil
+	})
+}
+
+// WithCost sets what each request costs, for example more for an expensive
+// route or in proportion to the request's size. An error answers the
+// request with the failure handler. A cost above the limit could never be
+// admitted and is answered with 413 Content Too Large.
+func WithCost(cost func(*http.Request) (int64, error)) Option {
+	return optionFunc(func(m *Middleware) error {
+		if cost == nil {
+			return errors.New("httplimit: nil cost function")
+		}
+		m.cost = cost
+		return nil
+	})
+}
+
+// WithDeniedHandler replaces the 429 response. The RateLimit headers are
+// already set when it runs; Retry-After is the handler's to set, from
+// res.RetryAfter (RetryAfterSeconds rounds it as the default does).
+func WithDeniedHandler(h func(w http.ResponseWriter, r *http.Request, res ratewise.Result)) Option {
+	return optionFunc(func(m *Middleware) error {
+		if h == nil {
+			return errors.New("httplimit: nil denied handler")
+		}
+		m.denied = h
+		return nil
+	})
+}
+
+// WithFailureHandler replaces the response to a request that could not be
+// decided: err is a *StoreError when the store failed and the policy did
+// not let the request through, or the key or cost function's error.
+func WithFailureHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
+	return optionFunc(func(m *Middleware) error {
+		if h == nil {
+			return errors.New("httplimit: nil failure handler")
+		}
+		m.failed = h
+		return nil
+	})
+}
+
+// WithOnError sets the hook that hears of every store failure and timeout,
+// before the policy acts: wire it to logs or metrics. The default logs a
+// warning with log/slog.
+func WithOnError(hook func(r *http.Request, err error)) Option {
+	return optionFunc(func(m *Middleware) error {
+		if hook == nil {
+			return errors.New("httplimit: nil OnError hook; a store failure must be observable")
+		}
+		m.onError = hook
+		return nil
+	})
+}
+
+// WithPolicy sets what happens when the store fails: FailClosed (the
+// default), FailOpen or Fallback.
+func WithPolicy(p Policy) Option {
+	return optionFunc(func(m *Middleware) error {
+		if p == nil {
+			return errors.New("httplimit: nil policy")
+		}
+		m.policy = p
+		return nil
+	})
+}
+
+// WithTimeout bounds each decision: a store that has not answered after d
+// counts as failed, and the policy decides. 0 waits for the store however
+// long it takes.
+func WithTimeout(d time.Duration) Option {
+	return optionFunc(func(m *Middleware) error {
+		if d < 0 {
+			return fmt.Errorf("httplimit: timeout must be >= 0, got %v", d)
+		}
+		m.timeout = d
+		return nil
+	})
+}
+
+// WithLegacyHeaders adds X-RateLimit-Limit, X-RateLimit-Remaining and
+// X-RateLimit-Reset (seconds until the key is back at full capacity) to the
+// draft fields.
+func WithLegacyHeaders() Option {
+	return optionFunc(func(m *Middleware) error { m.headers.legacy = true; return nil })
+}
+
+// WithoutDraftHeaders leaves out RateLimit-Policy and RateLimit.
+func WithoutDraftHeaders() Option {
+	return optionFunc(func(m *Middleware) error { m.headers.draft = false; return nil })
+}
+
+// WithPolicyName names the quota policy in the RateLimit-Policy and
+// RateLimit fields; the default is "default". The name must be a valid
+// structured-field string: printable ASCII.
+func WithPolicyName(name string) Option {
+	return optionFunc(func(m *Middleware) error {
+		if name == "" {
+			return errors.New("httplimit: empty policy name")
+		}
+		for i := 0; i < len(name); i++ {
+			if name[i] < 0x20 || name[i] > 0x7e {
+				return fmt.Errorf("httplimit: policy name %q must be printable ASCII", name)
+			}
+		}
+		m.name = name
+		return nil
+	})
+}
+
+// WithBody sets the body of the default 429 response; the default is "Too
+// Many Requests\n".
+func WithBody(body string) Option {
+	return optionFunc(func(m *Middleware) error { m.body = body; return nil })
+}

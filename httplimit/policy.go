@@ -1,0 +1,133 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// A Policy decides what happens to a request when the store fails or does
+// not answer within the decision timeout. Whatever it decides, the
+// middleware first reports the failure to the OnError hook.
+type Policy interface {
+	// decide returns the result to answer with, and false when the request
+	// must be failed.
+	decide(r *http.Request, key string, cost int64, err error) (ratewise.Result, bool)
+	check(l *ratewise.Limiter) error
+}
+
+type failClosed struct {
+	status     int
+	retryAfter time.Duration
+}
+
+// FailClosed refuses requests while the store fails: with status 503
+// Service Unavailable, or 429 Too Many Requests; either way with a
+// Retry-After of retryAfter, rounded up to whole seconds, unless it is 0.
+// It is the default, as FailClosed(503, time.Second): a broken store must
+// not switch the limit off.
+func FailClosed(status int, retryAfter time.Duration) Policy {
+	return failClosed{status: status, retryAfter: retryAfter}
+}
+
+func (p failClosed) decide(*http.Request, string, int64, error) (ratewise.Result, bool) {
+	return ratewise.Result{}, false
+}
+
+func (p failClosed) check(*ratewise.Limiter) error {
+	switch {
+	case p.status != http.StatusServiceUnavailable && p.status != http.StatusTooManyRequests:
+		return fmt.Errorf("httplimit: fail-closed status must be 503 or 429, got %d", p.status)
+	case p.retryAfter < 0:
+		return fmt.Errorf("httplimit: fail-closed Retry-After must be >= 0, got %v", p.retryAfter)
+	case p.status == http.StatusTooManyRequests && p.retryAfter == 0:
+		return errors.New("httplimit: a fail-closed 429 needs a Retry-After")
+	}
+	return nil
+}
+
+type failOpen struct{}
+
+// FailOpen lets requests through while the store fails, without RateLimit
+// headers, since nothing was decided. The OnError hook still hears of every
+// failure.
+func FailOpen() Policy { return failOpen{} }
+
+func (failOpen) decide(*http.Request, string, int64, error) (ratewise.Result, bool) {
+	return ratewise.Result{}, true
+}
+
+func (failOpen) check(*ratewise.Limiter) error { return nil }
+
+type fallback struct{ local *ratewise.Limiter }
+
+// Fallback decides with local while the store fails: typically a limiter on
+// storememory whose algorithm has this instance's share of the limit (see
+// Share), so that N instances together still admit about the limit. Its
+// decisions carry RateLimit headers like any other; if local fails too,
+// the request fails as with FailClosed(503, 0).
+func Fallback(local *ratewise.Limiter) Policy { return fallback{local: local} }
+
+func (p fallback) decide(r *http.Request, key string, cost int64, _ error) (ratewise.Result, bool) {
+	res, err := p.local.AllowN(r.Context(), key, cost)
+	return res, err == nil
+}
+
+func (p fallback) check(l *ratewise.Limiter) error {
+	if p.local == nil {
+		return errors.New("httplimit: nil fallback limiter")
+	}
+	if p.local.Algorithm().Name() != l.Algorithm().Name() {
+		return fmt.Errorf("httplimit: the fallback limiter runs %s, the limiter %s; the RateLimit headers would change meaning",
+			p.local.Algorithm().Name(), l.Algorithm().Name())
+	}
+	return nil
+}
+
+// ErrShare is returned by Share when the limit cannot be divided.
+var ErrShare = errors.New("httplimit: cannot share the limit")
+
+// Share returns alg with its limit divided among instances app instances,
+// for a Fallback limiter: the limit, capacity or burst is divided, rounded
+// down, and a rate is slowed by the same factor exactly. With 100 per
+// minute and 4 instances, each falls back to 25 per minute. It fails with
+// ErrShare when the limit is smaller than instances.
+func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, error) {
+	if instances < 1 {
+		return nil, fmt.Errorf("%w: instances must be >= 1, got %d", ErrShare, instances)
+	}
+	div := func(n int64) (int64, error) {
+		if n/instances < 1 {
+			return 0, fmt.Errorf("%w: %d among %d instances leaves less than 1 each", ErrShare, n, instances)
+		}
+		return n / instances, nil
+	}
+	slower := func(r algorithms.Rate) algorithms.Rate {
+		return algorithms.Rate{Count: r.Count, Period: r.Period * time.Duration(instances)}
+	}
+	var err error
+	switch a := alg.(type) {
+	case algorithms.FixedWindow:
+		a.Limit, err = div(a.Limit)
+		return a, err
+	case algorithms.SlidingLog:
+		a.Limit, err = div(a.Limit)
+		return a, err
+	case algorithms.SlidingWindow:
+		a.Limit, err = div(a.Limit)
+		return a, err
+	case algorithms.TokenBucket:
+		a.Capacity, err = div(a.Capacity)
+		a.Refill = slower(a.Refill)
+		return a, err
+	case algorithms.GCRA:
+		a.Burst, err = div(a.Burst)
+		a.Rate = slower(a.Rate)
+		return a, err
+	}
+	return nil, fmt.Errorf("%w: unknown algorithm %T", ErrShare, alg)
+}
