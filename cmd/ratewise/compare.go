@@ -26,7 +26,7 @@ type compareFlags struct {
 	duration, on, off         time.Duration
 	keys                      int
 	subWindows, burst         int64
-	redisAddr, cluster        string
+	redis                     redisFlags
 	timed                     time.Duration
 	concurrency, redisWorkers int
 	format, svg               string
@@ -47,8 +47,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at -rate")
 	fs.Int64Var(&f.subWindows, "subwindows", sim.DefaultSubWindows, "sub-windows of the sliding window counter")
 	fs.Int64Var(&f.burst, "burst", 0, "capacity of the token bucket and burst of GCRA, for every workload; 0 means each workload's limit")
-	fs.StringVar(&f.redisAddr, "redis", "", "also run on the Redis at this address (host:port) instead of the embedded miniredis")
-	fs.StringVar(&f.cluster, "cluster", "", "also run on the Redis Cluster with these comma-separated seed addresses instead of miniredis")
+	f.redis.register(fs, "run instead of the embedded miniredis")
 	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store; 0 skips it")
 	fs.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "goroutines of the timed phase on the memory store")
 	fs.IntVar(&f.redisWorkers, "redis-concurrency", 16, "goroutines of the timed phase on a Redis store")
@@ -108,15 +107,19 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*s
 	if err != nil {
 		return nil, err
 	}
-	targets, err := openTargets(ctx, f.redisAddr, f.cluster)
+	second, err := f.redis.open(ctx)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, t := range targets {
-			t.Close()
-		}
-	}()
+	if second == nil {
+		second = sim.Miniredis{}
+	}
+	defer second.Close()
+	return f.compareOn(ctx, workloads, algs, []sim.Target{sim.Memory{}, second}, stderr, live)
+}
+
+// compareOn compares on the given targets.
+func (f *compareFlags) compareOn(ctx context.Context, workloads []*workload.Workload, algs []string, targets []sim.Target, stderr io.Writer, live bool) (*sim.Report, error) {
 	p := newProgress(stderr, live)
 	defer p.finish()
 	return sim.Compare(ctx, sim.Config{
@@ -177,40 +180,6 @@ func (f *compareFlags) buildWorkloads() ([]*workload.Workload, error) {
 		out = append(out, w)
 	}
 	return out, nil
-}
-
-// openTargets returns the memory store and miniredis, or the memory store
-// and the Redis or cluster given.
-func openTargets(ctx context.Context, redisAddr, cluster string) ([]sim.Target, error) {
-	targets := []sim.Target{sim.Memory{}}
-	switch {
-	case redisAddr != "" && cluster != "":
-		return nil, usagef("give -redis or -cluster, not both")
-	case redisAddr != "" || cluster != "":
-		var seeds []string
-		if cluster != "" {
-			seeds = strings.Split(cluster, ",")
-		}
-		r, err := sim.DialRedis(ctx, redisAddr, seeds)
-		if err != nil {
-			return nil, err
-		}
-		return append(targets, r), nil
-	}
-	return append(targets, sim.Miniredis{}), nil
-}
-
-// measuringTarget is where recommend measures: the memory store, or the
-// Redis or cluster given.
-func measuringTarget(ctx context.Context, redisAddr, cluster string) (sim.Target, error) {
-	targets, err := openTargets(ctx, redisAddr, cluster)
-	if err != nil {
-		return nil, err
-	}
-	if redisAddr == "" && cluster == "" {
-		return sim.Memory{}, nil
-	}
-	return targets[1], nil
 }
 
 // isTerminal reports whether w is a terminal.

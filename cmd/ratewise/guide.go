@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
@@ -20,29 +22,39 @@ import (
 // memory table's scenarios, exact, and the two approximate branches.
 var guideExamples = []recommend.Input{
 	{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000},
-	{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 100},
+	{QPS: 2000, Window: time.Minute, Precision: "exact", Keys: 10},
 	{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000},
 	{QPS: 20000, Window: 10 * time.Second, Precision: "approx", Keys: 100_000},
 	{QPS: 50, Window: time.Second, Precision: "approx", Keys: 10_000, Burst: 20},
 }
 
 func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run on the embedded\ndefault and from recommend runs, so that no number in the guide is edited by hand.", stdout)
+	fs := newFlagSet("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. docs/choosing.md is generated with\n-start-redis, so that its memory figures are Redis's.", stdout)
 	var out string
 	var timed time.Duration
+	var rf redisFlags
 	fs.StringVar(&out, "out", "docs", "the docs directory: writes choosing.md and img/choosing/*.svg")
 	fs.DurationVar(&timed, "time", 500*time.Millisecond, "timed phase per algorithm and store")
-	var redisAddr, cluster string
-	fs.StringVar(&redisAddr, "redis", "", "run on the Redis at this address instead of the embedded miniredis, and measure recommend's examples on it")
-	fs.StringVar(&cluster, "cluster", "", "run on the Redis Cluster with these comma-separated seed addresses")
+	rf.register(fs, "run compare (instead of miniredis) and recommend's examples")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	live := isTerminal(stdout) && isTerminal(stderr)
-	f := compareFlags{workloads: "all", algs: "all", seed: 1, limit: 100, window: time.Minute,
-		subWindows: sim.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16,
-		redisAddr: redisAddr, cluster: cluster}
-	rep, err := f.run(ctx, stderr, live)
+	redisTarget, err := rf.open(ctx)
+	if err != nil {
+		return err
+	}
+	second, measureOn := sim.Target(sim.Miniredis{}), sim.Target(sim.Memory{})
+	if redisTarget != nil {
+		defer redisTarget.Close()
+		second, measureOn = redisTarget, redisTarget
+	}
+	f := compareFlags{seed: 1, subWindows: sim.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16}
+	workloads, err := workload.All(f.seed)
+	if err != nil {
+		return err
+	}
+	rep, err := f.compareOn(ctx, workloads, sim.AlgorithmNames, []sim.Target{sim.Memory{}, second}, stderr, live)
 	if err != nil {
 		return err
 	}
@@ -51,11 +63,19 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	command := "go run ./cmd/ratewise guide " + strings.Join(args, " ")
+	where := "the in-memory store and an in-process miniredis"
+	switch {
+	case rf.start:
+		where = "the in-memory store and a real Redis, a throwaway redis-server the guide started"
+	case redisTarget != nil:
+		where = "the in-memory store and a real Redis (" + redisTarget.Name() + ")"
+	}
 	var b bytes.Buffer
-	fmt.Fprint(&b, guideIntro)
-	fmt.Fprintf(&b, "Machine: %s/%s, %d CPUs, %s. Regenerate with `go run ./cmd/ratewise guide` (about half a minute); "+
+	fmt.Fprintf(&b, guideIntro, strings.TrimSpace(command), where)
+	fmt.Fprintf(&b, "Machine: %s/%s, %d CPUs, %s. Regenerate with `%s`; "+
 		"the simulated figures are exact and repeat on any machine, the timings and memory are this machine's.\n\n",
-		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), strings.TrimSpace(command))
 
 	fmt.Fprint(&b, "## The window-boundary attack\n\n")
 	fmt.Fprint(&b, "Note 004's warning, measured: 100 requests in the second before a minute boundary and 100 in the second after, three times. "+
@@ -68,14 +88,15 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b.Write(one.Bytes())
 
 	fmt.Fprint(&b, guideTree)
-	target, err := measuringTarget(ctx, redisAddr, cluster)
-	if err != nil {
-		return err
+	if redisTarget != nil {
+		fmt.Fprint(&b, "The examples below measure memory and latency on the same real Redis, with `--start-redis`.\n\n")
+	} else {
+		fmt.Fprint(&b, "The examples below measure memory and latency on the in-memory store's Go heap; `--redis ADDR` or `--start-redis` measures a real Redis, "+
+			"where a sorted-set record costs many times more ([benchmarks.md](benchmarks.md) has the Redis figures, from `go run ./bench/cmd/thresholds`).\n\n")
 	}
-	defer target.Close()
 	for _, in := range guideExamples {
 		in.MemoryBudget, in.LatencyBudget = 1e9, time.Millisecond
-		m, err := recommend.Measure(ctx, in, target, func(string) {})
+		m, err := recommend.Measure(ctx, in, measureOn, func(string) {})
 		if err != nil {
 			return err
 		}
@@ -84,13 +105,11 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		cmd := fmt.Sprintf("go run ./cmd/ratewise recommend --qps %g --window %s --precision %s --keys %d", in.QPS, report.Duration(in.Window), in.Precision, in.Keys)
-		if redisAddr != "" {
-			cmd += " --redis " + redisAddr
-		} else if cluster != "" {
-			cmd += " --cluster " + cluster
-		}
 		if in.Burst > 0 {
 			cmd += fmt.Sprintf(" --burst %d", in.Burst)
+		}
+		if redisTarget != nil {
+			cmd += " --start-redis"
 		}
 		var out bytes.Buffer
 		writeRecommendation(&out, in, m, d)
@@ -116,7 +135,11 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	b.Write(one.Bytes())
-	fmt.Fprint(&b, guideSpeed)
+	if redisTarget != nil {
+		fmt.Fprint(&b, guideSpeedRedis)
+	} else {
+		fmt.Fprint(&b, guideSpeedMiniredis)
+	}
 	fmt.Fprint(&b, guideReading)
 
 	path := filepath.Join(out, "choosing.md")
@@ -146,7 +169,7 @@ func onlyWorkload(rep *sim.Report, name string) *sim.Report {
 var guideIntro = strings.TrimLeft(`
 # Choosing an algorithm
 
-<!-- Generated by "go run ./cmd/ratewise guide". Do not edit: edit cmd/ratewise/guide.go and regenerate. -->
+<!-- Generated by "%[1]s". Do not edit: edit cmd/ratewise/guide.go and regenerate. -->
 
 No single rate-limiting algorithm fits every workload. The project's notes
 (000 and 004) give a decision tree: an exact count needs a sorted-set log;
@@ -155,8 +178,7 @@ token or leaky bucket; and the fixed window admits up to twice its limit
 across a window boundary. This guide puts numbers on that tree. Every
 figure below was printed by ratewise itself: the tables by
 `+"`ratewise compare`"+`, the recommendations by `+"`ratewise recommend`"+`,
-both run on the embedded default (the in-memory store and an in-process
-miniredis).
+both run on %[2]s.
 
 `, "\n")
 
@@ -177,10 +199,7 @@ optional burst, and applies the notes' tree to measured figures:
 
 It then says where this machine's measurements disagree with the notes'
 thresholds (the sorted set unsuitable above QPS 1,000 with a window over
-10 s; the counter suited up to QPS 10,000). The examples below measure on
-the memory store; ` + "`--redis ADDR`" + ` measures a real Redis, where a sorted-set
-record costs many times the Go heap's few bytes ([benchmarks.md](benchmarks.md)
-has the Redis figures, from ` + "`go run ./bench/cmd/thresholds`" + `).
+10 s; the counter suited up to QPS 10,000).
 
 `
 
@@ -194,9 +213,15 @@ the limit per window. Charts show the busiest key.
 
 `
 
-var guideSpeed = `The timed phase runs each algorithm for half a second on the real clock
+var guideSpeedMiniredis = `The timed phase runs each algorithm for half a second on the real clock
 over 10,000 keys. miniredis interprets every script in Go and is no guide
-to Redis's speed; ` + "`--redis ADDR`" + ` times a real server.
+to Redis's speed; ` + "`--redis ADDR`" + ` or ` + "`--start-redis`" + ` times a real server.
+
+`
+
+var guideSpeedRedis = `The timed phase runs each algorithm for half a second on the real clock
+over 10,000 keys, from 16 goroutines on Redis, with client and server
+sharing this machine's cores.
 
 `
 
@@ -216,6 +241,8 @@ var guideReading = `## Reading the figures
   are not lost in the heap's noise); on Redis, ` + "`MEMORY USAGE`" + ` averaged over
   up to 1,000 keys; on miniredis, miniredis's own estimate of its Go
   structures, which is not what Redis would use.
+- The memory store and Redis must make the same decisions on every request;
+  the run stops with an error if they do not.
 - **cmds** is the Redis commands the script ran per decision, besides the
   one EVALSHA round trip every decision takes.
 `

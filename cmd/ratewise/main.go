@@ -2,7 +2,7 @@
 //
 //	ratewise compare    replay workloads against every algorithm and print what each admitted and cost
 //	ratewise recommend  recommend an algorithm for a rate, window and precision, with the measurements behind it
-//	ratewise guide      regenerate docs/choosing.md and its charts
+//	ratewise guide      regenerate docs/choosing.md and its charts (with -start-redis)
 //
 // With no flags, compare runs on an embedded default, the in-memory store
 // and an in-process miniredis, and needs no server:

@@ -47,6 +47,7 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 		{"unreachable redis", []string{"compare", "--redis", closed}, closed},
 		{"unreachable cluster", []string{"compare", "--cluster", closed}, closed},
 		{"unknown format", []string{"compare", "--format", "xml"}, `unknown format "xml"`},
+		{"two redises", []string{"compare", "--start-redis", "--redis", closed}, "give one of -redis, -cluster and -start-redis"},
 		{"stray argument", []string{"compare", "boundary"}, `unexpected argument "boundary"`},
 		{"recommend without precision", []string{"recommend", "--qps", "10", "--window", "1m"}, "--precision must be exact or approx"},
 		{"recommend bad qps", []string{"recommend", "--qps", "-3", "--window", "1m", "--precision", "exact"}, "--qps must be > 0"},

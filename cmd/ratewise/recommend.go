@@ -16,9 +16,9 @@ import (
 func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("recommend", "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason: memory for QPS×window records, decision latency at\nthat size, and accuracy on a matching workload, measured on this machine.", stdout)
 	var (
-		in                 recommend.Input
-		memory             string
-		redisAddr, cluster string
+		in     recommend.Input
+		memory string
+		rf     redisFlags
 	)
 	fs.Float64Var(&in.QPS, "qps", 0, "requests per second each key may make (required)")
 	fs.DurationVar(&in.Window, "window", 0, "the window the limit is counted over, such as 1m (required)")
@@ -27,8 +27,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Int64Var(&in.Burst, "burst", 0, "the most requests a key may send at once; 0 means a whole window's limit")
 	fs.StringVar(&memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB or 4GB")
 	fs.DurationVar(&in.LatencyBudget, "latency", time.Millisecond, "budget for a decision's p99 latency")
-	fs.StringVar(&redisAddr, "redis", "", "measure memory and latency on the Redis at this address instead of the memory store")
-	fs.StringVar(&cluster, "cluster", "", "measure on the Redis Cluster with these comma-separated seed addresses")
+	rf.register(fs, "measure memory and latency (instead of on the memory store)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -39,9 +38,12 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err := in.Validate(); err != nil {
 		return err
 	}
-	target, err := measuringTarget(ctx, redisAddr, cluster)
+	target, err := rf.open(ctx)
 	if err != nil {
 		return err
+	}
+	if target == nil {
+		target = sim.Memory{}
 	}
 	defer target.Close()
 	p := newProgress(stderr, isTerminal(stdout) && isTerminal(stderr))
@@ -80,10 +82,10 @@ func writeRecommendation(w io.Writer, in recommend.Input, m *recommend.Measureme
 	store := m.Figures["gcra"].Store
 	fmt.Fprintf(w, "\nMeasured on %s with a full window on one key", store)
 	if store == "memory" {
-		fmt.Fprint(w, " (the in-memory store's Go heap; -redis ADDR measures a real Redis)")
+		fmt.Fprint(w, " (the in-memory store's Go heap; -start-redis or -redis ADDR measures a real Redis)")
 	}
 	if m.Measured < m.Records {
-		fmt.Fprintf(w, " (the sliding log filled with %s of its %s records, its memory scaled linearly)", report.Int(m.Measured), report.Int(m.Records))
+		fmt.Fprintf(w, " (the sliding log filled with %s of its %s records: its memory scaled linearly, its latency measured at that size)", report.Int(m.Measured), report.Int(m.Records))
 	}
 	fmt.Fprintf(w, "; accuracy on %s with a limit of %s per %s, each algorithm configured as in compare",
 		strings.Join(m.Workloads, " and "), report.Int(m.AccuracyLimit), report.Duration(in.Window))

@@ -211,9 +211,11 @@ func worst(over map[string]float64) string {
 	return fmt.Sprintf("%.2f×", w)
 }
 
-// Bytes prints a size in B, KB, MB or GB (powers of 1,000).
+// Bytes prints a size in B, KB, MB, GB or TB (powers of 1,000).
 func Bytes(b float64) string {
 	switch {
+	case b >= 1e12:
+		return fmt.Sprintf("%.3g TB", b/1e12)
 	case b >= 1e9:
 		return fmt.Sprintf("%.3g GB", b/1e9)
 	case b >= 1e6:

@@ -104,3 +104,11 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("valid input: %v", err)
 	}
 }
+
+func TestBytes(t *testing.T) {
+	for in, want := range map[float64]string{512: "512 B", 1500: "1.5 KB", 626e3: "626 KB", 3.12e9: "3.12 GB", 8.97e12: "8.97 TB"} {
+		if got := Bytes(in); got != want {
+			t.Errorf("Bytes(%g): got %q, want %q", in, got, want)
+		}
+	}
+}
