@@ -15,13 +15,7 @@ type headerSet struct{ draft, legacy bool }
 // RetryAfterSeconds is d in whole seconds, rounded up so that a client that
 // waits that long is admitted, and at least 1: Retry-After: 0 would invite
 // an immediate retry that is denied again.
-func RetryAfterSeconds(d time.Duration) int64 {
-	s := int64(d / time.Second)
-	if d%time.Second != 0 {
-		s++
-	}
-	return max(s, 1)
-}
+func RetryAfterSeconds(d time.Duration) int64 { return max(ceilSeconds(d), 1) }
 
 // ceilSeconds is d in whole seconds, rounded up; 0 for 0.
 func ceilSeconds(d time.Duration) int64 {

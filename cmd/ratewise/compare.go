@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,12 +58,12 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 
 func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f compareFlags
-	fs := newFlagSet("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and an embedded miniredis (or -redis/-cluster), and prints what each algorithm\nadmitted, how far it strayed from an exact sliding log, and what it cost.", stdout)
-	f.register(fs)
-	if err := parse(fs, args); err != nil {
+	fs := newCommand("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and an embedded miniredis (or -redis/-cluster), and prints what each algorithm\nadmitted, how far it strayed from an exact sliding log, and what it cost.", stdout)
+	f.register(fs.FlagSet)
+	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if !validFormat(f.format) {
+	if !slices.Contains(report.Formats, f.format) {
 		return usagef("unknown format %q (known: %s)", f.format, strings.Join(report.Formats, ", "))
 	}
 	rep, err := f.run(ctx, stderr, isTerminal(stdout) && isTerminal(stderr))
@@ -77,15 +78,6 @@ func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprintf(stderr, "ratewise: wrote %d charts to %s\n", len(files), f.svg)
 	}
 	return report.Write(stdout, rep, f.format)
-}
-
-func validFormat(format string) bool {
-	for _, f := range report.Formats {
-		if f == format {
-			return true
-		}
-	}
-	return false
 }
 
 // run builds the workloads and targets the flags describe and compares.

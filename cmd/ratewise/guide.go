@@ -29,14 +29,14 @@ var guideExamples = []recommend.Input{
 }
 
 func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. docs/choosing.md is generated with\n-start-redis, so that its memory figures are Redis's.", stdout)
+	fs := newCommand("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. docs/choosing.md is generated with\n-start-redis, so that its memory figures are Redis's.", stdout)
 	var out string
 	var timed time.Duration
 	var rf redisFlags
 	fs.StringVar(&out, "out", "docs", "the docs directory: writes choosing.md and img/choosing/*.svg")
 	fs.DurationVar(&timed, "time", 500*time.Millisecond, "timed phase per algorithm and store")
-	rf.register(fs, "run compare (instead of miniredis) and recommend's examples")
-	if err := parse(fs, args); err != nil {
+	rf.register(fs.FlagSet, "run compare (instead of miniredis) and recommend's examples")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	live := isTerminal(stdout) && isTerminal(stderr)

@@ -88,37 +88,36 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 2
 }
 
-// newFlagSet returns a flag set that reports parse errors as one line
-// through run, and prints its usage on -h to stdout.
-func newFlagSet(name, summary string, stdout io.Writer) *flag.FlagSet {
+// command is a subcommand's flags: parse errors come back as one line
+// through run, and -h prints the usage to stdout.
+type command struct {
+	*flag.FlagSet
+	summary string
+	stdout  io.Writer
+}
+
+func newCommand(name, summary string, stdout io.Writer) *command {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	// The flag package calls Usage on every parse error too; parse prints
 	// the usage only for -h.
 	fs.Usage = func() {}
-	usages[fs] = func() {
-		fmt.Fprintf(stdout, "usage: ratewise %s [flags]\n\n%s\n\nflags:\n", name, summary)
-		fs.SetOutput(stdout)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return fs
+	return &command{FlagSet: fs, summary: summary, stdout: stdout}
 }
 
-// usages holds each flag set's -h text.
-var usages = map[*flag.FlagSet]func(){}
-
 // parse parses args, turning a parse error into a usageError.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
+func (c *command) parse(args []string) error {
+	if err := c.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			usages[fs]()
+			fmt.Fprintf(c.stdout, "usage: ratewise %s [flags]\n\n%s\n\nflags:\n", c.Name(), c.summary)
+			c.SetOutput(c.stdout)
+			c.PrintDefaults()
 			return err
 		}
-		return usagef("%v (run 'ratewise %s -h' for the flags)", err, fs.Name())
+		return usagef("%v (run 'ratewise %s -h' for the flags)", err, c.Name())
 	}
-	if fs.NArg() > 0 {
-		return usagef("unexpected argument %q (run 'ratewise %s -h' for the flags)", fs.Arg(0), fs.Name())
+	if c.NArg() > 0 {
+		return usagef("unexpected argument %q (run 'ratewise %s -h' for the flags)", c.Arg(0), c.Name())
 	}
 	return nil
 }

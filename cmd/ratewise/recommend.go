@@ -14,7 +14,7 @@ import (
 )
 
 func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("recommend", "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason: memory for QPS×window records, decision latency at\nthat size, and accuracy on a matching workload, measured on this machine.", stdout)
+	fs := newCommand("recommend", "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason: memory for QPS×window records, decision latency at\nthat size, and accuracy on a matching workload, measured on this machine.", stdout)
 	var (
 		in     recommend.Input
 		memory string
@@ -27,8 +27,8 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.Int64Var(&in.Burst, "burst", 0, "the most requests a key may send at once; 0 means a whole window's limit")
 	fs.StringVar(&memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB or 4GB")
 	fs.DurationVar(&in.LatencyBudget, "latency", time.Millisecond, "budget for a decision's p99 latency")
-	rf.register(fs, "measure memory and latency (instead of on the memory store)")
-	if err := parse(fs, args); err != nil {
+	rf.register(fs.FlagSet, "measure memory and latency (instead of on the memory store)")
+	if err := fs.parse(args); err != nil {
 		return err
 	}
 	var err error

@@ -124,11 +124,11 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 	d := Decision{Notes: notesPick(in)}
 	budget := func(f Figures) string {
 		return fmt.Sprintf("%s per key on %s%s; %s for %s keys against a budget of %s; p99 %v against %v",
-			Bytes(f.BytesPerKey), f.Store, extrapolated(f), Bytes(f.TotalBytes(in.Keys)), count(in.Keys), Bytes(float64(in.MemoryBudget)), report.Latency(f.P99), report.Latency(in.LatencyBudget))
+			Bytes(f.BytesPerKey), f.Store, extrapolated(f), Bytes(f.TotalBytes(in.Keys)), report.Int(in.Keys), Bytes(float64(in.MemoryBudget)), report.Latency(f.P99), report.Latency(in.LatencyBudget))
 	}
 	accuracy := func(f Figures) string {
 		return fmt.Sprintf("at most %s the limit in any window on the matching workloads, %s false admits and %s false denials against an exact log",
-			worst(f.Overshoot), count(f.FalseAdmits), count(f.FalseDenials))
+			worst(f.Overshoot), report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
 	}
 
 	switch {
@@ -137,18 +137,18 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 		d.Reasons = append(d.Reasons,
 			"precision: exact was asked for, and only the sliding log counts every request: "+accuracy(log)+
 				fmt.Sprintf("; the fixed window reached %s", worst(fixed.Overshoot)),
-			fmt.Sprintf("memory: a full window is %s records, %s", count(in.Limit()), budget(log)))
+			fmt.Sprintf("memory: a full window is %s records, %s", report.Int(in.Limit()), budget(log)))
 	case in.Precision == "exact":
 		d.Algorithm = "sliding_window"
 		d.Reasons = append(d.Reasons,
-			fmt.Sprintf("budget: an exact sliding log of %s records per key does not fit: %s", count(in.Limit()), budget(log)),
+			fmt.Sprintf("budget: an exact sliding log of %s records per key does not fit: %s", report.Int(in.Limit()), budget(log)),
 			"precision: the sliding window counter is the nearest approximation: "+accuracy(counter),
 			"memory: "+budget(counter))
 	case in.Burst > 0 && fits(in, gcra):
 		d.Algorithm = "gcra"
 		d.Reasons = append(d.Reasons,
 			fmt.Sprintf("burst: bursts of at most %s at a sustained %g per second are exactly GCRA's two parameters (GCRA{Rate: %s per %s, Burst: %s}); a window counter admits its whole limit of %s at once",
-				count(in.Burst), in.QPS, count(in.Limit()), report.Duration(in.Window), count(in.Burst), count(in.Limit())),
+				report.Int(in.Burst), in.QPS, report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Burst), report.Int(in.Limit())),
 			"precision: "+accuracy(gcra),
 			"memory: "+budget(gcra))
 	case fits(in, counter):
@@ -173,27 +173,18 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 		case !notesOK && measuredOK:
 			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
 				"the notes rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s with p99 %v, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
-				count(notesSortedSetQPS), report.Duration(notesSortedSetWindow), count(in.Limit()), Bytes(log.BytesPerKey), report.Latency(log.P99), count(in.Keys)))
+				report.Int(notesSortedSetQPS), report.Duration(notesSortedSetWindow), report.Int(in.Limit()), Bytes(log.BytesPerKey), report.Latency(log.P99), report.Int(in.Keys)))
 		case notesOK && !measuredOK:
 			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
 				"the notes allow the sorted set at QPS %g over %v, but for %s keys it needs %s, over the %s budget: the notes' threshold ignores the number of keys",
-				in.QPS, report.Duration(in.Window), count(in.Keys), Bytes(log.TotalBytes(in.Keys)), Bytes(float64(in.MemoryBudget))))
+				in.QPS, report.Duration(in.Window), report.Int(in.Keys), Bytes(log.TotalBytes(in.Keys)), Bytes(float64(in.MemoryBudget))))
 		}
 	} else if in.QPS > notesCounterQPS && fits(in, counter) {
 		d.Disagreements = append(d.Disagreements, fmt.Sprintf(
 			"the notes send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and p99 %v whatever the rate, so QPS alone does not rule it out",
-			count(notesCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.P99)))
+			report.Int(notesCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.P99)))
 	}
 	return d, nil
-}
-
-// count prints n with thousands separators.
-func count(n int64) string {
-	s := fmt.Sprint(n)
-	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return s
 }
 
 func extrapolated(f Figures) string {

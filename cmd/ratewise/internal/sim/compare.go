@@ -289,7 +289,7 @@ func activeKeys(w *workload.Workload) []string {
 			idx = append(idx, k)
 		}
 	}
-	slicesSortByCount(idx, counts)
+	sort.SliceStable(idx, func(a, b int) bool { return counts[idx[a]] > counts[idx[b]] })
 	keys := make([]string, len(idx))
 	for i, k := range idx {
 		keys[i] = w.Keys[k]
@@ -304,10 +304,6 @@ func firstDifference(a, b []bool) int {
 		}
 	}
 	return -1
-}
-
-func slicesSortByCount(idx, counts []int) {
-	sort.SliceStable(idx, func(a, b int) bool { return counts[idx[a]] > counts[idx[b]] })
 }
 
 func sortStores(s []StoreFigures, order []string) {

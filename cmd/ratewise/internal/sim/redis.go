@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
+	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 // Miniredis is the embedded target: every run gets its own in-process
@@ -41,15 +41,14 @@ func (Miniredis) Open(ctx context.Context) (Instance, error) {
 		return nil, fmt.Errorf("miniredis: %w", err)
 	}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	rt := &roundTrips{}
-	c.AddHook(rt)
+	rt := redistest.CountRoundTrips(c)
 	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime())}, nil
 }
 
 type miniInstance struct {
 	m  *miniredis.Miniredis
 	c  *redis.Client
-	rt *roundTrips
+	rt *redistest.RoundTrips
 	s  *storeredis.Store
 }
 
@@ -58,7 +57,7 @@ func (i *miniInstance) Store() store.Store { return i.s }
 func (i *miniInstance) Ops(context.Context) (Ops, error) {
 	// miniredis counts the commands scripts run as well as the EVALSHA
 	// itself, one per round trip.
-	rt := i.rt.n.Load()
+	rt := i.rt.Load()
 	return Ops{RoundTrips: rt, Commands: int64(i.m.CommandCount()) - rt}, nil
 }
 
@@ -77,7 +76,7 @@ func (i *miniInstance) Close() {
 type Redis struct {
 	name   string
 	client redis.UniversalClient
-	rt     *roundTrips
+	rt     *redistest.RoundTrips
 	prefix string
 	runs   int
 }
@@ -85,7 +84,7 @@ type Redis struct {
 // DialRedis connects to the Redis at addr, or to the cluster with the
 // given seed addresses, and checks that it answers.
 func DialRedis(ctx context.Context, addr string, cluster []string) (*Redis, error) {
-	r := &Redis{rt: &roundTrips{}}
+	r := &Redis{}
 	if len(cluster) > 0 {
 		r.name = "cluster"
 		r.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster, DialTimeout: 2 * time.Second})
@@ -106,7 +105,7 @@ func DialRedis(ctx context.Context, addr string, cluster []string) (*Redis, erro
 	var id [4]byte
 	rand.Read(id[:])
 	r.prefix = "ratewise-compare:" + hex.EncodeToString(id[:]) + ":"
-	r.client.AddHook(r.rt)
+	r.rt = redistest.CountRoundTrips(r.client)
 	return r, nil
 }
 
@@ -128,7 +127,7 @@ func (r *Redis) Open(ctx context.Context) (Instance, error) {
 	if i.baseCmds, err = r.scriptCommands(ctx); err != nil {
 		return nil, err
 	}
-	i.baseRT = r.rt.n.Load()
+	i.baseRT = r.rt.Load()
 	return i, nil
 }
 
@@ -144,7 +143,7 @@ func (i *redisInstance) Store() store.Store { return i.s }
 
 func (i *redisInstance) Ops(ctx context.Context) (Ops, error) {
 	// The round trips are read before INFO adds its own.
-	rt := i.r.rt.n.Load() - i.baseRT
+	rt := i.r.rt.Load() - i.baseRT
 	cmds, err := i.r.scriptCommands(ctx)
 	if err != nil {
 		return Ops{}, err
@@ -240,30 +239,4 @@ func memoryUsage(ctx context.Context, c redis.Cmdable, s *storeredis.Store, keys
 		return 0, false, nil
 	}
 	return float64(sum) / float64(n), true, nil
-}
-
-// roundTrips is a go-redis hook that counts requests sent to the server,
-// a pipeline counting once.
-type roundTrips struct{ n atomic.Int64 }
-
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
-}
-
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		switch cmd.Name() {
-		case "hello", "client", "auth", "select": // connection set-up
-		default:
-			h.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmds)
-	}
 }
