@@ -1,8 +1,9 @@
 // Package redistest starts throwaway redis-server processes for tests and
 // benchmarks: a standalone server and a Redis Cluster, on free loopback
 // ports, with nothing kept on disk. It never connects to a Redis it did not
-// start, and it stops only the processes it started, by PID. Children are
-// also killed if the test process dies (Linux's parent-death signal).
+// start, and it stops only the processes it started, by PID. On Linux the
+// children are also killed if the test process dies (the parent-death
+// signal).
 //
 // A test package shares one server through Shared, and stops it in TestMain:
 //
@@ -24,7 +25,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -146,7 +146,7 @@ func start(extra []string) (*Server, error) {
 		return nil, err
 	}
 	cmd := exec.Command(bin, confPath)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	killWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		os.RemoveAll(dir)
 		return nil, err
