@@ -16,11 +16,15 @@ var (
 	ErrNilAlgorithm = errors.New("ratewise: algorithm must not be nil")
 	// ErrEmptyKey: a key is empty.
 	ErrEmptyKey = errors.New("ratewise: key must not be empty")
-	// ErrInvalidCost: AllowN was given n <= 0.
-	ErrInvalidCost = errors.New("ratewise: cost must be > 0")
+	// ErrInvalidCost: AllowN was given n <= 0. It is algorithms.ErrInvalidCost.
+	ErrInvalidCost = algorithms.ErrInvalidCost
 	// ErrCostExceedsLimit: AllowN was given an n larger than the limit, which
-	// could never be admitted.
-	ErrCostExceedsLimit = errors.New("ratewise: cost exceeds the limit")
+	// could never be admitted. It is algorithms.ErrCostExceedsLimit.
+	ErrCostExceedsLimit = algorithms.ErrCostExceedsLimit
+	// ErrInvalidTime: the clock read a time before 1970 or after
+	// algorithms.MaxTime (the zero time.Time, say), on a store that decides
+	// with it. It is algorithms.ErrInvalidTime.
+	ErrInvalidTime = algorithms.ErrInvalidTime
 )
 
 // Errors for invalid algorithm parameters, returned by New. They are the
@@ -35,6 +39,11 @@ var (
 )
 
 // ErrStoreUnavailable is wrapped by store failures other than context errors:
-// the store could not be reached or answered something that is not a valid
-// decision. It is store.ErrUnavailable.
+// the store could not be reached, timed out, or answered something that is
+// not a valid decision. It is store.ErrUnavailable.
 var ErrStoreUnavailable = store.ErrUnavailable
+
+// ErrUnsupported is returned by New when the store cannot run the algorithm,
+// such as an algorithm of another package on the Redis store. It is
+// store.ErrUnsupported.
+var ErrUnsupported = store.ErrUnsupported

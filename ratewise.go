@@ -24,8 +24,11 @@ type Result = algorithms.Result
 
 // Limiter limits events per key. It is safe for simultaneous use by many
 // goroutines. Limiters that share a store share state when they use the same
-// algorithm and the same prefixed key; give each limiter its own prefix
-// unless that is what you want.
+// algorithm with the same window or period (its algorithms.Scope) and the
+// same prefixed key: a per-second and a per-hour limit on one key are
+// independent, while two limiters that differ only in their limit count
+// against one quota. Give limiters their own prefix unless that is what you
+// want.
 //
 // Most callers want Allow. AllowN weighs a request, Peek looks without
 // consuming, and Reset forgets a key.
@@ -37,8 +40,9 @@ type Limiter struct {
 }
 
 // New returns a limiter that runs alg on s. It fails with ErrNilStore,
-// ErrNilAlgorithm, or an error from alg.Validate wrapping one of the
-// algorithms package's sentinels (re-exported here, such as ErrInvalidLimit).
+// ErrNilAlgorithm, an error from alg.Validate wrapping one of the algorithms
+// package's sentinels (re-exported here, such as ErrInvalidLimit), or
+// ErrUnsupported when the store cannot run alg.
 func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, error) {
 	if s == nil {
 		return nil, ErrNilStore
@@ -48,6 +52,11 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 	}
 	if err := alg.Validate(); err != nil {
 		return nil, err
+	}
+	if c, ok := s.(store.AlgorithmChecker); ok {
+		if err := c.CheckAlgorithm(alg); err != nil {
+			return nil, err
+		}
 	}
 	l := &Limiter{store: s, alg: alg, clock: systemClock{}}
 	for _, o := range opts {
@@ -67,10 +76,10 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // with ErrCostExceedsLimit.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
 	if n <= 0 {
-		return Result{}, fmt.Errorf("%w, got %d", ErrInvalidCost, n)
+		return Result{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
 	}
-	if limit := l.alg.MaxCost(); n > limit {
-		return Result{}, fmt.Errorf("%w: cost %d, limit %d", ErrCostExceedsLimit, n, limit)
+	if err := algorithms.CheckCost(l.alg, n); err != nil {
+		return Result{}, err
 	}
 	return l.decide(ctx, key, n)
 }

@@ -2,6 +2,8 @@ package algorithms
 
 import (
 	"fmt"
+	"math"
+	"math/bits"
 	"time"
 )
 
@@ -12,9 +14,16 @@ import (
 // so a limiter can hold one by value.
 type Algorithm interface {
 	// Name is the algorithm's stable identifier, such as "fixed_window".
-	// Stores use it to separate the state of different algorithms under one
-	// key and to pick the matching script.
+	// Stores use it, with Scope, to keep apart the state of different
+	// algorithms under one key, and to pick the matching script.
 	Name() string
+
+	// Scope is what, beside Name, tells apart the state this algorithm
+	// value reads and writes: its window or period. Values with the same
+	// Name and Scope share a key's state, so changing only a limit, burst
+	// or capacity keeps what a key has used; values whose windows or
+	// periods differ never share state.
+	Scope() Scope
 
 	// Validate reports whether the parameters are usable. The error wraps
 	// one of this package's sentinel errors.
@@ -32,16 +41,26 @@ type Algorithm interface {
 	// consuming: the Result says whether a request of cost 1 would be
 	// admitted, and Remaining is what is available now.
 	//
-	// Only an admitted request of cost > 0 changes the state, except that
-	// the sliding log and sliding window counter drop expired records on
-	// every request of cost > 0, as ZREMRANGEBYSCORE does in the notes'
-	// script; an inspection or a denial leaves everything else as it was,
-	// which matters when a clock later steps back. Decide may reuse state's
+	// Time never runs backwards for a key: the state remembers the latest
+	// time a request of cost > 0 was decided at, and a decision whose now
+	// is earlier is made at that latest time instead (Result.At), so that a
+	// stale or skewed clock admits exactly what it would have admitted with
+	// the clock held at the latest time so far. RetryAfter and ResetAfter
+	// still count from now, so they include the difference.
+	//
+	// A request of cost > 0 changes the state: an admission records its
+	// cost, and an admission or a denial records its time and drops what
+	// has expired. An inspection changes nothing. Decide may reuse state's
 	// memory: the caller must keep the returned state and drop the one it
 	// passed in. A nil state and any state whose ResetAfter has passed are
-	// the same; Decide returns nil for a key that holds nothing. The
-	// parameters must be valid (see Validate) and cost must be in
-	// [0, MaxCost()]; Decide does not check either on the hot path.
+	// the same. State written under other parameters of the same Name and
+	// Scope is read as what it records (see each algorithm's doc) and never
+	// yields a result out of range.
+	//
+	// The parameters must be valid, cost must be in [0, MaxCost()] and now
+	// within [the Unix epoch, MaxTime] (see CheckDecision); Decide does not
+	// check them on the hot path. A state of another algorithm's type is a
+	// store's bug: Decide panics rather than treat it as no state.
 	Decide(state State, now time.Time, cost int64) (State, Result)
 
 	// Args are the parameters in the integer form that stores pass to
@@ -52,7 +71,7 @@ type Algorithm interface {
 
 // State is an algorithm's per-key state: *FixedWindowState,
 // *SlidingLogState, *SlidingWindowState, *TokenBucketState or *GCRAState.
-// Stores keep it opaque. A state of the wrong type is treated as no state.
+// Stores keep it opaque.
 type State any
 
 // Result is the outcome of one decision. The HTTP layer builds 429 responses,
@@ -71,8 +90,8 @@ type Result struct {
 	Limit int64
 
 	// Remaining is the cost still available right now, after this request
-	// if it was admitted. It is never negative. If a limiter allows 10 per
-	// minute and 6 were used, Remaining is 4.
+	// if it was admitted: 0 <= Remaining <= Limit. If a limiter allows 10
+	// per minute and 6 were used, Remaining is 4.
 	Remaining int64
 
 	// RetryAfter is 0 when the request was admitted. When it was denied, it
@@ -84,6 +103,13 @@ type Result struct {
 	// is also how long its state can still affect a decision. It is 0 for a
 	// key at full capacity.
 	ResetAfter time.Duration
+
+	// At is the time the decision was made at, to the microsecond: the
+	// decision's now, or the latest time the key had already seen if that
+	// is later (see Algorithm.Decide). A Redis store deciding on the
+	// server's clock reports that clock. RetryAfter and ResetAfter count
+	// from the decision's now, not from At.
+	At time.Time
 }
 
 // Rate is a number of events per period, such as 10 per second.
@@ -116,4 +142,32 @@ func (r Rate) validate() (periodMicros int64, err error) {
 		return 0, err
 	}
 	return durationMicros(ErrInvalidPeriod, "period", r.Period)
+}
+
+// TimeFor returns how long n events take at rate r: n × Period / Count,
+// rounded down to the microsecond. For example, PerMinute(10).TimeFor(3)
+// is 18s. r must be valid and n >= 0; a result above the largest
+// time.Duration is capped there.
+func (r Rate) TimeFor(n int64) time.Duration {
+	hi, lo := bits.Mul64(uint64(n), uint64(r.Period/time.Microsecond))
+	if hi >= uint64(r.Count) {
+		return time.Duration(math.MaxInt64)
+	}
+	us, _ := bits.Div64(hi, lo, uint64(r.Count))
+	if us > math.MaxInt64/uint64(time.Microsecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// stateAs returns state as the algorithm's own state type S, or the zero S
+// for no state. A state of any other type means a store handed one
+// algorithm's state to another, which would silently admit as if the key
+// were idle; that is a bug in the store, so it panics.
+func stateAs[S comparable](alg Algorithm, state State) S {
+	st, ok := state.(S)
+	if !ok && state != nil {
+		panic(fmt.Sprintf("algorithms: %s given a state of type %T: a store mixed up the state of two algorithms", alg.Name(), state))
+	}
+	return st
 }

@@ -40,15 +40,22 @@ func TestValidate(t *testing.T) {
 		{"token bucket zero rate", algorithms.TokenBucket{Capacity: 1}, algorithms.ErrInvalidLimit},
 		{"token bucket period 0", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1}}, algorithms.ErrInvalidPeriod},
 		{"token bucket period -1s", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}}, algorithms.ErrInvalidPeriod},
-		{"token bucket too large", algorithms.TokenBucket{Capacity: 1 << 20, Refill: algorithms.PerHour(1)}, algorithms.ErrOutOfRange},
+		{"token bucket refills in over 2^50µs", algorithms.TokenBucket{Capacity: 1 << 19, Refill: algorithms.PerHour(1)}, algorithms.ErrOutOfRange},
+		{"token bucket capacity above 2^50", algorithms.TokenBucket{Capacity: 1<<50 + 1, Refill: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}}, algorithms.ErrOutOfRange},
+		{"token bucket period above 2^50µs", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: (1<<50 + 1) * time.Microsecond}}, algorithms.ErrOutOfRange},
 		{"gcra burst 0", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidBurst},
 		{"gcra burst -1", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: -1}, algorithms.ErrInvalidBurst},
 		{"gcra rate 0", algorithms.GCRA{Rate: algorithms.PerSecond(0), Burst: 1}, algorithms.ErrInvalidLimit},
 		{"gcra period 0", algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidPeriod},
-		{"gcra too large", algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 20}, algorithms.ErrOutOfRange},
+		{"gcra drains in over 2^50µs", algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 19}, algorithms.ErrOutOfRange},
+		{"gcra burst above 2^50", algorithms.GCRA{Rate: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}, Burst: 1<<50 + 1}, algorithms.ErrOutOfRange},
 		{"valid fixed window", algorithms.FixedWindow{Limit: 1, Window: time.Microsecond}, nil},
 		{"valid sliding window", algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 1000}, nil},
-		{"valid token bucket", algorithms.TokenBucket{Capacity: 1 << 19, Refill: algorithms.PerHour(1)}, nil},
+		{"valid token bucket", algorithms.TokenBucket{Capacity: 1 << 18, Refill: algorithms.PerHour(1)}, nil},
+		{"valid token bucket 10^9 per second", algorithms.TokenBucket{Capacity: 1e9, Refill: algorithms.PerSecond(1e9)}, nil},
+		{"valid gcra 10,000 per 30 days", algorithms.GCRA{Rate: algorithms.Rate{Count: 10_000, Period: 30 * 24 * time.Hour}, Burst: 10_000}, nil},
+		{"valid gcra 2^50 per 2^50µs", algorithms.GCRA{Rate: algorithms.Rate{Count: 1 << 50, Period: (1 << 50) * time.Microsecond}, Burst: 1 << 50}, nil},
+		{"valid fixed window 2^50 per 2^50µs", algorithms.FixedWindow{Limit: 1 << 50, Window: (1 << 50) * time.Microsecond}, nil},
 		{"valid gcra", algorithms.GCRA{Rate: algorithms.PerSecond(3), Burst: 1}, nil},
 	}
 	for _, tt := range tests {
@@ -223,10 +230,10 @@ func TestSlidingWindowWorstCase(t *testing.T) {
 	}
 }
 
-// TestLongIdle checks that a key idle for centuries neither overflows nor
-// reports more than full capacity.
+// TestLongIdle checks that a key idle for most of the supported time range
+// neither overflows nor reports more than full capacity.
 func TestLongIdle(t *testing.T) {
-	later := t0.AddDate(300, 0, 0)
+	later := algorithms.MaxTime.Add(-time.Hour)
 	for _, alg := range []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: 5, Window: time.Second},
 		algorithms.SlidingLog{Limit: 5, Window: time.Second},

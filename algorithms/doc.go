@@ -9,21 +9,52 @@
 // is a plain function, the in-memory store runs it directly and the Redis
 // store's Lua scripts are checked against it.
 //
-// # Resolution
+// # Resolution and range
 //
 // Decisions are computed in whole microseconds with integer arithmetic, the
 // finest resolution Redis's TIME command offers. Every store therefore computes
 // bit-identical results, and a RetryAfter or ResetAfter is always a whole number
 // of microseconds. Durations in parameters must be whole microseconds; anything
-// else is rejected by Validate rather than rounded. Parameters large enough
-// that an intermediate value could pass 2^53 (the largest integer a Lua number
-// holds exactly) are rejected with ErrOutOfRange for the same reason: counts
-// and durations in µs up to 2^50, and capacity or burst × period in µs up to
-// 2^51 (10^6 tokens per 37 minutes, or 10^4 per 2.6 days).
+// else is rejected by Validate rather than rounded.
 //
-// # Clocks that step back
+// The Redis scripts compute with Lua numbers, doubles that hold integers
+// exactly up to 2^53, so every value stays below that: counts up to 2^50
+// (about 1.1×10^15), durations up to 2^50µs (about 35 years), and decision
+// times from the Unix epoch to MaxTime (2^52µs, in 2112). Within those bounds
+// every rate is exact: a rate is reduced to lowest terms, and products such
+// as a burst times a period are divided without ever being formed as one
+// number. 100,000 per day, 10,000 per 30 days with a burst of 10,000,
+// 10^9 per second and 7 per 1.5s are all exact. The one bound beyond these is
+// that a token bucket or GCRA must refill from empty within 2^50µs. A
+// parameter outside the envelope fails Validate with ErrOutOfRange, whose
+// message names the bound.
 //
-// A now earlier than times already recorded in the state never lets more
-// through: recorded requests still count, and RetryAfter and ResetAfter are
-// measured from the caller's now, so they include the gap.
+// # Time that runs backwards
+//
+// Concurrent callers reach a key with clock readings out of order (each read
+// its clock before the store serialised the decisions), app servers' clocks
+// disagree, and a Redis failover can move to a replica whose clock is behind.
+// Every algorithm therefore remembers the latest time a request of cost > 0
+// was decided at for the key, and decides a request with an earlier now at
+// that latest time. A stale now thus admits exactly what the same request
+// would have admitted with the clock held at its latest reading, and never
+// more: no sliding log ever holds more than its limit in any window of the
+// decision times (Result.At). RetryAfter and ResetAfter are measured from the
+// caller's now, so they include the gap, and a caller that waits RetryAfter
+// on its own clock is admitted.
+//
+// The memory is per key and lasts as long as the key's state, ResetAfter. A
+// clock that steps back by more than that, for a key idle that long, decides
+// at its own time, which can admit again what the forgotten requests used.
+// The fixed window keeps counting in the window it recorded rather than the
+// latest time; it admits exactly the same.
+//
+// # Changing limits
+//
+// State is kept per algorithm and Scope (the window or period). Two limiters
+// with different windows, such as 10 per second and 1,000 per hour of one
+// algorithm, never share a key's state. Changing only the limit, burst or
+// capacity keeps the state, so what a key used carries over, and every result
+// stays in range: a key that used 50 when its limit drops to 10 reports
+// Remaining 0 and waits until enough of its usage has expired.
 package algorithms

@@ -6,8 +6,9 @@ import (
 	"time"
 )
 
-// Errors returned by Validate. Each returned error wraps exactly one of them
-// and adds the offending value, so callers match with errors.Is.
+// Errors for invalid parameters, returned by Validate, and for invalid
+// decisions, returned by CheckDecision. Each returned error wraps exactly
+// one of them and adds the offending value, so callers match with errors.Is.
 var (
 	// ErrInvalidLimit: a limit, capacity or rate count is not > 0.
 	ErrInvalidLimit = errors.New("ratewise: limit must be > 0")
@@ -20,20 +21,41 @@ var (
 	// ErrInvalidSubWindows: the number of sub-windows is < 1, or the window
 	// does not split evenly into sub-windows of at least 1ms.
 	ErrInvalidSubWindows = errors.New("ratewise: window must split evenly into sub-windows of at least 1ms")
-	// ErrOutOfRange: the parameters are too large to compute exactly in
-	// every store: a count or a duration in µs above 2^50, or a capacity or
-	// burst times a period in µs above 2^51.
+	// ErrOutOfRange: a parameter is outside the range every store computes
+	// exactly: a count above 2^50, a duration above 2^50µs, or a bucket
+	// that takes longer than 2^50µs to refill. The message names the bound.
 	ErrOutOfRange = errors.New("ratewise: parameters too large to compute exactly")
+	// ErrInvalidCost: a cost is negative, or a request's cost is not > 0.
+	ErrInvalidCost = errors.New("ratewise: invalid cost")
+	// ErrCostExceedsLimit: a cost is larger than the limit, capacity or
+	// burst, so it could never be admitted.
+	ErrCostExceedsLimit = errors.New("ratewise: cost exceeds the limit")
+	// ErrInvalidTime: a decision time is before the Unix epoch or after
+	// MaxTime.
+	ErrInvalidTime = errors.New("ratewise: time outside the supported range")
 )
 
-// Bounds that keep every intermediate value of every algorithm below 2^53,
-// the largest integer a Lua number (a double) holds exactly, so that the
-// Redis scripts compute exactly what Go computes. The worst case is GCRA's
-// d + n×T: below 2×maxProduct + 2×maxCount.
+// The exactness envelope. Every value an algorithm computes stays below
+// 2^53, the largest integer a Lua number (a double) holds exactly, so the
+// Redis scripts compute exactly what Go computes:
+//
+//   - counts (limits, capacities, bursts, rate counts) up to 2^50, about
+//     1.1×10^15: 10^9 per second over 13 days;
+//   - durations up to 2^50µs, about 35 years;
+//   - times from the Unix epoch up to 2^52µs after it (MaxTime, in 2112),
+//     so that a time plus any duration stays below 2^53µs.
+//
+// Products that can pass 2^53, such as a burst times a period, are never
+// formed as one number: see mulDiv.
 const (
-	maxCount   = 1 << 50 // counts, and durations in µs (35 years)
-	maxProduct = 1 << 51 // capacity or burst × period in µs
+	maxCount    = 1 << 50
+	maxDuration = 1 << 50 // µs
+	maxTime     = 1 << 52 // µs since the Unix epoch
 )
+
+// MaxTime is the latest decision time every store supports: 2^52
+// microseconds after the Unix epoch, in September 2112.
+var MaxTime = time.UnixMicro(maxTime - 1).UTC()
 
 // checkCount rejects a count above maxCount.
 func checkCount(what string, n int64) error {
@@ -44,20 +66,51 @@ func checkCount(what string, n int64) error {
 }
 
 // durationMicros converts d to whole microseconds, rejecting zero, negative
-// and fractional values with sentinel and values above maxCount µs with
+// and fractional values with sentinel and values above maxDuration with
 // ErrOutOfRange.
 func durationMicros(sentinel error, what string, d time.Duration) (int64, error) {
 	if d <= 0 || d%time.Microsecond != 0 {
 		return 0, fmt.Errorf("%w, got %s %v", sentinel, what, d)
 	}
 	us := int64(d / time.Microsecond)
-	return us, checkCount(what+" in µs", us)
+	if us > maxDuration {
+		return 0, fmt.Errorf("%w: %s %v is above 2^50µs", ErrOutOfRange, what, d)
+	}
+	return us, nil
 }
 
-// checkProduct rejects a*b > maxProduct without overflowing.
-func checkProduct(what string, a, b int64) error {
-	if a > maxProduct/b {
-		return fmt.Errorf("%w: %s is %d × %d, above 2^51", ErrOutOfRange, what, a, b)
+// CheckDecision reports whether a store can run one decision of alg at now
+// with the given cost: alg's parameters are valid (see Validate), now is
+// within [the Unix epoch, MaxTime], and cost is in [0, alg.MaxCost()]. A
+// store calls it before every decision, so a bad input is an error on every
+// store, never a panic or a silent clamp. A store that decides on its own
+// clock checks the time with CheckTime only where it uses the caller's.
+func CheckDecision(alg Algorithm, now time.Time, cost int64) error {
+	if err := alg.Validate(); err != nil {
+		return err
+	}
+	if err := CheckCost(alg, cost); err != nil {
+		return err
+	}
+	return CheckTime(now)
+}
+
+// CheckCost reports whether cost is in [0, alg.MaxCost()]. alg must be valid.
+func CheckCost(alg Algorithm, cost int64) error {
+	if cost < 0 {
+		return fmt.Errorf("%w: cost must be >= 0, got %d", ErrInvalidCost, cost)
+	}
+	if limit := alg.MaxCost(); cost > limit {
+		return fmt.Errorf("%w: cost %d, limit %d", ErrCostExceedsLimit, cost, limit)
+	}
+	return nil
+}
+
+// CheckTime reports whether t is within [the Unix epoch, MaxTime]. The zero
+// time.Time, which a broken clock may return, is outside it.
+func CheckTime(t time.Time) error {
+	if us := t.UnixMicro(); us < 0 || us >= maxTime {
+		return fmt.Errorf("%w: %s is not between 1970-01-01 and %s", ErrInvalidTime, t.Format(time.RFC3339Nano), MaxTime.Format(time.RFC3339))
 	}
 	return nil
 }

@@ -21,6 +21,11 @@ import (
 // Cost: one counter and its window start per key (O(1) memory); O(1) work per
 // decision.
 //
+// Changing Limit keeps the count of the current window: lowered below it,
+// the key is denied until the window ends. A now in an earlier window than
+// the key's (a clock that stepped back) is counted in the key's window, so
+// nothing extra gets through; Result.At is then that window's start.
+//
 // Args: [Limit, Window in µs].
 type FixedWindow struct {
 	Limit  int64
@@ -37,13 +42,17 @@ type FixedWindowState struct {
 // Name returns "fixed_window".
 func (FixedWindow) Name() string { return "fixed_window" }
 
+// Scope returns the window.
+func (a FixedWindow) Scope() Scope { return Scope{Window: a.Window} }
+
 // MaxCost returns Limit.
 func (a FixedWindow) MaxCost() int64 { return a.Limit }
 
 // Args returns [Limit, Window in µs].
 func (a FixedWindow) Args() []int64 { return []int64{a.Limit, int64(a.Window / time.Microsecond)} }
 
-// Validate checks Limit > 0 and Window a positive whole number of microseconds.
+// Validate checks Limit in [1, 2^50] and Window a whole number of
+// microseconds in [1µs, 2^50µs].
 func (a FixedWindow) Validate() error {
 	if a.Limit <= 0 {
 		return fmt.Errorf("%w, got %d", ErrInvalidLimit, a.Limit)
@@ -59,18 +68,20 @@ func (a FixedWindow) Validate() error {
 func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
-	start := t - floorMod(t, w)
+	start, at := t-floorMod(t, w), t
 	var count int64
-	st, _ := state.(*FixedWindowState)
+	st := stateAs[*FixedWindowState](a, state)
 	if st != nil {
 		// A window later than now's means the clock stepped back: keep
 		// counting in it, so nothing extra gets through.
-		start = max(start, st.Start)
+		if st.Start > start {
+			start, at = st.Start, st.Start
+		}
 		if st.Start == start {
 			count = st.Count
 		}
 	}
-	res := Result{Limit: a.Limit}
+	res := Result{Limit: a.Limit, At: time.UnixMicro(at)}
 	if count+max(cost, 1) <= a.Limit {
 		res.Allowed = true
 		if cost > 0 {
@@ -83,7 +94,7 @@ func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Resu
 	} else {
 		res.RetryAfter = duration(start + w - t)
 	}
-	res.Remaining = a.Limit - count
+	res.Remaining = max(0, a.Limit-count)
 	if count > 0 {
 		res.ResetAfter = duration(start + w - t)
 	}

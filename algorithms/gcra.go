@@ -15,99 +15,67 @@ import (
 // TAT to max(TAT, t) + n×T. Burst is the whole capacity: Burst 1 admits one
 // request per T with no burst. (redis-cell's max_burst is Burst-1.)
 //
-// Accuracy: exact. T need not be a whole microsecond: TAT is kept as whole
-// microseconds plus a remainder in 1/Rate.Count of a microsecond, so rates
-// such as 3 per second never drift. GCRA admits exactly what a TokenBucket
-// with Capacity Burst and the same rate admits.
+// Accuracy: exact, with integer arithmetic, for every rate from one per 2^50
+// microseconds to 2^50 per microsecond. T need not be a whole microsecond:
+// TAT is kept as whole microseconds plus a fraction of one, so rates such as
+// 3 per second or 10,000 per 30 days never drift. GCRA admits exactly what a
+// TokenBucket with Capacity Burst and the same rate admits.
 //
-// Cost: one timestamp per key (O(1) memory); O(1) work per decision.
+// Cost: TAT, the latest decision time and the rate count per key (O(1)
+// memory); O(1) work per decision.
 //
-// Args: [Burst, Rate.Count, Rate.Period in µs].
+// Changing Burst keeps TAT, and changing Rate.Count (the period is the
+// Scope) converts it to the requests it stands for, rounded up to a whole
+// one, at the new rate: either way what was used carries over, so raising a
+// key's rate never makes it wait, and lowering it below what was used
+// denies the key until enough has drained. A now
+// earlier than the latest time the key was decided at is decided at that
+// latest time (see Algorithm.Decide).
+//
+// Args: [Burst, Rate.Count, Rate.Period in µs, the count and the period in
+// lowest terms].
 type GCRA struct {
 	Rate  Rate
 	Burst int64
 }
 
-// GCRAState is the theoretical arrival time TAT + Frac/Rate.Count
-// microseconds since the Unix epoch, with 0 <= Frac < Rate.Count.
-type GCRAState struct {
-	TAT  int64
-	Frac int64
-}
+// GCRAState is the theoretical arrival time TAT + Frac/k µs since the Unix
+// epoch, where k is Rate.Count in lowest terms with Rate.Period and 0 <= Frac
+// < k; the latest time, in µs, the key was decided at; and the Rate.Count it
+// was written under.
+type GCRAState bucketState
 
 // Name returns "gcra".
 func (GCRA) Name() string { return "gcra" }
 
+// Scope returns the rate's period.
+func (a GCRA) Scope() Scope { return Scope{Window: a.Rate.Period} }
+
 // MaxCost returns Burst.
 func (a GCRA) MaxCost() int64 { return a.Burst }
 
-// Args returns [Burst, Rate.Count, Rate.Period in µs].
-func (a GCRA) Args() []int64 {
-	return []int64{a.Burst, a.Rate.Count, int64(a.Rate.Period / time.Microsecond)}
-}
+// Args returns [Burst, Rate.Count, Rate.Period in µs, and the last two in
+// lowest terms].
+func (a GCRA) Args() []int64 { return bucketArgs(a.Burst, a.Rate) }
 
-// Validate checks a valid Rate, Burst >= 1, and that Burst × Rate.Period in
-// µs is at most 2^53.
+// Validate checks a valid Rate (Count in [1, 2^50], Period a whole number of
+// microseconds in [1µs, 2^50µs]), Burst in [1, 2^50], and that Burst
+// requests drain within 2^50µs (about 35 years).
 func (a GCRA) Validate() error {
-	p, err := a.Rate.validate()
-	if err != nil {
+	if _, err := a.Rate.validate(); err != nil {
 		return err
 	}
 	if a.Burst < 1 {
 		return fmt.Errorf("%w, got %d", ErrInvalidBurst, a.Burst)
 	}
-	return checkProduct("burst × period in µs", a.Burst, p)
+	return validateBucket(a.Burst, "burst", a.Rate)
 }
 
 // Decide runs one GCRA step; see Algorithm.Decide.
-//
-// Durations inside are "ticks" of 1/Rate.Count µs, in which the emission
-// interval is exactly Rate.Period in µs.
 func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
-	p := int64(a.Rate.Period / time.Microsecond) // T in ticks
-	k := a.Rate.Count                            // ticks per µs
-	capacity := a.Burst * p
-	t := micros(now)
-	tat, frac := t, int64(0)
-	st, _ := state.(*GCRAState)
-	if st != nil {
-		// Normalise a remainder written under other parameters.
-		tat, frac = st.TAT+floorDiv(st.Frac, k), floorMod(st.Frac, k)
-	}
-
-	// The wait until TAT is dus µs plus frac ticks, d ticks in all. It is
-	// only far beyond capacity if the clock stepped back; then d is not
-	// formed, since it could overflow.
-	dus := tat - t
-	if dus < 0 {
-		dus, frac = 0, 0
-	}
-	beyond := dus > ceilDiv(capacity, k)
-	var d int64
-	if !beyond {
-		d = dus*k + frac
-	}
-
-	res := Result{Limit: a.Burst}
-	if need := max(cost, 1) * p; !beyond && d+need <= capacity {
-		res.Allowed = true
-		d += cost * p
-		res.ResetAfter = duration(ceilDiv(d, k))
-		if cost > 0 {
-			if st == nil {
-				st = &GCRAState{}
-			}
-			st.TAT, st.Frac = t+d/k, d%k
-		}
-	} else {
-		res.RetryAfter = duration(dus + ceilDiv(frac+need-capacity, k))
-		res.ResetAfter = duration(dus + ceilDiv(frac, k))
-	}
-	if !beyond {
-		res.Remaining = max(0, (capacity-d)/p)
-	}
+	st, res := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a, state)), now, cost)
 	if st == nil {
 		return nil, res
 	}
-	return st, res
+	return (*GCRAState)(st), res
 }

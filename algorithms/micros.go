@@ -1,6 +1,9 @@
 package algorithms
 
-import "time"
+import (
+	"math/bits"
+	"time"
+)
 
 // Microsecond arithmetic shared by the algorithms. Times are microseconds
 // since the Unix epoch; durations are microseconds.
@@ -18,15 +21,6 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// ceilDiv is a/b rounded towards positive infinity; b > 0.
-func ceilDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a > 0 {
-		q++
-	}
-	return q
-}
-
 // floorMod is a - b*floorDiv(a, b), always in [0, b); b > 0.
 func floorMod(a, b int64) int64 {
 	m := a % b
@@ -34,4 +28,22 @@ func floorMod(a, b int64) int64 {
 		m += b
 	}
 	return m
+}
+
+// mulDiv returns a×b/c rounded down and a×b mod c, computed exactly for
+// 0 <= a, b < 2^63 and 0 < c < 2^63 whose quotient fits in 63 bits. The
+// product may exceed 64 bits: it is formed in 128. The Lua scripts'
+// mul_div computes the same two integers.
+func mulDiv(a, b, c int64) (q, r int64) {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	uq, ur := bits.Div64(hi, lo, uint64(c))
+	return int64(uq), int64(ur)
+}
+
+// gcd is the greatest common divisor of a, b > 0.
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }

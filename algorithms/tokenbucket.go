@@ -13,95 +13,66 @@ import (
 // Capacity. A request of cost n is admitted when at least n whole tokens are
 // there. Remaining is the whole tokens left.
 //
-// Accuracy: exact, with integer arithmetic: the fill level is kept in units of
-// 1/(Refill.Period in µs) of a token, so no refill is ever lost to rounding.
-// At most Capacity + Refill×d is admitted over any span d. TokenBucket and
-// GCRA with the same rate and Capacity == Burst admit exactly the same
-// requests; they differ in what they store and how they are explained.
+// Accuracy: exact, with integer arithmetic, for every rate from one per 2^50
+// microseconds to 2^50 per microsecond: no refill is ever lost to rounding,
+// so rates such as 3 per second, 100,000 per day or 10,000 per 30 days never
+// drift. At most Capacity + Refill×d is admitted over any span d. TokenBucket
+// and GCRA with the same rate and Capacity == Burst admit exactly the same
+// requests with the same results: a bucket's level is the same fact as
+// GCRA's theoretical arrival time, the moment the bucket is full again.
 //
-// Cost: a fill level and a timestamp per key (O(1) memory); O(1) work per
-// decision.
+// Cost: that moment, the latest decision time and the rate count per key
+// (O(1) memory); O(1) work per decision.
 //
-// Args: [Capacity, Refill.Count, Refill.Period in µs].
+// Changing Capacity or Refill.Count (the period is the Scope) keeps the
+// tokens taken: a key that took 50 of 100 has 950 left when the limit is
+// raised to 1,000 per period, and is denied when it is lowered to 10 until
+// enough has refilled at the new rate. A changed rate count rounds what was
+// taken up to a whole token. A now earlier than the latest time the key was
+// decided at is decided at that latest time (see Algorithm.Decide).
+//
+// Args: [Capacity, Refill.Count, Refill.Period in µs, the count and the
+// period in lowest terms].
 type TokenBucket struct {
 	Capacity int64
 	Refill   Rate
 }
 
-// TokenBucketState is the fill level at time Last (microseconds since the
-// Unix epoch). Level counts 1/(Refill.Period in µs) of a token, so a full
-// bucket is Capacity × Refill.Period in µs.
-type TokenBucketState struct {
-	Level int64
-	Last  int64
-}
+// TokenBucketState is the time TAT + Frac/k µs since the Unix epoch at which
+// the bucket is full again, where k is Refill.Count in lowest terms with
+// Refill.Period; the latest time, in µs, the key was decided at; and the
+// Refill.Count it was written under. At time t the bucket holds
+// Capacity - (TAT - t)/T tokens, T being the time one token takes to refill.
+type TokenBucketState bucketState
 
 // Name returns "token_bucket".
 func (TokenBucket) Name() string { return "token_bucket" }
 
+// Scope returns the refill period.
+func (a TokenBucket) Scope() Scope { return Scope{Window: a.Refill.Period} }
+
 // MaxCost returns Capacity.
 func (a TokenBucket) MaxCost() int64 { return a.Capacity }
 
-// Args returns [Capacity, Refill.Count, Refill.Period in µs].
-func (a TokenBucket) Args() []int64 {
-	return []int64{a.Capacity, a.Refill.Count, int64(a.Refill.Period / time.Microsecond)}
-}
+// Args returns [Capacity, Refill.Count, Refill.Period in µs, and the last
+// two in lowest terms].
+func (a TokenBucket) Args() []int64 { return bucketArgs(a.Capacity, a.Refill) }
 
-// Validate checks Capacity > 0, a valid Refill, and that Capacity ×
-// Refill.Period in µs is at most 2^53.
+// Validate checks Capacity in [1, 2^50], a valid Refill (Count in [1, 2^50],
+// Period a whole number of microseconds in [1µs, 2^50µs]), and that an empty
+// bucket refills within 2^50µs (about 35 years).
 func (a TokenBucket) Validate() error {
 	if a.Capacity <= 0 {
 		return fmt.Errorf("%w, got capacity %d", ErrInvalidLimit, a.Capacity)
 	}
-	p, err := a.Refill.validate()
-	if err != nil {
-		return err
-	}
-	return checkProduct("capacity × period in µs", a.Capacity, p)
+	return validateBucket(a.Capacity, "capacity", a.Refill)
 }
 
 // Decide runs one token-bucket step; see Algorithm.Decide.
 func (a TokenBucket) Decide(state State, now time.Time, cost int64) (State, Result) {
-	p := int64(a.Refill.Period / time.Microsecond)
-	k := a.Refill.Count // Level units gained per µs
-	full := a.Capacity * p
-	t := micros(now)
-	level, last := full, t
-	st, _ := state.(*TokenBucketState)
-	if st != nil {
-		level, last = st.Level, st.Last
-	}
-	if elapsed := t - last; elapsed > 0 {
-		if deficit := full - level; elapsed >= ceilDiv(deficit, k) {
-			level = full
-		} else {
-			level += elapsed * k
-		}
-		last = t
-	}
-	// last is later than now only when the clock stepped back; waits are
-	// measured from the caller's now, so they include the gap.
-	gap := last - t
-
-	res := Result{Limit: a.Capacity}
-	if need := max(cost, 1) * p; level >= need {
-		res.Allowed = true
-		if cost > 0 {
-			level -= cost * p
-			if st == nil {
-				st = &TokenBucketState{}
-			}
-			st.Level, st.Last = level, last
-		}
-	} else {
-		res.RetryAfter = duration(ceilDiv(need-level, k) + gap)
-	}
-	res.Remaining = level / p
-	if level < full {
-		res.ResetAfter = duration(ceilDiv(full-level, k) + gap)
-	}
+	st, res := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a, state)), now, cost)
 	if st == nil {
 		return nil, res
 	}
-	return st, res
+	return (*TokenBucketState)(st), res
 }

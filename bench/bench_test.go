@@ -304,3 +304,69 @@ func heapInUse() uint64 {
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }
+
+// BenchmarkLargestCost times one decision of the largest cost a sliding log
+// allows, its whole limit of 10^9, beside a cost of 1, and a sliding window
+// counter whose window is split into 10,000 sub-windows of 1ms, all in use,
+// beside one split into 10. Each decision writes at most one record and
+// reads O(log n) of them, so the four take about the same time: no cost or
+// sub-window count lets one call block Redis.
+func BenchmarkLargestCost(b *testing.B) {
+	ctx := context.Background()
+	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	stores := []struct {
+		name string
+		new  func() store.Store
+	}{{"memory", func() store.Store { return storememory.New() }}}
+	if !redistest.Missing(b) {
+		c := redis.NewClient(&redis.Options{Addr: redistest.Standalone(b).Addr})
+		b.Cleanup(func() { c.Close() })
+		s := storeredis.New(c, storeredis.WithClientTime())
+		stores = append(stores, struct {
+			name string
+			new  func() store.Store
+		}{"redis", func() store.Store { return s }})
+	}
+	for _, st := range stores {
+		for _, tc := range []struct {
+			name  string
+			alg   algorithms.Algorithm
+			cost  int64
+			every time.Duration // the clock's step between decisions
+		}{
+			// A window apart, each request of the whole limit is admitted.
+			{"alg=sliding_log/cost=1", algorithms.SlidingLog{Limit: 1e9, Window: time.Second}, 1, time.Second},
+			{"alg=sliding_log/cost=1000000000", algorithms.SlidingLog{Limit: 1e9, Window: time.Second}, 1e9, time.Second},
+			// 1ms apart, every sub-window holds one record.
+			{"alg=sliding_window/subwindows=10", algorithms.SlidingWindow{Limit: 1e9, Window: 10 * time.Second, SubWindows: 10}, 1, time.Millisecond},
+			{"alg=sliding_window/subwindows=10000", algorithms.SlidingWindow{Limit: 1e9, Window: 10 * time.Second, SubWindows: 10_000}, 1, time.Millisecond},
+		} {
+			b.Run(tc.name+"/store="+st.name, func(b *testing.B) {
+				clock := &stepClock{now: start}
+				l, err := ratewise.New(st.new(), tc.alg, ratewise.WithClock(clock), ratewise.WithPrefix(fmt.Sprintf("%d:", time.Now().UnixNano())))
+				if err != nil {
+					b.Fatal(err)
+				}
+				// Fill the window first, so every decision runs on a full log.
+				for range 10_000 {
+					if _, err := l.AllowN(ctx, "k", tc.cost); err != nil {
+						b.Fatal(err)
+					}
+					clock.now = clock.now.Add(tc.every)
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					res, err := l.AllowN(ctx, "k", tc.cost)
+					if err != nil || !res.Allowed {
+						b.Fatalf("%+v, %v", res, err)
+					}
+					clock.now = clock.now.Add(tc.every)
+				}
+			})
+		}
+	}
+}
+
+type stepClock struct{ now time.Time }
+
+func (c *stepClock) Now() time.Time { return c.now }

@@ -8,7 +8,7 @@ import (
 
 // algCase is one algorithm as the suite runs it, with the timings its
 // documented semantics predict. Every case uses a limit of 10 per minute and
-// starts at 13:59:35, 25s before a minute boundary and 5s into a 10s
+// starts at 13:59:35, 25s before a minute boundary and 11s into a 12s
 // sub-window, so that each algorithm's boundaries fall at different times.
 type algCase struct {
 	name  string
@@ -33,11 +33,17 @@ type algCase struct {
 	boundaryAdmits int64
 
 	// windowBound is the most cost any span of length window may hold,
-	// given everything admitted.
-	windowBound func(admitted []event) int64
+	// given everything admitted, for a limit per window.
+	windowBound func(admitted []event, limit int64, window time.Duration) int64
 
 	// model states the algorithm's semantics naively, for matches_model.
-	model func(limit int64, window time.Duration) model
+	model func(window time.Duration) model
+
+	// atIsWindowStart: a request behind the key's latest time reports the
+	// start of the key's window as Result.At, not the latest time (the
+	// fixed window, which counts per window and decides the same either
+	// way).
+	atIsWindowStart bool
 }
 
 // event is an admitted request: its time and cost.
@@ -51,7 +57,7 @@ var caseStart = time.Date(2026, 6, 1, 13, 59, 35, 0, time.UTC)
 const (
 	caseLimit  = 10
 	caseWindow = time.Minute
-	subWindows = 6 // 10s sub-windows
+	subWindows = 5 // 12s sub-windows; 5 splits every window of the quotas rule
 )
 
 var cases = func() []algCase {
@@ -71,10 +77,11 @@ var cases = func() []algCase {
 			firstBack: 25 * time.Second, backAtFirst: caseLimit, fullBack: 25 * time.Second,
 			costBack:       same(25 * time.Second),
 			boundaryAdmits: 200,
-			windowBound:    func([]event) int64 { return 2 * caseLimit },
-			model: func(limit int64, window time.Duration) model {
-				return &fixedModel{limit: limit, window: window.Microseconds(), counts: map[int64]int64{}}
+			windowBound:    func(_ []event, limit int64, _ time.Duration) int64 { return 2 * limit },
+			model: func(window time.Duration) model {
+				return &fixedModel{window: window.Microseconds(), counts: map[int64]int64{}}
 			},
+			atIsWindowStart: true,
 		},
 		{
 			name: "sliding_log",
@@ -84,9 +91,9 @@ var cases = func() []algCase {
 			firstBack: time.Minute, backAtFirst: caseLimit, fullBack: time.Minute,
 			costBack:       same(time.Minute),
 			boundaryAdmits: 100,
-			windowBound:    func([]event) int64 { return caseLimit },
-			model: func(limit int64, window time.Duration) model {
-				return &logModel{limit: limit, window: window.Microseconds(), quantum: 1}
+			windowBound:    func(_ []event, limit int64, _ time.Duration) int64 { return limit },
+			model: func(window time.Duration) model {
+				return &logModel{window: window.Microseconds(), quantum: 1}
 			},
 		},
 		{
@@ -94,18 +101,18 @@ var cases = func() []algCase {
 			build: func(limit int64, window time.Duration) algorithms.Algorithm {
 				return algorithms.SlidingWindow{Limit: limit, Window: window, SubWindows: subWindows}
 			},
-			// start falls in the sub-window [13:59:30, 13:59:40), which
-			// drops out one window after it began: 55s after start.
-			firstBack: 55 * time.Second, backAtFirst: caseLimit, fullBack: 55 * time.Second,
-			costBack: same(55 * time.Second),
-			// 13:59:59 and 14:00:00 lie in sub-windows 10s apart.
+			// start falls in the sub-window [13:59:24, 13:59:36), which
+			// drops out one window after it began: 49s after start.
+			firstBack: 49 * time.Second, backAtFirst: caseLimit, fullBack: 49 * time.Second,
+			costBack: same(49 * time.Second),
+			// 13:59:59 and 14:00:00 lie in different sub-windows.
 			boundaryAdmits: 100,
 			// The documented bound: the limit plus what one sub-window admitted.
-			windowBound: func(admitted []event) int64 {
-				return caseLimit + maxPerSpan(admitted, caseWindow/subWindows)
+			windowBound: func(admitted []event, limit int64, window time.Duration) int64 {
+				return limit + maxPerSpan(admitted, window/subWindows)
 			},
-			model: func(limit int64, window time.Duration) model {
-				return &logModel{limit: limit, window: window.Microseconds(), quantum: window.Microseconds() / subWindows}
+			model: func(window time.Duration) model {
+				return &logModel{window: window.Microseconds(), quantum: window.Microseconds() / subWindows}
 			},
 		},
 		{
@@ -119,10 +126,8 @@ var cases = func() []algCase {
 			// One second refills 100/60 tokens: one whole token.
 			boundaryAdmits: 101,
 			// Capacity plus one window's refill.
-			windowBound: func([]event) int64 { return 2 * caseLimit },
-			model: func(limit int64, window time.Duration) model {
-				return newBucketModel(limit, limit, window)
-			},
+			windowBound: func(_ []event, limit int64, _ time.Duration) int64 { return 2 * limit },
+			model:       func(time.Duration) model { return newBucketModel() },
 		},
 		{
 			name: "gcra",
@@ -132,10 +137,8 @@ var cases = func() []algCase {
 			firstBack: 6 * time.Second, backAtFirst: 1, fullBack: time.Minute,
 			costBack:       every(6 * time.Second),
 			boundaryAdmits: 101,
-			windowBound:    func([]event) int64 { return 2 * caseLimit },
-			model: func(limit int64, window time.Duration) model {
-				return newBucketModel(limit, limit, window)
-			},
+			windowBound:    func(_ []event, limit int64, _ time.Duration) int64 { return 2 * limit },
+			model:          func(time.Duration) model { return newBucketModel() },
 		},
 	}
 	for i := range cs {
@@ -172,4 +175,17 @@ func maxInWindow(admitted []event, d time.Duration) int64 {
 		most = max(most, sum)
 	}
 	return most
+}
+
+// withWindow returns cs rebuilt for a limit per window, for runs on a
+// store's own clock (see StoreClock); the timings of the clock-driven rules
+// do not apply to them.
+func withWindow(cs []algCase, window time.Duration) []algCase {
+	out := make([]algCase, len(cs))
+	for i, c := range cs {
+		c.window = window
+		c.alg = c.build(c.limit, window)
+		out[i] = c
+	}
+	return out
 }

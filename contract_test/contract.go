@@ -9,7 +9,8 @@
 // Each rule is its own named subtest, and every failure message names the
 // rule it broke. Time comes from a ManualClock passed to the limiter, so a
 // store must decide with the now it is given (a Redis store in client-time
-// mode, for example); the suite never sleeps.
+// mode, for example); the suite never sleeps. A store that decides on its own
+// clock runs the rules that hold at any time, with the StoreClock option.
 package contract
 
 import (
@@ -18,6 +19,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
@@ -34,17 +36,57 @@ type rule struct {
 	name string // subtest name
 	text string // the rule, quoted in failure messages
 	run  func(e *env)
+	// anyTime: the rule holds whatever the time, so it also runs on a
+	// store that decides on its own clock (see StoreClock).
+	anyTime bool
 }
+
+// Option adjusts how Run checks a store.
+type Option interface {
+	apply(*config)
+}
+
+type config struct {
+	storeClock bool
+	grace      time.Duration
+}
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+// StoreClock tells Run that the store decides on a clock of its own and
+// ignores the now it is given, as the Redis store does by default. Run then
+// checks only the rules that hold whatever the time, with windows and
+// periods of 30 days, so that the real time that passes while a rule runs
+// changes nothing it checks.
+func StoreClock() Option { return optionFunc(func(c *config) { c.storeClock = true }) }
+
+// ExpiryGrace tells Run that the store keeps a key's state up to d longer
+// than its ResetAfter, as the Redis store does in client-time mode so that
+// late clock readings still see it. The state_expiry rule allows for it.
+func ExpiryGrace(d time.Duration) Option { return optionFunc(func(c *config) { c.grace = d }) }
 
 // Run checks the store returned by newStore against every rule for every
 // algorithm, each as a subtest named algorithm/rule.
-func Run(t *testing.T, newStore Factory) {
+func Run(t *testing.T, newStore Factory, opts ...Option) {
 	t.Helper()
-	for _, c := range cases {
+	var cfg config
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	cs := cases
+	if cfg.storeClock {
+		cs = withWindow(cases, 30*24*time.Hour)
+	}
+	for _, c := range cs {
 		t.Run(c.name, func(t *testing.T) {
 			for _, r := range rules {
+				if cfg.storeClock && !r.anyTime {
+					continue
+				}
 				t.Run(r.name, func(t *testing.T) {
-					r.run(&env{t: t, rule: r, c: c, store: newStore(t), clock: NewManualClock(c.start)})
+					r.run(&env{t: t, rule: r, c: c, cases: cs, store: newStore(t), clock: NewManualClock(c.start), cfg: cfg})
 				})
 			}
 		})
@@ -57,9 +99,11 @@ type env struct {
 	t     *testing.T
 	rule  rule
 	c     algCase
+	cases []algCase // every algorithm, as this run builds them
 	store store.Store
 	clock *ManualClock
 	n     int // limiters made, for unique prefixes
+	cfg   config
 }
 
 // runID keeps keys from different runs apart on a store that outlives them.
@@ -76,14 +120,27 @@ type lim struct {
 }
 
 // limiter returns a limiter for alg on the store under test whose keys belong
-// to this subtest alone.
+// to this subtest alone, on the suite's clock.
 func (e *env) limiter(alg algorithms.Algorithm) lim {
+	e.t.Helper()
+	return e.limiterOn(alg, e.clock)
+}
+
+// limiterOn is limiter with its own clock.
+func (e *env) limiterOn(alg algorithms.Algorithm, clock ratewise.Clock) lim {
 	e.t.Helper()
 	e.n++
 	prefix := fmt.Sprintf("contract:%s:%s:%d:", runID, e.t.Name(), e.n)
-	l, err := ratewise.New(e.store, alg, ratewise.WithClock(e.clock), ratewise.WithPrefix(prefix))
+	return e.limiterWithPrefix(alg, clock, prefix)
+}
+
+// limiterWithPrefix returns a limiter for alg under a prefix of the caller's,
+// to share keys with another limiter.
+func (e *env) limiterWithPrefix(alg algorithms.Algorithm, clock ratewise.Clock, prefix string) lim {
+	e.t.Helper()
+	l, err := ratewise.New(e.store, alg, ratewise.WithClock(clock), ratewise.WithPrefix(prefix))
 	if err != nil {
-		e.t.Fatalf("contract: building the limiter for %s: %v", e.c.name, err)
+		e.t.Fatalf("contract: building the limiter for %#v: %v", alg, err)
 	}
 	return lim{l, prefix}
 }

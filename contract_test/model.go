@@ -3,6 +3,8 @@ package contract
 import (
 	"math/big"
 	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
 )
 
 // A model is a deliberately naive, obviously correct statement of an
@@ -11,85 +13,124 @@ import (
 // compares a store's decisions with it step by step.
 type model interface {
 	// decide returns whether a request of cost (0 to inspect) is admitted
-	// at t, and what remains afterwards. Times never go backwards.
-	decide(t time.Time, cost int64) (allowed bool, remaining int64)
+	// at t under alg, and what remains afterwards. Times never go
+	// backwards. alg may differ from call to call in its limit, burst,
+	// capacity or rate count, never in its scope.
+	decide(alg algorithms.Algorithm, t time.Time, cost int64) (allowed bool, remaining int64)
 }
+
+// limitOf is the limit, capacity or burst of alg.
+func limitOf(alg algorithms.Algorithm) int64 { return alg.MaxCost() }
 
 // logModel is the sliding log: an admitted unit counts while it is younger
 // than the window. With a quantum, times are first rounded down to a multiple
 // of it since the Unix epoch, which is the sliding window counter.
 type logModel struct {
-	limit   int64
 	window  int64 // µs
 	quantum int64 // µs; 1 for the exact log
-	records []int64
+	records []admission
 }
 
-func (m *logModel) decide(t time.Time, cost int64) (bool, int64) {
+type admission struct{ at, cost int64 }
+
+func (m *logModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (bool, int64) {
+	limit := limitOf(alg)
 	now := t.UnixMicro() / m.quantum * m.quantum
 	var count int64
 	for _, r := range m.records {
-		if now-r < m.window {
-			count++
+		if now-r.at < m.window {
+			count += r.cost
 		}
 	}
-	if count+max(cost, 1) > m.limit {
-		return false, m.limit - count
+	if count+max(cost, 1) > limit {
+		return false, max(0, limit-count)
 	}
-	for range cost {
-		m.records = append(m.records, now)
-	}
-	return true, m.limit - count - cost
+	m.records = append(m.records, admission{now, cost})
+	return true, limit - count - cost
 }
 
 // fixedModel counts per window index.
 type fixedModel struct {
-	limit  int64
 	window int64 // µs
 	counts map[int64]int64
 }
 
-func (m *fixedModel) decide(t time.Time, cost int64) (bool, int64) {
+func (m *fixedModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (bool, int64) {
+	limit := limitOf(alg)
 	w := t.UnixMicro() / m.window
-	if m.counts[w]+max(cost, 1) > m.limit {
-		return false, m.limit - m.counts[w]
+	if m.counts[w]+max(cost, 1) > limit {
+		return false, max(0, limit-m.counts[w])
 	}
 	m.counts[w] += cost
-	return true, m.limit - m.counts[w]
+	return true, limit - m.counts[w]
 }
 
-// bucketModel is the token bucket with exact rational tokens; GCRA is
-// documented to admit exactly the same.
+// bucketModel is the token bucket in exact rationals, kept as the tokens
+// used: they drain at the rate, a request is admitted when what is used plus
+// its cost is at most the burst, and what was used carries over when the
+// burst changes. When the rate changes, the tokens used at the last request
+// that consumed are rounded up to a whole token, but never charged past the
+// time they would have drained at the old rate (that time taken to the
+// new rate's fraction of a microsecond, rounded down), as documented. GCRA
+// is documented to admit exactly the same.
 type bucketModel struct {
-	capacity int64
-	perMicro *big.Rat // tokens per µs
-	tokens   *big.Rat
-	last     int64
+	count int64    // the rate count the state was written under
+	used  *big.Rat // tokens used as of last
+	last  int64    // µs of the last request that consumed; -1 before any
 }
 
-func newBucketModel(capacity, count int64, period time.Duration) *bucketModel {
-	return &bucketModel{
-		capacity: capacity,
-		perMicro: big.NewRat(count, period.Microseconds()),
-		tokens:   new(big.Rat).SetInt64(capacity),
-		last:     -1,
+func newBucketModel() *bucketModel { return &bucketModel{used: new(big.Rat), last: -1} }
+
+// rateOf returns alg's burst and rate.
+func rateOf(alg algorithms.Algorithm) (int64, algorithms.Rate) {
+	switch a := alg.(type) {
+	case algorithms.TokenBucket:
+		return a.Capacity, a.Refill
+	case algorithms.GCRA:
+		return a.Burst, a.Rate
 	}
+	panic("contract: not a bucket: " + alg.Name())
 }
 
-func (m *bucketModel) decide(t time.Time, cost int64) (bool, int64) {
+func (m *bucketModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (bool, int64) {
+	burst, rate := rateOf(alg)
 	now := t.UnixMicro()
+	used := new(big.Rat).Set(m.used)
 	if m.last >= 0 {
-		refill := new(big.Rat).Mul(m.perMicro, new(big.Rat).SetInt64(now-m.last))
-		m.tokens.Add(m.tokens, refill)
-		if full := new(big.Rat).SetInt64(m.capacity); m.tokens.Cmp(full) > 0 {
-			m.tokens = full
+		if rate.Count != m.count {
+			period := rate.Period.Microseconds()
+			// The time the used tokens take to drain at the old rate,
+			// rounded down to 1/k µs, k the new count in lowest terms.
+			k := rate.Count / new(big.Int).GCD(nil, nil, big.NewInt(rate.Count), big.NewInt(period)).Int64()
+			drain := new(big.Rat).Mul(used, big.NewRat(period, m.count))
+			drain.Mul(drain, new(big.Rat).SetInt64(k))
+			drain.SetFrac(new(big.Int).Quo(drain.Num(), drain.Denom()), big.NewInt(k))
+			// ... in tokens at the new rate, against ceil(used).
+			until := new(big.Rat).Mul(drain, big.NewRat(rate.Count, period))
+			q, r := new(big.Int).QuoRem(used.Num(), used.Denom(), new(big.Int))
+			if r.Sign() > 0 {
+				q.Add(q, big.NewInt(1))
+			}
+			if used.SetInt(q); until.Cmp(used) < 0 {
+				used = until
+			}
+		}
+		drained := new(big.Rat).Mul(big.NewRat(rate.Count, rate.Period.Microseconds()), new(big.Rat).SetInt64(now-m.last))
+		if used.Sub(used, drained); used.Sign() < 0 {
+			used.SetInt64(0)
 		}
 	}
-	m.last = now
-	allowed := m.tokens.Cmp(new(big.Rat).SetInt64(max(cost, 1))) >= 0
+	full := new(big.Rat).SetInt64(burst)
+	allowed := new(big.Rat).Add(used, new(big.Rat).SetInt64(max(cost, 1))).Cmp(full) <= 0
 	if allowed {
-		m.tokens.Sub(m.tokens, new(big.Rat).SetInt64(cost))
+		used.Add(used, new(big.Rat).SetInt64(cost))
 	}
-	whole := new(big.Int).Quo(m.tokens.Num(), m.tokens.Denom())
-	return allowed, whole.Int64()
+	if cost > 0 {
+		m.used, m.last, m.count = used, now, rate.Count
+	}
+	left := new(big.Rat).Sub(full, used)
+	if left.Sign() < 0 {
+		return allowed, 0
+	}
+	return allowed, new(big.Int).Quo(left.Num(), left.Denom()).Int64()
 }

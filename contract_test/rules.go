@@ -13,20 +13,26 @@ import (
 )
 
 var rules = []rule{
-	{"exact_admission", "at one instant a fresh key admits exactly Limit requests, counting Remaining down to 0, and the algorithm's refill admits exactly what its semantics predict", exactAdmission},
-	{"matches_model", "every decision on traffic that staggers requests over many windows, with parameters whose intervals are not whole microseconds, admits and reports Remaining exactly as the algorithm's documented semantics say", matchesModel},
-	{"boundary_burst", "100 requests at 13:59:59 and 100 at 14:00:00 with a limit of 100 per minute admit what the algorithm documents: 200 for the fixed window, 100 for the sliding log", boundaryBurst},
-	{"window_bound", "no span of length Window ever holds more admitted cost than the algorithm's documented bound (Limit for the sliding log)", windowBound},
-	{"boundaries", "a request is denied 1µs before the refill or expiry boundary and admitted exactly at it, and RetryAfter is that boundary", boundaries},
-	{"cost_n", "a request of cost n consumes n, is denied whole when fewer than n are available, and waits for n", costN},
-	{"peek_consumes_nothing", "Peek reports the state and consumes nothing", peekConsumesNothing},
-	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset},
-	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation},
-	{"result_fields", "Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, ResetAfter > 0 after an admission", resultFields},
-	{"state_expiry", "after ResetAfter the key is back at full capacity and the store keeps its state no longer than ResetAfter", stateExpiry},
-	{"concurrency", "64 goroutines on one key admit exactly the limit", concurrency},
-	{"clock_steps_back", "a clock that steps back lets nothing extra through and waits are measured from its now", clockStepsBack},
-	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled},
+	{"exact_admission", "at one instant a fresh key admits exactly Limit requests, counting Remaining down to 0, and the algorithm's refill admits exactly what its semantics predict", exactAdmission, false},
+	{"matches_model", "every decision on traffic that staggers requests over many windows, with parameters whose intervals are not whole microseconds and a limit that changes while the key holds state, admits and reports Remaining exactly as the algorithm's documented semantics say", matchesModel, false},
+	{"boundary_burst", "100 requests at 13:59:59 and 100 at 14:00:00 with a limit of 100 per minute admit what the algorithm documents: 200 for the fixed window, 100 for the sliding log", boundaryBurst, false},
+	{"window_bound", "no span of length Window ever holds more admitted cost than the algorithm's documented bound (Limit for the sliding log)", windowBound, false},
+	{"boundaries", "a request is denied 1µs before the refill or expiry boundary and admitted exactly at it, and RetryAfter is that boundary", boundaries, false},
+	{"cost_n", "a request of cost n consumes n, is denied whole when fewer than n are available, and waits for n", costN, false},
+	{"peek_consumes_nothing", "Peek reports the state and consumes nothing", peekConsumesNothing, false},
+	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset, true},
+	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation, true},
+	{"scope_isolation", "limiters of one algorithm whose windows or periods differ never share a key's state; limiters that differ only in their limit do", scopeIsolation, true},
+	{"result_fields", "Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, ResetAfter > 0 after an admission, At is not before now", resultFields, false},
+	{"state_expiry", "after ResetAfter the key is back at full capacity and the store keeps its state no longer than ResetAfter (plus the grace it documents)", stateExpiry, false},
+	{"concurrency", "64 goroutines on one key admit exactly the limit", concurrency, true},
+	{"hot_key_real_clock", "64 goroutines on one key with the system clock, whose readings reach the store out of order, never admit beyond the algorithm's bound, judged at the times the decisions were made at (Result.At)", hotKeyRealClock, true},
+	{"clock_steps_back", "a clock that steps back lets nothing extra through and waits are measured from its now", clockStepsBack, false},
+	{"stale_time", "a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is decided exactly as with the clock held at that latest time: the same admission, Remaining and At, with RetryAfter and ResetAfter longer by the gap", staleTime, false},
+	{"limit_change", "lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result stays in range, never an error", limitChange, true},
+	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second and 7 per 1.5s, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
+	{"invalid_input", "an invalid algorithm, cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},
+	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled, true},
 }
 
 func exactAdmission(e *env) {
@@ -60,10 +66,11 @@ func exactAdmission(e *env) {
 }
 
 func matchesModel(e *env) {
-	// 7 per 12s: a token every 1.714285...s; 2s sub-windows.
+	// 7 per 12s: a token every 1.714285...s; 2.4s sub-windows.
 	const limit, window = 7, 12 * time.Second
-	l := e.limiter(e.c.build(limit, window))
-	m := e.c.model(limit, window)
+	alg := e.c.build(limit, window)
+	l := e.limiter(alg)
+	m := e.c.model(window)
 	check := func(step int, cost int64) {
 		e.t.Helper()
 		var res ratewise.Result
@@ -72,10 +79,10 @@ func matchesModel(e *env) {
 		} else {
 			res = e.allowN(l, "k", cost)
 		}
-		allowed, remaining := m.decide(e.clock.Now(), cost)
+		allowed, remaining := m.decide(l.Algorithm(), e.clock.Now(), cost)
 		if res.Allowed != allowed || res.Remaining != remaining {
-			e.fatalf("step %d at %s, cost %d: got Allowed %v Remaining %d, the model says %v and %d",
-				step, e.at(), cost, res.Allowed, res.Remaining, allowed, remaining)
+			e.fatalf("step %d at %s with %#v, cost %d: got Allowed %v Remaining %d, the model says %v and %d",
+				step, e.at(), l.Algorithm(), cost, res.Allowed, res.Remaining, allowed, remaining)
 		}
 	}
 	// Bursts of cost 1 exactly one window apart: every algorithm is full
@@ -95,7 +102,12 @@ func matchesModel(e *env) {
 			gap = time.Duration(rng.Int64N(int64(3 * window)))
 		}
 		e.clock.Advance(gap.Truncate(time.Microsecond))
-		check(step, rng.Int64N(limit+1))
+		// Now and then the limit changes while the key holds state: the
+		// same limiter's key, under another limit in the same scope.
+		if rng.IntN(100) == 0 {
+			l = e.limiterWithPrefix(e.c.build(1+rng.Int64N(2*limit), window), e.clock, l.prefix)
+		}
+		check(step, rng.Int64N(l.Algorithm().MaxCost()+1))
 	}
 }
 
@@ -133,7 +145,7 @@ func windowBound(e *env) {
 			}
 		}
 	}
-	got, bound := maxInWindow(admitted, e.c.window), e.c.windowBound(admitted)
+	got, bound := maxInWindow(admitted, e.c.window), e.c.windowBound(admitted, e.c.limit, e.c.window)
 	if got > bound {
 		e.fatalf("a span of %v holds %d admitted, bound %d", e.c.window, got, bound)
 	}
@@ -242,15 +254,11 @@ func keyIsolation(e *env) {
 		e.fatalf("same key under another prefix: Remaining %d, want %d", res.Remaining, e.c.limit)
 	}
 	// Same prefixed key, other algorithms.
-	for _, other := range cases {
+	for _, other := range e.cases {
 		if other.name == e.c.name {
 			continue
 		}
-		ol, err := ratewise.New(e.store, other.alg, ratewise.WithClock(e.clock), ratewise.WithPrefix(l.prefix))
-		if err != nil {
-			e.fatalf("building a %s limiter: %v", other.name, err)
-		}
-		o := lim{ol, l.prefix}
+		o := e.limiterWithPrefix(other.alg, e.clock, l.prefix)
 		if res := e.peek(o, "a"); res.Remaining != other.limit {
 			e.fatalf("%s on the same prefixed key: Remaining %d, want %d", other.name, res.Remaining, other.limit)
 		}
@@ -276,6 +284,8 @@ func resultFields(e *env) {
 			e.fatalf("step %d: Allowed %v with RetryAfter %v", step, res.Allowed, res.RetryAfter)
 		case res.ResetAfter < 0 || (res.Allowed && res.ResetAfter == 0):
 			e.fatalf("step %d: ResetAfter %v after Allowed %v", step, res.ResetAfter, res.Allowed)
+		case res.At.Before(e.clock.Now()):
+			e.fatalf("step %d: At %v before now %v", step, res.At, e.clock.Now())
 		case res.Allowed && res.Remaining > e.c.limit-n:
 			e.fatalf("step %d: Remaining %d after admitting %d of %d", step, res.Remaining, n, e.c.limit)
 		}
@@ -311,7 +321,7 @@ func stateExpiry(e *env) {
 			e.fatalf("TTL: %v", err)
 		}
 		// Stores with millisecond expiry may round up to the next ms.
-		if ceil := res.ResetAfter.Truncate(time.Millisecond) + time.Millisecond; ttl <= 0 || ttl > ceil {
+		if ceil := res.ResetAfter.Truncate(time.Millisecond) + time.Millisecond + e.cfg.grace; ttl <= 0 || ttl > ceil {
 			e.fatalf("store keeps the state for %v, want (0, %v] for ResetAfter %v", ttl, ceil, res.ResetAfter)
 		}
 	}
@@ -323,7 +333,7 @@ func stateExpiry(e *env) {
 
 func concurrency(e *env) {
 	const limit, goroutines, tries = 100, 64, 4
-	l := e.limiter(e.c.build(limit, time.Minute))
+	l := e.limiter(e.c.build(limit, e.c.window))
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, goroutines*tries)

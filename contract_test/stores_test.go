@@ -1,12 +1,16 @@
 package contract_test
 
 import (
+	"context"
 	"os"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/algorithms"
 	contract "github.com/ratewise/ratewise/contract_test"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -17,37 +21,76 @@ import (
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // TestContract runs the conformance suite against every store in the repo.
-// A new store is one more line here. The Redis targets decide with the
-// suite's clock (WithClientTime); real Redis is started by the test on free
-// loopback ports.
+// A new store is one more line here. Real Redis is started by the test on
+// free loopback ports. The Redis store runs in both time modes: deciding
+// with the suite's clock (WithClientTime), and on the server's own clock,
+// its default, which miniredis lets the suite drive (see serverClock) and
+// real Redis runs with the rules that hold at any time.
 func TestContract(t *testing.T) {
+	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace)}
 	targets := []struct {
 		name string
 		new  contract.Factory
+		opts []contract.Option
 	}{
-		{"storememory", func(*testing.T) store.Store { return storememory.New() }},
+		{"storememory", func(*testing.T) store.Store { return storememory.New() }, nil},
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
-		{"reference", func(*testing.T) store.Store { return newReferenceStore() }},
+		{"reference", func(*testing.T) store.Store { return newReferenceStore() }, nil},
 		{"storeredis/miniredis", func(t *testing.T) store.Store {
 			return storeredis.New(client(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
-		}},
+		}, clientTime},
+		{"storeredis/miniredis/server-time", func(t *testing.T) store.Store {
+			m := miniredis.RunT(t)
+			return &serverClock{Store: storeredis.New(client(t, m.Addr())), m: m}
+		}, nil},
 		{"storeredis/redis", func(t *testing.T) store.Store {
 			return storeredis.New(client(t, redistest.Standalone(t).Addr), storeredis.WithClientTime())
-		}},
+		}, clientTime},
+		{"storeredis/redis/server-time", func(t *testing.T) store.Store {
+			return storeredis.New(client(t, redistest.Standalone(t).Addr))
+		}, []contract.Option{contract.StoreClock()}},
 		{"storeredis/cluster", func(t *testing.T) store.Store {
-			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs()})
-			t.Cleanup(func() { c.Close() })
-			return storeredis.New(c, storeredis.WithClientTime())
-		}},
+			return storeredis.New(clusterClient(t), storeredis.WithClientTime())
+		}, clientTime},
+		{"storeredis/cluster/server-time", func(t *testing.T) store.Store {
+			return storeredis.New(clusterClient(t))
+		}, []contract.Option{contract.StoreClock()}},
 	}
 	for _, target := range targets {
-		t.Run(target.name, func(t *testing.T) { contract.Run(t, target.new) })
+		t.Run(target.name, func(t *testing.T) { contract.Run(t, target.new, target.opts...) })
 	}
+}
+
+// serverClock is the Redis store in its default mode, deciding on the
+// server's clock (TIME), on a miniredis whose clock it sets to the now of
+// each decision, so that the suite drives the server's time. Decisions are
+// serialised so that each sees its own now; a now out of range is refused,
+// as no server clock reads one.
+type serverClock struct {
+	*storeredis.Store
+	m  *miniredis.Miniredis
+	mu sync.Mutex
+}
+
+func (s *serverClock) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	if err := algorithms.CheckTime(now); err != nil {
+		return algorithms.Result{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.SetTime(now)
+	return s.Store.Decide(ctx, key, alg, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
 func client(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func clusterClient(t *testing.T) *redis.ClusterClient {
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs()})
 	t.Cleanup(func() { c.Close() })
 	return c
 }

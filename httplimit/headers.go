@@ -30,12 +30,6 @@ func ceilSeconds(d time.Duration) int64 {
 // algorithms, and for the token bucket and GCRA the time an empty key takes
 // to refill completely.
 func window(alg algorithms.Algorithm) time.Duration {
-	// The algorithms bound n × period in microseconds by 2^51, so this
-	// cannot overflow; a window that is not a whole microsecond is rounded
-	// down, and then not a whole second either.
-	refill := func(n int64, r algorithms.Rate) time.Duration {
-		return time.Duration(r.Period.Microseconds()*n/r.Count) * time.Microsecond
-	}
 	switch a := alg.(type) {
 	case algorithms.FixedWindow:
 		return a.Window
@@ -44,9 +38,9 @@ func window(alg algorithms.Algorithm) time.Duration {
 	case algorithms.SlidingWindow:
 		return a.Window
 	case algorithms.TokenBucket:
-		return refill(a.Capacity, a.Refill)
+		return a.Refill.TimeFor(a.Capacity)
 	case algorithms.GCRA:
-		return refill(a.Burst, a.Rate)
+		return a.Rate.TimeFor(a.Burst)
 	}
 	return 0
 }

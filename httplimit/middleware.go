@@ -82,18 +82,29 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, err := m.key(r)
 		if err != nil {
+			m.onError(r, err)
 			m.failed(w, r, err)
 			return
 		}
 		cost, err := m.cost(r)
 		if err != nil {
+			m.onError(r, err)
 			m.failed(w, r, err)
 			return
 		}
 		res, err := m.decide(r.Context(), key, cost)
 		if err != nil {
-			if !isStoreFailure(err) {
-				// Bad input: the cost is over the limit, or not positive.
+			switch {
+			case errors.Is(err, ratewise.ErrCostExceedsLimit):
+				// The request asked for more than the limit: 413, the
+				// client's error, not the server's.
+				m.failed(w, r, err)
+				return
+			case !m.storeFailure(r, err):
+				// Anything else is a bug or a misconfiguration, such as an
+				// algorithm the store cannot run or a clock out of range:
+				// the policy must not hide it.
+				m.onError(r, err)
 				m.failed(w, r, err)
 				return
 			}
@@ -144,16 +155,15 @@ func (m *Middleware) decide(ctx context.Context, key string, cost int64) (ratewi
 	}
 }
 
-// isStoreFailure reports whether err is the store's fault rather than the
-// request's: an unavailable store, a timeout, or anything that is not one
-// of ratewise's input errors.
-func isStoreFailure(err error) bool {
-	for _, input := range []error{ratewise.ErrInvalidCost, ratewise.ErrCostExceedsLimit, ratewise.ErrEmptyKey} {
-		if errors.Is(err, input) {
-			return false
-		}
+// storeFailure reports whether err is a failure of the store, which the
+// policy handles: the store was unavailable, or the decision timeout passed
+// (whether the store gave up on its own deadline or the middleware stopped
+// waiting). A request whose own context ended is not one.
+func (m *Middleware) storeFailure(r *http.Request, err error) bool {
+	if errors.Is(err, ratewise.ErrStoreUnavailable) {
+		return true
 	}
-	return true
+	return m.timeout > 0 && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil
 }
 
 // StoreError is the error the failure handler gets when the store failed
@@ -176,8 +186,9 @@ func (m *Middleware) writeDenied(w http.ResponseWriter, _ *http.Request, res rat
 
 // writeFailed answers a request the middleware could not decide: 503 or 429
 // per the fail-closed policy after a store failure, 413 for a cost above the
-// limit, and 500 for a key or cost that could not be computed, such as
-// ByUser's ErrNoKey for an anonymous request.
+// limit, and 500 for anything else: a key or cost that could not be
+// computed, such as ByUser's ErrNoKey for an anonymous request, or an error
+// that is no store failure, such as an algorithm the store cannot run.
 func (m *Middleware) writeFailed(w http.ResponseWriter, _ *http.Request, err error) {
 	var se *StoreError
 	if errors.As(err, &se) {

@@ -3,6 +3,7 @@ package httplimit
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"time"
 
@@ -106,10 +107,13 @@ func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, err
 		}
 		return n / instances, nil
 	}
-	slower := func(r algorithms.Rate) algorithms.Rate {
-		return algorithms.Rate{Count: r.Count, Period: r.Period * time.Duration(instances)}
+	slower := func(r algorithms.Rate) (algorithms.Rate, error) {
+		if r.Period > math.MaxInt64/time.Duration(instances) {
+			return r, fmt.Errorf("%w: a period of %v among %d instances overflows", ErrShare, r.Period, instances)
+		}
+		return algorithms.Rate{Count: r.Count, Period: r.Period * time.Duration(instances)}, nil
 	}
-	var err error
+	var err, rateErr error
 	switch a := alg.(type) {
 	case algorithms.FixedWindow:
 		a.Limit, err = div(a.Limit)
@@ -122,12 +126,12 @@ func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, err
 		return a, err
 	case algorithms.TokenBucket:
 		a.Capacity, err = div(a.Capacity)
-		a.Refill = slower(a.Refill)
-		return a, err
+		a.Refill, rateErr = slower(a.Refill)
+		return a, errors.Join(err, rateErr)
 	case algorithms.GCRA:
 		a.Burst, err = div(a.Burst)
-		a.Rate = slower(a.Rate)
-		return a, err
+		a.Rate, rateErr = slower(a.Rate)
+		return a, errors.Join(err, rateErr)
 	}
 	return nil, fmt.Errorf("%w: unknown algorithm %T", ErrShare, alg)
 }

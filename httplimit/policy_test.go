@@ -1,7 +1,9 @@
 package httplimit
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
 	"github.com/ratewise/ratewise/storeredis/redistest"
@@ -178,5 +181,59 @@ func TestTimeoutBoundsASilentStore(t *testing.T) {
 	}
 	if h.count() != 1 || !errors.Is(h.errs[0], ratewise.ErrStoreUnavailable) {
 		t.Fatalf("hook: %v", h.errs)
+	}
+}
+
+// failingStore fails every decision with err, and has no way to tell
+// ratewise.New in advance.
+type failingStore struct{ err error }
+
+func (s failingStore) Decide(context.Context, string, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {
+	return algorithms.Result{}, s.err
+}
+
+func (s failingStore) Reset(context.Context, string, algorithms.Algorithm) error { return s.err }
+
+type zeroClock struct{}
+
+func (zeroClock) Now() time.Time { return time.Time{} }
+
+// TestOnlyStoreFailuresReachThePolicy: with FailOpen, an unavailable store
+// lets requests through, but an algorithm the store cannot run, a broken
+// clock or a key that cannot be built is a 500, and the hook hears of every
+// one.
+func TestOnlyStoreFailuresReachThePolicy(t *testing.T) {
+	limiter := func(s store.Store, opts ...ratewise.Option) *ratewise.Limiter {
+		l, err := ratewise.New(s, policyAlg, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	for _, tt := range []struct {
+		name    string
+		limiter *ratewise.Limiter
+		opts    []Option
+		status  int
+		want    error
+	}{
+		{"store unavailable", limiter(failingStore{fmt.Errorf("%w: connection refused", store.ErrUnavailable)}), nil, 200, store.ErrUnavailable},
+		{"algorithm unsupported", limiter(failingStore{fmt.Errorf("%w: no script", store.ErrUnsupported)}), nil, 500, store.ErrUnsupported},
+		{"clock at the zero time", limiter(storememory.New(), ratewise.WithClock(zeroClock{})), nil, 500, ratewise.ErrInvalidTime},
+		{"no key", limiter(storememory.New()), []Option{WithKey(ByUser(func(*http.Request) (string, bool) { return "", false }))}, 500, ErrNoKey},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := &hook{}
+			m, err := New(tt.limiter, append([]Option{WithPolicy(FailOpen()), WithOnError(h.record)}, tt.opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp := serve(m.Handler(ok), "192.0.2.1:1"); resp.StatusCode != tt.status {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tt.status)
+			}
+			if h.count() != 1 || !errors.Is(h.errs[0], tt.want) {
+				t.Fatalf("the hook heard %v, want one error matching %v", h.errs, tt.want)
+			}
+		})
 	}
 }

@@ -24,40 +24,64 @@ import (
 //
 // Contract:
 //
-//   - Decide is atomic per (algorithm name, key): concurrent calls behave as
-//     if run one after another, each seeing the state the previous one left,
-//     across every process that shares the store.
-//   - State is kept per algorithm name and key: Decide and Reset for one
-//     algorithm never see another algorithm's state under the same key, nor
-//     another key's. Keys are arbitrary non-empty byte strings.
+//   - Decide is atomic per (algorithm, scope, key): concurrent calls behave
+//     as if run one after another, each seeing the state the previous one
+//     left, across every process that shares the store.
+//   - State is kept per algorithm name, scope (algorithms.Scope: the window
+//     or period) and key: Decide and Reset never see another algorithm's or
+//     another scope's state under the same key, nor another key's. Algorithm
+//     values that differ only in limit, burst, capacity or rate count share
+//     state, so a changed limit keeps what a key used. Keys are arbitrary
+//     non-empty byte strings.
 //   - Decide returns exactly the Result that alg.Decide returns on the
-//     stored state, now and cost. A store that reads its own clock instead of
-//     now (such as a Redis server's) documents it and offers a mode that uses
-//     now, which the conformance suite uses.
+//     stored state, now and cost, At included. A store that reads its own
+//     clock instead of now (such as a Redis server's) documents it and
+//     offers a mode that uses now, which the conformance suite uses.
 //   - A cost of 0 inspects without consuming: what is available is unchanged.
 //   - State is kept no longer than Result.ResetAfter after the decision that
 //     wrote it, since it cannot affect any later decision. Idle keys vanish on
 //     their own, so memory stays bounded under key churn.
 //   - Being limited is Result.Allowed == false, never an error. An error
 //     means the decision did not happen or its outcome is unknown: the caller
-//     must not treat it as allowed. A cancelled or expired ctx yields
-//     ctx.Err() (possibly wrapped); any other failure wraps ErrUnavailable.
-//   - Stores are safe for concurrent use and never panic on any input the
-//     limiter passes.
+//     must not treat it as allowed.
+//   - Errors come in classes. Invalid input (an algorithm that fails
+//     Validate, a cost outside [0, MaxCost()], a time the store uses outside
+//     the range algorithms.CheckTime accepts) is the error
+//     algorithms.CheckDecision returns, on every store. An algorithm the
+//     store cannot run wraps ErrUnsupported. A context error is returned
+//     (possibly wrapped) only when the caller's ctx has ended. Every other
+//     failure, timeouts of the store's own included, wraps ErrUnavailable.
+//   - Stores are safe for concurrent use and never panic on any input.
 type Store interface {
 	// Decide runs one decision step of alg for key at time now with the
 	// given cost (0 to inspect) and returns its result.
 	Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
 
-	// Reset forgets alg's state for key. Resetting a key with no state is
-	// not an error.
+	// Reset forgets alg's state for key, in alg's scope. Resetting a key
+	// with no state is not an error.
 	Reset(ctx context.Context, key string, alg algorithms.Algorithm) error
 }
 
-// ErrUnavailable is wrapped by every store error other than a context error:
-// the store could not be reached, timed out on its side, or answered
-// something that is not a valid decision.
+// ErrUnavailable is wrapped by every store failure other than invalid input,
+// an unsupported algorithm and the caller's own context ending: the store
+// could not be reached, timed out on its side, or answered something that is
+// not a valid decision.
 var ErrUnavailable = errors.New("ratewise: store unavailable")
+
+// ErrUnsupported is wrapped when a store cannot run an algorithm at all, such
+// as the Redis store given an algorithm it has no script for. It is a
+// programming error, not an outage: retrying will not help.
+var ErrUnsupported = errors.New("ratewise: algorithm not supported by this store")
+
+// AlgorithmChecker is an optional capability: a store that can tell, without
+// any I/O, whether it runs an algorithm. ratewise.New calls it, so that an
+// unsupported algorithm fails when the limiter is built rather than on every
+// request.
+type AlgorithmChecker interface {
+	// CheckAlgorithm returns an error wrapping ErrUnsupported if the store
+	// cannot run alg, and nil otherwise.
+	CheckAlgorithm(alg algorithms.Algorithm) error
+}
 
 // Inspector is an optional capability: a store that can report how long it
 // will keep a key's state. The conformance suite probes for it to check that

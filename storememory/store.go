@@ -2,8 +2,8 @@
 // single processes.
 //
 // It keeps each key's state in one of 256 shards, each holding one map per
-// algorithm behind its own mutex, so unrelated keys rarely contend and there
-// is no global lock. It
+// algorithm and scope (see algorithms.Scope) behind its own mutex, so
+// unrelated keys rarely contend and there is no global lock. It
 // reads no clock: the time of every decision is the now its caller passes, so
 // a limiter with an injected clock drives it completely and tests never
 // sleep. State expires Result.ResetAfter after the decision that wrote it,
@@ -15,6 +15,7 @@ package storememory
 import (
 	"context"
 	"hash/maphash"
+	"reflect"
 	"sync"
 	"time"
 
@@ -50,12 +51,26 @@ type shard struct {
 	_ [64]byte
 }
 
-// table holds one algorithm's entries. A store rarely serves more than a few
-// algorithms, so a shard finds the table by a linear scan, and the map key is
-// the bare key: 16 bytes less per entry than keying by (algorithm, key).
+// table holds one algorithm's entries for one scope. A store rarely serves
+// more than a few, so a shard finds the table by a linear scan, and the map
+// key is the bare key: 16 bytes less per entry than keying by (algorithm,
+// key).
 type table struct {
-	alg     string
+	id      tableID
 	entries map[string]entry
+}
+
+// tableID tells apart state that must never mix. The algorithm's type is
+// part of it, so that an algorithm of another package that reuses a built-in
+// name never receives a built-in's state.
+type tableID struct {
+	typ   reflect.Type
+	name  string
+	scope algorithms.Scope
+}
+
+func idOf(alg algorithms.Algorithm) tableID {
+	return tableID{typ: reflect.TypeOf(alg), name: alg.Name(), scope: alg.Scope()}
 }
 
 type entry struct {
@@ -76,11 +91,11 @@ func (s *Store) shard(key string) *shard {
 	return &s.shards[maphash.String(s.seed, key)%shardCount]
 }
 
-// entries returns alg's table, creating it if create is set; nil if absent.
-// Requires sh.mu held.
-func (sh *shard) entries(alg string, create bool) map[string]entry {
+// entries returns the table for id, creating it if create is set; nil if
+// absent. Requires sh.mu held.
+func (sh *shard) entries(id tableID, create bool) map[string]entry {
 	for _, t := range sh.tables {
-		if t.alg == alg {
+		if t.id == id {
 			return t.entries
 		}
 	}
@@ -88,7 +103,7 @@ func (sh *shard) entries(alg string, create bool) map[string]entry {
 		return nil
 	}
 	m := make(map[string]entry)
-	sh.tables = append(sh.tables, table{alg: alg, entries: m})
+	sh.tables = append(sh.tables, table{id: id, entries: m})
 	return m
 }
 
@@ -102,16 +117,22 @@ func (sh *shard) len() int {
 }
 
 // Decide runs alg's decision step on key's state under the key's shard lock.
+// It runs any algorithm, so it never returns store.ErrUnsupported; an
+// invalid algorithm, cost or time is an error from algorithms.CheckDecision.
 func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
+	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
+		return algorithms.Result{}, err
+	}
+	id := idOf(alg)
 	t := now.UnixNano()
 	sh := s.shard(key)
 
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	entries := sh.entries(alg.Name(), true)
+	entries := sh.entries(id, true)
 	var state algorithms.State
 	if e, ok := entries[key]; ok && e.expires > t {
 		state = e.state
@@ -154,9 +175,13 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := alg.Validate(); err != nil {
+		return err
+	}
+	id := idOf(alg)
 	sh := s.shard(key)
 	sh.mu.Lock()
-	delete(sh.entries(alg.Name(), false), key)
+	delete(sh.entries(id, false), key)
 	sh.mu.Unlock()
 	return nil
 }
@@ -167,9 +192,10 @@ func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, n
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
+	id := idOf(alg)
 	sh := s.shard(key)
 	sh.mu.Lock()
-	e, ok := sh.entries(alg.Name(), false)[key]
+	e, ok := sh.entries(id, false)[key]
 	sh.mu.Unlock()
 	if !ok {
 		return 0, nil

@@ -3,6 +3,7 @@ package storeredis_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -16,37 +17,84 @@ import (
 )
 
 const (
-	sequences        = 20
-	stepsPerSequence = 500 // 10,000 steps per algorithm
+	sequences        = 40
+	stepsPerSequence = 250 // 10,000 steps per algorithm
 )
 
-// randomAlgorithm returns valid random parameters for the algorithm named.
-func randomAlgorithm(rng *rand.Rand, name string) algorithms.Algorithm {
-	micros := func(lo, hi int64) time.Duration { return time.Duration(lo+rng.Int64N(hi-lo+1)) * time.Microsecond }
-	limit := 1 + rng.Int64N(20)
-	rate := algorithms.Rate{Count: 1 + rng.Int64N(50), Period: micros(1, 5_000_000)}
+// logUniform returns an integer in [lo, hi], uniform in its logarithm, so
+// that small and huge values are both common.
+func logUniform(rng *rand.Rand, lo, hi int64) int64 {
+	v := int64(math.Exp(math.Log(float64(lo)) + rng.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
+	return min(max(v, lo), hi)
+}
+
+// scope returns random valid parameters for the algorithm named, and a
+// function that returns the same algorithm with another limit (or burst,
+// capacity, rate count) in the same scope, so that a sequence can change its
+// limit while the key holds state. About half the sequences use small
+// parameters, the others any in range: counts up to 10^9, windows and periods
+// from a microsecond (a millisecond for sub-windows) to 30 days.
+func scope(rng *rand.Rand, name string) (algorithms.Algorithm, func(limit int64) algorithms.Algorithm) {
+	small := rng.IntN(2) == 0
+	count := func() int64 {
+		if small {
+			return 1 + rng.Int64N(20)
+		}
+		return logUniform(rng, 1, 1e9)
+	}
+	window := func(lo int64) time.Duration {
+		if small {
+			return time.Duration(lo+rng.Int64N(10_000_000)) * time.Microsecond
+		}
+		return time.Duration(logUniform(rng, lo, 30*24*3600*1e6)) * time.Microsecond
+	}
+	var build func(limit, rateCount int64) algorithms.Algorithm
 	switch name {
 	case "fixed_window":
-		return algorithms.FixedWindow{Limit: limit, Window: micros(1_000, 10_000_000)}
+		w := window(1)
+		build = func(limit, _ int64) algorithms.Algorithm { return algorithms.FixedWindow{Limit: limit, Window: w} }
 	case "sliding_log":
-		return algorithms.SlidingLog{Limit: limit, Window: micros(1_000, 10_000_000)}
+		w := window(1)
+		build = func(limit, _ int64) algorithms.Algorithm { return algorithms.SlidingLog{Limit: limit, Window: w} }
 	case "sliding_window":
-		n := 1 + rng.Int64N(10)
-		return algorithms.SlidingWindow{Limit: limit, Window: time.Duration(n) * micros(1_000, 2_000_000), SubWindows: n}
+		n := logUniform(rng, 1, 1000)
+		sub := max(window(1000)/time.Duration(n)/time.Millisecond*time.Millisecond, time.Millisecond)
+		build = func(limit, _ int64) algorithms.Algorithm {
+			return algorithms.SlidingWindow{Limit: limit, Window: time.Duration(n) * sub, SubWindows: n}
+		}
 	case "token_bucket":
-		return algorithms.TokenBucket{Capacity: limit, Refill: rate}
+		p := window(1)
+		build = func(limit, rateCount int64) algorithms.Algorithm {
+			return algorithms.TokenBucket{Capacity: limit, Refill: algorithms.Rate{Count: rateCount, Period: p}}
+		}
 	case "gcra":
-		return algorithms.GCRA{Rate: rate, Burst: limit}
+		p := window(1)
+		build = func(limit, rateCount int64) algorithms.Algorithm {
+			return algorithms.GCRA{Rate: algorithms.Rate{Count: rateCount, Period: p}, Burst: limit}
+		}
+	default:
+		panic("unknown algorithm " + name)
 	}
-	panic("unknown algorithm " + name)
+	// A limit whose parameters fail validation (a bucket that would take
+	// over 2^50µs to refill) is drawn again.
+	valid := func() algorithms.Algorithm {
+		for {
+			if alg := build(count(), count()); alg.Validate() == nil {
+				return alg
+			}
+		}
+	}
+	return valid(), func(int64) algorithms.Algorithm { return valid() }
 }
 
 var algorithmNames = []string{"fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"}
 
-// TestDifferential feeds the same random sequences of times (forward, equal
-// and backward), costs (0 to inspect, up to the limit) and parameters to the
-// Go decision step and to the Lua script, and requires identical Results,
-// field by field. No rounding differs: both compute in integer microseconds.
+// TestDifferential feeds the same random sequences of times (forward, equal,
+// a little and whole windows backward), costs (0 to inspect, up to the
+// limit) and parameters (across the whole range, with the limit changing
+// while the key holds state) to the Go decision step and to the Lua script,
+// and requires identical Results, field by field. No rounding differs: both
+// compute exactly in integer microseconds.
 func TestDifferential(t *testing.T) {
 	targets := []struct {
 		name string
@@ -65,7 +113,8 @@ func TestDifferential(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(i), 42))
 					for seq := range sequences {
-						differential(t, s, rng, randomAlgorithm(rng, name), fmt.Sprintf("%s:%d:%d", testKey(t), seq, rng.Uint64()), target.realTTL)
+						alg, relimit := scope(rng, name)
+						differential(t, s, rng, alg, relimit, fmt.Sprintf("%s:%d:%d", testKey(t), seq, rng.Uint64()), target.realTTL)
 					}
 				})
 			}
@@ -73,16 +122,19 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
-func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorithms.Algorithm, key string, realTTL bool) {
+func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorithms.Algorithm, relimit func(int64) algorithms.Algorithm, key string, realTTL bool) {
 	t.Helper()
 	ctx := context.Background()
 	var state algorithms.State
+	// The scale of the sequence's time steps: the window or period.
+	scale := alg.Scope().Window
 	fake := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 	// Never step fake time back below this, so that real expiry implies the
 	// Go state is full too (see below).
 	floor := fake
 	realPrev := time.Now()
 	var expiresReal time.Time // when Redis will drop the key, at the latest
+	var fullAt time.Time      // when the key's state no longer counts, in fake time
 	for step := range stepsPerSequence {
 		realNow := time.Now()
 		// Fake time advances at least as much as real time did, so a key that
@@ -91,23 +143,41 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 		minGap := realNow.Sub(realPrev).Truncate(time.Microsecond) + time.Microsecond
 		realPrev = realNow
 		// Equal or backward times only while the key is far from expiring.
-		safe := !realTTL || expiresReal.Sub(realNow) > 200*time.Millisecond || expiresReal.IsZero()
+		safe := !realTTL || expiresReal.Sub(realNow) > time.Second || expiresReal.IsZero()
+		gap := func(upTo time.Duration) time.Duration {
+			return time.Duration(rng.Int64N(max(int64(upTo), 1))).Truncate(time.Microsecond)
+		}
 		switch r := rng.IntN(20); {
 		case r == 0 && safe:
-			fake = fake.Add(-time.Duration(rng.Int64N(int64(5 * time.Second)))).Truncate(time.Microsecond)
+			fake = fake.Add(-gap(50 * time.Millisecond)) // a stale clock reading
 		case r == 1 && safe:
+			fake = fake.Add(-gap(3 * scale)) // whole windows back
+		case r == 2 && safe:
 			// Same microsecond as the previous step.
-		case r == 2:
-			fake = maxTime(fake, floor).Add(minGap + time.Duration(rng.Int64N(int64(20*time.Second)))).Truncate(time.Microsecond)
+		case r == 3:
+			fake = maxTime(fake, floor).Add(minGap + gap(3*scale))
+		case r < 8:
+			fake = maxTime(fake, floor).Add(minGap + gap(scale/10))
 		default:
-			fake = maxTime(fake, floor).Add(minGap + time.Duration(rng.Int64N(int64(time.Second)))).Truncate(time.Microsecond)
+			fake = maxTime(fake, floor).Add(minGap + gap(scale/time.Duration(max(alg.MaxCost(), 1))*2))
 		}
 		if realTTL && !safe {
-			fake = maxTime(fake, floor)
+			// Redis may drop the key before the next call reaches it: move
+			// past the time its state stops counting, so that both sides
+			// agree it holds nothing.
+			fake = maxTime(fake, maxTime(floor, fullAt))
 		}
+		fake = maxTime(fake, time.Unix(0, 0))
 		floor = maxTime(floor, fake)
+		if rng.IntN(50) == 0 {
+			alg = relimit(0)
+		}
 		cost := rng.Int64N(alg.MaxCost() + 1)
+		if rng.IntN(3) == 0 {
+			cost = rng.Int64N(min(alg.MaxCost(), 3) + 1)
+		}
 
+		before := fmt.Sprintf("%+v", state)
 		var want algorithms.Result
 		state, want = alg.Decide(state, fake, cost)
 		got, err := s.Decide(ctx, key, alg, fake, cost)
@@ -115,10 +185,11 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 			t.Fatalf("%#v step %d: %v", alg, step, err)
 		}
 		if got != want {
-			t.Fatalf("%#v step %d at %s, cost %d:\n  lua %+v\n  go  %+v", alg, step, fake.Format(time.RFC3339Nano), cost, got, want)
+			t.Fatalf("%#v step %d at %s, cost %d:\n  lua %+v\n  go  %+v\n  go state before %s", alg, step, fake.Format(time.RFC3339Nano), cost, got, want, before)
 		}
-		if want.Allowed && cost > 0 {
+		if cost > 0 && want.Allowed {
 			expiresReal = time.Now().Add(want.ResetAfter)
+			fullAt = fake.Add(want.ResetAfter)
 		}
 	}
 }

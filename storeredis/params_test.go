@@ -32,21 +32,3 @@ func TestParamsCacheIsBounded(t *testing.T) {
 		t.Fatalf("cached %d parameter sets, want the cap %d", got, maxCachedParams)
 	}
 }
-
-// sliceAlgorithm is a third-party algorithm under a known name whose value
-// is not comparable (it holds a slice), so it cannot be a map key.
-type sliceAlgorithm struct {
-	algorithms.GCRA
-	tags []string
-}
-
-func TestParamsOfIncomparableAlgorithm(t *testing.T) {
-	c := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
-	t.Cleanup(func() { c.Close() })
-	s := New(c, WithClientTime())
-	alg := sliceAlgorithm{GCRA: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 3}, tags: []string{"x"}}
-	res, err := s.Decide(context.Background(), "k", alg, time.Now(), 1)
-	if err != nil || !res.Allowed || res.Remaining != 2 {
-		t.Fatalf("Decide: %+v, %v; want admitted with Remaining 2", res, err)
-	}
-}

@@ -14,18 +14,20 @@ import (
 var ErrMalformedReply = errors.New("storeredis: malformed script reply")
 
 // parseReply turns a decision script's reply {allowed, remaining,
-// retry_after µs, reset_after µs} into a Result, checking its shape and that
-// the fields agree with each other, since a wrong reply must never read as
-// "allowed". It is the only place replies are parsed.
-func parseReply(reply any, limit int64) (algorithms.Result, error) {
+// retry_after µs, reset_after µs, at µs} into a Result, checking its shape
+// and that the fields agree with each other, since a wrong reply must never
+// read as "allowed". notBefore is the earliest time the decision may have been
+// made at (the caller's now in client-time mode, else 0). It is the only place
+// replies are parsed.
+func parseReply(reply any, limit, notBefore int64) (algorithms.Result, error) {
 	bad := func(format string, args ...any) (algorithms.Result, error) {
 		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply %v)", store.ErrUnavailable, ErrMalformedReply, fmt.Sprintf(format, args...), reply)
 	}
 	fields, ok := reply.([]any)
-	if !ok || len(fields) != 4 {
-		return bad("want an array of 4 integers")
+	if !ok || len(fields) != 5 {
+		return bad("want an array of 5 integers")
 	}
-	var v [4]int64
+	var v [5]int64
 	for i, f := range fields {
 		n, ok := f.(int64)
 		if !ok {
@@ -33,7 +35,7 @@ func parseReply(reply any, limit int64) (algorithms.Result, error) {
 		}
 		v[i] = n
 	}
-	allowed, remaining, retry, reset := v[0], v[1], v[2], v[3]
+	allowed, remaining, retry, reset, at := v[0], v[1], v[2], v[3], v[4]
 	switch {
 	case allowed != 0 && allowed != 1:
 		return bad("allowed is %d", allowed)
@@ -43,6 +45,8 @@ func parseReply(reply any, limit int64) (algorithms.Result, error) {
 		return bad("allowed %d with retry_after %d", allowed, retry)
 	case reset < 0:
 		return bad("reset_after %d", reset)
+	case at < notBefore || at < 0:
+		return bad("decided at %d, before %d", at, max(notBefore, 0))
 	}
 	return algorithms.Result{
 		Allowed:    allowed == 1,
@@ -50,5 +54,6 @@ func parseReply(reply any, limit int64) (algorithms.Result, error) {
 		Remaining:  remaining,
 		RetryAfter: time.Duration(retry) * time.Microsecond,
 		ResetAfter: time.Duration(reset) * time.Microsecond,
+		At:         time.UnixMicro(at),
 	}, nil
 }

@@ -10,29 +10,40 @@ import (
 )
 
 func TestParseReply(t *testing.T) {
+	const at = int64(1_780_000_000_000_000)
+	i := func(v ...int64) []any {
+		out := make([]any, len(v))
+		for j, n := range v {
+			out[j] = n
+		}
+		return out
+	}
 	tests := []struct {
 		name  string
 		reply any
 		want  algorithms.Result
 		ok    bool
 	}{
-		{"admitted", []any{int64(1), int64(4), int64(0), int64(1500)}, algorithms.Result{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 1500 * time.Microsecond}, true},
-		{"denied", []any{int64(0), int64(0), int64(7), int64(9)}, algorithms.Result{Limit: 5, RetryAfter: 7 * time.Microsecond, ResetAfter: 9 * time.Microsecond}, true},
+		{"admitted", i(1, 4, 0, 1500, at), algorithms.Result{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 1500 * time.Microsecond, At: time.UnixMicro(at)}, true},
+		{"denied", i(0, 0, 7, 9, at), algorithms.Result{Limit: 5, RetryAfter: 7 * time.Microsecond, ResetAfter: 9 * time.Microsecond, At: time.UnixMicro(at)}, true},
+		{"decided after now", i(1, 4, 0, 1500, at+5), algorithms.Result{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 1500 * time.Microsecond, At: time.UnixMicro(at + 5)}, true},
 		{"nil", nil, algorithms.Result{}, false},
 		{"not an array", "OK", algorithms.Result{}, false},
-		{"three fields", []any{int64(1), int64(4), int64(0)}, algorithms.Result{}, false},
-		{"five fields", []any{int64(1), int64(4), int64(0), int64(0), int64(0)}, algorithms.Result{}, false},
-		{"string field", []any{"1", int64(4), int64(0), int64(0)}, algorithms.Result{}, false},
-		{"allowed 2", []any{int64(2), int64(4), int64(0), int64(0)}, algorithms.Result{}, false},
-		{"negative remaining", []any{int64(1), int64(-1), int64(0), int64(0)}, algorithms.Result{}, false},
-		{"remaining above limit", []any{int64(1), int64(6), int64(0), int64(0)}, algorithms.Result{}, false},
-		{"allowed with a wait", []any{int64(1), int64(4), int64(3), int64(0)}, algorithms.Result{}, false},
-		{"denied without a wait", []any{int64(0), int64(0), int64(0), int64(5)}, algorithms.Result{}, false},
-		{"negative reset", []any{int64(1), int64(4), int64(0), int64(-5)}, algorithms.Result{}, false},
+		{"four fields", i(1, 4, 0, 0), algorithms.Result{}, false},
+		{"six fields", i(1, 4, 0, 0, at, 0), algorithms.Result{}, false},
+		{"string field", []any{"1", int64(4), int64(0), int64(0), at}, algorithms.Result{}, false},
+		{"allowed 2", i(2, 4, 0, 0, at), algorithms.Result{}, false},
+		{"negative remaining", i(1, -1, 0, 0, at), algorithms.Result{}, false},
+		{"remaining above limit", i(1, 6, 0, 0, at), algorithms.Result{}, false},
+		{"allowed with a wait", i(1, 4, 3, 0, at), algorithms.Result{}, false},
+		{"denied without a wait", i(0, 0, 0, 5, at), algorithms.Result{}, false},
+		{"negative reset", i(1, 4, 0, -5, at), algorithms.Result{}, false},
+		{"decided before now", i(1, 4, 0, 0, at-1), algorithms.Result{}, false},
+		{"negative time", i(1, 4, 0, 0, -1), algorithms.Result{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseReply(tt.reply, 5)
+			got, err := parseReply(tt.reply, 5, at)
 			if tt.ok {
 				if err != nil || got != tt.want {
 					t.Fatalf("parseReply = %+v, %v; want %+v", got, err, tt.want)

@@ -1,19 +1,29 @@
 // Package storeredis is the Redis ratewise store, for many app instances
 // sharing one limit, on standalone Redis, Redis Cluster, Sentinel or a Ring.
+// It needs Redis 5.0 or later.
 //
 // Every decision is one EVALSHA of the algorithm's Lua script, which runs the
 // same step as the algorithm's Go Decide inside Redis, atomically: Go never
 // reads state and writes it back. A script missing from Redis's cache (after a
 // restart, a failover or SCRIPT FLUSH) is sent again with EVAL, which runs it
-// and caches it in the same round trip.
+// and caches it: that one decision takes two round trips, every later one
+// takes one again.
 //
 // By default a script reads Redis's own clock (TIME), so app servers whose
 // clocks disagree still share one timeline, and the now a limiter passes is
-// ignored. WithClientTime uses the caller's now instead.
+// ignored. WithClientTime uses the caller's now instead. Either way a key
+// never decides at a time earlier than the latest it has seen (see package
+// algorithms), so a failover to a replica whose clock is behind admits
+// nothing extra. Scripts write after reading TIME, which needs script
+// effects replication: the default from Redis 5.0, and why that is the
+// oldest Redis supported.
 //
-// Keys are prefix + algorithm + ":{" + escaped key + "}", so each key is its
-// own Redis Cluster hash tag. Every write sets a TTL of the decision's
-// ResetAfter, rounded up to the millisecond, so idle keys vanish on their own.
+// Keys are prefix + algorithm + ":" + scope + ":{" + escaped key + "}", such
+// as "ratewise:gcra:1s:{alice}", so each key is its own Redis Cluster hash
+// tag, and limiters with different windows or periods keep separate state.
+// Every write sets a TTL of the decision's ResetAfter, rounded up to the
+// millisecond (plus ClientTimeGrace in client-time mode), so idle keys vanish
+// on their own.
 package storeredis
 
 import (
@@ -21,6 +31,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,8 +44,9 @@ import (
 )
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Inspector = (*Store)(nil)
+	_ store.Store            = (*Store)(nil)
+	_ store.Inspector        = (*Store)(nil)
+	_ store.AlgorithmChecker = (*Store)(nil)
 )
 
 // DefaultPrefix starts every key the store writes.
@@ -53,7 +65,6 @@ type Store struct {
 	client     Client
 	prefix     string
 	clientTime bool
-	decide     map[string]*redis.Script // by algorithm name
 
 	// params caches each algorithm value's Args, boxed for go-redis, which
 	// saves several allocations per decision. Algorithm values are
@@ -66,22 +77,39 @@ type Store struct {
 const maxCachedParams = 64
 
 var (
-	resetScript = redis.NewScript(`return redis.call('DEL', KEYS[1])`)
+	resetScript = redis.NewScript(`return redis.call('UNLINK', KEYS[1])`)
 	ttlScript   = redis.NewScript(`return redis.call('PTTL', KEYS[1])`)
 )
 
-// decideScripts are the decision scripts by algorithm name: the prelude
-// followed by the algorithm's file.
-var decideScripts = func() map[string]*redis.Script {
-	prelude := mustRead("prelude.lua")
-	scripts := map[string]*redis.Script{}
-	for _, alg := range []algorithms.Algorithm{
-		algorithms.FixedWindow{}, algorithms.SlidingLog{}, algorithms.SlidingWindow{},
-		algorithms.TokenBucket{}, algorithms.GCRA{},
+// script is the decision script of one algorithm type, and the type whose
+// values it runs.
+type script struct {
+	typ reflect.Type
+	run *redis.Script
+}
+
+// scripts are the decision scripts by algorithm name: the prelude, the step
+// an algorithm shares with others, and the algorithm's own file.
+var scripts = func() map[string]script {
+	m := map[string]script{}
+	for _, s := range []struct {
+		alg   algorithms.Algorithm
+		files []string
+	}{
+		{algorithms.FixedWindow{}, []string{"prelude", "fixed_window"}},
+		{algorithms.SlidingLog{}, []string{"prelude", "log", "sliding_log"}},
+		{algorithms.SlidingWindow{}, []string{"prelude", "log", "sliding_window"}},
+		{algorithms.TokenBucket{}, []string{"prelude", "bucket", "token_bucket"}},
+		{algorithms.GCRA{}, []string{"prelude", "bucket", "gcra"}},
 	} {
-		scripts[alg.Name()] = redis.NewScript(prelude + "\n" + mustRead(alg.Name()+".lua"))
+		var src strings.Builder
+		for _, f := range s.files {
+			src.WriteString(mustRead(f + ".lua"))
+			src.WriteString("\n")
+		}
+		m[s.alg.Name()] = script{typ: reflect.TypeOf(s.alg), run: redis.NewScript(src.String())}
 	}
-	return scripts
+	return m
 }()
 
 func mustRead(name string) string {
@@ -101,8 +129,8 @@ type optionFunc func(*Store)
 
 func (f optionFunc) apply(s *Store) { f(s) }
 
-// WithPrefix replaces DefaultPrefix. With WithPrefix("rl:"), a GCRA limiter's
-// key "alice" is stored as "rl:gcra:{alice}".
+// WithPrefix replaces DefaultPrefix. With WithPrefix("rl:"), the key "alice"
+// of a GCRA limiter with a rate per second is stored as "rl:gcra:1s:{alice}".
 func WithPrefix(prefix string) Option {
 	return optionFunc(func(s *Store) { s.prefix = prefix })
 }
@@ -111,22 +139,31 @@ func WithPrefix(prefix string) Option {
 // Clock) instead of Redis's TIME. Tests use it to drive time; it also suits
 // deployments whose app servers keep their clocks in sync and want the
 // decision to follow them. Clocks that disagree then disagree on windows.
+//
+// A clock reading taken before a call waits for a connection can reach Redis
+// after a key it should still see has expired on Redis's clock, so in this
+// mode keys live ClientTimeGrace longer than their state counts.
 func WithClientTime() Option {
 	return optionFunc(func(s *Store) { s.clientTime = true })
 }
 
+// ClientTimeGrace is how much longer than its ResetAfter a key lives in
+// client-time mode (see WithClientTime).
+const ClientTimeGrace = time.Second
+
 // New returns a store on client.
 func New(client Client, opts ...Option) *Store {
-	s := &Store{client: client, prefix: DefaultPrefix, decide: decideScripts}
+	s := &Store{client: client, prefix: DefaultPrefix}
 	for _, o := range opts {
 		o.apply(s)
 	}
 	return s
 }
 
-// Key returns the Redis key that holds alg's state for key.
+// Key returns the Redis key that holds alg's state for key, such as
+// "ratewise:sliding_window:1m/6:{alice}" (see algorithms.Scope).
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
-	return s.prefix + alg.Name() + ":{" + escapeKey(key) + "}"
+	return s.prefix + alg.Name() + ":" + alg.Scope().String() + ":{" + escapeKey(key) + "}"
 }
 
 // escapeKey makes a key safe inside a hash tag and keeps distinct keys
@@ -143,54 +180,71 @@ func escapeKey(key string) string {
 
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
+// CheckAlgorithm returns an error wrapping store.ErrUnsupported unless alg
+// is one of the algorithms package's types, the only ones with a script.
+func (s *Store) CheckAlgorithm(alg algorithms.Algorithm) error {
+	_, err := scriptFor(alg)
+	return err
+}
+
+func scriptFor(alg algorithms.Algorithm) (script, error) {
+	sc, ok := scripts[alg.Name()]
+	if !ok || sc.typ != reflect.TypeOf(alg) {
+		return script{}, fmt.Errorf("%w: storeredis has no script for %T (%q)", store.ErrUnsupported, alg, alg.Name())
+	}
+	return sc, nil
+}
+
 // Decide runs alg's script for key in one round trip.
 func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	script, ok := s.decide[alg.Name()]
-	if !ok {
-		return algorithms.Result{}, fmt.Errorf("%w: no script for algorithm %q", store.ErrUnavailable, alg.Name())
+	sc, err := scriptFor(alg)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	if err := alg.Validate(); err != nil {
+		return algorithms.Result{}, err
+	}
+	if err := algorithms.CheckCost(alg, cost); err != nil {
+		return algorithms.Result{}, err
 	}
 	params := s.boxedParams(alg)
 	args := make([]any, 2, 2+len(params))
 	args[0], args[1] = serverTime, cost
 	if s.clientTime {
+		if err := algorithms.CheckTime(now); err != nil {
+			return algorithms.Result{}, err
+		}
 		args[0] = now.UnixMicro()
 	}
 	args = append(args, params...)
-	reply, err := script.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	reply, err := sc.run.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.failure(ctx, err)
 	}
-	res, err := parseReply(reply, alg.MaxCost())
-	if err != nil {
-		return algorithms.Result{}, err
+	var notBefore int64
+	if s.clientTime {
+		notBefore = now.UnixMicro()
 	}
-	return res, nil
+	return parseReply(reply, alg.MaxCost(), notBefore)
 }
 
-// serverTime is ARGV[1] when the script reads Redis's TIME, boxed once.
-var serverTime any = int64(-1)
+// serverTime is ARGV[1] when the script reads Redis's TIME: a string no
+// number formats to, boxed once.
+var serverTime any = ""
 
-// boxedParams returns alg.Args() as []any, cached for ratewise's own
-// algorithm types. Other implementations are boxed on every call: their
-// values need not be comparable, and a map key that is not would panic.
+// boxedParams returns alg.Args() as []any, cached per algorithm value. Only
+// the algorithms package's types reach it (see scriptFor), and their values
+// are comparable, so they can be map keys.
 func (s *Store) boxedParams(alg algorithms.Algorithm) []any {
-	cacheable := false
-	switch alg.(type) {
-	case algorithms.FixedWindow, algorithms.SlidingLog, algorithms.SlidingWindow,
-		algorithms.TokenBucket, algorithms.GCRA:
-		cacheable = true
-	}
-	if cacheable {
-		if v, ok := s.params.Load(alg); ok {
-			return v.([]any)
-		}
+	if v, ok := s.params.Load(alg); ok {
+		return v.([]any)
 	}
 	args := alg.Args()
 	boxed := make([]any, len(args))
 	for i, a := range args {
 		boxed[i] = a
 	}
-	if cacheable && s.paramsCount.Load() < maxCachedParams {
+	if s.paramsCount.Load() < maxCachedParams {
 		if _, loaded := s.params.LoadOrStore(alg, boxed); !loaded {
 			s.paramsCount.Add(1)
 		}
@@ -198,8 +252,13 @@ func (s *Store) boxedParams(alg algorithms.Algorithm) []any {
 	return boxed
 }
 
-// Reset deletes alg's state for key.
+// Reset deletes alg's state for key. The memory of a large sorted set is
+// freed in the background (UNLINK), so even a key of millions of records does
+// not block Redis.
 func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+	if err := alg.Validate(); err != nil {
+		return err
+	}
 	if err := resetScript.Run(ctx, s.client, []string{s.Key(key, alg)}).Err(); err != nil {
 		return s.failure(ctx, err)
 	}
@@ -222,15 +281,20 @@ func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, _
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
-// failure classifies an error from Redis: the context's own error when it
-// ended (a deadline or cancellation), ErrUnavailable otherwise. Both keep the
-// underlying error.
+// failure classifies an error from Redis: the caller's context error when
+// ctx has ended (a deadline or cancellation), ErrUnavailable otherwise. A
+// timeout of the client's own, such as a dial or read timeout, is not the
+// caller's deadline: it is ErrUnavailable, and the timeout is kept only as
+// text, so errors.Is(err, context.DeadlineExceeded) stays false for it.
 func (s *Store) failure(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		if errors.Is(err, ctxErr) {
+			return err
+		}
 		return fmt.Errorf("storeredis: %w: %w", ctxErr, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return err
+		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 }

@@ -107,11 +107,21 @@ func TestClientTimeFollowsTheCallersClock(t *testing.T) {
 
 func TestKeyLayout(t *testing.T) {
 	s := storeredis.New(nil)
-	if got, want := s.Key("user:1001", algorithms.GCRA{}), "ratewise:gcra:{user:1001}"; got != want {
-		t.Fatalf("Key = %q, want %q", got, want)
+	for _, tt := range []struct {
+		alg  algorithms.Algorithm
+		want string
+	}{
+		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 5}, "ratewise:gcra:1s:{user:1001}"},
+		{algorithms.TokenBucket{Capacity: 5, Refill: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}}, "ratewise:token_bucket:1500ms:{user:1001}"},
+		{algorithms.FixedWindow{Limit: 100, Window: 24 * time.Hour}, "ratewise:fixed_window:24h:{user:1001}"},
+		{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6}, "ratewise:sliding_window:1m/6:{user:1001}"},
+	} {
+		if got := s.Key("user:1001", tt.alg); got != tt.want {
+			t.Errorf("Key = %q, want %q", got, tt.want)
+		}
 	}
 	s = storeredis.New(nil, storeredis.WithPrefix("rl:"))
-	if got, want := s.Key("a{b}%c", algorithms.SlidingLog{}), "rl:sliding_log:{a%7Bb%7D%25c}"; got != want {
+	if got, want := s.Key("a{b}%c", algorithms.SlidingLog{Limit: 1, Window: time.Minute}), "rl:sliding_log:1m:{a%7Bb%7D%25c}"; got != want {
 		t.Fatalf("Key = %q, want %q", got, want)
 	}
 }
@@ -176,33 +186,45 @@ func TestAdversarialKeysOnCluster(t *testing.T) {
 	}
 }
 
-// TestEveryWriteHasATTL checks, for every algorithm, that the key's TTL is at
-// most ResetAfter rounded up to the millisecond, and that an idle key
-// vanishes on its own once that time has passed (miniredis's clock is moved,
-// not waited for).
+// TestEveryWriteHasATTL checks, for every algorithm in both time modes, that
+// the key's TTL is its ResetAfter rounded up to the millisecond (plus
+// ClientTimeGrace in client-time mode), and that an idle key vanishes on its
+// own once that time has passed (miniredis's clock is moved, not waited for).
 func TestEveryWriteHasATTL(t *testing.T) {
-	m := miniredis.RunT(t)
-	c := newClient(t, m.Addr())
-	s := storeredis.New(c, storeredis.WithClientTime())
-	ctx := context.Background()
-	now := time.Date(2026, 6, 1, 13, 59, 35, 123456000, time.UTC)
-	for _, alg := range allAlgorithms {
-		t.Run(alg.Name(), func(t *testing.T) {
-			key := testKey(t)
-			var res algorithms.Result
-			for i := range 3 {
-				var err error
-				if res, err = s.Decide(ctx, key, alg, now.Add(time.Duration(i)*time.Second), 1); err != nil {
-					t.Fatal(err)
-				}
-			}
-			ttl := m.TTL(s.Key(key, alg))
-			if ceil := res.ResetAfter.Truncate(time.Millisecond) + time.Millisecond; ttl <= 0 || ttl > ceil {
-				t.Fatalf("TTL %v, want (0, %v] for ResetAfter %v", ttl, ceil, res.ResetAfter)
-			}
-			m.FastForward(ttl)
-			if m.Exists(s.Key(key, alg)) {
-				t.Fatalf("the key outlived its TTL")
+	for _, mode := range []struct {
+		name  string
+		opts  []storeredis.Option
+		grace time.Duration
+	}{
+		{"client-time", []storeredis.Option{storeredis.WithClientTime()}, storeredis.ClientTimeGrace},
+		{"server-time", nil, 0},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			m := miniredis.RunT(t)
+			s := storeredis.New(newClient(t, m.Addr()), mode.opts...)
+			ctx := context.Background()
+			now := time.Date(2026, 6, 1, 13, 59, 35, 123456000, time.UTC)
+			for _, alg := range allAlgorithms {
+				t.Run(alg.Name(), func(t *testing.T) {
+					key := testKey(t)
+					var res algorithms.Result
+					for i := range 3 {
+						at := now.Add(time.Duration(i) * time.Second)
+						m.SetTime(at) // the server's clock, for server time
+						var err error
+						if res, err = s.Decide(ctx, key, alg, at, 1); err != nil {
+							t.Fatal(err)
+						}
+					}
+					ttl := m.TTL(s.Key(key, alg))
+					if want := (res.ResetAfter + time.Millisecond - 1).Truncate(time.Millisecond) + mode.grace; ttl != want {
+						t.Fatalf("TTL %v, want %v for ResetAfter %v", ttl, want, res.ResetAfter)
+					}
+					m.FastForward(ttl)
+					if m.Exists(s.Key(key, alg)) {
+						t.Fatalf("the key outlived its TTL")
+					}
+				})
 			}
 		})
 	}
@@ -242,8 +264,9 @@ func TestNoScriptRecovery(t *testing.T) {
 	}
 }
 
-// TestSlidingLogMembersUnique: 8 clients each admit 25 requests stamped the
-// same microsecond; no record overwrites another.
+// TestSlidingLogMembersUnique: 8 clients each admit 25 requests, all 200 at
+// distinct microseconds interleaved between the clients; no record
+// overwrites another, and the log counts all 200.
 func TestSlidingLogMembersUnique(t *testing.T) {
 	addr := redistest.Standalone(t).Addr
 	alg := algorithms.SlidingLog{Limit: 1000, Window: time.Minute}
@@ -251,11 +274,11 @@ func TestSlidingLogMembersUnique(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
-	for range 8 {
+	for c := range 8 {
 		s := storeredis.New(newClient(t, addr), storeredis.WithClientTime())
 		wg.Go(func() {
-			for range 25 {
-				res, err := s.Decide(context.Background(), key, alg, now, 1)
+			for i := range 25 {
+				res, err := s.Decide(context.Background(), key, alg, now.Add(time.Duration(i*8+c)*time.Microsecond), 1)
 				if err != nil {
 					t.Error(err)
 					return
@@ -267,10 +290,14 @@ func TestSlidingLogMembersUnique(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	s := storeredis.New(newClient(t, addr))
-	n, err := newClient(t, addr).ZCard(context.Background(), s.Key(key, alg)).Result()
-	if err != nil || n != 200 || admitted.Load() != 200 {
-		t.Fatalf("%d admitted, %d records (%v); want 200 of each", admitted.Load(), n, err)
+	s := storeredis.New(newClient(t, addr), storeredis.WithClientTime())
+	records, err := newClient(t, addr).ZCount(context.Background(), s.Key(key, alg), "0", "+inf").Result()
+	if err != nil || admitted.Load() != 200 || records > 200 {
+		t.Fatalf("%d admitted, %d records (%v); want 200 admitted in at most 200 records", admitted.Load(), records, err)
+	}
+	res, err := s.Decide(context.Background(), key, alg, now.Add(time.Second), 0)
+	if err != nil || res.Remaining != 800 {
+		t.Fatalf("Peek: %+v, %v; want Remaining 800", res, err)
 	}
 }
 
@@ -311,10 +338,18 @@ func TestErrors(t *testing.T) {
 		}
 	})
 
-	t.Run("unknown algorithm", func(t *testing.T) {
+	t.Run("unsupported algorithm", func(t *testing.T) {
 		s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()))
-		if _, err := s.Decide(ctx, "k", unknownAlgorithm{alg}, time.Now(), 1); !errors.Is(err, store.ErrUnavailable) {
-			t.Fatalf("got %v, want ErrUnavailable", err)
+		// Neither an unknown name nor a type of another package under a
+		// built-in name runs: the script would read its parameters wrongly.
+		for _, a := range []algorithms.Algorithm{unknownAlgorithm{alg}, renamedGCRA{alg}} {
+			_, err := s.Decide(ctx, "k", a, time.Now(), 1)
+			if !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrUnavailable) {
+				t.Fatalf("%T: got %v, want ErrUnsupported and not ErrUnavailable", a, err)
+			}
+			if _, err := ratewise.New(s, a); !errors.Is(err, ratewise.ErrUnsupported) {
+				t.Fatalf("ratewise.New with %T: got %v, want ErrUnsupported", a, err)
+			}
 		}
 	})
 
@@ -344,6 +379,9 @@ func TestErrors(t *testing.T) {
 type unknownAlgorithm struct{ algorithms.Algorithm }
 
 func (unknownAlgorithm) Name() string { return "no_such_algorithm" }
+
+// renamedGCRA is another package's algorithm that reuses the name "gcra".
+type renamedGCRA struct{ algorithms.GCRA }
 
 // TestRing runs decisions through a two-shard Ring, the last client kind.
 func TestRing(t *testing.T) {

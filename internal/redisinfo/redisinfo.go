@@ -6,8 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -63,34 +61,21 @@ func Harness(name string) bool {
 }
 
 // FillLog admits requests from..to-1 of cost 1 on key, request i at
-// start + i×spacing, from 32 goroutines, and fails if any is denied. The
-// store must use client time.
+// start + i×spacing, and fails if any is denied. The store must use client
+// time. The requests go one after another: a log decides a request whose
+// time is behind the key's latest at that latest time, so requests sent
+// concurrently, reaching Redis out of order, would share records.
 func FillLog(ctx context.Context, s *storeredis.Store, key string, alg algorithms.Algorithm, from, to int64, start time.Time, spacing time.Duration) error {
-	var next atomic.Int64
-	next.Store(from)
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for range 32 {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= to {
-					return
-				}
-				res, err := s.Decide(ctx, key, alg, start.Add(time.Duration(i)*spacing), 1)
-				if err == nil && !res.Allowed {
-					err = fmt.Errorf("record %d denied while filling", i)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
+	for i := from; i < to; i++ {
+		res, err := s.Decide(ctx, key, alg, start.Add(time.Duration(i)*spacing), 1)
+		if err != nil {
+			return err
+		}
+		if !res.Allowed {
+			return fmt.Errorf("record %d denied while filling", i)
+		}
 	}
-	wg.Wait()
-	close(errs)
-	return <-errs
+	return nil
 }
 
 // DeleteKeys deletes every key that starts with prefix.

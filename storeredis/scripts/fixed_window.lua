@@ -4,7 +4,7 @@
 --          being counted (µs) and the cost admitted in it
 -- ARGV[3]  limit
 -- ARGV[4]  window (µs)
--- Reply    {allowed, remaining, retry_after µs, reset_after µs}
+-- Reply    {allowed, remaining, retry_after µs, reset_after µs, at µs}
 --
 -- GET, then SET … PX when a request is admitted. The key expires when its
 -- window ends.
@@ -12,16 +12,18 @@
 local limit = tonumber(ARGV[3])
 local window = tonumber(ARGV[4])
 
-local start = now - now % window
+local start, at = now - now % window, now
 local count = 0
 local raw = redis.call('GET', KEYS[1])
 if raw then
-  local s, c = string.match(raw, '^(%-?%d+) (%d+)$')
+  local s, c = string.match(raw, '^(%d+) (%d+)$')
   s, c = tonumber(s), tonumber(c)
-  -- A window later than now's means the clock stepped back: keep counting
-  -- in it, so nothing extra gets through.
-  if s > start then start = s end
-  if s == start then count = c end
+  if s then
+    -- A window later than now's means the clock stepped back: keep counting
+    -- in it, so nothing extra gets through.
+    if s > start then start, at = s, s end
+    if s == start then count = c end
+  end
 end
 
 local allowed, retry, reset = 0, 0, 0
@@ -35,4 +37,4 @@ else
   retry = start + window - now
 end
 if count > 0 then reset = start + window - now end
-return {allowed, limit - count, retry, reset}
+return {allowed, max(0, limit - count), retry, reset, at}

@@ -1,24 +1,30 @@
 -- prelude.lua is prepended to every decision script: it reads the arguments
 -- every algorithm shares and defines exact integer helpers.
 --
--- ARGV[1]  now in microseconds since the Unix epoch, or -1 to read Redis's
---          own clock (TIME), so that app servers share one timeline
+-- ARGV[1]  now in microseconds since the Unix epoch, or the empty string to
+--          read Redis's own clock (TIME), so that app servers share one
+--          timeline; no number selects it, so no client time can
 -- ARGV[2]  cost; 0 inspects without writing anything
 -- ARGV[3…] the algorithm's parameters (see each script)
 --
--- Every decision script replies {allowed, remaining, retry_after, reset_after}:
--- allowed is 1 or 0, remaining is in cost units, and both durations are
--- microseconds, exactly as algorithms.Result defines them.
+-- Every decision script replies {allowed, remaining, retry_after, reset_after,
+-- at}: allowed is 1 or 0, remaining is in cost units, the durations are
+-- microseconds and at is the time decided at, in µs since the Unix epoch,
+-- exactly as algorithms.Result defines them.
 --
--- Numbers are Lua doubles. All values stay below 2^53, where doubles hold
--- integers exactly; ratewise validates parameters so that they do. Numbers are
--- turned into strings only with string.format, since tostring keeps only 14
--- significant digits.
+-- Numbers are Lua doubles. Every value stays below 2^53, where doubles hold
+-- integers exactly; ratewise validates parameters and client times so that
+-- they do. Numbers are turned into strings only with string.format, since
+-- tostring keeps only 14 significant digits.
 
-local now = tonumber(ARGV[1])
-if now < 0 then
+local now, grace
+if ARGV[1] == '' then
   local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  now, grace = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+else
+  -- A caller's clock reading can reach Redis late, after a key that it
+  -- should still see expired on Redis's clock: keys live a second longer.
+  now, grace = tonumber(ARGV[1]), 1000000
 end
 local cost = tonumber(ARGV[2])
 local need = math.max(cost, 1)
@@ -29,10 +35,39 @@ local need = math.max(cost, 1)
 -- from the next integer, more than half a unit in the last place, so rounding
 -- the division never crosses an integer. The algorithms' bounds keep every
 -- operand that small.
-local floor, ceil = math.floor, math.ceil
+local floor, ceil, min, max = math.floor, math.ceil, math.min, math.max
 
 local function int(n) return string.format('%.0f', n) end
 
--- Milliseconds from microseconds, rounded up: Redis expires keys at
--- millisecond resolution, and a key must outlive its last effect.
-local function ttl_ms(us) return ceil(us / 1000) end
+-- The TTL for a key whose state stops counting us µs after now: in
+-- milliseconds, rounded up and at least 1, since Redis expires keys at
+-- millisecond resolution, a key must outlive its last effect, and SET … PX 0
+-- is an error; plus the grace of client-time mode.
+local function ttl_ms(us) return max(1, ceil((us + grace) / 1000)) end
+
+-- mul_div returns floor(a × b / c) and a × b mod c exactly, as mulDiv does in
+-- Go, for integers 0 <= a, b < 2^53 and 0 < c <= 2^50 whose quotient is below
+-- 2^53. A product below 2^52 is exact as a double. A larger one is never
+-- formed: a is reduced mod c, and b is fed in base-m digits with c × m <=
+-- 2^51, so every partial remainder times m and every digit product stays
+-- below 2^52.
+local function mul_div(a, b, c)
+  local p = a * b
+  if p < 4503599627370496 then return floor(p / c), p % c end
+  local qa, ra = floor(a / c), a % c
+  local m = 2
+  while c * m * 2 <= 2251799813685248 do m = m * 2 end
+  local digits, rest = {}, b
+  while rest > 0 do
+    digits[#digits + 1] = rest % m
+    rest = floor(rest / m)
+  end
+  local q, r = 0, 0
+  for i = #digits, 1, -1 do
+    r = r * m + ra * digits[i]
+    local d = floor(r / c)
+    q = q * m + d
+    r = r - d * c
+  end
+  return qa * b + q, r
+end

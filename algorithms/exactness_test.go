@@ -1,0 +1,421 @@
+package algorithms_test
+
+import (
+	"errors"
+	"fmt"
+	"math/big"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// everyAlgorithm builds each algorithm for a limit per window: the windowed
+// ones with that limit, the buckets with that burst refilled at limit per
+// window.
+func everyAlgorithm(limit int64, window time.Duration) []algorithms.Algorithm {
+	rate := algorithms.Rate{Count: limit, Period: window}
+	return []algorithms.Algorithm{
+		algorithms.FixedWindow{Limit: limit, Window: window},
+		algorithms.SlidingLog{Limit: limit, Window: window},
+		algorithms.SlidingWindow{Limit: limit, Window: window, SubWindows: 5},
+		algorithms.TokenBucket{Capacity: limit, Refill: rate},
+		algorithms.GCRA{Rate: rate, Burst: limit},
+	}
+}
+
+// TestStaleTimeIsTheHeldClock: a request whose now is behind the latest time
+// the key has seen is decided exactly as if the clock had been held at that
+// latest time: the same admission, Remaining and At, with RetryAfter and
+// ResetAfter longer by the gap.
+func TestStaleTimeIsTheHeldClock(t *testing.T) {
+	for _, alg := range everyAlgorithm(7, 10*time.Second) {
+		t.Run(alg.Name(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, 12))
+			stale, held := run{alg: alg}, run{alg: alg}
+			clock, latest := t0, time.Time{}
+			for step := range 20_000 {
+				clock = clock.Add(time.Duration(rng.Int64N(int64(time.Second))).Truncate(time.Microsecond))
+				now := clock
+				switch rng.IntN(4) {
+				case 0: // up to 50ms behind
+					now = clock.Add(-time.Duration(rng.Int64N(int64(50 * time.Millisecond))).Truncate(time.Microsecond))
+				case 1: // whole windows behind
+					now = clock.Add(-time.Duration(1+rng.Int64N(3)) * 10 * time.Second)
+				}
+				cost := 1 + rng.Int64N(alg.MaxCost())
+				if rng.IntN(5) == 0 {
+					// An inspection changes nothing, so it does not move
+					// the key's latest time either.
+					cost = 0
+				} else {
+					latest = maxTime(latest, now)
+				}
+				got := stale.decide(now, cost)
+				want := held.decide(maxTime(latest, now), cost)
+				gap := maxTime(latest, now).Sub(now)
+				if want.RetryAfter > 0 {
+					want.RetryAfter += gap
+				}
+				if want.ResetAfter > 0 {
+					want.ResetAfter += gap
+				}
+				if alg.Name() == "fixed_window" {
+					// The fixed window decides in the window it recorded,
+					// and reports that window's start.
+					got.At, want.At = time.Time{}, time.Time{}
+				}
+				if got != want {
+					t.Fatalf("step %d, cost %d, now %v behind the latest %v:\n stale %+v\n held  %+v", step, cost, gap, latest.Format(time.RFC3339Nano), got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestMinimalStaleReproduction: with 2 per second, requests at 0, 0, 1.5s,
+// 0.9s and 1.9s admit 4, as with the clock held at its latest reading; a
+// sliding log that let the request at 0.9s see only one record would admit 5,
+// three of them within one second.
+func TestMinimalStaleReproduction(t *testing.T) {
+	r := run{alg: algorithms.SlidingLog{Limit: 2, Window: time.Second}}
+	var got []bool
+	for _, at := range []time.Duration{0, 0, 1500 * time.Millisecond, 900 * time.Millisecond, 1900 * time.Millisecond} {
+		got = append(got, r.decide(t0.Add(at), 1).Allowed)
+	}
+	if want := []bool{true, true, true, true, false}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("admitted %v, want %v", got, want)
+	}
+}
+
+// TestLimitChangesKeepUsage lowers and raises the limit of every algorithm on
+// a live key: what was used carries over, and every field stays in range.
+func TestLimitChangesKeepUsage(t *testing.T) {
+	for i, name := range []string{"fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"} {
+		t.Run(name, func(t *testing.T) {
+			// The limit, capacity or burst changes; a bucket keeps its
+			// rate of 100 per minute (see TestRateChanges).
+			at := func(limit int64) algorithms.Algorithm {
+				switch a := everyAlgorithm(limit, time.Minute)[i].(type) {
+				case algorithms.TokenBucket:
+					a.Refill = algorithms.PerMinute(100)
+					return a
+				case algorithms.GCRA:
+					a.Rate = algorithms.PerMinute(100)
+					return a
+				default:
+					return a
+				}
+			}
+			r := run{alg: at(100)}
+			if res := r.decide(t0, 50); !res.Allowed || res.Remaining != 50 {
+				t.Fatalf("50 of 100: %+v", res)
+			}
+			// Lowered to 10 with 50 used: nothing left, and a wait.
+			r.alg = at(10)
+			res := r.decide(t0, 1)
+			if res.Allowed || res.Remaining != 0 || res.Limit != 10 || res.RetryAfter <= 0 {
+				t.Fatalf("limit lowered to 10 with 50 used: %+v, want denied with Remaining 0", res)
+			}
+			if p := r.decide(t0, 0); p.Remaining != 0 || p.Allowed {
+				t.Fatalf("peek after lowering: %+v", p)
+			}
+			// Raised to 1,000 with 50 used: 950 left.
+			r.alg = at(1000)
+			if res := r.decide(t0, 0); res.Remaining != 950 || res.Limit != 1000 {
+				t.Fatalf("limit raised to 1,000 with 50 used: %+v, want Remaining 950", res)
+			}
+			if res := r.decide(t0, 950); !res.Allowed || res.Remaining != 0 {
+				t.Fatalf("950 more at 1,000: %+v", res)
+			}
+			// Lowered again, random traffic: every result in range.
+			rng := rand.New(rand.NewPCG(3, uint64(i)))
+			now := t0
+			for step := range 2000 {
+				limit := 1 + rng.Int64N(1000)
+				r.alg = at(limit)
+				now = now.Add(time.Duration(rng.Int64N(int64(10 * time.Second))).Truncate(time.Microsecond))
+				cost := rng.Int64N(limit + 1)
+				res := r.decide(now, cost)
+				if res.Limit != limit || res.Remaining < 0 || res.Remaining > limit || res.RetryAfter < 0 || res.ResetAfter < 0 ||
+					res.Allowed != (res.RetryAfter == 0) || (res.Allowed && cost > 0 && res.Remaining > limit-cost) {
+					t.Fatalf("step %d, limit %d, cost %d: %+v out of range", step, limit, cost, res)
+				}
+			}
+		})
+	}
+}
+
+// TestRateChanges: a key that moves to a faster rate (a free tier upgraded to
+// a paid one) keeps the tokens it used, so it is not locked out; one that
+// moves to a slower rate keeps them too, but never waits past the time it
+// would have been full at the old rate.
+func TestRateChanges(t *testing.T) {
+	for _, build := range []func(rate algorithms.Rate) algorithms.Algorithm{
+		func(rate algorithms.Rate) algorithms.Algorithm {
+			return algorithms.TokenBucket{Capacity: rate.Count, Refill: rate}
+		},
+		func(rate algorithms.Rate) algorithms.Algorithm { return algorithms.GCRA{Rate: rate, Burst: rate.Count} },
+	} {
+		free, paid := build(algorithms.PerHour(100)), build(algorithms.PerHour(10_000))
+		t.Run(free.Name(), func(t *testing.T) {
+			r := run{alg: free}
+			r.decide(t0, 100)
+			r.alg = paid
+			if res := r.decide(t0, 0); res.Remaining != 9_900 {
+				t.Fatalf("upgraded after using 100 of 100 per hour: %+v, want Remaining 9,900", res)
+			}
+			r.decide(t0, 9_900)
+			// 10,000 used at 10,000 per hour: full again in an hour. At 100
+			// per hour they would take 100 hours; the key waits one.
+			r.alg = free
+			res := r.decide(t0, 1)
+			if res.Allowed || res.RetryAfter > time.Hour || res.ResetAfter != time.Hour {
+				t.Fatalf("downgraded after using 10,000: %+v, want denied, full again in 1h", res)
+			}
+			if res := r.decide(t0.Add(time.Hour), 100); !res.Allowed {
+				t.Fatalf("an hour after the downgrade, 100: %+v, want admitted", res)
+			}
+			// A fraction of a token used is charged as a whole one: 1.5
+			// tokens used at 2 per second, then 4 per second, are 2 tokens,
+			// half a second to drain.
+			r = run{alg: build(algorithms.PerSecond(2))}
+			r.decide(t0, 2)
+			r.decide(t0.Add(750*time.Millisecond), 1)
+			r.alg = build(algorithms.PerSecond(4))
+			if res := r.decide(t0.Add(750*time.Millisecond), 0); res.Remaining != 2 || res.ResetAfter != 500*time.Millisecond {
+				t.Fatalf("1.5 of 2 used, then 4 per second: %+v, want 2 tokens charged: Remaining 2, full in 500ms", res)
+			}
+		})
+	}
+}
+
+// TestScopes: a per-second and a per-hour limit of one algorithm never share
+// state; a changed limit keeps it.
+func TestScopes(t *testing.T) {
+	for _, pair := range [][2]algorithms.Algorithm{
+		{algorithms.FixedWindow{Limit: 2, Window: time.Second}, algorithms.FixedWindow{Limit: 1000, Window: time.Hour}},
+		{algorithms.SlidingLog{Limit: 2, Window: time.Second}, algorithms.SlidingLog{Limit: 2, Window: 1001 * time.Millisecond}},
+		{algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 10}, algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 5}},
+		{algorithms.TokenBucket{Capacity: 2, Refill: algorithms.PerSecond(2)}, algorithms.TokenBucket{Capacity: 2, Refill: algorithms.PerMinute(120)}},
+		{algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 2}, algorithms.GCRA{Rate: algorithms.PerHour(2), Burst: 2}},
+	} {
+		if pair[0].Scope() == pair[1].Scope() {
+			t.Errorf("%#v and %#v have the same scope %v", pair[0], pair[1], pair[0].Scope())
+		}
+	}
+	if a, b := (algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 2}), (algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 40}); a.Scope() != b.Scope() {
+		t.Errorf("a changed rate count and burst changed the scope: %v, %v", a.Scope(), b.Scope())
+	}
+	for _, tt := range []struct {
+		scope algorithms.Scope
+		want  string
+	}{
+		{algorithms.Scope{Window: time.Minute}, "1m"},
+		{algorithms.Scope{Window: 90 * time.Second}, "90s"},
+		{algorithms.Scope{Window: 1500 * time.Millisecond}, "1500ms"},
+		{algorithms.Scope{Window: 30 * 24 * time.Hour}, "720h"},
+		{algorithms.Scope{Window: 1001 * time.Microsecond}, "1001us"},
+		{algorithms.Scope{Window: time.Minute, SubWindows: 6}, "1m/6"},
+	} {
+		if got := tt.scope.String(); got != tt.want {
+			t.Errorf("%#v.String() = %q, want %q", tt.scope, got, tt.want)
+		}
+	}
+}
+
+// realQuotas are the rates APIs sell, each with a burst of its whole count.
+var realQuotas = []algorithms.Rate{
+	{Count: 100_000, Period: 24 * time.Hour},
+	{Count: 1_000_000, Period: 24 * time.Hour},
+	{Count: 10_000, Period: 30 * 24 * time.Hour},
+	{Count: 1_000_000_000, Period: time.Second},
+	{Count: 7, Period: 1500 * time.Millisecond},
+	{Count: 999_999, Period: 30 * 24 * time.Hour}, // not reducible to small terms
+}
+
+// TestRealQuotas runs every bucket rate in realQuotas against exact rational
+// arithmetic: admission, Remaining, RetryAfter and ResetAfter, on random
+// traffic that drains and refills the bucket.
+func TestRealQuotas(t *testing.T) {
+	for _, rate := range realQuotas {
+		for _, alg := range []algorithms.Algorithm{
+			algorithms.TokenBucket{Capacity: rate.Count, Refill: rate},
+			algorithms.GCRA{Rate: rate, Burst: rate.Count},
+		} {
+			t.Run(alg.Name()+"/"+strings.ReplaceAll(rate.String(), "/", " per "), func(t *testing.T) {
+				if err := alg.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				r := run{alg: alg}
+				m := newRatBucket(rate.Count, rate)
+				rng := rand.New(rand.NewPCG(uint64(rate.Count), 5))
+				now := t0
+				interval := rate.TimeFor(1)
+				for step := range 3000 {
+					switch rng.IntN(3) {
+					case 0:
+						now = now.Add(time.Duration(rng.Int64N(int64(max(interval, time.Microsecond)) * 3)).Truncate(time.Microsecond))
+					case 1:
+						now = now.Add(time.Duration(rng.Int64N(int64(rate.Period) / 4)).Truncate(time.Microsecond))
+					}
+					cost := rng.Int64N(rate.Count + 1)
+					if rng.IntN(2) == 0 {
+						cost = rng.Int64N(4)
+					}
+					got := r.decide(now, cost)
+					want := m.decide(now, cost)
+					want.At = got.At
+					if got != want {
+						t.Fatalf("step %d at +%v, cost %d:\n got  %+v\n want %+v", step, now.Sub(t0), cost, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRealQuotasWindowed: the windowed algorithms take the same quotas as a
+// limit per window, and the largest cost, the whole limit, is one record.
+func TestRealQuotasWindowed(t *testing.T) {
+	for _, rate := range realQuotas {
+		for _, alg := range everyAlgorithm(rate.Count, rate.Period)[:2] {
+			r := run{alg: alg}
+			if res := r.decide(t0, rate.Count); !res.Allowed || res.Remaining != 0 {
+				t.Fatalf("%#v: the whole limit at once: %+v", alg, res)
+			}
+			res := r.decide(t0.Add(time.Microsecond), 1)
+			if res.Allowed || res.RetryAfter <= 0 || res.RetryAfter > rate.Period {
+				t.Fatalf("%#v: one more: %+v, want denied for at most a window", alg, res)
+			}
+			if res := r.decide(t0.Add(time.Microsecond+res.RetryAfter), rate.Count); !res.Allowed {
+				t.Fatalf("%#v: the whole limit again after RetryAfter: %+v", alg, res)
+			}
+			if st, ok := r.state.(*algorithms.SlidingLogState); ok && len(st.Records) != 1 {
+				t.Fatalf("%#v: %d records after two requests a window apart, want 1", alg, len(st.Records))
+			}
+		}
+	}
+}
+
+// ratBucket is the token bucket in exact rationals, refilled at rate, with
+// the burst as capacity: what TokenBucket and GCRA must compute.
+type ratBucket struct {
+	burst  int64
+	perUs  *big.Rat // tokens per µs
+	tokens *big.Rat
+	last   int64
+}
+
+func newRatBucket(burst int64, rate algorithms.Rate) *ratBucket {
+	return &ratBucket{burst: burst, perUs: big.NewRat(rate.Count, rate.Period.Microseconds()), tokens: new(big.Rat).SetInt64(burst), last: -1}
+}
+
+// usUntil returns how long, rounded up to the µs, the bucket takes to gain
+// need tokens.
+func (m *ratBucket) usUntil(need *big.Rat) int64 {
+	us := new(big.Rat).Quo(need, m.perUs)
+	q, rem := new(big.Int).QuoRem(us.Num(), us.Denom(), new(big.Int))
+	if rem.Sign() > 0 {
+		q.Add(q, big.NewInt(1))
+	}
+	return q.Int64()
+}
+
+func (m *ratBucket) decide(t time.Time, cost int64) algorithms.Result {
+	now := t.UnixMicro()
+	full := new(big.Rat).SetInt64(m.burst)
+	if m.last >= 0 {
+		m.tokens.Add(m.tokens, new(big.Rat).Mul(m.perUs, new(big.Rat).SetInt64(now-m.last)))
+		if m.tokens.Cmp(full) > 0 {
+			m.tokens.Set(full)
+		}
+	}
+	m.last = now
+	res := algorithms.Result{Limit: m.burst}
+	need := new(big.Rat).SetInt64(max(cost, 1))
+	if m.tokens.Cmp(need) >= 0 {
+		res.Allowed = true
+		m.tokens.Sub(m.tokens, new(big.Rat).SetInt64(cost))
+	} else {
+		res.RetryAfter = time.Duration(m.usUntil(new(big.Rat).Sub(need, m.tokens))) * time.Microsecond
+	}
+	res.ResetAfter = time.Duration(m.usUntil(new(big.Rat).Sub(full, m.tokens))) * time.Microsecond
+	res.Remaining = new(big.Int).Quo(m.tokens.Num(), m.tokens.Denom()).Int64()
+	return res
+}
+
+// TestWrongStateTypePanics: a state of another algorithm's type is a store's
+// bug, never read as an idle key that admits.
+func TestWrongStateTypePanics(t *testing.T) {
+	gcra := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}
+	state, _ := gcra.Decide(nil, t0, 1)
+	for _, alg := range everyAlgorithm(1, time.Second) {
+		if alg.Name() == "gcra" {
+			continue
+		}
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s.Decide on a *GCRAState did not panic", alg.Name())
+				}
+			}()
+			alg.Decide(state, t0, 1)
+		}()
+	}
+}
+
+func TestCheckDecision(t *testing.T) {
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 3}
+	for _, tt := range []struct {
+		name string
+		alg  algorithms.Algorithm
+		now  time.Time
+		cost int64
+		want error
+	}{
+		{"valid", alg, t0, 3, nil},
+		{"inspection", alg, t0, 0, nil},
+		{"invalid algorithm", algorithms.GCRA{Rate: algorithms.PerSecond(1)}, t0, 1, algorithms.ErrInvalidBurst},
+		{"negative cost", alg, t0, -1, algorithms.ErrInvalidCost},
+		{"cost above the burst", alg, t0, 4, algorithms.ErrCostExceedsLimit},
+		{"zero time", alg, time.Time{}, 1, algorithms.ErrInvalidTime},
+		{"before 1970", alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime},
+		{"after MaxTime", alg, algorithms.MaxTime.Add(time.Microsecond), 1, algorithms.ErrInvalidTime},
+		{"the epoch", alg, time.Unix(0, 0), 1, nil},
+		{"MaxTime", alg, algorithms.MaxTime, 1, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			err := algorithms.CheckDecision(tt.alg, tt.now, tt.cost)
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("CheckDecision = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestTimeFor(t *testing.T) {
+	for _, tt := range []struct {
+		rate algorithms.Rate
+		n    int64
+		want time.Duration
+	}{
+		{algorithms.PerMinute(10), 3, 18 * time.Second},
+		{algorithms.PerSecond(3), 1, 333333 * time.Microsecond},
+		{algorithms.Rate{Count: 10_000, Period: 30 * 24 * time.Hour}, 10_000, 30 * 24 * time.Hour},
+		{algorithms.Rate{Count: 1, Period: (1 << 50) * time.Microsecond}, 1 << 50, time.Duration(1<<63 - 1)},
+	} {
+		if got := tt.rate.TimeFor(tt.n); got != tt.want {
+			t.Errorf("%v.TimeFor(%d) = %v, want %v", tt.rate, tt.n, got, tt.want)
+		}
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,101 @@
+package algorithms
+
+import (
+	"cmp"
+	"slices"
+	"time"
+)
+
+// SlidingLogState is the sliding log's per-key state, and, as
+// SlidingWindowState, the sliding window counter's: the admitted requests
+// still counting, and the latest time the key was decided at.
+type SlidingLogState struct {
+	// Records are the admitted requests, oldest first: one per request of
+	// any cost for the sliding log (requests stamped the same microsecond
+	// share one), one per sub-window for the sliding window counter.
+	Records []LogRecord
+	// Total is the cost admitted up to and including the newest record,
+	// counted from the same origin as LogRecord.Start.
+	Total int64
+	// Latest is the latest time, in microseconds since the Unix epoch, that
+	// a request of cost > 0 was decided at.
+	Latest int64
+}
+
+// LogRecord is admitted cost stamped At (microseconds since the Unix epoch;
+// for the sliding window counter, the start of a sub-window). Start is the
+// cost admitted before it, so its own cost is the next record's Start, or the
+// state's Total for the newest, minus Start. Keeping running totals instead
+// of costs finds the oldest cost still counting, and the record a denied
+// request must wait for, by binary search.
+type LogRecord struct {
+	At    int64
+	Start int64
+}
+
+// logStep is the decision step of a sliding log whose timestamps are rounded
+// down to a multiple of quantum µs: 1 for the exact sliding log, the
+// sub-window for the sliding window counter. limit is the limit and w the
+// window in µs. It costs O(log n) time for a state of n records, and at most
+// one new record per request whatever its cost.
+func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*SlidingLogState, Result) {
+	t := micros(now)
+	eff := t
+	var records []LogRecord
+	var total int64
+	if st != nil {
+		eff = max(t, st.Latest)
+		records, total = st.Records, st.Total
+	}
+	stamp := eff - floorMod(eff, quantum)
+	res := Result{Limit: limit, At: time.UnixMicro(eff)}
+
+	// Records stamped at or before stamp-w have expired, as ZREMRANGEBYSCORE
+	// key -inf now-window removes them; they are a prefix.
+	first, _ := slices.BinarySearchFunc(records, stamp-w+1, func(r LogRecord, at int64) int { return cmp.Compare(r.At, at) })
+	live := records[first:]
+	var count int64
+	if len(live) > 0 {
+		count = total - live[0].Start
+	}
+
+	if need := max(cost, 1); count+need > limit {
+		// The (count+need-limit)-th oldest unit still counting must expire
+		// first. Units are numbered from live[0].Start; the one sought lies
+		// in the last record that starts at or before it.
+		target := live[0].Start + count + need - limit - 1
+		j, found := slices.BinarySearchFunc(live, target, func(r LogRecord, s int64) int { return cmp.Compare(r.Start, s) })
+		if !found {
+			j--
+		}
+		res.RetryAfter = duration(live[j].At + w - t)
+	} else {
+		res.Allowed = true
+		if cost > 0 {
+			switch n := len(live); {
+			case n == 0:
+				// Nothing counts any more: start again from the front of
+				// the memory and from a total of 0.
+				live, total = append(records[:0], LogRecord{At: stamp}), 0
+			case live[n-1].At != stamp:
+				live = append(live, LogRecord{At: stamp, Start: total})
+			}
+			// Otherwise the newest record has the same stamp and absorbs
+			// the cost.
+			total += cost
+			count += cost
+		}
+	}
+	res.Remaining = max(0, limit-count)
+	if count > 0 {
+		res.ResetAfter = duration(live[len(live)-1].At + w - t)
+	}
+	if cost == 0 {
+		return st, res
+	}
+	if st == nil {
+		st = &SlidingLogState{}
+	}
+	st.Records, st.Total, st.Latest = live, total, eff
+	return st, res
+}

@@ -1,0 +1,345 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// Rules for exactness under real conditions: stale clocks, changed limits,
+// the quotas APIs sell, and bad input.
+
+func staleTime(e *env) {
+	// The minimal reproduction: with 2 per second, requests at 0, 0, 1.5s,
+	// 0.9s and 1.9s. With the clock held at its latest reading the fourth
+	// is made at 1.5s; a sliding log that let it see only one record would
+	// admit all five, three of them within one second.
+	const limit = 2
+	var admitted int
+	compareStale(e, e.c.build(limit, time.Second), []time.Duration{0, 0, 1500 * time.Millisecond, 900 * time.Millisecond, 1900 * time.Millisecond},
+		func(int) int64 { return 1 }, func(r ratewise.Result) {
+			if r.Allowed {
+				admitted++
+			}
+		})
+	if e.c.name == "sliding_log" && admitted != 4 {
+		e.fatalf("the minimal reproduction admitted %d, want 4 (yes yes yes yes no)", admitted)
+	}
+
+	// Random traffic: 20 per 10s, a reading every 0-1s, a third of them up
+	// to 50ms stale and a sixth one to three windows stale.
+	const window = 10 * time.Second
+	rng := rand.New(rand.NewPCG(13, 14))
+	var offsets []time.Duration
+	var clock time.Duration
+	for range 400 {
+		clock += time.Duration(rng.Int64N(int64(time.Second))).Truncate(time.Microsecond)
+		at := clock
+		switch rng.IntN(6) {
+		case 0, 1:
+			at -= time.Duration(rng.Int64N(int64(50 * time.Millisecond))).Truncate(time.Microsecond)
+		case 2:
+			at -= time.Duration(1+rng.IntN(3)) * window
+		}
+		offsets = append(offsets, at)
+	}
+	compareStale(e, e.c.build(20, window), offsets, func(int) int64 { return 1 + rng.Int64N(4) }, func(ratewise.Result) {})
+}
+
+// compareStale sends requests at start plus each offset to one key on a clock
+// that reads exactly that, and to another key on a clock held at its latest
+// reading so far, and requires the decisions to match as the rule says.
+func compareStale(e *env, alg algorithms.Algorithm, offsets []time.Duration, cost func(int) int64, seen func(ratewise.Result)) {
+	e.t.Helper()
+	start := e.c.start
+	staleClock, heldClock := NewManualClock(start), NewManualClock(start)
+	stale, held := e.limiterOn(alg, staleClock), e.limiterOn(alg, heldClock)
+	var latest time.Time
+	for i, off := range offsets {
+		now := start.Add(off)
+		if now.After(latest) {
+			latest = now
+		}
+		staleClock.Set(now)
+		heldClock.Set(latest)
+		n := cost(i)
+		got, err := stale.AllowN(context.Background(), "k", n)
+		if err != nil {
+			e.fatalf("request %d: %v", i, err)
+		}
+		want, err := held.AllowN(context.Background(), "k", n)
+		if err != nil {
+			e.fatalf("request %d with the clock held: %v", i, err)
+		}
+		seen(got)
+		gap := latest.Sub(now)
+		if want.RetryAfter > 0 {
+			want.RetryAfter += gap
+		}
+		if want.ResetAfter > 0 {
+			want.ResetAfter += gap
+		}
+		if e.c.atIsWindowStart {
+			got.At, want.At = time.Time{}, time.Time{}
+		}
+		if !got.At.Equal(want.At) || got.Allowed != want.Allowed || got.Remaining != want.Remaining ||
+			got.RetryAfter != want.RetryAfter || got.ResetAfter != want.ResetAfter {
+			e.fatalf("request %d at start+%v, %v behind the latest reading, cost %d:\n got              %+v\n with clock held  %+v", i, off, gap, n, got, want)
+		}
+	}
+}
+
+// withLimit returns the case's algorithm with another limit, capacity or
+// burst, and every other parameter unchanged.
+func (e *env) withLimit(limit int64) algorithms.Algorithm {
+	switch a := e.c.alg.(type) {
+	case algorithms.FixedWindow:
+		a.Limit = limit
+		return a
+	case algorithms.SlidingLog:
+		a.Limit = limit
+		return a
+	case algorithms.SlidingWindow:
+		a.Limit = limit
+		return a
+	case algorithms.TokenBucket:
+		a.Capacity = limit
+		return a
+	case algorithms.GCRA:
+		a.Burst = limit
+		return a
+	}
+	e.fatalf("no way to change the limit of %#v", e.c.alg)
+	return nil
+}
+
+func limitChange(e *env) {
+	at := e.withLimit
+	l := e.limiter(at(100))
+	if res := e.allowN(l, "k", 50); !res.Allowed || res.Remaining != 50 {
+		e.fatalf("50 of 100: %+v", res)
+	}
+	lower := e.limiterWithPrefix(at(10), e.clock, l.prefix)
+	res := e.allow(lower, "k")
+	if res.Allowed || res.Remaining != 0 || res.Limit != 10 || res.RetryAfter <= 0 {
+		e.fatalf("limit lowered to 10 with 50 used: %+v, want denied with Remaining 0 and a wait", res)
+	}
+	if res := e.peek(lower, "k"); res.Allowed || res.Remaining != 0 || res.ResetAfter <= 0 {
+		e.fatalf("Peek with the limit lowered to 10 and 50 used: %+v, want denied with Remaining 0", res)
+	}
+	higher := e.limiterWithPrefix(at(1000), e.clock, l.prefix)
+	if res := e.peek(higher, "k"); res.Remaining != 950 || res.Limit != 1000 {
+		e.fatalf("limit raised to 1,000 with 50 used: %+v, want Remaining 950", res)
+	}
+	if res := e.allowN(higher, "k", 950); !res.Allowed || res.Remaining != 0 {
+		e.fatalf("950 more at 1,000: %+v, want admitted with Remaining 0", res)
+	}
+	// Random limits (and for the buckets, rates) on one live key: every
+	// result in range.
+	rng := rand.New(rand.NewPCG(15, 16))
+	for step := range 300 {
+		limit := 1 + rng.Int64N(200)
+		alg := at(limit)
+		if rng.IntN(2) == 0 {
+			alg = e.c.build(limit, e.c.window)
+		}
+		cur := e.limiterWithPrefix(alg, e.clock, l.prefix)
+		if !e.cfg.storeClock {
+			e.clock.Advance(time.Duration(rng.Int64N(int64(e.c.window / 10))).Truncate(time.Microsecond))
+		}
+		cost := 1 + rng.Int64N(limit)
+		res := e.allowN(cur, "k", cost)
+		if res.Limit != limit || res.Remaining < 0 || res.Remaining > limit || res.RetryAfter < 0 || res.ResetAfter < 0 ||
+			res.Allowed != (res.RetryAfter == 0) || (res.Allowed && res.Remaining > limit-cost) {
+			e.fatalf("step %d, limit %d, cost %d: %+v out of range", step, limit, cost, res)
+		}
+	}
+}
+
+func scopeIsolation(e *env) {
+	l := e.limiter(e.c.alg)
+	e.exhaust(l, "k")
+	other := e.limiterWithPrefix(e.c.build(e.c.limit, 2*e.c.window), e.clock, l.prefix)
+	if res := e.peek(other, "k"); res.Remaining != e.c.limit {
+		e.fatalf("the same algorithm with twice the window, after the key was exhausted: Remaining %d, want %d", res.Remaining, e.c.limit)
+	}
+	e.exhaust(other, "k")
+	same := e.limiterWithPrefix(e.c.build(2*e.c.limit, e.c.window), e.clock, l.prefix)
+	if res := e.peek(same, "k"); res.Remaining != e.c.limit {
+		e.fatalf("the same window with twice the limit, after %d were used: Remaining %d, want %d (the usage is shared)", e.c.limit, res.Remaining, e.c.limit)
+	}
+}
+
+// quotas are the rates APIs sell, as a count per period.
+var quotas = []struct {
+	count  int64
+	period time.Duration
+}{
+	{100_000, 24 * time.Hour},
+	{1_000_000, 24 * time.Hour},
+	{10_000, 30 * 24 * time.Hour},
+	{1_000_000_000, time.Second},
+	{7, 1500 * time.Millisecond},
+}
+
+func realQuotas(e *env) {
+	for _, q := range quotas {
+		alg := e.c.build(q.count, q.period)
+		if err := alg.Validate(); err != nil {
+			e.fatalf("%d per %v: %v", q.count, q.period, err)
+		}
+		l := e.limiter(alg)
+		m := e.c.model(q.period)
+		e.clock.Set(e.c.start)
+		real := time.Now()
+		check := func(step int, cost int64) ratewise.Result {
+			e.t.Helper()
+			var res ratewise.Result
+			if cost == 0 {
+				res = e.peek(l, "k")
+			} else {
+				res = e.allowN(l, "k", cost)
+			}
+			allowed, remaining := m.decide(alg, e.clock.Now(), cost)
+			if res.Allowed != allowed || res.Remaining != remaining {
+				e.fatalf("%d per %v, step %d at %s, cost %d: got Allowed %v Remaining %d, the model says %v and %d",
+					q.count, q.period, step, e.at(), cost, res.Allowed, res.Remaining, allowed, remaining)
+			}
+			return res
+		}
+		// advance moves the clock by d, and by at least the real time since
+		// the last call plus 2ms, so that a store whose keys expire in real
+		// time (Redis) never drops a key whose state still counts.
+		advance := func(d time.Duration) {
+			min := time.Since(real).Truncate(time.Microsecond) + 2*time.Millisecond
+			real = time.Now()
+			e.clock.Advance(max(d, min))
+		}
+		if res := check(0, q.count); !res.Allowed {
+			e.fatalf("%d per %v: the whole limit at once on a fresh key was denied: %+v", q.count, q.period, res)
+		}
+		rng := rand.New(rand.NewPCG(uint64(q.count), 17))
+		for step := 1; step < 150; step++ {
+			advance(time.Duration(rng.Int64N(int64(q.period) / 8)).Truncate(time.Microsecond))
+			cost := rng.Int64N(q.count + 1)
+			if rng.IntN(2) == 0 {
+				cost = rng.Int64N(min(q.count, 5) + 1)
+			}
+			res := check(step, cost)
+			if res.Allowed || cost == 0 {
+				continue
+			}
+			// Denied: exactly RetryAfter later, and not 1µs earlier.
+			e.clock.Advance(res.RetryAfter - time.Microsecond)
+			if res := e.peek(l, "k"); cost == 1 && res.Allowed {
+				e.fatalf("%d per %v, step %d: admitted 1µs before RetryAfter: %+v", q.count, q.period, step, res)
+			}
+			e.clock.Advance(time.Microsecond)
+			if res := check(step, cost); !res.Allowed {
+				e.fatalf("%d per %v, step %d: cost %d denied again after RetryAfter: %+v", q.count, q.period, step, cost, res)
+			}
+		}
+	}
+}
+
+func invalidInput(e *env) {
+	ctx := context.Background()
+	key := "contract:" + runID + ":" + e.t.Name() + ":k"
+	bad := e.c.build(0, e.c.window)
+	wantErr := bad.Validate()
+	if wantErr == nil {
+		e.fatalf("%#v validates", bad)
+	}
+	sentinel := func(err error) error {
+		for _, s := range []error{algorithms.ErrInvalidLimit, algorithms.ErrInvalidWindow, algorithms.ErrInvalidPeriod,
+			algorithms.ErrInvalidBurst, algorithms.ErrInvalidSubWindows, algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidCost, algorithms.ErrCostExceedsLimit, algorithms.ErrInvalidTime} {
+			if errors.Is(err, s) {
+				return s
+			}
+		}
+		return nil
+	}
+	check := func(what string, alg algorithms.Algorithm, now time.Time, cost int64, want error) {
+		e.t.Helper()
+		res, err := e.store.Decide(ctx, key, alg, now, cost)
+		if !errors.Is(err, want) || res.Allowed {
+			e.fatalf("Decide with %s: got %+v, %v; want an error matching %v", what, res, err, want)
+		}
+	}
+	check("an invalid algorithm", bad, e.clock.Now(), 1, sentinel(wantErr))
+	if err := e.store.Reset(ctx, key, bad); !errors.Is(err, sentinel(wantErr)) {
+		e.fatalf("Reset with an invalid algorithm: %v, want an error matching %v", err, sentinel(wantErr))
+	}
+	check("a negative cost", e.c.alg, e.clock.Now(), -1, algorithms.ErrInvalidCost)
+	check("a cost above the limit", e.c.alg, e.clock.Now(), e.c.alg.MaxCost()+1, algorithms.ErrCostExceedsLimit)
+	if !e.cfg.storeClock {
+		check("the zero time", e.c.alg, time.Time{}, 1, algorithms.ErrInvalidTime)
+		check("a time before 1970", e.c.alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime)
+		check("a time after MaxTime", e.c.alg, algorithms.MaxTime.Add(time.Microsecond), 1, algorithms.ErrInvalidTime)
+	}
+	if res, err := e.store.Decide(ctx, key, e.c.alg, e.clock.Now(), 0); err != nil || res.Remaining != e.c.limit {
+		e.fatalf("Peek after the invalid calls: %+v, %v; want Remaining %d", res, err, e.c.limit)
+	}
+}
+
+func hotKeyRealClock(e *env) {
+	const limit, window, goroutines = 100, 100 * time.Millisecond, 64
+	const run = 300 * time.Millisecond
+	alg := e.c.build(limit, window)
+	l := e.limiterOn(alg, nil) // nil: the system clock
+	var (
+		mu       sync.Mutex
+		admitted []event
+		calls    atomic.Int64
+		wg       sync.WaitGroup
+	)
+	errs := make(chan error, goroutines)
+	deadline := time.Now().Add(run)
+	for range goroutines {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				res, err := l.Allow(context.Background(), "hot")
+				if err != nil {
+					errs <- err
+					return
+				}
+				calls.Add(1)
+				if res.Allowed {
+					mu.Lock()
+					admitted = append(admitted, event{at: res.At, cost: 1})
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.fatalf("Allow: %v", err)
+	}
+	// Replay the admissions in the order of the times they were made at
+	// through the naive model: every one must be one it admits.
+	slices.SortStableFunc(admitted, func(a, b event) int { return a.at.Compare(b.at) })
+	m := e.c.model(window)
+	for i, ev := range admitted {
+		if ok, _ := m.decide(alg, ev.at, ev.cost); !ok {
+			e.fatalf("admission %d of %d, made at %s, is beyond the bound: the algorithm's semantics deny it", i+1, len(admitted), ev.at.Format(time.RFC3339Nano))
+		}
+	}
+	if len(admitted) < limit {
+		e.fatalf("only %d admitted in %v with a limit of %d per %v", len(admitted), run, limit, window)
+	}
+	if most, bound := maxInWindow(admitted, window), e.c.windowBound(admitted, limit, window); most > bound {
+		e.fatalf("%d admitted within %v, over the documented bound %d", most, window, bound)
+	}
+	e.t.Logf("%s: %d calls, %d admitted in %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 admissions beyond its semantics",
+		e.t.Name(), calls.Load(), len(admitted), run, window, maxInWindow(admitted, window), limit, e.c.windowBound(admitted, limit, window))
+}

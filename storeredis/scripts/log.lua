@@ -1,0 +1,97 @@
+-- log.lua: the step the sliding log and the sliding window counter share
+-- (algorithms/log.go): a sliding log whose timestamps are rounded down to a
+-- multiple of a quantum, one record per admitted request (or sub-window).
+--
+-- KEYS[1]  a sorted set:
+--          records  score: the record's time in µs since the Unix epoch
+--                   member: the cost admitted before it (its start), in
+--                   decimal, modulo 2^52; starts only grow, so members are
+--                   unique; a record's cost is the next start minus its own
+--          'T'      score: -1 minus the cost admitted up to and including the
+--                   newest record, modulo 2^52
+--          'L'      score: -1 minus the latest time (µs) a request of cost > 0
+--                   was decided at
+--          The two metas score below 0 and records at or above it, so the
+--          metas hold the lowest ranks and ZCOUNT key 0 x counts records only.
+--
+-- Every call reads the metas, counts records with ZCARD and ZCOUNT, and reads
+-- the oldest record still counting with ZRANGE; a request that consumes also
+-- removes up to 1,000 expired records (ZREMRANGEBYRANK), and records itself
+-- and the metas with one ZADD and PEXPIRE. A denied request finds the record
+-- it must wait for by binary search over ranks. Every command is O(log n), so
+-- a decision takes the same time whatever the cost and however many records
+-- the key holds.
+
+local M = 4503599627370496 -- 2^52
+local TRIM = 1000
+
+local function log_step(key, limit, window, quantum)
+  local t_raw = redis.call('ZSCORE', key, 'T')
+  local l_raw = redis.call('ZSCORE', key, 'L')
+  local total, latest, metas = 0, nil, 0
+  if t_raw then total, metas = (-1 - tonumber(t_raw)) % M, metas + 1 end
+  if l_raw then latest, metas = -1 - tonumber(l_raw), metas + 1 end
+  local eff = now
+  if latest and latest > eff then eff = latest end
+  local stamp = eff - eff % quantum
+
+  -- Records stamped at or before stamp-window have expired; they are the
+  -- lowest records by score.
+  local records = redis.call('ZCARD', key) - metas
+  local expired = 0
+  if stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, int(stamp - window)) end
+  if cost > 0 and expired > 0 then
+    local n = min(expired, TRIM)
+    redis.call('ZREMRANGEBYRANK', key, metas, metas + n - 1)
+    expired, records = expired - n, records - n
+  end
+  local live = records - expired
+  local first = metas + expired -- the rank of the oldest record still counting
+
+  local function start_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) end
+  local function time_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) end
+
+  local count, base = 0, 0
+  if live > 0 then
+    base = start_at(first)
+    count = (total - base) % M
+  end
+
+  local allowed, retry, reset = 0, 0, 0
+  if count + need > limit then
+    -- The (count+need-limit)-th oldest unit still counting must expire
+    -- first; it lies in the last record starting at or before it.
+    local target = count + need - limit - 1
+    local lo, hi = first, first + live - 1
+    while lo < hi do
+      local mid = floor((lo + hi + 1) / 2)
+      if (start_at(mid) - base) % M <= target then lo = mid else hi = mid - 1 end
+    end
+    retry = time_at(lo) + window - now
+  else
+    allowed = 1
+    if cost > 0 then
+      local args = {}
+      if live == 0 or time_at(-1) ~= stamp then
+        args = {int(stamp), int(total)}
+      end
+      -- Otherwise the newest record has the same stamp and absorbs the cost.
+      total = (total + cost) % M
+      count = count + cost
+      args[#args + 1] = int(-1 - total)
+      args[#args + 1] = 'T'
+      args[#args + 1] = int(-1 - eff)
+      args[#args + 1] = 'L'
+      redis.call('ZADD', key, unpack(args))
+    end
+  end
+  if count > 0 then reset = time_at(-1) + window - now end
+  if cost > 0 then
+    if allowed == 1 then
+      redis.call('PEXPIRE', key, ttl_ms(reset))
+    elseif not latest or eff > latest then
+      redis.call('ZADD', key, int(-1 - eff), 'L')
+    end
+  end
+  return {allowed, max(0, limit - count), retry, reset, eff}
+end
