@@ -76,9 +76,14 @@ type Store struct {
 
 const maxCachedParams = 64
 
+const (
+	resetSource = `return redis.call('UNLINK', KEYS[1])`
+	ttlSource   = `return redis.call('PTTL', KEYS[1])`
+)
+
 var (
-	resetScript = redis.NewScript(`return redis.call('UNLINK', KEYS[1])`)
-	ttlScript   = redis.NewScript(`return redis.call('PTTL', KEYS[1])`)
+	resetScript = redis.NewScript(resetSource)
+	ttlScript   = redis.NewScript(ttlSource)
 )
 
 // script is the decision script of one algorithm type, and the type whose

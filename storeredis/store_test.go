@@ -407,3 +407,82 @@ func TestRing(t *testing.T) {
 		}
 	}
 }
+
+// TestClientTimeNeverMeansServerTime: in client-time mode every time in
+// range is the caller's, the Unix epoch included; no time selects Redis's
+// clock, and a time out of range is an error, not Redis's clock either.
+func TestClientTimeNeverMeansServerTime(t *testing.T) {
+	s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
+	alg := algorithms.FixedWindow{Limit: 5, Window: time.Second}
+	for _, at := range []time.Time{time.Unix(0, 0), time.UnixMicro(1), algorithms.MaxTime} {
+		res, err := s.Decide(context.Background(), testKey(t), alg, at, 1)
+		if err != nil || !res.At.Equal(at) {
+			t.Fatalf("decided at %v for a now of %v (%v)", res.At, at, err)
+		}
+	}
+	for _, at := range []time.Time{{}, time.Unix(0, -1000)} {
+		if _, err := s.Decide(context.Background(), testKey(t), alg, at, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
+			t.Fatalf("a now of %v: %v, want ErrInvalidTime", at, err)
+		}
+	}
+}
+
+// TestStateOfOtherVersions: keys an older ratewise wrote, under key names
+// without a scope, are never read; a key in the current layout with fields
+// missing or values no decision writes decides without an error and within
+// range.
+func TestStateOfOtherVersions(t *testing.T) {
+	for _, target := range []struct {
+		name string
+		addr func(t *testing.T) string
+	}{
+		{"miniredis", func(t *testing.T) string { return miniredis.RunT(t).Addr() }},
+		{"redis", func(t *testing.T) string { return redistest.Standalone(t).Addr }},
+	} {
+		t.Run(target.name, func(t *testing.T) {
+			c := newClient(t, target.addr(t))
+			s := storeredis.New(c)
+			ctx := context.Background()
+			now := time.Now()
+			tat := fmt.Sprint(now.Add(time.Minute).UnixMicro())
+			states := map[string][]any{
+				"fixed_window":   {"garbage", "1 2 3", "-5 7", fmt.Sprint(now.UnixMicro()) + " 99999"},
+				"token_bucket":   {"6000000 " + fmt.Sprint(now.UnixMicro()), tat, tat + " 7", tat + " 1 2", "x", "-1 -1 -1 -1"},
+				"gcra":           {tat, tat + " 3", tat + " 3 " + fmt.Sprint(now.Add(time.Hour).UnixMicro()) + " 1", "9999999999999999 0 0 5", ""},
+				"sliding_log":    {[]redis.Z{{Score: float64(now.UnixMicro()), Member: "abc"}}, []redis.Z{{Score: -5, Member: "T"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "7"}, {Score: float64(now.UnixMicro() + 1), Member: "3"}}},
+				"sliding_window": {[]redis.Z{{Score: 1, Member: "x"}, {Score: -1e15, Member: "L"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "100"}}},
+			}
+			for _, alg := range allAlgorithms {
+				key := testKey(t) + ":" + alg.Name()
+				// An older version's key for the same user.
+				old := storeredis.DefaultPrefix + alg.Name() + ":{" + key + "}"
+				if err := c.Set(ctx, old, "1 1", time.Minute).Err(); err != nil {
+					t.Fatal(err)
+				}
+				if res, err := s.Decide(ctx, key, alg, now, 0); err != nil || res.Remaining != alg.MaxCost() {
+					t.Fatalf("%s beside an older version's key: %+v, %v; want full", alg.Name(), res, err)
+				}
+				for i, st := range states[alg.Name()] {
+					k := fmt.Sprintf("%s:%d", key, i)
+					rk := s.Key(k, alg)
+					var err error
+					if z, ok := st.([]redis.Z); ok {
+						err = c.ZAdd(ctx, rk, z...).Err()
+					} else {
+						err = c.Set(ctx, rk, st, time.Minute).Err()
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+					for cost := int64(0); cost <= alg.MaxCost(); cost++ {
+						res, err := s.Decide(ctx, k, alg, now, cost)
+						if err != nil || res.Remaining < 0 || res.Remaining > alg.MaxCost() || res.RetryAfter < 0 || res.ResetAfter < 0 ||
+							res.Allowed != (res.RetryAfter == 0) {
+							t.Fatalf("%s on the state %v, cost %d: %+v, %v", alg.Name(), st, cost, res, err)
+						}
+					}
+				}
+			}
+		})
+	}
+}

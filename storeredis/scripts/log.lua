@@ -25,12 +25,19 @@
 local M = 4503599627370496 -- 2^52
 local TRIM = 1000
 
+-- A score as a number. Redis replies with plain digits; miniredis writes
+-- some scores as "2e+15", which gopher-lua's tonumber refuses without a
+-- decimal point.
+local function score(s)
+  return tonumber(s) or tonumber((string.gsub(s, 'e', '.0e', 1)))
+end
+
 local function log_step(key, limit, window, quantum)
   local t_raw = redis.call('ZSCORE', key, 'T')
   local l_raw = redis.call('ZSCORE', key, 'L')
   local total, latest, metas = 0, nil, 0
-  if t_raw then total, metas = (-1 - tonumber(t_raw)) % M, metas + 1 end
-  if l_raw then latest, metas = -1 - tonumber(l_raw), metas + 1 end
+  if t_raw then total, metas = (-1 - score(t_raw)) % M, metas + 1 end
+  if l_raw then latest, metas = -1 - score(l_raw), metas + 1 end
   local eff = now
   if latest and latest > eff then eff = latest end
   local stamp = eff - eff % quantum
@@ -48,8 +55,10 @@ local function log_step(key, limit, window, quantum)
   local live = records - expired
   local first = metas + expired -- the rank of the oldest record still counting
 
-  local function start_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) end
-  local function time_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) end
+  -- A member that is not a number was written by something else: it reads
+  -- as a start of 0, which keeps every result in range.
+  local function start_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) or 0 end
+  local function time_at(rank) return score(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) end
 
   local count, base = 0, 0
   if live > 0 then
