@@ -187,6 +187,7 @@ var quotas = []struct {
 	{10_000, 30 * 24 * time.Hour},
 	{1_000_000_000, time.Second},
 	{7, 1500 * time.Millisecond},
+	{999_999, 30 * 24 * time.Hour}, // no small lowest terms: exact only through mulDiv
 }
 
 func realQuotas(e *env) {

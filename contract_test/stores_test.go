@@ -20,8 +20,10 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
-// TestContract runs the conformance suite against every store in the repo.
-// A new store is one more line here. Real Redis is started by the test on
+// TestContract runs the conformance suite against every store in the repo:
+// storememory, a reference store, and storeredis on miniredis, on real Redis
+// and on a real Redis Cluster, each in client-time mode and on the server's
+// clock (the targets named -server-time). A new store is one more line here. Real Redis is started by the test on
 // free loopback ports. The Redis store runs in both time modes: deciding
 // with the suite's clock (WithClientTime), and on the server's own clock,
 // its default, which miniredis lets the suite drive (see serverClock) and
@@ -37,23 +39,23 @@ func TestContract(t *testing.T) {
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
 		{"reference", func(*testing.T) store.Store { return newReferenceStore() }, nil},
-		{"storeredis/miniredis", func(t *testing.T) store.Store {
+		{"miniredis", func(t *testing.T) store.Store {
 			return storeredis.New(client(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
 		}, clientTime},
-		{"storeredis/miniredis/server-time", func(t *testing.T) store.Store {
+		{"miniredis-server-time", func(t *testing.T) store.Store {
 			m := miniredis.RunT(t)
 			return &serverClock{Store: storeredis.New(client(t, m.Addr())), m: m}
 		}, nil},
-		{"storeredis/redis", func(t *testing.T) store.Store {
+		{"redis", func(t *testing.T) store.Store {
 			return storeredis.New(client(t, redistest.Standalone(t).Addr), storeredis.WithClientTime())
 		}, clientTime},
-		{"storeredis/redis/server-time", func(t *testing.T) store.Store {
+		{"redis-server-time", func(t *testing.T) store.Store {
 			return storeredis.New(client(t, redistest.Standalone(t).Addr))
 		}, []contract.Option{contract.StoreClock()}},
-		{"storeredis/cluster", func(t *testing.T) store.Store {
+		{"cluster", func(t *testing.T) store.Store {
 			return storeredis.New(clusterClient(t), storeredis.WithClientTime())
 		}, clientTime},
-		{"storeredis/cluster/server-time", func(t *testing.T) store.Store {
+		{"cluster-server-time", func(t *testing.T) store.Store {
 			return storeredis.New(clusterClient(t))
 		}, []contract.Option{contract.StoreClock()}},
 	}

@@ -16,8 +16,8 @@ import (
 // share one limit.
 //
 // Every key this package builds is "label:value" pairs joined by ':', such
-// as "user:1001:path:/pay" (note 000's rate:sliding:user:1001:api:/pay,
-// without the limiter's prefix). Values are escaped, so that no two
+// as "user:1001:path:/pay" (the common Redis pattern
+// rate:sliding:user:1001:api:/pay, without the limiter's prefix). Values are escaped, so that no two
 // distinct inputs give the same key: a user named "1001:path:/pay" cannot
 // borrow someone else's quota.
 type KeyFunc func(r *http.Request) (string, error)

@@ -58,7 +58,7 @@ func TestKeysNeverCollide(t *testing.T) {
 	}
 }
 
-func TestCompositeKeyReadsLikeNote000(t *testing.T) {
+func TestCompositeKeyReadsLabelValuePairs(t *testing.T) {
 	r := httptest.NewRequest("POST", "/pay", nil)
 	key := Composite(ByUser(func(*http.Request) (string, bool) { return "1001", true }), ByPath())
 	got, err := key(r)

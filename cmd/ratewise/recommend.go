@@ -72,9 +72,9 @@ func writeRecommendation(w io.Writer, in recommend.Input, m *recommend.Measureme
 	for _, r := range d.Reasons {
 		fmt.Fprintf(w, "- %s.\n", r)
 	}
-	fmt.Fprintf(w, "\nThe notes' decision tree picks %s.\n", d.Notes)
+	fmt.Fprintf(w, "\nThe classic decision tree (%s) picks %s.\n", recommend.ClassicTree, d.Classic)
 	if len(d.Disagreements) > 0 {
-		fmt.Fprintln(w, "Where this machine's measurements disagree with the notes' thresholds:")
+		fmt.Fprintln(w, "Where this machine's measurements disagree with the classic thresholds:")
 		for _, r := range d.Disagreements {
 			fmt.Fprintf(w, "- %s.\n", r)
 		}

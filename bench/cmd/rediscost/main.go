@@ -102,9 +102,9 @@ func run(addr string) error {
 	fmt.Println()
 	fmt.Println("## Sliding log: memory per record")
 	fmt.Println()
-	fmt.Println("N requests of cost 1 at distinct microseconds, all within the window.")
+	fmt.Println("N requests of cost 1 at distinct microseconds, all within the window, against the common estimate of ~100 B per sorted-set record.")
 	fmt.Println()
-	fmt.Println("| records N | bytes (MEMORY USAGE) | bytes per record | encoding | the notes' estimate |")
+	fmt.Println("| records N | bytes (MEMORY USAGE) | bytes per record | encoding | the common estimate |")
 	fmt.Println("| --- | --- | --- | --- | --- |")
 	for _, n := range []int{100, 10_000, 100_000} {
 		alg := algorithms.SlidingLog{Limit: int64(n), Window: time.Hour}

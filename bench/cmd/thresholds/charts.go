@@ -13,7 +13,7 @@ func writeCharts(dir string, mem []memoryRow, lat []latencyRow) error {
 	}
 	memory := svgplot.Chart{Title: "Redis memory per key against QPS × window", XLabel: "records in the window (QPS × window)", YLabel: "bytes per key", LogX: true, LogY: true}
 	log := svgplot.Series{Name: "sliding log (measured)", Colour: "#d62728", Markers: true}
-	notes := svgplot.Series{Name: "notes' estimate (100 B per record)", Colour: "#d62728", Dashed: true, Markers: true}
+	estimate := svgplot.Series{Name: "common estimate (100 B per record)", Colour: "#d62728", Dashed: true, Markers: true}
 	window := svgplot.Series{Name: "sliding window counter, 60 sub-windows", Colour: "#1f77b4", Markers: true}
 	bucket := svgplot.Series{Name: "token bucket", Colour: "#2ca02c", Markers: true}
 	gcra := svgplot.Series{Name: "GCRA", Colour: "#9467bd", Dashed: true, Markers: true}
@@ -22,12 +22,12 @@ func writeCharts(dir string, mem []memoryRow, lat []latencyRow) error {
 		if r.measuredLog {
 			log.Points = append(log.Points, [2]float64{x, float64(r.logBytes)})
 		}
-		notes.Points = append(notes.Points, [2]float64{x, x * 100})
+		estimate.Points = append(estimate.Points, [2]float64{x, x * 100})
 		window.Points = append(window.Points, [2]float64{x, float64(r.windowBytes)})
 		bucket.Points = append(bucket.Points, [2]float64{x, float64(r.bucketBytes)})
 		gcra.Points = append(gcra.Points, [2]float64{x, float64(r.gcraBytes)})
 	}
-	memory.Series = []svgplot.Series{notes, log, window, bucket, gcra}
+	memory.Series = []svgplot.Series{estimate, log, window, bucket, gcra}
 
 	latency := svgplot.Chart{Title: "Sliding-log decision latency against records N", XLabel: "records N in the log", YLabel: "µs per decision", LogX: true}
 	server := svgplot.Series{Name: "Redis server time", Colour: "#1f77b4", Markers: true}

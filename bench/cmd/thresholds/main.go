@@ -1,9 +1,11 @@
-// Command thresholds measures the source notes' quantitative claims on a real
-// Redis and prints markdown tables:
+// Command thresholds measures, on a real Redis, the common quantitative
+// claims behind the classic choice of a rate-limiting algorithm, and prints
+// markdown tables:
 //
-//   - memory: the notes' table (QPS × window records in a sliding-log key),
-//     measured bytes per record and in total, beside the notes' estimate and
-//     what the sliding window counter, token bucket and GCRA need instead;
+//   - memory: QPS × window records in a sliding-log key, measured bytes per
+//     record and in total, beside the common estimate of ~100 B per record,
+//     and what the sliding window counter, token bucket and GCRA need
+//     instead;
 //   - latency: sliding-log decision cost, server-side µs and client p50/p99,
 //     as the log grows from 1,000 to 864,000 records, against a budget;
 //   - throughput: decisions per second for every algorithm at 1, 16 and 64
@@ -161,11 +163,11 @@ type memoryRow struct {
 func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string, quick bool, m measured) ([]memoryRow, error) {
 	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix))
 	ks := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(keyPrefix))
-	fmt.Println("## Memory: the notes' table, measured")
+	fmt.Println("## Memory: the common estimate, measured")
 	fmt.Println()
-	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the notes' ~100 B per record. The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:{user:1001}`.")
+	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key). The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:{user:1001}`.")
 	fmt.Println()
-	fmt.Println("| QPS × window | records | sliding log: measured | per record | notes' estimate | sliding window (60) | token bucket | GCRA |")
+	fmt.Println("| QPS × window | records | sliding log: measured | per record | common estimate | sliding window (60) | token bucket | GCRA |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	var rows []memoryRow
 	for _, sc := range scenarios {

@@ -1,7 +1,10 @@
-// Package recommend turns the decision tree of the project's notes into
-// rules over measured figures: given a rate, a window, a precision and a
-// number of keys, it picks an algorithm and gives the measurements behind
-// each reason, and says where the notes' thresholds disagree with them.
+// Package recommend turns the classic decision tree for rate limiters (a
+// fixed window counter for simple quotas, a sliding log on a sorted set up
+// to about 1,000 QPS with a window up to about 10 s, a sliding window
+// counter up to about 10,000 QPS, a token bucket or GCRA beyond) into rules
+// over measured figures: given a rate, a window, a precision and a number
+// of keys, it picks an algorithm and gives the measurements behind each
+// reason, and says where the classic thresholds disagree with them.
 package recommend
 
 import (
@@ -77,31 +80,40 @@ type Figures struct {
 // TotalBytes is the memory keys keys take.
 func (f Figures) TotalBytes(keys int64) float64 { return f.BytesPerKey * float64(keys) }
 
-// Notes' thresholds (note 000): the sorted set stops being suitable when QPS
-// exceeds 1,000 with a window over 10 s; the sliding window counter suits
-// QPS up to 10,000; token and leaky buckets have no upper limit.
+// The classic thresholds: a sliding log on a sorted set stops being suitable
+// when QPS exceeds about 1,000 with a window over about 10 s; the sliding
+// window counter suits QPS up to about 10,000; token and leaky buckets
+// (GCRA) have no upper limit.
 const (
-	notesSortedSetQPS    = 1000
-	notesSortedSetWindow = 10 * time.Second
-	notesCounterQPS      = 10000
+	classicSortedSetQPS    = 1000
+	classicSortedSetWindow = 10 * time.Second
+	classicCounterQPS      = 10000
 )
+
+// ClassicTree states, in a phrase, the classic decision tree that
+// Decision.Classic follows.
+var ClassicTree = fmt.Sprintf("exact: a sliding log; approximate: a sliding window counter up to QPS %s, a token bucket or GCRA above",
+	report.Int(classicCounterQPS))
 
 // Decision is a recommendation with its reasons.
 type Decision struct {
 	Algorithm string
 	Reasons   []string
-	// Notes is what the notes' decision tree would pick; Disagreements say
-	// where the measurements part from the notes' thresholds.
-	Notes         string
+	// Classic is what the classic decision tree would pick; Disagreements
+	// say where the measurements part from the classic thresholds.
+	Classic       string
 	Disagreements []string
 }
 
-// notesPick is the notes' decision tree as written.
-func notesPick(in Input) string {
+// classicPick is the classic decision tree's pick: the sliding log for an
+// exact count (Decide weighs its QPS and window thresholds against the
+// measurements), the sliding window counter for an approximate one up to
+// classicCounterQPS, and GCRA (a leaky bucket) above it.
+func classicPick(in Input) string {
 	if in.Precision == "exact" {
 		return "sliding_log"
 	}
-	if in.QPS > notesCounterQPS {
+	if in.QPS > classicCounterQPS {
 		return "gcra"
 	}
 	return "sliding_window"
@@ -121,7 +133,7 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 		}
 	}
 	log, counter, gcra, fixed := figs["sliding_log"], figs["sliding_window"], figs["gcra"], figs["fixed_window"]
-	d := Decision{Notes: notesPick(in)}
+	d := Decision{Classic: classicPick(in)}
 	budget := func(f Figures) string {
 		return fmt.Sprintf("%s per key on %s%s; %s for %s keys against a budget of %s; p99 %v against %v",
 			Bytes(f.BytesPerKey), f.Store, extrapolated(f), Bytes(f.TotalBytes(in.Keys)), report.Int(in.Keys), Bytes(float64(in.MemoryBudget)), report.Latency(f.P99), report.Latency(in.LatencyBudget))
@@ -165,24 +177,24 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 			"precision: "+accuracy(gcra))
 	}
 
-	// Where the notes' thresholds and the measurements part.
+	// Where the classic thresholds and the measurements part.
 	if in.Precision == "exact" {
-		notesOK := !(in.QPS > notesSortedSetQPS && in.Window > notesSortedSetWindow)
+		classicOK := !(in.QPS > classicSortedSetQPS && in.Window > classicSortedSetWindow)
 		measuredOK := fits(in, log)
 		switch {
-		case !notesOK && measuredOK:
+		case !classicOK && measuredOK:
 			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
-				"the notes rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s with p99 %v, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
-				report.Int(notesSortedSetQPS), report.Duration(notesSortedSetWindow), report.Int(in.Limit()), Bytes(log.BytesPerKey), report.Latency(log.P99), report.Int(in.Keys)))
-		case notesOK && !measuredOK:
+				"the classic thresholds rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s with p99 %v, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
+				report.Int(classicSortedSetQPS), report.Duration(classicSortedSetWindow), report.Int(in.Limit()), Bytes(log.BytesPerKey), report.Latency(log.P99), report.Int(in.Keys)))
+		case classicOK && !measuredOK:
 			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
-				"the notes allow the sorted set at QPS %g over %v, but for %s keys it needs %s, over the %s budget: the notes' threshold ignores the number of keys",
+				"the classic thresholds allow the sorted set at QPS %g over %v, but for %s keys it needs %s, over the %s budget: a threshold on QPS and window alone ignores the number of keys",
 				in.QPS, report.Duration(in.Window), report.Int(in.Keys), Bytes(log.TotalBytes(in.Keys)), Bytes(float64(in.MemoryBudget))))
 		}
-	} else if in.QPS > notesCounterQPS && fits(in, counter) {
+	} else if in.QPS > classicCounterQPS && fits(in, counter) {
 		d.Disagreements = append(d.Disagreements, fmt.Sprintf(
-			"the notes send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and p99 %v whatever the rate, so QPS alone does not rule it out",
-			report.Int(notesCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.P99)))
+			"the classic thresholds send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and p99 %v whatever the rate, so QPS alone does not rule it out",
+			report.Int(classicCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.P99)))
 	}
 	return d, nil
 }

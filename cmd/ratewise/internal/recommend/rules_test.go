@@ -29,16 +29,16 @@ func TestDecide(t *testing.T) {
 		in       Input
 		logBytes float64
 		want     string
-		// disagree is a phrase the notes' disagreement must contain, or ""
-		// for none.
+		// disagree is a phrase the disagreement with the classic
+		// thresholds must contain, or "" for none.
 		disagree string
 	}{
 		{"exact and small", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000}, 60e3, "sliding_log", ""},
 		{"exact over the memory budget", Input{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000}, 8e6, "sliding_window", "ignores the number of keys"},
-		{"exact above the notes' QPS, within budget", Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10}, 3e6, "sliding_log", "rule the sorted set out"},
-		{"exact at the notes' QPS but a short window", Input{QPS: 5000, Window: 10 * time.Second, Precision: "exact", Keys: 10}, 5e5, "sliding_log", ""},
+		{"exact above the classic QPS threshold, within budget", Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10}, 3e6, "sliding_log", "rule the sorted set out"},
+		{"exact above the classic QPS threshold but a short window", Input{QPS: 5000, Window: 10 * time.Second, Precision: "exact", Keys: 10}, 5e5, "sliding_log", ""},
 		{"approx", Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1000}, 60e3, "sliding_window", ""},
-		{"approx above the notes' counter QPS", Input{QPS: 20000, Window: 10 * time.Second, Precision: "approx", Keys: 1000}, 2e6, "sliding_window", "QPS alone does not rule it out"},
+		{"approx above the classic counter QPS", Input{QPS: 20000, Window: 10 * time.Second, Precision: "approx", Keys: 1000}, 2e6, "sliding_window", "QPS alone does not rule it out"},
 		{"approx with a burst", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20}, 1e3, "gcra", ""},
 		{"approx, counter over the budget", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 3_000_000}, 1e3, "gcra", ""},
 	}
@@ -61,7 +61,7 @@ func TestDecide(t *testing.T) {
 			joined := strings.Join(d.Disagreements, "\n")
 			switch {
 			case c.disagree == "" && joined != "":
-				t.Fatalf("unexpected disagreement with the notes: %s", joined)
+				t.Fatalf("unexpected disagreement with the classic thresholds: %s", joined)
 			case c.disagree != "" && !strings.Contains(joined, c.disagree):
 				t.Fatalf("disagreements %q do not say %q", joined, c.disagree)
 			}

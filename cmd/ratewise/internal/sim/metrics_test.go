@@ -77,10 +77,10 @@ func TestSeriesKeepsPeaks(t *testing.T) {
 	}
 }
 
-// The boundary attack, note 004's case, on both embedded stores: the fixed
-// window admits twice the limit within one window, the sliding log exactly
-// the limit, and the sliding window counter stays within its documented
-// bound of the limit plus one sub-window's admissions.
+// The window-boundary attack on both embedded stores: the fixed window
+// admits twice the limit within one window, the sliding log exactly the
+// limit, and the sliding window counter stays within its documented bound
+// of the limit plus one sub-window's admissions.
 func TestBoundaryAttack(t *testing.T) {
 	w, err := workload.Builtin("boundary", 1)
 	if err != nil {

@@ -197,11 +197,11 @@ func OnOff(l Limit, factor float64, on, off, phase time.Duration, windows int) (
 	return b.done(), nil
 }
 
-// Boundary is the window-boundary attack that note 004 warns about: at each
-// of boundaries window boundaries, Limit requests arrive in the last second
-// before it and Limit more in the first second after it. Attacks are two
-// windows apart, so each one meets a key that has had a full window to
-// recover.
+// Boundary is the window-boundary attack, which lets a fixed window admit up
+// to twice its limit: at each of boundaries window boundaries, Limit
+// requests arrive in the last second before it and Limit more in the first
+// second after it. Attacks are two windows apart, so each one meets a key
+// that has had a full window to recover.
 func Boundary(l Limit, boundaries int) (*Workload, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
