@@ -17,10 +17,13 @@ import "time"
 //
 // Cost: one record per admitted request, whatever its cost (requests stamped
 // the same microsecond share one), so memory grows with the request rate ×
-// Window, up to Limit records per key. A decision takes O(log n) time for n
-// records and writes at most one record, so the largest allowed cost (Limit)
-// costs no more than a cost of 1. In Redis a record is one sorted-set member;
-// see storeredis for its size.
+// Window, up to Limit records per key: 16 B per record in memory, and in
+// Redis one sorted-set member, about 96–99 B once a key holds more than 128
+// records and 14 B below that (go run ./bench/cmd/rediscost). A decision
+// takes O(log n) time for n records and writes at most one record, so the
+// largest allowed cost, Limit, costs no more than a cost of 1
+// (BenchmarkLargestCost); a request is never split into one record per unit
+// of cost, which would let one large cost block Redis.
 //
 // Changing Limit keeps the records: lowered below what they hold, the key is
 // denied until enough of them expire. A now earlier than the latest time the

@@ -20,66 +20,57 @@
 
 local MAXC, MAXD = 1125899906842624, 1125899906842624 -- 2^50: counts; µs
 
-local function bucket_step(key, burst, count, period, k, p)
-  local q, r = floor(p / k), p % k
-  local function times(n)
-    local c, f = mul_div(n, r, k)
-    return n * q + c, f
+-- mul_div returns floor(a × b / c) and a × b mod c exactly, as mulDiv does in
+-- Go, for integers 0 <= a, b < 2^53 and 0 < c <= 2^50 whose quotient is below
+-- 2^53. A product below 2^52 is exact as a double. A larger one is never
+-- formed: a is reduced mod c, and b is fed in base-m digits with c × m <=
+-- 2^51, so every partial remainder times m and every digit product stays
+-- below 2^52.
+local function mul_div(a, b, c)
+  local p = a * b
+  if p < 4503599627370496 then return floor(p / c), p % c end
+  local qa, ra = floor(a / c), a % c
+  local m = 2
+  while c * m * 2 <= 2251799813685248 do m = m * 2 end
+  local digits, rest = {}, b
+  while rest > 0 do
+    digits[#digits + 1] = rest % m
+    rest = floor(rest / m)
   end
-  local function add(a, af, b, bf)
-    if af + bf >= k then return a + b + 1, af + bf - k end
-    return a + b, af + bf
+  local q, r = 0, 0
+  for i = #digits, 1, -1 do
+    r = r * m + ra * digits[i]
+    local d = floor(r / c)
+    q = q * m + d
+    r = r - d * c
   end
-  local function sub(a, af, b, bf)
-    if af < bf then return a - b - 1, af - bf + k end
-    return a - b, af - bf
-  end
-  local function less(a, af, b, bf) return a < b or (a == b and af < bf) end
-  local function up(a, af) if af > 0 then return a + 1 end return a end
-  -- how many whole intervals fit in (a, af): floor((a × k + af) / p)
-  local function tokens(a, af)
-    local n, rem = mul_div(a, k, p)
-    return n + floor((rem + af) / p)
-  end
-  -- n intervals, at most 2^50 µs
-  local function times_up_to(n)
-    if q > 0 and n > floor(MAXD / q) then return MAXD, 0 end
-    local a, af = times(n)
-    if a >= MAXD then return MAXD, 0 end
-    return a, af
-  end
-  -- (a, af) in intervals of ok per op µs, rounded up, at most 2^50
-  local function tokens_up(a, af, ok, op)
-    local whole = floor(a / op)
-    if whole >= ceil(MAXC / ok) then return MAXC end
-    local n, rem = mul_div(a % op, ok, op)
-    n = n + whole * ok
-    rem = rem + af
-    n = n + floor(rem / op)
-    if rem % op > 0 then n = n + 1 end
-    return min(n, MAXC)
-  end
-  local function gcd(a, b)
-    -- Not "a, b = b, a % b": gopher-lua (miniredis) assigns a before it
-    -- evaluates a % b.
-    while b > 0 do
-      local rest = a % b
-      a = b
-      b = rest
-    end
-    return a
-  end
+  return qa * b + q, r
+end
 
-  local eff, used, used_f = now, 0, 0
+
+local function bucket_step(key, burst, count, period, k, p)
+  -- The interval is q + r/k µs. The helpers are written out inline rather
+  -- than as closures, which Redis would create on every call.
+  local q, r = floor(p / k), p % k
+  local c, cap_f = mul_div(burst, r, k)
+  local cap = burst * q + c -- burst intervals: the full capacity, cap + cap_f/k µs
+
+  local eff, used, used_f = now, 0, 0 -- used: TAT - eff, used + used_f/k µs
   local latest, scount
   local raw = redis.call('GET', key)
   if raw then
-    local v = {}
-    for n in string.gmatch(raw, '%-?%d+') do v[#v + 1] = tonumber(n) end
-    local tat, frac = v[1] or now, v[2] or 0
-    latest, scount = v[3] or now, v[4] or 0
+    local tat, frac
+    tat, frac, latest, scount = string.match(raw, '^(%d+) (%d+) (%d+) (%d+)$')
+    if tat then
+      tat, frac, latest, scount = tonumber(tat), tonumber(frac), tonumber(latest), tonumber(scount)
+    else
+      -- Not this version's layout: read the numbers there are.
+      local v = {}
+      for n in string.gmatch(raw, '%-?%d+') do v[#v + 1] = tonumber(n) end
+      tat, frac, latest, scount = v[1] or now, v[2] or 0, v[3] or now, v[4] or 0
+    end
     eff = max(now, latest)
-    -- How far TAT was ahead of the latest time, under this rate.
+    -- How far TAT was ahead of the latest time, under this rate: u + uf/k.
     local u, uf = 0, 0
     if tat >= latest then
       if scount == count or scount <= 0 or scount > MAXC then
@@ -88,33 +79,81 @@ local function bucket_step(key, burst, count, period, k, p)
         -- Written under another rate count: charge the tokens it had
         -- used, rounded up to a whole token, at this rate, but never past
         -- its TAT (rounded down to this rate's fractions).
-        local g = gcd(scount, period)
+        local a = min(tat - latest, MAXD)
+        local g, rest = scount, period -- gcd(scount, period)
+        while rest > 0 do
+          -- Not "g, rest = rest, g % rest": gopher-lua (miniredis)
+          -- assigns g before it evaluates g % rest.
+          local m = g % rest
+          g = rest
+          rest = m
+        end
         local ok, op = scount / g, period / g
-        local ahead, of = min(tat - latest, MAXD), min(max(frac, 0), ok - 1)
-        u, uf = times_up_to(tokens_up(ahead, of, ok, op))
-        local cf = mul_div(of, k, ok)
-        if less(ahead, cf, u, uf) then u, uf = ahead, cf end
+        local af = min(max(frac, 0), ok - 1)
+        -- The tokens used, rounded up: (a × ok + af) / op, split into
+        -- whole periods and the rest so that no product passes 2^53.
+        local n
+        local whole = floor(a / op)
+        if whole >= ceil(MAXC / ok) then
+          n = MAXC
+        else
+          local rem
+          n, rem = mul_div(a % op, ok, op)
+          n, rem = n + whole * ok, rem + af
+          n = n + floor(rem / op)
+          if rem % op > 0 then n = n + 1 end
+          n = min(n, MAXC)
+        end
+        -- n intervals at this rate, at most 2^50µs.
+        if q > 0 and n > floor(MAXD / q) then
+          u, uf = MAXD, 0
+        else
+          local nc
+          nc, uf = mul_div(n, r, k)
+          u = n * q + nc
+          if u >= MAXD then u, uf = MAXD, 0 end
+        end
+        local cf = mul_div(af, k, ok)
+        if a < u or (a == u and cf < uf) then u, uf = a, cf end
       end
     end
     local d = eff - latest
-    if d < u or (d == u and uf > 0) then used, used_f = sub(u, uf, d, 0) end
+    if d < u then
+      used, used_f = u - d, uf
+    elseif d == u and uf > 0 then
+      used, used_f = 0, uf
+    end
   end
-  local gap = eff - now
-  local cap, cap_f = times(burst)
+  local gap = eff - now -- the caller's clock behind the key's latest time
 
   local allowed, retry, reset, remaining = 0, 0, 0, 0
-  local n, nf = times(need)
-  local after, after_f = add(used, used_f, n, nf)
-  if not less(cap, cap_f, after, after_f) then
+  -- after = used + need intervals
+  local nc, nf = mul_div(need, r, k)
+  local after, after_f = used + need * q + nc, used_f + nf
+  if after_f >= k then after, after_f = after + 1, after_f - k end
+  if after < cap or (after == cap and after_f <= cap_f) then
     allowed = 1
     if cost > 0 then used, used_f = after, after_f end
   else
-    retry = up(sub(after, after_f, cap, cap_f)) + gap
+    -- Wait until after - cap has drained, rounded up to the µs.
+    local x, xf = after - cap, after_f - cap_f
+    if xf < 0 then x, xf = x - 1, xf + k end
+    if xf > 0 then x = x + 1 end
+    retry = x + gap
   end
-  if used ~= 0 or used_f ~= 0 then reset = up(used, used_f) + gap end
-  if not less(cap, cap_f, used, used_f) then remaining = tokens(sub(cap, cap_f, used, used_f)) end
+  if used > 0 or used_f > 0 then
+    reset = used + gap
+    if used_f > 0 then reset = reset + 1 end
+  end
+  if used < cap or (used == cap and used_f <= cap_f) then
+    -- Whole intervals left: floor((cap - used) × k / p).
+    local x, xf = cap - used, cap_f - used_f
+    if xf < 0 then x, xf = x - 1, xf + k end
+    local tq, trem = mul_div(x, k, p)
+    remaining = tq + floor((trem + xf) / p)
+  end
   if cost > 0 and (allowed == 1 or not latest or eff > latest or scount ~= count) then
-    redis.call('SET', key, int(eff + used) .. ' ' .. int(used_f) .. ' ' .. int(eff) .. ' ' .. int(count), 'PX', ttl_ms(reset))
+    redis.call('SET', key, string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count), 'PX', ttl_ms(reset))
   end
   return {allowed, remaining, retry, reset, eff}
 end

@@ -14,13 +14,14 @@
 --          The two metas score below 0 and records at or above it, so the
 --          metas hold the lowest ranks and ZCOUNT key 0 x counts records only.
 --
--- Every call reads the metas, counts records with ZCARD and ZCOUNT, and reads
--- the oldest record still counting with ZRANGE; a request that consumes also
--- removes up to 1,000 expired records (ZREMRANGEBYRANK), and records itself
--- and the metas with one ZADD and PEXPIRE. A denied request finds the record
--- it must wait for by binary search over ranks. Every command is O(log n), so
--- a decision takes the same time whatever the cost and however many records
--- the key holds.
+-- Every call reads the metas (two ZSCOREs), counts records with ZCARD and
+-- ZCOUNT, and reads the oldest and the newest record still counting (two
+-- ZRANGEs); a request that consumes also removes up to 1,000 expired records
+-- (ZREMRANGEBYRANK), and an admission records itself and the metas with one
+-- ZADD and a PEXPIRE. A denied request finds the record it must wait for by
+-- a galloping search over ranks, one ZRANGE for a request of cost 1 at its
+-- limit. Every command is O(log n), so a decision takes the same time
+-- whatever the cost and however many records the key holds.
 
 local M = 4503599627370496 -- 2^52
 local TRIM = 1000
@@ -60,18 +61,30 @@ local function log_step(key, limit, window, quantum)
   local function start_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) or 0 end
   local function time_at(rank) return score(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) end
 
-  local count, base = 0, 0
+  local count, base, newest = 0, 0, nil
   if live > 0 then
     base = start_at(first)
     count = (total - base) % M
+    newest = time_at(-1)
   end
 
   local allowed, retry, reset = 0, 0, 0
   if count + need > limit then
     -- The (count+need-limit)-th oldest unit still counting must expire
-    -- first; it lies in the last record starting at or before it.
+    -- first; it lies in the last record starting at or before it. The
+    -- search gallops from the oldest record, where a request of cost 1 at
+    -- its limit finds it at once, then bisects: O(log n) commands.
     local target = count + need - limit - 1
-    local lo, hi = first, first + live - 1
+    local lo, hi, step = first, first + live - 1, 1
+    while lo < hi do
+      local probe = min(lo + step, hi)
+      if (start_at(probe) - base) % M <= target then
+        lo, step = probe, step * 2
+      else
+        hi = probe - 1
+        break
+      end
+    end
     while lo < hi do
       local mid = floor((lo + hi + 1) / 2)
       if (start_at(mid) - base) % M <= target then lo = mid else hi = mid - 1 end
@@ -81,12 +94,13 @@ local function log_step(key, limit, window, quantum)
     allowed = 1
     if cost > 0 then
       local args = {}
-      if live == 0 or time_at(-1) ~= stamp then
+      if newest ~= stamp then
         args = {int(stamp), int(total)}
       end
       -- Otherwise the newest record has the same stamp and absorbs the cost.
       total = (total + cost) % M
       count = count + cost
+      newest = stamp
       args[#args + 1] = int(-1 - total)
       args[#args + 1] = 'T'
       args[#args + 1] = int(-1 - eff)
@@ -94,7 +108,7 @@ local function log_step(key, limit, window, quantum)
       redis.call('ZADD', key, unpack(args))
     end
   end
-  if count > 0 then reset = time_at(-1) + window - now end
+  if count > 0 then reset = newest + window - now end
   if cost > 0 then
     if allowed == 1 then
       redis.call('PEXPIRE', key, ttl_ms(reset))

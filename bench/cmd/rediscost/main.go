@@ -77,7 +77,7 @@ func run(addr string) error {
 	fmt.Println()
 	fmt.Println("## Memory per key")
 	fmt.Println()
-	fmt.Println("Key `user:1001`, stored as `ratewise:<algorithm>:{user:1001}` (the default prefix); state after requests as described.")
+	fmt.Println("Key `user:1001`, stored as `ratewise:<algorithm>:<scope>:{user:1001}` (the default prefix, then the window or period, such as `1m`); state after requests as described.")
 	fmt.Println()
 	fmt.Println("| algorithm | state | bytes (MEMORY USAGE) | encoding |")
 	fmt.Println("| --- | --- | --- | --- |")
@@ -129,7 +129,7 @@ func memberLengths(ctx context.Context, c *redis.Client, prefix string) error {
 	fmt.Println()
 	fmt.Println("## Sorted sets: bytes per record by member length")
 	fmt.Println()
-	fmt.Println("Plain ZADD of N distinct members of one length (binary), scores as ratewise writes them, to show what the member costs: ratewise's members are 10 bytes, a binary ULID 16, a text ULID 26.")
+	fmt.Println("Plain ZADD of N distinct members of one length (binary), scores as ratewise writes them (microseconds since the Unix epoch), to show what the member costs: ratewise's members are the running total of admitted cost in decimal, 1 to 6 bytes for the first million units, a binary ULID is 16 bytes, a text ULID 26.")
 	fmt.Println()
 	lengths := []int{4, 6, 10, 16, 26}
 	fmt.Print("| records N |")
@@ -149,7 +149,7 @@ func memberLengths(ctx context.Context, c *redis.Client, prefix string) error {
 					// any l >= 4.
 					member := make([]byte, l)
 					binary.BigEndian.PutUint32(member[l-4:], uint32(i))
-					pipe.ZAdd(ctx, key, redis.Z{Score: 1780000000000.123 + float64(i)/1000, Member: member})
+					pipe.ZAdd(ctx, key, redis.Z{Score: float64(1780000000000123 + i), Member: member})
 				}
 				if _, err := pipe.Exec(ctx); err != nil {
 					return err

@@ -165,7 +165,7 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 	ks := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(keyPrefix))
 	fmt.Println("## Memory: the common estimate, measured")
 	fmt.Println()
-	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key). The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:{user:1001}`.")
+	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key). The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).")
 	fmt.Println()
 	fmt.Println("| QPS × window | records | sliding log: measured | per record | common estimate | sliding window (60) | token bucket | GCRA |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
