@@ -163,11 +163,12 @@ func (r Rate) TimeFor(n int64) time.Duration {
 // stateAs returns state as the algorithm's own state type S, or the zero S
 // for no state. A state of any other type means a store handed one
 // algorithm's state to another, which would silently admit as if the key
-// were idle; that is a bug in the store, so it panics.
-func stateAs[S comparable](alg Algorithm, state State) S {
+// were idle; that is a bug in the store, so it panics. It takes the name,
+// not the algorithm, so that the hot path boxes nothing.
+func stateAs[S comparable](name string, state State) S {
 	st, ok := state.(S)
 	if !ok && state != nil {
-		panic(fmt.Sprintf("algorithms: %s given a state of type %T: a store mixed up the state of two algorithms", alg.Name(), state))
+		panic(fmt.Sprintf("algorithms: %s given a state of type %T: a store mixed up the state of two algorithms", name, state))
 	}
 	return st
 }

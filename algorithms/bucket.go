@@ -50,6 +50,9 @@ type span struct{ us, f int64 }
 // times returns n×T. n×q is at most the refill time of n tokens, which
 // Validate bounds by 2^50µs for every n up to the burst.
 func (b bucket) times(n int64) span {
+	if b.r == 0 {
+		return span{n * b.q, 0} // a whole number of µs per interval
+	}
 	carry, f := mulDiv(n, b.r, b.k)
 	return span{n*b.q + carry, f}
 }

@@ -70,7 +70,7 @@ func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Resu
 	t := micros(now)
 	start, at := t-floorMod(t, w), t
 	var count int64
-	st := stateAs[*FixedWindowState](a, state)
+	st := stateAs[*FixedWindowState](a.Name(), state)
 	if st != nil {
 		// A window later than now's means the clock stepped back: keep
 		// counting in it, so nothing extra gets through.

@@ -73,7 +73,7 @@ func (a GCRA) Validate() error {
 
 // Decide runs one GCRA step; see Algorithm.Decide.
 func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a, state)), now, cost)
+	st, res := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost)
 	if st == nil {
 		return nil, res
 	}

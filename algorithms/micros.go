@@ -36,6 +36,10 @@ func floorMod(a, b int64) int64 {
 // mul_div computes the same two integers.
 func mulDiv(a, b, c int64) (q, r int64) {
 	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi == 0 {
+		// The common case, and a 64-bit division is cheaper than Div64.
+		return int64(lo / uint64(c)), int64(lo % uint64(c))
+	}
 	uq, ur := bits.Div64(hi, lo, uint64(c))
 	return int64(uq), int64(ur)
 }

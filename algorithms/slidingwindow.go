@@ -84,7 +84,7 @@ func (a SlidingWindow) Validate() error {
 // Decide runs one sliding-window-counter step; see Algorithm.Decide.
 func (a SlidingWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
 	w := int64(a.Window / time.Microsecond)
-	st, res := logStep((*SlidingLogState)(stateAs[*SlidingWindowState](a, state)), a.Limit, w, w/a.SubWindows, now, cost)
+	st, res := logStep((*SlidingLogState)(stateAs[*SlidingWindowState](a.Name(), state)), a.Limit, w, w/a.SubWindows, now, cost)
 	if st == nil {
 		return nil, res
 	}

@@ -70,7 +70,7 @@ func (a TokenBucket) Validate() error {
 
 // Decide runs one token-bucket step; see Algorithm.Decide.
 func (a TokenBucket) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a, state)), now, cost)
+	st, res := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost)
 	if st == nil {
 		return nil, res
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 	"github.com/ratewise/ratewise/storeredis/redistest"
@@ -484,5 +485,38 @@ func TestStateOfOtherVersions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestExpiredRecordsAreRemovedInBoundedSteps: when thousands of records
+// expire at once, one decision removes at most 1,000 of them, so that no
+// call holds Redis for long; the rest go with the next calls, and the
+// decisions count only what is live throughout.
+func TestExpiredRecordsAreRemovedInBoundedSteps(t *testing.T) {
+	c := newClient(t, redistest.Standalone(t).Addr)
+	s := storeredis.New(c, storeredis.WithClientTime())
+	ctx := context.Background()
+	alg := algorithms.SlidingLog{Limit: 10_000, Window: time.Minute}
+	key := testKey(t)
+	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	if err := redisinfo.FillLog(ctx, s, key, alg, 0, 2_500, start, time.Microsecond); err != nil {
+		t.Fatal(err)
+	}
+	records := func() int64 {
+		n, err := c.ZCount(ctx, s.Key(key, alg), "0", "+inf").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	later := start.Add(2 * time.Minute)
+	for i, want := range []int64{1_501, 502, 3} {
+		res, err := s.Decide(ctx, key, alg, later.Add(time.Duration(i)*time.Microsecond), 1)
+		if err != nil || !res.Allowed || res.Remaining != alg.Limit-int64(i)-1 {
+			t.Fatalf("decision %d after the window: %+v, %v; want admitted with Remaining %d", i, res, err, alg.Limit-int64(i)-1)
+		}
+		if got := records(); got != want {
+			t.Fatalf("after decision %d: %d records, want %d (at most 1,000 removed per call)", i, got, want)
+		}
 	}
 }
