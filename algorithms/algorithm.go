@@ -42,15 +42,19 @@ type Algorithm interface {
 	// admitted, and Remaining is what is available now.
 	//
 	// Time never runs backwards for a key: the state remembers the latest
-	// time a request of cost > 0 was decided at, and a decision whose now
-	// is earlier is made at that latest time instead (Result.At), so that a
-	// stale or skewed clock admits exactly what it would have admitted with
-	// the clock held at the latest time so far. RetryAfter and ResetAfter
-	// still count from now, so they include the difference.
+	// time a request was admitted at, or denied at with a cost above 1, and
+	// a decision whose now is earlier is made at that latest time instead
+	// (Result.At). A stale or skewed clock thus gets exactly the answer it
+	// would have got with the clock held at its latest reading: the same
+	// admission and Remaining, with RetryAfter and ResetAfter still counted
+	// from now, so they include the difference. A denial of cost 1 is not
+	// remembered, which spares a write on a busy key: every request with an
+	// earlier time is denied with the same waits either way, only its At may
+	// be earlier than the held clock's.
 	//
 	// A request of cost > 0 changes the state: an admission records its
-	// cost, and an admission or a denial records its time and drops what
-	// has expired. An inspection changes nothing. Decide may reuse state's
+	// cost, and the sliding log and sliding window counter drop what has
+	// expired. An inspection changes nothing. Decide may reuse state's
 	// memory: the caller must keep the returned state and drop the one it
 	// passed in. A nil state and any state whose ResetAfter has passed are
 	// the same. State written under other parameters of the same Name and

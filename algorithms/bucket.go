@@ -176,7 +176,9 @@ func (b bucket) step(st *bucketState, now time.Time, cost int64) (*bucketState, 
 	if !less(capacity, used) {
 		res.Remaining = b.tokens(b.sub(capacity, used))
 	}
-	if cost == 0 {
+	if cost == 0 || !res.Allowed && cost == 1 {
+		// An inspection changes nothing, and neither does a denial of cost
+		// 1 (see Algorithm.Decide).
 		return st, res
 	}
 	if st == nil {

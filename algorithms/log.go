@@ -96,6 +96,11 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 	if st == nil {
 		st = &SlidingLogState{}
 	}
-	st.Records, st.Total, st.Latest = live, total, eff
+	st.Records, st.Total = live, total
+	if res.Allowed || cost > 1 {
+		// A denial of cost 1 drops what expired but leaves the latest time
+		// (see Algorithm.Decide).
+		st.Latest = eff
+	}
 	return st, res
 }

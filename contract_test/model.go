@@ -69,14 +69,15 @@ func (m *fixedModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (
 // used: they drain at the rate, a request is admitted when what is used plus
 // its cost is at most the burst, and what was used carries over when the
 // burst changes. When the rate changes, the tokens used at the last request
-// that consumed are rounded up to a whole token, but never charged past the
+// the key remembers (admitted, or denied with a cost above 1) are rounded up
+// to a whole token, but never charged past the
 // time they would have drained at the old rate (that time taken to the
 // new rate's fraction of a microsecond, rounded down), as documented. GCRA
 // is documented to admit exactly the same.
 type bucketModel struct {
 	count int64    // the rate count the state was written under
 	used  *big.Rat // tokens used as of last
-	last  int64    // µs of the last request that consumed; -1 before any
+	last  int64    // µs of the last request remembered; -1 before any
 }
 
 func newBucketModel() *bucketModel { return &bucketModel{used: new(big.Rat), last: -1} }
@@ -125,7 +126,8 @@ func (m *bucketModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) 
 	if allowed {
 		used.Add(used, new(big.Rat).SetInt64(cost))
 	}
-	if cost > 0 {
+	if cost > 0 && (allowed || cost > 1) {
+		// What the algorithm keeps: a denial of cost 1 is not remembered.
 		m.used, m.last, m.count = used, now, rate.Count
 	}
 	left := new(big.Rat).Sub(full, used)

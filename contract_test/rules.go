@@ -28,7 +28,7 @@ var rules = []rule{
 	{"concurrency", "64 goroutines on one key admit exactly the limit", concurrency, true},
 	{"hot_key_real_clock", "64 goroutines on one key with the system clock, whose readings reach the store out of order, never admit beyond the algorithm's bound, judged at the times the decisions were made at (Result.At)", hotKeyRealClock, true},
 	{"clock_steps_back", "a clock that steps back lets nothing extra through and waits are measured from its now", clockStepsBack, false},
-	{"stale_time", "a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is decided exactly as with the clock held at that latest time: the same admission, Remaining and At, with RetryAfter and ResetAfter longer by the gap", staleTime, false},
+	{"stale_time", "a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is decided exactly as with the clock held at that latest time: the same admission and Remaining, RetryAfter and ResetAfter longer by the gap, and an admission made at the held time", staleTime, false},
 	{"limit_change", "lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result stays in range, never an error", limitChange, true},
 	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
 	{"invalid_input", "an invalid algorithm, cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},

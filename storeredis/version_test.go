@@ -14,19 +14,17 @@ const minRedisVersion = "5.0"
 // commandSince is the Redis version that introduced each command, or the
 // form of it a script uses, from the Redis command reference.
 var commandSince = map[string]string{
-	"GET":              "1.0",
-	"SET":              "2.6.12", // with PX
-	"TIME":             "2.6",
-	"PTTL":             "2.6",
-	"PEXPIRE":          "2.6",
-	"UNLINK":           "4.0",
-	"ZADD":             "2.4", // several score-member pairs
-	"ZCARD":            "1.2",
-	"ZCOUNT":           "2.0",
-	"ZRANGE":           "1.2", // by rank, WITHSCORES
-	"ZREMRANGEBYRANK":  "2.0",
-	"ZSCORE":           "1.2",
-	"ZREMRANGEBYSCORE": "1.2",
+	"GET":             "1.0",
+	"SET":             "2.6.12", // with PX
+	"TIME":            "2.6",
+	"PTTL":            "2.6",
+	"PEXPIRE":         "2.6",
+	"UNLINK":          "4.0",
+	"ZADD":            "2.4", // several score-member pairs
+	"ZCARD":           "1.2",
+	"ZCOUNT":          "2.0",
+	"ZRANGE":          "1.2", // by rank, WITHSCORES
+	"ZREMRANGEBYRANK": "2.0",
 }
 
 // TestScriptsRunOnTheMinimumRedis checks every command the scripts call

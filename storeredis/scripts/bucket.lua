@@ -11,8 +11,9 @@
 -- ARGV[7]  p: the period in lowest terms; the emission interval is p/k µs
 -- Reply    {allowed, remaining, retry_after µs, reset_after µs, at µs}
 --
--- GET, then SET … PX when a request of cost > 0 was admitted or moved the
--- key's latest time. The key expires when the bucket is full again.
+-- GET, then SET … PX when a request was admitted, or denied with a cost
+-- above 1 and moved the key's latest time. The key expires when the bucket
+-- is full again.
 --
 -- Times are whole µs plus a fraction in 1/k µs, held as pairs (us, f) with
 -- 0 <= f < k. n × interval is n×q µs plus n×r/k with q = p div k, r = p mod k;
@@ -152,7 +153,8 @@ local function bucket_step(key, burst, count, period, k, p)
     local tq, trem = mul_div(x, k, p)
     remaining = tq + floor((trem + xf) / p)
   end
-  if cost > 0 and (allowed == 1 or not latest or eff > latest or scount ~= count) then
+  -- A denial of cost 1 writes nothing (see algorithms.Algorithm.Decide).
+  if cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest or scount ~= count))) then
     redis.call('SET', key, string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count), 'PX', ttl_ms(reset))
   end
   return {allowed, remaining, retry, reset, eff}

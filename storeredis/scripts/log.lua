@@ -14,7 +14,7 @@
 --          The two metas score below 0 and records at or above it, so the
 --          metas hold the lowest ranks and ZCOUNT key 0 x counts records only.
 --
--- Every call reads the metas (two ZSCOREs), counts records with ZCARD and
+-- Every call reads the metas (one ZRANGE of the two lowest), counts records with ZCARD and
 -- ZCOUNT, and reads the oldest and the newest record still counting (two
 -- ZRANGEs); a request that consumes also removes up to 1,000 expired records
 -- (ZREMRANGEBYRANK), and an admission records itself and the metas with one
@@ -34,11 +34,16 @@ local function score(s)
 end
 
 local function log_step(key, limit, window, quantum)
-  local t_raw = redis.call('ZSCORE', key, 'T')
-  local l_raw = redis.call('ZSCORE', key, 'L')
+  -- The metas score below every record, so they are the two lowest.
+  local low = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
   local total, latest, metas = 0, nil, 0
-  if t_raw then total, metas = (-1 - score(t_raw)) % M, metas + 1 end
-  if l_raw then latest, metas = -1 - score(l_raw), metas + 1 end
+  for i = 1, #low, 2 do
+    if low[i] == 'T' then
+      total, metas = (-1 - score(low[i + 1])) % M, metas + 1
+    elseif low[i] == 'L' then
+      latest, metas = -1 - score(low[i + 1]), metas + 1
+    end
+  end
   local eff = now
   if latest and latest > eff then eff = latest end
   local stamp = eff - eff % quantum
@@ -112,7 +117,9 @@ local function log_step(key, limit, window, quantum)
   if cost > 0 then
     if allowed == 1 then
       redis.call('PEXPIRE', key, ttl_ms(reset))
-    elseif not latest or eff > latest then
+    elseif cost > 1 and (not latest or eff > latest) then
+      -- A denial of cost 1 leaves the latest time (see
+      -- algorithms.Algorithm.Decide).
       redis.call('ZADD', key, int(-1 - eff), 'L')
     end
   end
