@@ -41,8 +41,8 @@ type GCRA struct {
 
 // GCRAState is the theoretical arrival time TAT + Frac/k µs since the Unix
 // epoch, where k is Rate.Count in lowest terms with Rate.Period and 0 <= Frac
-// < k; the latest time, in µs, the key was decided at; and the Rate.Count it
-// was written under.
+// < k; the latest time, in µs, a request was admitted at or denied at with a
+// cost above 1; and the Rate.Count it was written under.
 type GCRAState bucketState
 
 // Name returns "gcra".

@@ -18,7 +18,7 @@ type SlidingLogState struct {
 	// counted from the same origin as LogRecord.Start.
 	Total int64
 	// Latest is the latest time, in microseconds since the Unix epoch, that
-	// a request of cost > 0 was decided at.
+	// a request was admitted at, or denied at with a cost above 1.
 	Latest int64
 }
 

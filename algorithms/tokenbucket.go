@@ -40,9 +40,10 @@ type TokenBucket struct {
 
 // TokenBucketState is the time TAT + Frac/k µs since the Unix epoch at which
 // the bucket is full again, where k is Refill.Count in lowest terms with
-// Refill.Period; the latest time, in µs, the key was decided at; and the
-// Refill.Count it was written under. At time t the bucket holds
-// Capacity - (TAT - t)/T tokens, T being the time one token takes to refill.
+// Refill.Period; the latest time, in µs, a request was admitted at or denied
+// at with a cost above 1; and the Refill.Count it was written under. At time
+// t the bucket holds Capacity - (TAT - t)/T tokens, T being the time one
+// token takes to refill.
 type TokenBucketState bucketState
 
 // Name returns "token_bucket".

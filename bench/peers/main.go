@@ -153,7 +153,7 @@ func build(rdb *redis.Client) ([]contender, error) {
 		return func(k string) string { return s.Key(k, alg) }
 	}
 	cs = append(cs, contender{group: "GCRA on Redis", name: "ratewise GCRA", ratewise: true,
-		allow: allowOf(rwGCRA), redisKey: rwKey(algorithms.GCRA{})})
+		allow: allowOf(rwGCRA), redisKey: rwKey(rwGCRA.Algorithm())})
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.Limit{Rate: perMinute, Burst: perMinute, Period: time.Minute}
 	cs = append(cs, contender{group: "GCRA on Redis", name: "redis_rate",
@@ -186,7 +186,7 @@ func build(rdb *redis.Client) ([]contender, error) {
 		return nil, err
 	}
 	cs = append(cs, contender{group: "fixed window on Redis", name: "ratewise fixed window", ratewise: true,
-		allow: allowOf(rwFixed), redisKey: rwKey(algorithms.FixedWindow{})})
+		allow: allowOf(rwFixed), redisKey: rwKey(rwFixed.Algorithm())})
 	ustore, err := ulredis.NewStore(rdb)
 	if err != nil {
 		return nil, err

@@ -2,8 +2,8 @@
 --
 -- KEYS[1]  the key's state, a string "tat frac latest count": the time at
 --          which the key is full again, tat + frac/k µs; the latest time (µs)
---          a request of cost > 0 was decided at; and the rate count it was
---          written under. No key means a full bucket.
+--          a request was admitted at, or denied at with a cost above 1; and
+--          the rate count it was written under. No key means a full bucket.
 -- ARGV[3]  burst (the token bucket's capacity)
 -- ARGV[4]  rate count, as configured
 -- ARGV[5]  rate period (µs), as configured

@@ -9,19 +9,20 @@
 --                   unique; a record's cost is the next start minus its own
 --          'T'      score: -1 minus the cost admitted up to and including the
 --                   newest record, modulo 2^52
---          'L'      score: -1 minus the latest time (µs) a request of cost > 0
---                   was decided at
+--          'L'      score: -1 minus the latest time (µs) a request was
+--                   admitted at, or denied at with a cost above 1
 --          The two metas score below 0 and records at or above it, so the
 --          metas hold the lowest ranks and ZCOUNT key 0 x counts records only.
 --
--- Every call reads the metas (one ZRANGE of the two lowest), counts records with ZCARD and
--- ZCOUNT, and reads the oldest and the newest record still counting (two
--- ZRANGEs); a request that consumes also removes up to 1,000 expired records
--- (ZREMRANGEBYRANK), and an admission records itself and the metas with one
--- ZADD and a PEXPIRE. A denied request finds the record it must wait for by
--- a galloping search over ranks, one ZRANGE for a request of cost 1 at its
--- limit. Every command is O(log n), so a decision takes the same time
--- whatever the cost and however many records the key holds.
+-- Every call reads the metas (one ZRANGE of the two lowest members), counts
+-- records with ZCARD and ZCOUNT, and reads the oldest and the newest record
+-- still counting (two ZRANGEs); a request that consumes also removes up to
+-- 1,000 expired records (ZREMRANGEBYRANK), and an admission records itself
+-- and the metas with one ZADD and a PEXPIRE. A denied request finds the
+-- record it must wait for by a galloping search over ranks, one ZRANGE for a
+-- request of cost 1 at its limit. Every command is O(log n), so a decision
+-- takes the same time whatever the cost and however many records the key
+-- holds.
 
 local M = 4503599627370496 -- 2^52
 local TRIM = 1000
