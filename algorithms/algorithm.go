@@ -110,9 +110,10 @@ type Result struct {
 
 	// At is the time the decision was made at, to the microsecond: the
 	// decision's now, or the latest time the key had already seen if that
-	// is later (see Algorithm.Decide). A Redis store deciding on the
-	// server's clock reports that clock. RetryAfter and ResetAfter count
-	// from the decision's now, not from At.
+	// is later (see Algorithm.Decide); for FixedWindow, which keeps its
+	// window rather than a time, the start of that window if it is later. A
+	// Redis store deciding on the server's clock reports that clock.
+	// RetryAfter and ResetAfter count from the decision's now, not from At.
 	At time.Time
 }
 

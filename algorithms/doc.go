@@ -34,9 +34,10 @@
 // Concurrent callers reach a key with clock readings out of order (each read
 // its clock before the store serialised the decisions), app servers' clocks
 // disagree, and a Redis failover can move to a replica whose clock is behind.
-// Every algorithm therefore remembers the latest time a request of cost > 0
-// was decided at for the key, and decides a request with an earlier now at
-// that latest time. A stale now thus admits exactly what the same request
+// Every algorithm therefore remembers the latest time a request was admitted
+// at for the key, or denied at with a cost above 1, and decides a request
+// with an earlier now at that latest time (a denial of cost 1 would be the
+// same at any earlier time, so it is not remembered). A stale now thus admits exactly what the same request
 // would have admitted with the clock held at its latest reading, and never
 // more: no sliding log ever holds more than its limit in any window of the
 // decision times (Result.At). RetryAfter and ResetAfter are measured from the

@@ -36,7 +36,9 @@ func TestStaleTimeIsTheHeldClock(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, 12))
 			stale, held := run{alg: alg}, run{alg: alg}
 			clock, latest := t0, time.Time{}
-			for step := range 20_000 {
+			// Past 2^63/2^49 = 16,384 admissions a total kept in int64
+			// would overflow; 60,000 steps admit over 20,000.
+			for step := range 60_000 {
 				clock = clock.Add(time.Duration(rng.Int64N(int64(time.Second))).Truncate(time.Microsecond))
 				now := clock
 				switch rng.IntN(4) {
@@ -423,4 +425,69 @@ func maxTime(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// TestLogTotalsWrap runs the sliding log and the sliding window counter at
+// the largest limit, 2^50, with requests of 2^49 one quantum apart, so that a
+// record always stays live: their running totals wrap at 2^52 every eight
+// admissions and pass 2^63 within 20,000. Every decision, and every denied
+// probe's RetryAfter, must match a count of what the window holds.
+func TestLogTotalsWrap(t *testing.T) {
+	const limit, half = 1 << 50, 1 << 49
+	for _, tc := range []struct {
+		alg     algorithms.Algorithm
+		quantum int64 // µs: 1 for the log, the sub-window for the counter
+	}{
+		{algorithms.SlidingLog{Limit: limit, Window: 2 * time.Microsecond}, 1},
+		{algorithms.SlidingWindow{Limit: limit, Window: 2 * time.Millisecond, SubWindows: 2}, 1000},
+	} {
+		alg, quantum := tc.alg, tc.quantum
+		t.Run(alg.Name(), func(t *testing.T) {
+			window := alg.Scope().Window.Microseconds()
+			type rec struct{ at, cost int64 }
+			var admitted []rec // oldest first, those still in the window
+			r := run{alg: alg}
+			rng := rand.New(rand.NewPCG(21, 22))
+			now := t0
+			decide := func(step int, cost int64) {
+				t.Helper()
+				stamp := now.UnixMicro() / quantum * quantum
+				kept, inWindow := admitted[:0], int64(0)
+				for _, a := range admitted {
+					if stamp-a.at < window {
+						inWindow += a.cost
+						kept = append(kept, a)
+					}
+				}
+				admitted = kept
+				res := r.decide(now, cost)
+				want := algorithms.Result{Allowed: inWindow+cost <= limit, Limit: limit, Remaining: max(0, limit-inWindow), At: res.At}
+				if want.Allowed {
+					want.Remaining -= cost
+					want.ResetAfter = time.Duration(stamp+window-now.UnixMicro()) * time.Microsecond
+					admitted = append(admitted, rec{stamp, cost})
+				} else {
+					excess := inWindow + cost - limit
+					for _, a := range admitted {
+						if excess -= a.cost; excess <= 0 {
+							want.RetryAfter = time.Duration(a.at+window-now.UnixMicro()) * time.Microsecond
+							break
+						}
+					}
+					newest := admitted[len(admitted)-1].at
+					want.ResetAfter = time.Duration(newest+window-now.UnixMicro()) * time.Microsecond
+				}
+				if res != want {
+					t.Fatalf("step %d: %d in the window, cost %d:\n got  %+v\n want %+v", step, inWindow, cost, res, want)
+				}
+			}
+			for step := range 20_000 {
+				now = now.Add(time.Duration(quantum) * time.Microsecond)
+				decide(step, half)
+				// Denied probes: one waits for the older record, one for both.
+				decide(step, 1+rng.Int64N(half))
+				decide(step, half+1+rng.Int64N(half-1))
+			}
+		})
+	}
 }

@@ -6,7 +6,7 @@ import (
 )
 
 // GCRA is the generic cell rate algorithm, the leaky bucket as a meter, as
-// redis-cell's CL.THROTTLE runs it: each key keeps only its theoretical
+// redis-cell's CL.THROTTLE runs it: each key is described by its theoretical
 // arrival time (TAT), the time at which its bucket would be empty.
 //
 // Semantics: requests drain at Rate, one every Rate.Period/Rate.Count (the
@@ -26,11 +26,11 @@ import (
 //
 // Changing Burst keeps TAT, and changing Rate.Count (the period is the
 // Scope) converts it to the requests it stands for, rounded up to a whole
-// one, at the new rate: either way what was used carries over, so raising a
-// key's rate never makes it wait, and lowering it below what was used
-// denies the key until enough has drained. A now
-// earlier than the latest time the key was decided at is decided at that
-// latest time (see Algorithm.Decide).
+// one, at the new rate, but never past the old TAT: either way what was used
+// carries over, so raising a key's rate never makes it wait longer, and
+// lowering it below what was used denies the key until enough has drained.
+// A now earlier than the latest time the key was decided at is decided at
+// that latest time (see Algorithm.Decide).
 //
 // Args: [Burst, Rate.Count, Rate.Period in µs, the count and the period in
 // lowest terms].

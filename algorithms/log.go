@@ -15,7 +15,7 @@ type SlidingLogState struct {
 	// share one), one per sub-window for the sliding window counter.
 	Records []LogRecord
 	// Total is the cost admitted up to and including the newest record,
-	// counted from the same origin as LogRecord.Start.
+	// counted from the same origin as LogRecord.Start, modulo 2^52.
 	Total int64
 	// Latest is the latest time, in microseconds since the Unix epoch, that
 	// a request was admitted at, or denied at with a cost above 1.
@@ -24,10 +24,13 @@ type SlidingLogState struct {
 
 // LogRecord is admitted cost stamped At (microseconds since the Unix epoch;
 // for the sliding window counter, the start of a sub-window). Start is the
-// cost admitted before it, so its own cost is the next record's Start, or the
-// state's Total for the newest, minus Start. Keeping running totals instead
-// of costs finds the oldest cost still counting, and the record a denied
-// request must wait for, by binary search.
+// cost admitted before it, modulo 2^52, so its own cost is the next record's
+// Start, or the state's Total for the newest, minus Start, modulo 2^52.
+// Keeping running totals instead of costs finds the oldest cost still
+// counting, and the record a denied request must wait for, by binary search.
+// Totals wrap at 2^52, as in the Redis script, where they must stay exact as
+// doubles; what counts is always below 2^51, so differences modulo 2^52 are
+// exact.
 type LogRecord struct {
 	At    int64
 	Start int64
@@ -39,6 +42,7 @@ type LogRecord struct {
 // window in µs. It costs O(log n) time for a state of n records, and at most
 // one new record per request whatever its cost.
 func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*SlidingLogState, Result) {
+	const mod = 1 << 52 // totals wrap here, as in log.lua
 	t := micros(now)
 	eff := t
 	var records []LogRecord
@@ -56,15 +60,18 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 	live := records[first:]
 	var count int64
 	if len(live) > 0 {
-		count = total - live[0].Start
+		count = floorMod(total-live[0].Start, mod)
 	}
 
 	if need := max(cost, 1); count+need > limit {
 		// The (count+need-limit)-th oldest unit still counting must expire
 		// first. Units are numbered from live[0].Start; the one sought lies
 		// in the last record that starts at or before it.
-		target := live[0].Start + count + need - limit - 1
-		j, found := slices.BinarySearchFunc(live, target, func(r LogRecord, s int64) int { return cmp.Compare(r.Start, s) })
+		target := count + need - limit - 1
+		base := live[0].Start
+		j, found := slices.BinarySearchFunc(live, target, func(r LogRecord, s int64) int {
+			return cmp.Compare(floorMod(r.Start-base, mod), s)
+		})
 		if !found {
 			j--
 		}
@@ -82,7 +89,7 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 			}
 			// Otherwise the newest record has the same stamp and absorbs
 			// the cost.
-			total += cost
+			total = (total + cost) % mod
 			count += cost
 		}
 	}

@@ -70,10 +70,10 @@ func (m *fixedModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (
 // its cost is at most the burst, and what was used carries over when the
 // burst changes. When the rate changes, the tokens used at the last request
 // the key remembers (admitted, or denied with a cost above 1) are rounded up
-// to a whole token, but never charged past the
-// time they would have drained at the old rate (that time taken to the
-// new rate's fraction of a microsecond, rounded down), as documented. GCRA
-// is documented to admit exactly the same.
+// to a whole token, but never charged past the time they would have drained
+// at the old rate (that time taken to the new rate's fraction of a
+// microsecond, rounded down), as documented. GCRA is documented to admit
+// exactly the same.
 type bucketModel struct {
 	count int64    // the rate count the state was written under
 	used  *big.Rat // tokens used as of last

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -73,17 +74,7 @@ func matchesModel(e *env) {
 	m := e.c.model(window)
 	check := func(step int, cost int64) {
 		e.t.Helper()
-		var res ratewise.Result
-		if cost == 0 {
-			res = e.peek(l, "k")
-		} else {
-			res = e.allowN(l, "k", cost)
-		}
-		allowed, remaining := m.decide(l.Algorithm(), e.clock.Now(), cost)
-		if res.Allowed != allowed || res.Remaining != remaining {
-			e.fatalf("step %d at %s with %#v, cost %d: got Allowed %v Remaining %d, the model says %v and %d",
-				step, e.at(), l.Algorithm(), cost, res.Allowed, res.Remaining, allowed, remaining)
-		}
+		e.decideAsModel(l, m, fmt.Sprintf("step %d", step), cost)
 	}
 	// Bursts of cost 1 exactly one window apart: every algorithm is full
 	// again each time, unless rounding of a fractional interval piles up.
@@ -391,4 +382,23 @@ func contextCancelled(e *env) {
 	if res := e.peek(l, "k"); res.Remaining != e.c.limit {
 		e.fatalf("after a cancelled Allow: Remaining %d, want %d", res.Remaining, e.c.limit)
 	}
+}
+
+// decideAsModel sends a request of cost (0: a peek) to l's key "k" and fails
+// unless its admission and Remaining are what m decides; what names the
+// request in the message.
+func (e *env) decideAsModel(l lim, m model, what string, cost int64) ratewise.Result {
+	e.t.Helper()
+	var res ratewise.Result
+	if cost == 0 {
+		res = e.peek(l, "k")
+	} else {
+		res = e.allowN(l, "k", cost)
+	}
+	allowed, remaining := m.decide(l.Algorithm(), e.clock.Now(), cost)
+	if res.Allowed != allowed || res.Remaining != remaining {
+		e.fatalf("%s at %s with %#v, cost %d: got Allowed %v Remaining %d, the model says %v and %d",
+			what, e.at(), l.Algorithm(), cost, res.Allowed, res.Remaining, allowed, remaining)
+	}
+	return res
 }

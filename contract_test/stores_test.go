@@ -22,12 +22,11 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
 // TestContract runs the conformance suite against every store in the repo:
 // storememory, a reference store, and storeredis on miniredis, on real Redis
-// and on a real Redis Cluster, each in client-time mode and on the server's
-// clock (the targets named -server-time). A new store is one more line here. Real Redis is started by the test on
-// free loopback ports. The Redis store runs in both time modes: deciding
-// with the suite's clock (WithClientTime), and on the server's own clock,
-// its default, which miniredis lets the suite drive (see serverClock) and
-// real Redis runs with the rules that hold at any time.
+// and on a real Redis Cluster, each in client-time mode (WithClientTime) and
+// on the server's own clock, its default (the targets named -server-time):
+// miniredis lets the suite drive that clock (see serverClock), and real
+// Redis runs the rules that hold at any time. Real Redis is started by the
+// test on free loopback ports. A new store is one more line here.
 func TestContract(t *testing.T) {
 	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace)}
 	targets := []struct {

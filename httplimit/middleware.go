@@ -132,11 +132,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 // decide runs the limiter with the decision timeout. A store that does not
 // answer in time is abandoned, not waited for: its call finishes in the
 // background and its answer is dropped.
-func (m *Middleware) decide(ctx context.Context, key string, cost int64) (ratewise.Result, error) {
+func (m *Middleware) decide(parent context.Context, key string, cost int64) (ratewise.Result, error) {
 	if m.timeout <= 0 {
-		return m.limiter.AllowN(ctx, key, cost)
+		return m.limiter.AllowN(parent, key, cost)
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	ctx, cancel := context.WithTimeout(parent, m.timeout)
 	defer cancel()
 	type answer struct {
 		res ratewise.Result
@@ -151,6 +151,10 @@ func (m *Middleware) decide(ctx context.Context, key string, cost int64) (ratewi
 	case a := <-done:
 		return a.res, a.err
 	case <-ctx.Done():
+		if err := parent.Err(); err != nil {
+			// The request's own context ended, not the store.
+			return ratewise.Result{}, err
+		}
 		return ratewise.Result{}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, ctx.Err())
 	}
 }

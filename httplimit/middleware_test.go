@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -256,15 +257,26 @@ func TestShare(t *testing.T) {
 	}
 }
 
+// TestContextIsPassedToTheStore: a request whose own context has ended is
+// not a store failure: it is a 500 the hook hears with the context's error,
+// never the failure policy's answer, whichever of the store and the timeout
+// answers first.
 func TestContextIsPassedToTheStore(t *testing.T) {
 	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
-	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), WithOnError(func(*http.Request, error) {}))
-	r := httptest.NewRequest("GET", "/", nil)
-	ctx, cancel := context.WithCancel(r.Context())
-	cancel()
-	w := httptest.NewRecorder()
-	m.Handler(ok).ServeHTTP(w, r.WithContext(ctx))
-	if w.Code != http.StatusServiceUnavailable {
-		t.Fatalf("cancelled request: %d, want 503", w.Code)
+	h := &hook{}
+	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
+		WithOnError(h.record), WithPolicy(FailOpen()))
+	for i := range 500 {
+		r := httptest.NewRequest("GET", "/", nil)
+		ctx, cancel := context.WithCancel(r.Context())
+		cancel()
+		w := httptest.NewRecorder()
+		m.Handler(ok).ServeHTTP(w, r.WithContext(ctx))
+		if w.Code != http.StatusInternalServerError {
+			t.Fatalf("cancelled request %d: %d, want 500", i, w.Code)
+		}
+		if h.count() != i+1 || !errors.Is(h.errs[i], context.Canceled) || errors.Is(h.errs[i], ratewise.ErrStoreUnavailable) {
+			t.Fatalf("cancelled request %d: the hook heard %v, want context.Canceled", i, h.errs)
+		}
 	}
 }

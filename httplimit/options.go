@@ -75,9 +75,10 @@ func WithFailureHandler(h func(w http.ResponseWriter, r *http.Request, err error
 
 // WithOnError sets the hook that hears of every failure to decide a
 // request: store failures and timeouts, before the policy acts, and every
-// other error that fails a request with 500, such as a key function's. (A
-// cost above the limit, answered 413, is the client's error and is not
-// reported.) Wire it to logs or metrics. The default logs a warning with
+// other error that fails a request with 500, such as a key function's, or
+// the request's own context ending (a client that went away) before the
+// decision. (A cost above the limit, answered 413, is the client's error and
+// is not reported.) Wire it to logs or metrics. The default logs a warning with
 // log/slog.
 func WithOnError(hook func(r *http.Request, err error)) Option {
 	return optionFunc(func(m *Middleware) error {

@@ -29,18 +29,25 @@ func logUniform(rng *rand.Rand, lo, hi int64) int64 {
 }
 
 // scope returns random valid parameters for the algorithm named, and a
-// function that returns the same algorithm with another limit (or burst,
+// function that draws the same algorithm again with another limit (or burst,
 // capacity, rate count) in the same scope, so that a sequence can change its
-// limit while the key holds state. About half the sequences use small
-// parameters, the others any in range: counts up to 10^9, windows and periods
-// from a microsecond (a millisecond for sub-windows) to 30 days.
-func scope(rng *rand.Rand, name string) (algorithms.Algorithm, func(limit int64) algorithms.Algorithm) {
-	small := rng.IntN(2) == 0
+// limit while the key holds state. Half the sequences use small parameters,
+// a quarter counts up to 10^9 and a quarter counts from 2^40 to 2^50, with
+// windows and periods from a microsecond (a millisecond for sub-windows) to
+// 30 days.
+func scope(rng *rand.Rand, name string) (algorithms.Algorithm, func() algorithms.Algorithm) {
+	mode := rng.IntN(4)
+	small := mode < 2
 	count := func() int64 {
-		if small {
+		switch mode {
+		case 0, 1:
 			return 1 + rng.Int64N(20)
+		case 2:
+			return logUniform(rng, 1, 1e9)
 		}
-		return logUniform(rng, 1, 1e9)
+		// Up to the largest count, 2^50: a log's running total then wraps
+		// at 2^52 within a few admissions.
+		return logUniform(rng, 1<<40, 1<<50)
 	}
 	window := func(lo int64) time.Duration {
 		if small {
@@ -84,7 +91,7 @@ func scope(rng *rand.Rand, name string) (algorithms.Algorithm, func(limit int64)
 			}
 		}
 	}
-	return valid(), func(int64) algorithms.Algorithm { return valid() }
+	return valid(), valid
 }
 
 var algorithmNames = []string{"fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"}
@@ -122,7 +129,7 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
-func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorithms.Algorithm, relimit func(int64) algorithms.Algorithm, key string, realTTL bool) {
+func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorithms.Algorithm, relimit func() algorithms.Algorithm, key string, realTTL bool) {
 	t.Helper()
 	ctx := context.Background()
 	var state algorithms.State
@@ -170,7 +177,7 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 		fake = maxTime(fake, time.Unix(0, 0))
 		floor = maxTime(floor, fake)
 		if rng.IntN(50) == 0 {
-			alg = relimit(0)
+			alg = relimit()
 		}
 		cost := rng.Int64N(alg.MaxCost() + 1)
 		if rng.IntN(3) == 0 {

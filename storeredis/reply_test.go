@@ -2,6 +2,7 @@ package storeredis
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -40,10 +41,15 @@ func TestParseReply(t *testing.T) {
 		{"negative reset", i(1, 4, 0, -5, at), algorithms.Result{}, false},
 		{"decided before now", i(1, 4, 0, 0, at-1), algorithms.Result{}, false},
 		{"negative time", i(1, 4, 0, 0, -1), algorithms.Result{}, false},
+		{"negative time in server-time mode", i(1, 4, 0, 0, -1), algorithms.Result{}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := parseReply(tt.reply, 5, at)
+			notBefore := at
+			if strings.HasSuffix(tt.name, "server-time mode") {
+				notBefore = 0 // the server's clock: any time from the epoch on
+			}
+			got, err := parseReply(tt.reply, 5, notBefore)
 			if tt.ok {
 				if err != nil || got != tt.want {
 					t.Fatalf("parseReply = %+v, %v; want %+v", got, err, tt.want)

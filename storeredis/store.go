@@ -261,6 +261,9 @@ func (s *Store) boxedParams(alg algorithms.Algorithm) []any {
 // freed in the background (UNLINK), so even a key of millions of records does
 // not block Redis.
 func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+	if _, err := scriptFor(alg); err != nil {
+		return err
+	}
 	if err := alg.Validate(); err != nil {
 		return err
 	}
@@ -273,6 +276,9 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 // TTL returns the key's remaining time to live in Redis. It runs on Redis's
 // clock and ignores now.
 func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+	if _, err := scriptFor(alg); err != nil {
+		return 0, err
+	}
 	ms, err := ttlScript.Run(ctx, s.client, []string{s.Key(key, alg)}).Int64()
 	if err != nil {
 		return 0, s.failure(ctx, err)

@@ -351,6 +351,14 @@ func TestErrors(t *testing.T) {
 			if _, err := ratewise.New(s, a); !errors.Is(err, ratewise.ErrUnsupported) {
 				t.Fatalf("ratewise.New with %T: got %v, want ErrUnsupported", a, err)
 			}
+			// Nor may it reset or inspect the key of the algorithm whose
+			// name it borrows.
+			if err := s.Reset(ctx, "k", a); !errors.Is(err, store.ErrUnsupported) {
+				t.Fatalf("Reset with %T: got %v, want ErrUnsupported", a, err)
+			}
+			if _, err := s.TTL(ctx, "k", a, time.Now()); !errors.Is(err, store.ErrUnsupported) {
+				t.Fatalf("TTL with %T: got %v, want ErrUnsupported", a, err)
+			}
 		}
 	})
 
@@ -449,9 +457,9 @@ func TestStateOfOtherVersions(t *testing.T) {
 			states := map[string][]any{
 				"fixed_window":   {"garbage", "1 2 3", "-5 7", fmt.Sprint(now.UnixMicro()) + " 99999"},
 				"token_bucket":   {"6000000 " + fmt.Sprint(now.UnixMicro()), tat, tat + " 7", tat + " 1 2", "x", "-1 -1 -1 -1"},
-				"gcra":           {tat, tat + " 3", tat + " 3 " + fmt.Sprint(now.Add(time.Hour).UnixMicro()) + " 1", "9999999999999999 0 0 5", ""},
+				"gcra":           {tat, tat + " 3", tat + " 3 " + fmt.Sprint(now.Add(time.Hour).UnixMicro()) + " 1", "9999999999999999 0 0 5", "", tat + " 0 99999999999999999999 5"},
 				"sliding_log":    {[]redis.Z{{Score: float64(now.UnixMicro()), Member: "abc"}}, []redis.Z{{Score: -5, Member: "T"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "7"}, {Score: float64(now.UnixMicro() + 1), Member: "3"}}},
-				"sliding_window": {[]redis.Z{{Score: 1, Member: "x"}, {Score: -1e15, Member: "L"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "100"}}},
+				"sliding_window": {[]redis.Z{{Score: 1, Member: "x"}, {Score: -1e15, Member: "L"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "100"}}, []redis.Z{{Score: -1e20, Member: "L"}}},
 			}
 			for _, alg := range allAlgorithms {
 				key := testKey(t) + ":" + alg.Name()

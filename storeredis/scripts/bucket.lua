@@ -11,9 +11,9 @@
 -- ARGV[7]  p: the period in lowest terms; the emission interval is p/k µs
 -- Reply    {allowed, remaining, retry_after µs, reset_after µs, at µs}
 --
--- GET, then SET … PX when a request was admitted, or denied with a cost
--- above 1 and moved the key's latest time. The key expires when the bucket
--- is full again.
+-- GET, then SET … PX when a request was admitted, or was denied with a cost
+-- above 1 and moved the key's latest time or found the state written under
+-- another rate count. The key expires when the bucket is full again.
 --
 -- Times are whole µs plus a fraction in 1/k µs, held as pairs (us, f) with
 -- 0 <= f < k. n × interval is n×q µs plus n×r/k with q = p div k, r = p mod k;
@@ -63,13 +63,19 @@ local function bucket_step(key, burst, count, period, k, p)
     local tat, frac
     tat, frac, latest, scount = string.match(raw, '^(%d+) (%d+) (%d+) (%d+)$')
     if tat then
-      tat, frac, latest, scount = tonumber(tat), tonumber(frac), tonumber(latest), tonumber(scount)
+      -- A number too long for tonumber (not one a decision writes) reads as
+      -- missing.
+      tat, frac = tonumber(tat) or now, tonumber(frac) or 0
+      latest, scount = tonumber(latest) or now, tonumber(scount) or 0
     else
       -- Not this version's layout: read the numbers there are.
       local v = {}
       for n in string.gmatch(raw, '%-?%d+') do v[#v + 1] = tonumber(n) end
       tat, frac, latest, scount = v[1] or now, v[2] or 0, v[3] or now, v[4] or 0
     end
+    -- No decision writes a latest time past 2^52 µs; the cap keeps a value
+    -- written by anything else in range.
+    latest = min(latest, 4503599627370495)
     eff = max(now, latest)
     -- How far TAT was ahead of the latest time, under this rate: u + uf/k.
     local u, uf = 0, 0

@@ -5,8 +5,11 @@
 -- KEYS[1]  a sorted set:
 --          records  score: the record's time in µs since the Unix epoch
 --                   member: the cost admitted before it (its start), in
---                   decimal, modulo 2^52; starts only grow, so members are
---                   unique; a record's cost is the next start minus its own
+--                   decimal, modulo 2^52; starts only grow, so the members
+--                   of the records that count are unique (an expired record
+--                   not yet removed may share one with a new record, which
+--                   then replaces it); a record's cost is the next start
+--                   minus its own
 --          'T'      score: -1 minus the cost admitted up to and including the
 --                   newest record, modulo 2^52
 --          'L'      score: -1 minus the latest time (µs) a request was
@@ -42,7 +45,8 @@ local function log_step(key, limit, window, quantum)
     if low[i] == 'T' then
       total, metas = (-1 - score(low[i + 1])) % M, metas + 1
     elseif low[i] == 'L' then
-      latest, metas = -1 - score(low[i + 1]), metas + 1
+      -- Capped below 2^52 µs, like every time a decision writes.
+      latest, metas = min(-1 - score(low[i + 1]), 4503599627370495), metas + 1
     end
   end
   local eff = now
