@@ -188,14 +188,10 @@ func (b bucket) step(st *bucketState, now time.Time, cost int64) (*bucketState, 
 	return st, res
 }
 
-// validateBucket checks a burst or capacity and a rate, and that a full
-// bucket refills within 2^50µs: burst × period / count, compared without
-// forming the product.
-func validateBucket(burst int64, what string, rate Rate) error {
-	p, err := rate.validate()
-	if err != nil {
-		return err
-	}
+// checkBucket checks a burst or capacity against a valid rate whose period
+// is p µs: the count at most 2^50, and a full bucket refilled within 2^50µs,
+// burst × period / count, compared without forming the product.
+func checkBucket(burst int64, what string, rate Rate, p int64) error {
 	if err := checkCount(what, burst); err != nil {
 		return err
 	}

@@ -62,13 +62,14 @@ func (a GCRA) Args() []int64 { return bucketArgs(a.Burst, a.Rate) }
 // microseconds in [1µs, 2^50µs]), Burst in [1, 2^50], and that Burst
 // requests drain within 2^50µs (about 35 years).
 func (a GCRA) Validate() error {
-	if _, err := a.Rate.validate(); err != nil {
+	p, err := a.Rate.validate()
+	if err != nil {
 		return err
 	}
 	if a.Burst < 1 {
 		return fmt.Errorf("%w, got %d", ErrInvalidBurst, a.Burst)
 	}
-	return validateBucket(a.Burst, "burst", a.Rate)
+	return checkBucket(a.Burst, "burst", a.Rate, p)
 }
 
 // Decide runs one GCRA step; see Algorithm.Decide.

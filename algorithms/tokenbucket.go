@@ -66,7 +66,11 @@ func (a TokenBucket) Validate() error {
 	if a.Capacity <= 0 {
 		return fmt.Errorf("%w, got capacity %d", ErrInvalidLimit, a.Capacity)
 	}
-	return validateBucket(a.Capacity, "capacity", a.Refill)
+	p, err := a.Refill.validate()
+	if err != nil {
+		return err
+	}
+	return checkBucket(a.Capacity, "capacity", a.Refill, p)
 }
 
 // Decide runs one token-bucket step; see Algorithm.Decide.

@@ -215,20 +215,18 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	params := s.boxedParams(alg)
 	args := make([]any, 2, 2+len(params))
 	args[0], args[1] = serverTime, cost
+	var notBefore int64 // the earliest time the reply may say it decided at
 	if s.clientTime {
 		if err := algorithms.CheckTime(now); err != nil {
 			return algorithms.Result{}, err
 		}
-		args[0] = now.UnixMicro()
+		notBefore = now.UnixMicro()
+		args[0] = notBefore
 	}
 	args = append(args, params...)
 	reply, err := sc.run.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.failure(ctx, err)
-	}
-	var notBefore int64
-	if s.clientTime {
-		notBefore = now.UnixMicro()
 	}
 	return parseReply(reply, alg.MaxCost(), notBefore)
 }
