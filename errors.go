@@ -14,6 +14,9 @@ var (
 	ErrNilStore = errors.New("ratewise: store must not be nil")
 	// ErrNilAlgorithm: New was given a nil algorithm.
 	ErrNilAlgorithm = errors.New("ratewise: algorithm must not be nil")
+	// ErrInvalidNamespace: WithNamespace was given a namespace containing
+	// ":".
+	ErrInvalidNamespace = errors.New(`ratewise: a namespace must not contain ":"`)
 	// ErrEmptyKey: a key is empty.
 	ErrEmptyKey = errors.New("ratewise: key must not be empty")
 	// ErrInvalidCost: AllowN was given n <= 0. It is algorithms.ErrInvalidCost.
@@ -43,7 +46,11 @@ var (
 // not a valid decision. It is store.ErrUnavailable.
 var ErrStoreUnavailable = store.ErrUnavailable
 
-// ErrUnsupported is returned by New when the store cannot run the algorithm,
-// such as an algorithm of another package on the Redis store. It is
-// store.ErrUnsupported.
+// ErrUnsupported is returned by New when the store cannot run the algorithm.
+// It is store.ErrUnsupported.
 var ErrUnsupported = store.ErrUnsupported
+
+// ErrUnknownAlgorithm is returned by New for an algorithm that is not one of
+// package algorithms' types (see algorithms.CheckKind). It is
+// algorithms.ErrUnknownAlgorithm.
+var ErrUnknownAlgorithm = algorithms.ErrUnknownAlgorithm

@@ -22,7 +22,7 @@ func Example() {
 	// 3 requests per minute per user, counted exactly over any minute.
 	limiter, err := ratewise.New(storememory.New(),
 		algorithms.SlidingLog{Limit: 3, Window: time.Minute},
-		ratewise.WithPrefix("api:"), ratewise.WithClock(clock))
+		ratewise.WithNamespace("api"), ratewise.WithClock(clock))
 	if err != nil {
 		panic(err)
 	}

@@ -1,6 +1,6 @@
 package ratewise
 
-// Option configures a Limiter. Defaults: no prefix, the system clock.
+// Option configures a Limiter. Defaults: no namespace, the system clock.
 type Option interface {
 	apply(*Limiter)
 }
@@ -9,12 +9,16 @@ type optionFunc func(*Limiter)
 
 func (f optionFunc) apply(l *Limiter) { f(l) }
 
-// WithPrefix puts prefix in front of every key the limiter passes to its
-// store, so that limiters sharing a store keep separate state. For example,
-// with WithPrefix("login:") the key "alice" is stored as "login:alice", and a
-// limiter with WithPrefix("api:") keeps its own count for "alice".
-func WithPrefix(prefix string) Option {
-	return optionFunc(func(l *Limiter) { l.prefix = prefix })
+// WithNamespace gives the limiter its own keys in a shared store: every key
+// it passes to the store is namespace + ":" + key. For example, with
+// WithNamespace("login") the key "alice" is stored as "login:alice", and a
+// limiter with WithNamespace("api") keeps its own count for "alice".
+//
+// A namespace must not contain ":", so that no namespace and key can spell
+// another's: New fails with ErrInvalidNamespace. An empty namespace, the
+// default, passes keys unchanged.
+func WithNamespace(namespace string) Option {
+	return optionFunc(func(l *Limiter) { l.namespace = namespace })
 }
 
 // WithClock makes the limiter read the time from c instead of the system

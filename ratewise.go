@@ -12,6 +12,7 @@ package ratewise
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -25,30 +26,36 @@ type Result = algorithms.Result
 // Limiter limits events per key. It is safe for simultaneous use by many
 // goroutines. Limiters that share a store share state when they use the same
 // algorithm with the same window or period (its algorithms.Scope) and the
-// same prefixed key: a per-second and a per-hour limit on one key are
-// independent, while two limiters that differ only in their limit count
-// against one quota. Give limiters their own prefix unless that is what you
-// want.
+// same key in the same namespace: a per-second and a per-hour limit on one
+// key are independent, while two limiters that differ only in their limit
+// count against one quota. Give limiters their own namespace (WithNamespace)
+// unless that is what you want.
 //
 // Most callers want Allow. AllowN weighs a request, Peek looks without
 // consuming, and Reset forgets a key.
 type Limiter struct {
-	store  store.Store
-	alg    algorithms.Algorithm
-	prefix string
-	clock  Clock
+	store store.Store
+	alg   algorithms.Algorithm
+	// prefix is the namespace and its separator, or "" for none.
+	namespace, prefix string
+	clock             Clock
 }
 
 // New returns a limiter that runs alg on s. It fails with ErrNilStore,
-// ErrNilAlgorithm, an error from alg.Validate wrapping one of the algorithms
-// package's sentinels (re-exported here, such as ErrInvalidLimit), or
-// ErrUnsupported when the store cannot run alg.
+// ErrNilAlgorithm, ErrUnknownAlgorithm for a type that only embeds one of
+// package algorithms' types, an error from alg.Validate wrapping one of the
+// algorithms package's sentinels (re-exported here, such as
+// ErrInvalidLimit), ErrUnsupported when the store cannot run alg, or
+// ErrInvalidNamespace.
 func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, error) {
 	if s == nil {
 		return nil, ErrNilStore
 	}
 	if alg == nil {
 		return nil, ErrNilAlgorithm
+	}
+	if err := algorithms.CheckKind(alg); err != nil {
+		return nil, err
 	}
 	if err := alg.Validate(); err != nil {
 		return nil, err
@@ -61,6 +68,12 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 	l := &Limiter{store: s, alg: alg, clock: systemClock{}}
 	for _, o := range opts {
 		o.apply(l)
+	}
+	if strings.Contains(l.namespace, ":") {
+		return nil, fmt.Errorf("%w, got %q", ErrInvalidNamespace, l.namespace)
+	}
+	if l.namespace != "" {
+		l.prefix = l.namespace + ":"
 	}
 	return l, nil
 }

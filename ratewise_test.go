@@ -87,13 +87,18 @@ func TestErrorMessagesNameTheValue(t *testing.T) {
 	}
 }
 
-func TestWithPrefixSeparatesLimiters(t *testing.T) {
+func TestWithNamespaceSeparatesLimiters(t *testing.T) {
 	ctx := context.Background()
 	s := storememory.New()
 	alg := algorithms.FixedWindow{Limit: 1, Window: time.Minute}
-	login, _ := ratewise.New(s, alg, ratewise.WithPrefix("login:"))
-	api, _ := ratewise.New(s, alg, ratewise.WithPrefix("api:"))
-	shared, _ := ratewise.New(s, alg, ratewise.WithPrefix("login:"))
+	login, _ := ratewise.New(s, alg, ratewise.WithNamespace("login"))
+	api, _ := ratewise.New(s, alg, ratewise.WithNamespace("api"))
+	shared, _ := ratewise.New(s, alg, ratewise.WithNamespace("login"))
+	// "alice" in the namespace "login" is the store key "login:alice".
+	bare, _ := ratewise.New(s, alg)
+	if _, err := ratewise.New(s, alg, ratewise.WithNamespace("a:b")); !errors.Is(err, ratewise.ErrInvalidNamespace) {
+		t.Fatalf(`namespace "a:b": got %v, want ErrInvalidNamespace`, err)
+	}
 	if res, _ := login.Allow(ctx, "alice"); !res.Allowed {
 		t.Fatal("first login denied")
 	}
@@ -101,6 +106,9 @@ func TestWithPrefixSeparatesLimiters(t *testing.T) {
 		t.Fatal("api limiter saw the login limiter's count")
 	}
 	if res, _ := shared.Allow(ctx, "alice"); res.Allowed {
-		t.Fatal("two limiters with the same prefix did not share the count")
+		t.Fatal("two limiters with the same namespace did not share the count")
+	}
+	if res, _ := bare.Allow(ctx, "login:alice"); res.Allowed {
+		t.Fatal(`"alice" in the namespace "login" is not stored as "login:alice"`)
 	}
 }

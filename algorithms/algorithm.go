@@ -9,14 +9,37 @@ import (
 
 // Algorithm is one rate-limiting algorithm together with its parameters.
 //
-// The implementations in this package are FixedWindow, SlidingLog,
-// SlidingWindow, TokenBucket and GCRA. Their values are small and comparable,
-// so a limiter can hold one by value.
+// The implementations are this package's FixedWindow, SlidingLog,
+// SlidingWindow, TokenBucket and GCRA, one per Kind. Their values are small
+// and comparable, so a limiter can hold one by value.
+//
+// The interface is sealed: only this package's types implement it. Every
+// store must run every algorithm exactly, and the Redis store runs each one
+// as a Lua step kept bit-identical to its Go Decide by a differential test;
+// an algorithm defined elsewhere would work on one store and fail on another
+// at run time. A new algorithm is added here, with its Lua step, and every
+// store, tool and test then picks it up from the registry (see Kinds).
 type Algorithm interface {
-	// Name is the algorithm's stable identifier, such as "fixed_window".
-	// Stores use it, with Scope, to keep apart the state of different
-	// algorithms under one key, and to pick the matching script.
+	// Kind is the algorithm's entry in the registry.
+	Kind() *Kind
+
+	// Name is Kind().Name, the algorithm's stable identifier, such as
+	// "fixed_window". Stores use it, with Scope, to keep apart the state of
+	// different algorithms under one key.
 	Name() string
+
+	// Params returns the parameters in the form every algorithm shares;
+	// Kind().New(Params()) returns the same algorithm.
+	Params() Params
+
+	// Quota is the most cost an idle key admits at once (MaxCost), and the
+	// time an idle key takes to get it back in full: the window, or the
+	// time the rate takes to refill the capacity or burst.
+	Quota() Quota
+
+	// String describes the algorithm and its parameters, such as
+	// "gcra 10/1s burst 20".
+	String() string
 
 	// Scope is what, beside Name, tells apart the state this algorithm
 	// value reads and writes: its window or period. Values with the same
@@ -67,10 +90,7 @@ type Algorithm interface {
 	// store's bug: Decide panics rather than treat it as no state.
 	Decide(state State, now time.Time, cost int64) (State, Result)
 
-	// Args are the parameters in the integer form that stores pass to
-	// their scripts: counts as they are, durations in microseconds. The
-	// order is documented on each algorithm.
-	Args() []int64
+	sealed()
 }
 
 // State is an algorithm's per-key state: *FixedWindowState,

@@ -6,13 +6,6 @@ import (
 	"time"
 )
 
-// bucketArgs returns the script arguments of a bucket: [burst, rate count,
-// period in µs, the count and period in lowest terms].
-func bucketArgs(burst int64, rate Rate) []int64 {
-	b := newBucket(burst, rate)
-	return []int64{burst, b.count, b.period, b.k, b.p}
-}
-
 // bucketState is the state TokenBucket and GCRA share: the theoretical
 // arrival time TAT + Frac/k µs (k the rate's count in lowest terms with its
 // period), at which the key is back at full capacity; the latest time it was

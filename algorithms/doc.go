@@ -9,6 +9,14 @@
 // is a plain function, the in-memory store runs it directly and the Redis
 // store's Lua scripts are checked against it.
 //
+// # The registry
+//
+// Kinds lists every algorithm once, with what stores, tools and tests need
+// to handle it without naming its type: its Name, its Family, the Params it
+// takes and how to build it from them (Kind.New). Every algorithm value
+// reports its Kind, its Params, its Scope, its Quota and a display form
+// (String). The Algorithm interface is sealed; see Algorithm and CheckKind.
+//
 // # Resolution and range
 //
 // Decisions are computed in whole microseconds with integer arithmetic, the

@@ -80,12 +80,16 @@ func durationMicros(sentinel error, what string, d time.Duration) (int64, error)
 }
 
 // CheckDecision reports whether a store can run one decision of alg at now
-// with the given cost: alg's parameters are valid (see Validate), now is
+// with the given cost: alg is one of this package's types (CheckKind), its
+// parameters are valid (see Validate), now is
 // within [the Unix epoch, MaxTime], and cost is in [0, alg.MaxCost()]. A
 // store calls it before every decision, so a bad input is an error on every
 // store, never a panic or a silent clamp. A store that decides on its own
 // clock checks the time with CheckTime only where it uses the caller's.
 func CheckDecision(alg Algorithm, now time.Time, cost int64) error {
+	if err := CheckKind(alg); err != nil {
+		return err
+	}
 	if err := alg.Validate(); err != nil {
 		return err
 	}

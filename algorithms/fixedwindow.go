@@ -25,8 +25,6 @@ import (
 // the key is denied until the window ends. A now in an earlier window than
 // the key's (a clock that stepped back) is counted in the key's window, so
 // nothing extra gets through; Result.At is then that window's start.
-//
-// Args: [Limit, Window in µs].
 type FixedWindow struct {
 	Limit  int64
 	Window time.Duration
@@ -40,16 +38,27 @@ type FixedWindowState struct {
 }
 
 // Name returns "fixed_window".
-func (FixedWindow) Name() string { return "fixed_window" }
+func (FixedWindow) Name() string { return fixedWindowKind.Name }
+
+// Kind returns the registry's "fixed_window".
+func (FixedWindow) Kind() *Kind { return fixedWindowKind }
+
+// Params returns the parameters in their shared form.
+func (a FixedWindow) Params() Params { return Params{Limit: a.Limit, Window: a.Window} }
+
+// Quota returns the limit per window.
+func (a FixedWindow) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+
+// String describes the algorithm, such as "fixed_window 100/1m".
+func (a FixedWindow) String() string { return describe(a) }
+
+func (FixedWindow) sealed() {}
 
 // Scope returns the window.
 func (a FixedWindow) Scope() Scope { return Scope{Window: a.Window} }
 
 // MaxCost returns Limit.
 func (a FixedWindow) MaxCost() int64 { return a.Limit }
-
-// Args returns [Limit, Window in µs].
-func (a FixedWindow) Args() []int64 { return []int64{a.Limit, int64(a.Window / time.Microsecond)} }
 
 // Validate checks Limit in [1, 2^50] and Window a whole number of
 // microseconds in [1µs, 2^50µs].

@@ -31,9 +31,6 @@ import (
 // lowering it below what was used denies the key until enough has drained.
 // A now earlier than the latest time the key was decided at is decided at
 // that latest time (see Algorithm.Decide).
-//
-// Args: [Burst, Rate.Count, Rate.Period in µs, the count and the period in
-// lowest terms].
 type GCRA struct {
 	Rate  Rate
 	Burst int64
@@ -46,17 +43,29 @@ type GCRA struct {
 type GCRAState bucketState
 
 // Name returns "gcra".
-func (GCRA) Name() string { return "gcra" }
+func (GCRA) Name() string { return gcraKind.Name }
+
+// Kind returns the registry's "gcra".
+func (GCRA) Kind() *Kind { return gcraKind }
+
+// Params returns the parameters in their shared form.
+func (a GCRA) Params() Params {
+	return Params{Limit: a.Rate.Count, Window: a.Rate.Period, Burst: a.Burst}
+}
+
+// Quota returns the burst and the time Burst requests take to drain.
+func (a GCRA) Quota() Quota { return Quota{Limit: a.Burst, Window: a.Rate.TimeFor(a.Burst)} }
+
+// String describes the algorithm, such as "gcra 10/1s burst 20".
+func (a GCRA) String() string { return describe(a) }
+
+func (GCRA) sealed() {}
 
 // Scope returns the rate's period.
 func (a GCRA) Scope() Scope { return Scope{Window: a.Rate.Period} }
 
 // MaxCost returns Burst.
 func (a GCRA) MaxCost() int64 { return a.Burst }
-
-// Args returns [Burst, Rate.Count, Rate.Period in µs, and the last two in
-// lowest terms].
-func (a GCRA) Args() []int64 { return bucketArgs(a.Burst, a.Rate) }
 
 // Validate checks a valid Rate (Count in [1, 2^50], Period a whole number of
 // microseconds in [1µs, 2^50µs]), Burst in [1, 2^50], and that Burst

@@ -28,24 +28,33 @@ import "time"
 // Changing Limit keeps the records: lowered below what they hold, the key is
 // denied until enough of them expire. A now earlier than the latest time the
 // key was decided at is decided at that latest time (see Algorithm.Decide).
-//
-// Args: [Limit, Window in µs].
 type SlidingLog struct {
 	Limit  int64
 	Window time.Duration
 }
 
 // Name returns "sliding_log".
-func (SlidingLog) Name() string { return "sliding_log" }
+func (SlidingLog) Name() string { return slidingLogKind.Name }
+
+// Kind returns the registry's "sliding_log".
+func (SlidingLog) Kind() *Kind { return slidingLogKind }
+
+// Params returns the parameters in their shared form.
+func (a SlidingLog) Params() Params { return Params{Limit: a.Limit, Window: a.Window} }
+
+// Quota returns the limit per window.
+func (a SlidingLog) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+
+// String describes the algorithm, such as "sliding_log 100/1m".
+func (a SlidingLog) String() string { return describe(a) }
+
+func (SlidingLog) sealed() {}
 
 // Scope returns the window.
 func (a SlidingLog) Scope() Scope { return Scope{Window: a.Window} }
 
 // MaxCost returns Limit.
 func (a SlidingLog) MaxCost() int64 { return a.Limit }
-
-// Args returns [Limit, Window in µs].
-func (a SlidingLog) Args() []int64 { return []int64{a.Limit, int64(a.Window / time.Microsecond)} }
 
 // Validate checks Limit in [1, 2^50] and Window a whole number of
 // microseconds in [1µs, 2^50µs].

@@ -37,8 +37,6 @@ import (
 // key is denied until enough sub-windows drop out. A now earlier than the
 // latest time the key was decided at is decided at that latest time (see
 // Algorithm.Decide).
-//
-// Args: [Limit, Window in µs, SubWindows].
 type SlidingWindow struct {
 	Limit      int64
 	Window     time.Duration
@@ -51,18 +49,29 @@ type SlidingWindow struct {
 type SlidingWindowState SlidingLogState
 
 // Name returns "sliding_window".
-func (SlidingWindow) Name() string { return "sliding_window" }
+func (SlidingWindow) Name() string { return slidingWindowKind.Name }
+
+// Kind returns the registry's "sliding_window".
+func (SlidingWindow) Kind() *Kind { return slidingWindowKind }
+
+// Params returns the parameters in their shared form.
+func (a SlidingWindow) Params() Params {
+	return Params{Limit: a.Limit, Window: a.Window, SubWindows: a.SubWindows}
+}
+
+// Quota returns the limit per window.
+func (a SlidingWindow) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+
+// String describes the algorithm, such as "sliding_window 100/1m in 6 sub-windows".
+func (a SlidingWindow) String() string { return describe(a) }
+
+func (SlidingWindow) sealed() {}
 
 // Scope returns the window and the sub-windows.
 func (a SlidingWindow) Scope() Scope { return Scope{Window: a.Window, SubWindows: a.SubWindows} }
 
 // MaxCost returns Limit.
 func (a SlidingWindow) MaxCost() int64 { return a.Limit }
-
-// Args returns [Limit, Window in µs, SubWindows].
-func (a SlidingWindow) Args() []int64 {
-	return []int64{a.Limit, int64(a.Window / time.Microsecond), a.SubWindows}
-}
 
 // Validate checks Limit in [1, 2^50], Window a whole number of microseconds
 // in [1µs, 2^50µs], SubWindows >= 1, and that Window splits evenly into

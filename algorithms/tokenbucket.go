@@ -30,9 +30,6 @@ import (
 // enough has refilled at the new rate. A changed rate count rounds what was
 // taken up to a whole token. A now earlier than the latest time the key was
 // decided at is decided at that latest time (see Algorithm.Decide).
-//
-// Args: [Capacity, Refill.Count, Refill.Period in µs, the count and the
-// period in lowest terms].
 type TokenBucket struct {
 	Capacity int64
 	Refill   Rate
@@ -47,17 +44,31 @@ type TokenBucket struct {
 type TokenBucketState bucketState
 
 // Name returns "token_bucket".
-func (TokenBucket) Name() string { return "token_bucket" }
+func (TokenBucket) Name() string { return tokenBucketKind.Name }
+
+// Kind returns the registry's "token_bucket".
+func (TokenBucket) Kind() *Kind { return tokenBucketKind }
+
+// Params returns the parameters in their shared form.
+func (a TokenBucket) Params() Params {
+	return Params{Limit: a.Refill.Count, Window: a.Refill.Period, Burst: a.Capacity}
+}
+
+// Quota returns the capacity and the time an empty bucket takes to refill.
+func (a TokenBucket) Quota() Quota {
+	return Quota{Limit: a.Capacity, Window: a.Refill.TimeFor(a.Capacity)}
+}
+
+// String describes the algorithm, such as "token_bucket 10/1s burst 20".
+func (a TokenBucket) String() string { return describe(a) }
+
+func (TokenBucket) sealed() {}
 
 // Scope returns the refill period.
 func (a TokenBucket) Scope() Scope { return Scope{Window: a.Refill.Period} }
 
 // MaxCost returns Capacity.
 func (a TokenBucket) MaxCost() int64 { return a.Capacity }
-
-// Args returns [Capacity, Refill.Count, Refill.Period in µs, and the last
-// two in lowest terms].
-func (a TokenBucket) Args() []int64 { return bucketArgs(a.Capacity, a.Refill) }
 
 // Validate checks Capacity in [1, 2^50], a valid Refill (Count in [1, 2^50],
 // Period a whole number of microseconds in [1µs, 2^50µs]), and that an empty

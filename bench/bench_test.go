@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,23 +24,18 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 
-// benchAlgorithms are the five algorithms at 1,000 per minute: a hot key
-// spends most of a run at its limit, 100,000 keys mostly below it.
-var benchAlgorithms = []algorithms.Algorithm{
-	algorithms.FixedWindow{Limit: 1000, Window: time.Minute},
-	algorithms.SlidingLog{Limit: 1000, Window: time.Minute},
-	algorithms.SlidingWindow{Limit: 1000, Window: time.Minute, SubWindows: 10},
-	algorithms.TokenBucket{Capacity: 1000, Refill: algorithms.PerMinute(1000)},
-	algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
-}
+// benchAlgorithms are every algorithm at 1,000 per minute (10 sub-windows
+// where an algorithm takes them): a hot key spends most of a run at its
+// limit, 100,000 keys mostly below it.
+var benchAlgorithms = redisinfo.Algorithms(1000, time.Minute, 10)
 
 const manyKeys = 100_000
 
@@ -108,7 +104,7 @@ func BenchmarkDecide(b *testing.B) {
 						} else {
 							prefix = fmt.Sprintf("%d:", time.Now().UnixNano()) // Redis outlives runs
 						}
-						l, err := ratewise.New(st, alg, ratewise.WithPrefix(prefix))
+						l, err := ratewise.New(st, alg, ratewise.WithNamespace(strings.TrimSuffix(prefix, ":")))
 						if err != nil {
 							b.Fatal(err)
 						}
@@ -343,7 +339,7 @@ func BenchmarkLargestCost(b *testing.B) {
 		} {
 			b.Run(tc.name+"/store="+st.name, func(b *testing.B) {
 				clock := &stepClock{now: start}
-				l, err := ratewise.New(st.new(), tc.alg, ratewise.WithClock(clock), ratewise.WithPrefix(fmt.Sprintf("%d:", time.Now().UnixNano())))
+				l, err := ratewise.New(st.new(), tc.alg, ratewise.WithClock(clock), ratewise.WithNamespace(fmt.Sprint(time.Now().UnixNano())))
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -1,9 +1,11 @@
 package contract
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/exact"
 )
 
 // algCase is one algorithm as the suite runs it, with the timings its
@@ -12,6 +14,7 @@ import (
 // sub-window, so that each algorithm's boundaries fall at different times.
 type algCase struct {
 	name  string
+	kind  *algorithms.Kind
 	build func(limit int64, window time.Duration) algorithms.Algorithm
 	alg   algorithms.Algorithm // build(limit, window)
 	limit int64
@@ -60,19 +63,40 @@ const (
 	subWindows = 5 // 12s sub-windows; 5 splits every window of the quotas rule
 )
 
+// cases has one case per algorithm of the registry, with the timings its
+// family's documented semantics predict (see familyCase).
 var cases = func() []algCase {
+	var cs []algCase
+	for _, k := range algorithms.Kinds() {
+		c := familyCase(k)
+		c.name, c.kind = k.Name, k
+		c.build = func(limit int64, window time.Duration) algorithms.Algorithm {
+			alg, err := k.Nominal(limit, window, subWindows)
+			if err != nil {
+				panic(fmt.Sprintf("contract: %s with %d per %v: %v", k.Name, limit, window, err))
+			}
+			return alg
+		}
+		c.limit, c.window, c.start = caseLimit, caseWindow, caseStart
+		c.alg = c.build(caseLimit, caseWindow)
+		cs = append(cs, c)
+	}
+	return cs
+}()
+
+// familyCase returns the expectations for an algorithm of k's family,
+// configured by cases: a limit of 10 per minute, or a rate of 10 per minute
+// with a burst of 10, and 5 sub-windows for an algorithm that takes them.
+func familyCase(k *algorithms.Kind) algCase {
 	every := func(d time.Duration) func(int64) time.Duration {
 		return func(n int64) time.Duration { return time.Duration(n) * d }
 	}
 	same := func(d time.Duration) func(int64) time.Duration {
 		return func(int64) time.Duration { return d }
 	}
-	cs := []algCase{
-		{
-			name: "fixed_window",
-			build: func(limit int64, window time.Duration) algorithms.Algorithm {
-				return algorithms.FixedWindow{Limit: limit, Window: window}
-			},
+	switch k.Family {
+	case algorithms.FamilyFixedWindow:
+		return algCase{
 			// The window [13:59:00, 14:00:00) ends 25s after start.
 			firstBack: 25 * time.Second, backAtFirst: caseLimit, fullBack: 25 * time.Second,
 			costBack:       same(25 * time.Second),
@@ -82,25 +106,20 @@ var cases = func() []algCase {
 				return &fixedModel{window: window.Microseconds(), counts: map[int64]int64{}}
 			},
 			atIsWindowStart: true,
-		},
-		{
-			name: "sliding_log",
-			build: func(limit int64, window time.Duration) algorithms.Algorithm {
-				return algorithms.SlidingLog{Limit: limit, Window: window}
-			},
-			firstBack: time.Minute, backAtFirst: caseLimit, fullBack: time.Minute,
-			costBack:       same(time.Minute),
-			boundaryAdmits: 100,
-			windowBound:    func(_ []event, limit int64, _ time.Duration) int64 { return limit },
-			model: func(window time.Duration) model {
-				return &logModel{window: window.Microseconds(), quantum: 1}
-			},
-		},
-		{
-			name: "sliding_window",
-			build: func(limit int64, window time.Duration) algorithms.Algorithm {
-				return algorithms.SlidingWindow{Limit: limit, Window: window, SubWindows: subWindows}
-			},
+		}
+	case algorithms.FamilyLog:
+		if !k.SubWindows {
+			return algCase{
+				firstBack: time.Minute, backAtFirst: caseLimit, fullBack: time.Minute,
+				costBack:       same(time.Minute),
+				boundaryAdmits: 100,
+				windowBound:    func(_ []event, limit int64, _ time.Duration) int64 { return limit },
+				model: func(window time.Duration) model {
+					return &logModel{exact.Log{Window: window}}
+				},
+			}
+		}
+		return algCase{
 			// start falls in the sub-window [13:59:24, 13:59:36), which
 			// drops out one window after it began: 49s after start.
 			firstBack: 49 * time.Second, backAtFirst: caseLimit, fullBack: 49 * time.Second,
@@ -112,41 +131,23 @@ var cases = func() []algCase {
 				return limit + maxPerSpan(admitted, window/subWindows)
 			},
 			model: func(window time.Duration) model {
-				return &logModel{window: window.Microseconds(), quantum: window.Microseconds() / subWindows}
+				return &logModel{exact.Log{Window: window, Quantum: window / subWindows}}
 			},
-		},
-		{
-			name: "token_bucket",
-			build: func(limit int64, window time.Duration) algorithms.Algorithm {
-				return algorithms.TokenBucket{Capacity: limit, Refill: algorithms.Rate{Count: limit, Period: window}}
-			},
+		}
+	case algorithms.FamilyBucket:
+		return algCase{
 			// 10 per minute: one token every 6s, full after 60s.
 			firstBack: 6 * time.Second, backAtFirst: 1, fullBack: time.Minute,
 			costBack: every(6 * time.Second),
 			// One second refills 100/60 tokens: one whole token.
 			boundaryAdmits: 101,
-			// Capacity plus one window's refill.
+			// The burst plus one window's refill.
 			windowBound: func(_ []event, limit int64, _ time.Duration) int64 { return 2 * limit },
 			model:       func(time.Duration) model { return newBucketModel() },
-		},
-		{
-			name: "gcra",
-			build: func(limit int64, window time.Duration) algorithms.Algorithm {
-				return algorithms.GCRA{Rate: algorithms.Rate{Count: limit, Period: window}, Burst: limit}
-			},
-			firstBack: 6 * time.Second, backAtFirst: 1, fullBack: time.Minute,
-			costBack:       every(6 * time.Second),
-			boundaryAdmits: 101,
-			windowBound:    func(_ []event, limit int64, _ time.Duration) int64 { return 2 * limit },
-			model:          func(time.Duration) model { return newBucketModel() },
-		},
+		}
 	}
-	for i := range cs {
-		cs[i].limit, cs[i].window, cs[i].start = caseLimit, caseWindow, caseStart
-		cs[i].alg = cs[i].build(caseLimit, caseWindow)
-	}
-	return cs
-}()
+	panic("contract: no expectations for the family of " + k.Name)
+}
 
 // maxPerSpan returns the most cost admitted within one epoch-aligned span of
 // length d.
@@ -164,17 +165,11 @@ func maxPerSpan(admitted []event, d time.Duration) int64 {
 // maxInWindow returns the most cost admitted in any half-open span
 // [x, x+d). admitted must be in time order.
 func maxInWindow(admitted []event, d time.Duration) int64 {
-	var most, sum int64
-	lo := 0
-	for _, ev := range admitted {
-		sum += ev.cost
-		for !admitted[lo].at.Add(d).After(ev.at) {
-			sum -= admitted[lo].cost
-			lo++
-		}
-		most = max(most, sum)
+	events := make([]exact.Event, len(admitted))
+	for i, ev := range admitted {
+		events[i] = exact.Event{At: sinceEpoch(ev.at), Cost: ev.cost}
 	}
-	return most
+	return exact.MaxInWindow(events, d)
 }
 
 // withWindow returns cs rebuilt for a limit per window, for runs on a

@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,10 +114,11 @@ var runID = func() string {
 	return hex.EncodeToString(b)
 }()
 
-// lim is a limiter under test with the prefix it puts before keys.
+// lim is a limiter under test with its namespace, and the prefix that puts
+// before keys in the store.
 type lim struct {
 	*ratewise.Limiter
-	prefix string
+	namespace, prefix string
 }
 
 // limiter returns a limiter for alg on the store under test whose keys belong
@@ -130,19 +132,19 @@ func (e *env) limiter(alg algorithms.Algorithm) lim {
 func (e *env) limiterOn(alg algorithms.Algorithm, clock ratewise.Clock) lim {
 	e.t.Helper()
 	e.n++
-	prefix := fmt.Sprintf("contract:%s:%s:%d:", runID, e.t.Name(), e.n)
-	return e.limiterWithPrefix(alg, clock, prefix)
+	namespace := strings.ReplaceAll(fmt.Sprintf("contract.%s.%s.%d", runID, e.t.Name(), e.n), ":", ".")
+	return e.limiterIn(alg, clock, namespace)
 }
 
-// limiterWithPrefix returns a limiter for alg under a prefix of the caller's,
-// to share keys with another limiter.
-func (e *env) limiterWithPrefix(alg algorithms.Algorithm, clock ratewise.Clock, prefix string) lim {
+// limiterIn returns a limiter for alg in a namespace of the caller's, to
+// share keys with another limiter.
+func (e *env) limiterIn(alg algorithms.Algorithm, clock ratewise.Clock, namespace string) lim {
 	e.t.Helper()
-	l, err := ratewise.New(e.store, alg, ratewise.WithClock(clock), ratewise.WithPrefix(prefix))
+	l, err := ratewise.New(e.store, alg, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
 	if err != nil {
 		e.t.Fatalf("contract: building the limiter for %#v: %v", alg, err)
 	}
-	return lim{l, prefix}
+	return lim{l, namespace, namespace + ":"}
 }
 
 // fatalf fails the subtest with a message that names the rule.

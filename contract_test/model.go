@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/exact"
 )
 
 // A model is a deliberately naive, obviously correct statement of an
@@ -22,32 +23,17 @@ type model interface {
 // limitOf is the limit, capacity or burst of alg.
 func limitOf(alg algorithms.Algorithm) int64 { return alg.MaxCost() }
 
-// logModel is the sliding log: an admitted unit counts while it is younger
-// than the window. With a quantum, times are first rounded down to a multiple
-// of it since the Unix epoch, which is the sliding window counter.
-type logModel struct {
-	window  int64 // µs
-	quantum int64 // µs; 1 for the exact log
-	records []admission
-}
-
-type admission struct{ at, cost int64 }
+// logModel is the sliding log, exact or with times rounded down to a
+// sub-window (the sliding window counter): the reference log of package
+// exact.
+type logModel struct{ exact.Log }
 
 func (m *logModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (bool, int64) {
-	limit := limitOf(alg)
-	now := t.UnixMicro() / m.quantum * m.quantum
-	var count int64
-	for _, r := range m.records {
-		if now-r.at < m.window {
-			count += r.cost
-		}
-	}
-	if count+max(cost, 1) > limit {
-		return false, max(0, limit-count)
-	}
-	m.records = append(m.records, admission{now, cost})
-	return true, limit - count - cost
+	return m.Decide(limitOf(alg), sinceEpoch(t), cost)
 }
+
+// sinceEpoch is t as a duration since the Unix epoch, to the microsecond.
+func sinceEpoch(t time.Time) time.Duration { return time.Duration(t.UnixMicro()) * time.Microsecond }
 
 // fixedModel counts per window index.
 type fixedModel struct {
@@ -82,15 +68,10 @@ type bucketModel struct {
 
 func newBucketModel() *bucketModel { return &bucketModel{used: new(big.Rat), last: -1} }
 
-// rateOf returns alg's burst and rate.
+// rateOf returns a bucket's burst and rate.
 func rateOf(alg algorithms.Algorithm) (int64, algorithms.Rate) {
-	switch a := alg.(type) {
-	case algorithms.TokenBucket:
-		return a.Capacity, a.Refill
-	case algorithms.GCRA:
-		return a.Burst, a.Rate
-	}
-	panic("contract: not a bucket: " + alg.Name())
+	p := alg.Params()
+	return p.Burst, algorithms.Rate{Count: p.Limit, Period: p.Window}
 }
 
 func (m *bucketModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (bool, int64) {

@@ -32,7 +32,7 @@ var rules = []rule{
 	{"stale_time", "a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is decided exactly as with the clock held at that latest time: the same admission and Remaining, RetryAfter and ResetAfter longer by the gap, and an admission made at the held time", staleTime, false},
 	{"limit_change", "lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result stays in range, never an error", limitChange, true},
 	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
-	{"invalid_input", "an invalid algorithm, cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},
+	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},
 	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled, true},
 }
 
@@ -96,7 +96,7 @@ func matchesModel(e *env) {
 		// Now and then the limit changes while the key holds state: the
 		// same limiter's key, under another limit in the same scope.
 		if rng.IntN(100) == 0 {
-			l = e.limiterWithPrefix(e.c.build(1+rng.Int64N(2*limit), window), e.clock, l.prefix)
+			l = e.limiterIn(e.c.build(1+rng.Int64N(2*limit), window), e.clock, l.namespace)
 		}
 		check(step, rng.Int64N(l.Algorithm().MaxCost()+1))
 	}
@@ -249,7 +249,7 @@ func keyIsolation(e *env) {
 		if other.name == e.c.name {
 			continue
 		}
-		o := e.limiterWithPrefix(other.alg, e.clock, l.prefix)
+		o := e.limiterIn(other.alg, e.clock, l.namespace)
 		if res := e.peek(o, "a"); res.Remaining != other.limit {
 			e.fatalf("%s on the same prefixed key: Remaining %d, want %d", other.name, res.Remaining, other.limit)
 		}
@@ -306,8 +306,8 @@ func stateExpiry(e *env) {
 	if res.ResetAfter <= 0 {
 		e.fatalf("ResetAfter %v after an admission", res.ResetAfter)
 	}
-	if inspector, ok := e.store.(store.Inspector); ok {
-		ttl, err := inspector.TTL(context.Background(), l.prefix+"k", e.c.alg, e.clock.Now())
+	if reporter, ok := e.store.(store.TTLReporter); ok {
+		ttl, err := reporter.TTL(context.Background(), l.prefix+"k", e.c.alg, e.clock.Now())
 		if err != nil {
 			e.fatalf("TTL: %v", err)
 		}

@@ -12,10 +12,10 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	contract "github.com/ratewise/ratewise/contract_test"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

@@ -16,7 +16,7 @@ func ExampleNew() {
 	// 3 requests a minute per user, or per client IP for anonymous
 	// requests. In production the store is usually storeredis.
 	limiter, err := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: 3, Window: time.Minute},
-		ratewise.WithPrefix("api:per-user:"))
+		ratewise.WithNamespace("api.per-user"))
 	if err != nil {
 		panic(err)
 	}

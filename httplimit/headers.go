@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/algorithms"
 )
 
 type headerSet struct{ draft, legacy bool }
@@ -24,25 +23,6 @@ func ceilSeconds(d time.Duration) int64 {
 		s++
 	}
 	return max(s, 0)
-}
-
-// window is the span a quota of Limit covers: the window of the windowed
-// algorithms, and for the token bucket and GCRA the time an empty key takes
-// to refill completely.
-func window(alg algorithms.Algorithm) time.Duration {
-	switch a := alg.(type) {
-	case algorithms.FixedWindow:
-		return a.Window
-	case algorithms.SlidingLog:
-		return a.Window
-	case algorithms.SlidingWindow:
-		return a.Window
-	case algorithms.TokenBucket:
-		return a.Refill.TimeFor(a.Capacity)
-	case algorithms.GCRA:
-		return a.Rate.TimeFor(a.Burst)
-	}
-	return 0
 }
 
 // setHeaders writes the rate-limit fields for res. The draft fields are
@@ -63,7 +43,7 @@ func (m *Middleware) setHeaders(h http.Header, res ratewise.Result) {
 		policy.WriteString(name)
 		policy.WriteString(";q=")
 		policy.WriteString(strconv.FormatInt(res.Limit, 10))
-		if w := window(m.limiter.Algorithm()); w >= time.Second && w%time.Second == 0 {
+		if w := m.limiter.Algorithm().Quota().Window; w >= time.Second && w%time.Second == 0 {
 			policy.WriteString(";w=")
 			policy.WriteString(strconv.FormatInt(int64(w/time.Second), 10))
 		}

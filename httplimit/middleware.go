@@ -6,7 +6,7 @@
 // Every response it lets through or denies carries the IETF draft fields
 // RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers),
 // and optionally the legacy X-RateLimit-* trio. When the store fails or is
-// slower than the decision timeout, a Policy decides: fail closed (the
+// slower than the decision timeout, a FailurePolicy decides: fail closed (the
 // default, 503), fail open, or fall back to a local in-memory limiter with
 // a share of the limit. Every store failure reaches the OnError hook, which
 // logs by default, so no failure is ever a silent allow.
@@ -32,7 +32,7 @@ type Middleware struct {
 	denied  func(http.ResponseWriter, *http.Request, ratewise.Result)
 	failed  func(http.ResponseWriter, *http.Request, error)
 	onError func(*http.Request, error)
-	policy  Policy
+	policy  FailurePolicy
 	timeout time.Duration
 	headers headerSet
 	name    string
@@ -174,7 +174,7 @@ func (m *Middleware) storeFailure(r *http.Request, err error) bool {
 // and the policy did not let the request through.
 type StoreError struct {
 	Err    error
-	policy Policy
+	policy FailurePolicy
 }
 
 func (e *StoreError) Error() string { return "httplimit: rate limit store failed: " + e.Err.Error() }

@@ -73,7 +73,12 @@ func TestHeadersAreExact(t *testing.T) {
 				if resp.StatusCode != wantStatus {
 					t.Fatalf("request %d: status %d, want %d", i, resp.StatusCode, wantStatus)
 				}
-				w := int64(window(alg) / time.Second)
+				// The quota's window: 5 per minute; 5 tokens at 5 per 10s,
+				// 5 requests at 3 per 6s: 10s.
+				w := map[string]int64{"token_bucket": 10, "gcra": 10}[alg.Name()]
+				if w == 0 {
+					w = 60
+				}
 				wantHeaders := map[string]string{
 					"RateLimit-Policy":      fmt.Sprintf(`"default";q=%d;w=%d`, want.Limit, w),
 					"RateLimit":             fmt.Sprintf(`"default";r=%d;t=%d`, want.Remaining, ceilSeconds(want.ResetAfter)),
@@ -206,7 +211,7 @@ func TestAnonymousUserFails(t *testing.T) {
 
 func TestPolicyHeaderLeavesOutFractionalWindows(t *testing.T) {
 	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
-	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: time.Second}, Burst: 2}, clock), WithPolicyName("api"))
+	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: time.Second}, Burst: 2}, clock), WithQuotaName("api"))
 	resp := serve(m.Handler(ok), "192.0.2.1:1")
 	// A burst of 2 at 3 per second refills in 666.666ms: no whole w.
 	if got, want := resp.Header.Get("RateLimit-Policy"), `"api";q=2`; got != want {
@@ -221,11 +226,11 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"nil key":            WithKey(nil),
 		"nil hook":           WithOnError(nil),
 		"negative timeout":   WithTimeout(-time.Second),
-		"fail-closed 500":    WithPolicy(FailClosed(500, 0)),
-		"429 without wait":   WithPolicy(FailClosed(429, 0)),
-		"fallback nil":       WithPolicy(Fallback(nil)),
-		"fallback other alg": WithPolicy(Fallback(other)),
-		"policy name":        WithPolicyName("a\"\n"),
+		"fail-closed 500":    WithFailurePolicy(FailClosed(500, 0)),
+		"429 without wait":   WithFailurePolicy(FailClosed(429, 0)),
+		"fallback nil":       WithFailurePolicy(Fallback(nil)),
+		"fallback other alg": WithFailurePolicy(Fallback(other)),
+		"quota name":         WithQuotaName("a\"\n"),
 	} {
 		if _, err := New(l, opt); err == nil {
 			t.Errorf("%s: New accepted it", name)
@@ -265,7 +270,7 @@ func TestContextIsPassedToTheStore(t *testing.T) {
 	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
 	h := &hook{}
 	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
-		WithOnError(h.record), WithPolicy(FailOpen()))
+		WithOnError(h.record), WithFailurePolicy(FailOpen()))
 	for i := range 500 {
 		r := httptest.NewRequest("GET", "/", nil)
 		ctx, cancel := context.WithCancel(r.Context())

@@ -90,9 +90,9 @@ func WithOnError(hook func(r *http.Request, err error)) Option {
 	})
 }
 
-// WithPolicy sets what happens when the store fails: FailClosed (the
+// WithFailurePolicy sets what happens when the store fails: FailClosed (the
 // default), FailOpen or Fallback.
-func WithPolicy(p Policy) Option {
+func WithFailurePolicy(p FailurePolicy) Option {
 	return optionFunc(func(m *Middleware) error {
 		if p == nil {
 			return errors.New("httplimit: nil policy")
@@ -127,17 +127,17 @@ func WithoutDraftHeaders() Option {
 	return optionFunc(func(m *Middleware) error { m.headers.draft = false; return nil })
 }
 
-// WithPolicyName names the quota policy in the RateLimit-Policy and
-// RateLimit fields; the default is "default". The name must be a valid
+// WithQuotaName names the limiter's quota in the RateLimit-Policy and
+// RateLimit fields (the draft calls it a quota policy); the default is "default". The name must be a valid
 // structured-field string: printable ASCII.
-func WithPolicyName(name string) Option {
+func WithQuotaName(name string) Option {
 	return optionFunc(func(m *Middleware) error {
 		if name == "" {
-			return errors.New("httplimit: empty policy name")
+			return errors.New("httplimit: empty quota name")
 		}
 		for i := 0; i < len(name); i++ {
 			if name[i] < 0x20 || name[i] > 0x7e {
-				return fmt.Errorf("httplimit: policy name %q must be printable ASCII", name)
+				return fmt.Errorf("httplimit: quota name %q must be printable ASCII", name)
 			}
 		}
 		m.name = name

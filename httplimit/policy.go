@@ -11,10 +11,10 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// A Policy decides what happens to a request when the store fails or does
+// A FailurePolicy decides what happens to a request when the store fails or does
 // not answer within the decision timeout. Whatever it decides, the
 // middleware first reports the failure to the OnError hook.
-type Policy interface {
+type FailurePolicy interface {
 	// decide returns the result to answer with, and false when the request
 	// must be failed.
 	decide(r *http.Request, key string, cost int64, err error) (ratewise.Result, bool)
@@ -31,7 +31,7 @@ type failClosed struct {
 // Retry-After of retryAfter, rounded up to whole seconds, unless it is 0.
 // It is the default, as FailClosed(503, time.Second): a broken store must
 // not switch the limit off.
-func FailClosed(status int, retryAfter time.Duration) Policy {
+func FailClosed(status int, retryAfter time.Duration) FailurePolicy {
 	return failClosed{status: status, retryAfter: retryAfter}
 }
 
@@ -56,7 +56,7 @@ type failOpen struct{}
 // FailOpen lets requests through while the store fails, without RateLimit
 // headers, since nothing was decided. The OnError hook still hears of every
 // failure.
-func FailOpen() Policy { return failOpen{} }
+func FailOpen() FailurePolicy { return failOpen{} }
 
 func (failOpen) decide(*http.Request, string, int64, error) (ratewise.Result, bool) {
 	return ratewise.Result{}, true
@@ -71,7 +71,7 @@ type fallback struct{ local *ratewise.Limiter }
 // Share), so that N instances together still admit about the limit. Its
 // decisions carry RateLimit headers like any other; if local fails too,
 // the request fails as with FailClosed(503, 0).
-func Fallback(local *ratewise.Limiter) Policy { return fallback{local: local} }
+func Fallback(local *ratewise.Limiter) FailurePolicy { return fallback{local: local} }
 
 func (p fallback) decide(r *http.Request, key string, cost int64, _ error) (ratewise.Result, bool) {
 	res, err := p.local.AllowN(r.Context(), key, cost)
@@ -101,37 +101,30 @@ func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, err
 	if instances < 1 {
 		return nil, fmt.Errorf("%w: instances must be >= 1, got %d", ErrShare, instances)
 	}
-	div := func(n int64) (int64, error) {
-		if n/instances < 1 {
-			return 0, fmt.Errorf("%w: %d among %d instances leaves less than 1 each", ErrShare, n, instances)
+	if alg == nil {
+		return nil, fmt.Errorf("%w: no algorithm", ErrShare)
+	}
+	if err := algorithms.CheckKind(alg); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrShare, err)
+	}
+	// The quota's limit is divided; a rate (the limit of an algorithm with
+	// a burst) is slowed by stretching its period, which stays exact.
+	p, k := alg.Params(), alg.Kind()
+	n := alg.Quota().Limit
+	if n/instances < 1 {
+		return nil, fmt.Errorf("%w: %d among %d instances leaves less than 1 each", ErrShare, n, instances)
+	}
+	if k.Burst {
+		if p.Window > math.MaxInt64/time.Duration(instances) {
+			return nil, fmt.Errorf("%w: a period of %v among %d instances overflows", ErrShare, p.Window, instances)
 		}
-		return n / instances, nil
+		p.Burst, p.Window = n/instances, p.Window*time.Duration(instances)
+	} else {
+		p.Limit = n / instances
 	}
-	slower := func(r algorithms.Rate) (algorithms.Rate, error) {
-		if r.Period > math.MaxInt64/time.Duration(instances) {
-			return r, fmt.Errorf("%w: a period of %v among %d instances overflows", ErrShare, r.Period, instances)
-		}
-		return algorithms.Rate{Count: r.Count, Period: r.Period * time.Duration(instances)}, nil
+	shared, err := k.New(p)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrShare, err)
 	}
-	var err, rateErr error
-	switch a := alg.(type) {
-	case algorithms.FixedWindow:
-		a.Limit, err = div(a.Limit)
-		return a, err
-	case algorithms.SlidingLog:
-		a.Limit, err = div(a.Limit)
-		return a, err
-	case algorithms.SlidingWindow:
-		a.Limit, err = div(a.Limit)
-		return a, err
-	case algorithms.TokenBucket:
-		a.Capacity, err = div(a.Capacity)
-		a.Refill, rateErr = slower(a.Refill)
-		return a, errors.Join(err, rateErr)
-	case algorithms.GCRA:
-		a.Burst, err = div(a.Burst)
-		a.Rate, rateErr = slower(a.Rate)
-		return a, errors.Join(err, rateErr)
-	}
-	return nil, fmt.Errorf("%w: unknown algorithm %T", ErrShare, alg)
+	return shared, nil
 }

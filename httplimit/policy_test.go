@@ -14,10 +14,10 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 // hook records the errors the OnError hook hears of.
@@ -69,17 +69,17 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		policy func() Policy
+		policy func() FailurePolicy
 		// after is the status every request gets once Redis is dead, and
 		// header the header that must be set ("" for none).
 		after                int
 		header, headerValue  string
 		admittedAfterTheKill int
 	}{
-		{"fail closed 503", func() Policy { return FailClosed(503, 2*time.Second) }, 503, "Retry-After", "2", 0},
-		{"fail closed 429", func() Policy { return FailClosed(429, 1500*time.Millisecond) }, 429, "Retry-After", "2", 0},
+		{"fail closed 503", func() FailurePolicy { return FailClosed(503, 2*time.Second) }, 503, "Retry-After", "2", 0},
+		{"fail closed 429", func() FailurePolicy { return FailClosed(429, 1500*time.Millisecond) }, 429, "Retry-After", "2", 0},
 		{"fail open", FailOpen, 200, "", "", 5},
-		{"fallback to a local share", func() Policy {
+		{"fallback to a local share", func() FailurePolicy {
 			l, err := ratewise.New(storememory.New(), local)
 			if err != nil {
 				t.Fatal(err)
@@ -91,7 +91,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l, kill := redisLimiter(t)
 			h := &hook{}
-			m, err := New(l, WithPolicy(c.policy()), WithOnError(h.record), WithTimeout(300*time.Millisecond))
+			m, err := New(l, WithFailurePolicy(c.policy()), WithOnError(h.record), WithTimeout(300*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -224,7 +224,7 @@ func TestOnlyStoreFailuresReachThePolicy(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &hook{}
-			m, err := New(tt.limiter, append([]Option{WithPolicy(FailOpen()), WithOnError(h.record)}, tt.opts...)...)
+			m, err := New(tt.limiter, append([]Option{WithFailurePolicy(FailOpen()), WithOnError(h.record)}, tt.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

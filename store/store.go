@@ -83,10 +83,10 @@ type AlgorithmChecker interface {
 	CheckAlgorithm(alg algorithms.Algorithm) error
 }
 
-// Inspector is an optional capability: a store that can report how long it
+// TTLReporter is an optional capability: a store that can report how long it
 // will keep a key's state. The conformance suite probes for it to check that
 // state expires on time.
-type Inspector interface {
+type TTLReporter interface {
 	// TTL returns how long after now the store keeps alg's state for key, or
 	// 0 if it holds none. A store whose expiry runs on its own clock may
 	// ignore now and round up to its clock's resolution.

@@ -15,7 +15,6 @@ package storememory
 import (
 	"context"
 	"hash/maphash"
-	"reflect"
 	"sync"
 	"time"
 
@@ -24,8 +23,8 @@ import (
 )
 
 var (
-	_ store.Store     = (*Store)(nil)
-	_ store.Inspector = (*Store)(nil)
+	_ store.Store       = (*Store)(nil)
+	_ store.TTLReporter = (*Store)(nil)
 )
 
 const (
@@ -60,17 +59,15 @@ type table struct {
 	entries map[string]entry
 }
 
-// tableID tells apart state that must never mix. The algorithm's type is
-// part of it, so that an algorithm of another package that reuses a built-in
-// name never receives a built-in's state.
+// tableID tells apart state that must never mix: the algorithm and its
+// scope.
 type tableID struct {
-	typ   reflect.Type
-	name  string
+	kind  *algorithms.Kind
 	scope algorithms.Scope
 }
 
 func idOf(alg algorithms.Algorithm) tableID {
-	return tableID{typ: reflect.TypeOf(alg), name: alg.Name(), scope: alg.Scope()}
+	return tableID{kind: alg.Kind(), scope: alg.Scope()}
 }
 
 type entry struct {

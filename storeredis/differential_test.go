@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 const (
@@ -28,14 +28,14 @@ func logUniform(rng *rand.Rand, lo, hi int64) int64 {
 	return min(max(v, lo), hi)
 }
 
-// scope returns random valid parameters for the algorithm named, and a
-// function that draws the same algorithm again with another limit (or burst,
-// capacity, rate count) in the same scope, so that a sequence can change its
+// scope returns random valid parameters for an algorithm of kind k, and a
+// function that draws the same algorithm again with another limit (and
+// burst) in the same scope, so that a sequence can change its
 // limit while the key holds state. Half the sequences use small parameters,
 // a quarter counts up to 10^9 and a quarter counts from 2^40 to 2^50, with
 // windows and periods from a microsecond (a millisecond for sub-windows) to
 // 30 days.
-func scope(rng *rand.Rand, name string) (algorithms.Algorithm, func() algorithms.Algorithm) {
+func scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() algorithms.Algorithm) {
 	mode := rng.IntN(4)
 	small := mode < 2
 	count := func() int64 {
@@ -55,46 +55,28 @@ func scope(rng *rand.Rand, name string) (algorithms.Algorithm, func() algorithms
 		}
 		return time.Duration(logUniform(rng, lo, 30*24*3600*1e6)) * time.Microsecond
 	}
-	var build func(limit, rateCount int64) algorithms.Algorithm
-	switch name {
-	case "fixed_window":
-		w := window(1)
-		build = func(limit, _ int64) algorithms.Algorithm { return algorithms.FixedWindow{Limit: limit, Window: w} }
-	case "sliding_log":
-		w := window(1)
-		build = func(limit, _ int64) algorithms.Algorithm { return algorithms.SlidingLog{Limit: limit, Window: w} }
-	case "sliding_window":
+	p := algorithms.Params{Window: window(1)}
+	if k.SubWindows {
 		n := logUniform(rng, 1, 1000)
 		sub := max(window(1000)/time.Duration(n)/time.Millisecond*time.Millisecond, time.Millisecond)
-		build = func(limit, _ int64) algorithms.Algorithm {
-			return algorithms.SlidingWindow{Limit: limit, Window: time.Duration(n) * sub, SubWindows: n}
-		}
-	case "token_bucket":
-		p := window(1)
-		build = func(limit, rateCount int64) algorithms.Algorithm {
-			return algorithms.TokenBucket{Capacity: limit, Refill: algorithms.Rate{Count: rateCount, Period: p}}
-		}
-	case "gcra":
-		p := window(1)
-		build = func(limit, rateCount int64) algorithms.Algorithm {
-			return algorithms.GCRA{Rate: algorithms.Rate{Count: rateCount, Period: p}, Burst: limit}
-		}
-	default:
-		panic("unknown algorithm " + name)
+		p.Window, p.SubWindows = time.Duration(n)*sub, n
 	}
 	// A limit whose parameters fail validation (a bucket that would take
 	// over 2^50µs to refill) is drawn again.
 	valid := func() algorithms.Algorithm {
 		for {
-			if alg := build(count(), count()); alg.Validate() == nil {
+			q := p
+			q.Limit = count()
+			if k.Burst {
+				q.Burst = count()
+			}
+			if alg, err := k.New(q); err == nil {
 				return alg
 			}
 		}
 	}
 	return valid(), valid
 }
-
-var algorithmNames = []string{"fixed_window", "sliding_log", "sliding_window", "token_bucket", "gcra"}
 
 // TestDifferential feeds the same random sequences of times (forward, equal,
 // a little and whole windows backward), costs (0 to inspect, up to the
@@ -116,11 +98,11 @@ func TestDifferential(t *testing.T) {
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
 			s := storeredis.New(target.client(t), storeredis.WithClientTime())
-			for i, name := range algorithmNames {
-				t.Run(name, func(t *testing.T) {
+			for i, k := range algorithms.Kinds() {
+				t.Run(k.Name, func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(i), 42))
 					for seq := range sequences {
-						alg, relimit := scope(rng, name)
+						alg, relimit := scope(rng, k)
 						differential(t, s, rng, alg, relimit, fmt.Sprintf("%s:%d:%d", testKey(t), seq, rng.Uint64()), target.realTTL)
 					}
 				})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/storeredis/redistest"
+	"github.com/ratewise/ratewise/internal/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

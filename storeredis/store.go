@@ -31,10 +31,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -45,7 +42,7 @@ import (
 
 var (
 	_ store.Store            = (*Store)(nil)
-	_ store.Inspector        = (*Store)(nil)
+	_ store.TTLReporter      = (*Store)(nil)
 	_ store.AlgorithmChecker = (*Store)(nil)
 )
 
@@ -65,16 +62,7 @@ type Store struct {
 	client     Client
 	prefix     string
 	clientTime bool
-
-	// params caches each algorithm value's Args, boxed for go-redis, which
-	// saves several allocations per decision. Algorithm values are
-	// comparable, so they are the key; the cache stops growing at
-	// maxCachedParams entries, for callers that build limits on the fly.
-	params      sync.Map // algorithms.Algorithm → []any
-	paramsCount atomic.Int64
 }
-
-const maxCachedParams = 64
 
 const (
 	resetSource = `return redis.call('UNLINK', KEYS[1])`
@@ -86,43 +74,59 @@ var (
 	ttlScript   = redis.NewScript(ttlSource)
 )
 
-// script is the decision script of one algorithm type, and the type whose
-// values it runs.
-type script struct {
-	typ reflect.Type
-	run *redis.Script
-}
-
-// scripts are the decision scripts by algorithm name: the prelude, the step
-// an algorithm shares with others, and the algorithm's own file.
-var scripts = func() map[string]script {
-	m := map[string]script{}
-	for _, s := range []struct {
-		alg   algorithms.Algorithm
-		files []string
-	}{
-		{algorithms.FixedWindow{}, []string{"prelude", "fixed_window"}},
-		{algorithms.SlidingLog{}, []string{"prelude", "log", "sliding_log"}},
-		{algorithms.SlidingWindow{}, []string{"prelude", "log", "sliding_window"}},
-		{algorithms.TokenBucket{}, []string{"prelude", "bucket", "token_bucket"}},
-		{algorithms.GCRA{}, []string{"prelude", "bucket", "gcra"}},
-	} {
-		var src strings.Builder
-		for _, f := range s.files {
-			src.WriteString(mustRead(f + ".lua"))
-			src.WriteString("\n")
+// scripts are the decision scripts, by algorithm name. Each is assembled
+// from files in scripts/: the prelude, the libraries the algorithm's step
+// requires, its step (<name>.lua, named after the algorithms.Kind) and the
+// driver. An algorithm with no step file is missing, and unsupported.
+var scripts = func() map[*algorithms.Kind]*redis.Script {
+	m := map[*algorithms.Kind]*redis.Script{}
+	for _, k := range algorithms.Kinds() {
+		if src, err := assemble(k.Name); err == nil {
+			m[k] = redis.NewScript(src)
 		}
-		m[s.alg.Name()] = script{typ: reflect.TypeOf(s.alg), run: redis.NewScript(src.String())}
 	}
 	return m
 }()
 
-func mustRead(name string) string {
-	b, err := scriptFiles.ReadFile("scripts/" + name)
-	if err != nil {
-		panic("storeredis: embedded script missing: " + name) // a build defect, caught by every test
+// assemble returns the source of name's decision script: the prelude, the
+// step file and its libraries, the step's three functions bound to the names
+// the driver calls, and the driver. A step file names the libraries it needs
+// on lines "-- requires: <file>.lua"; each is included once, before the
+// step, after what it requires in turn.
+func assemble(name string) (string, error) {
+	var src strings.Builder
+	seen := map[string]bool{}
+	var include func(file string) error
+	include = func(file string) error {
+		if seen[file] {
+			return nil
+		}
+		seen[file] = true
+		b, err := scriptFiles.ReadFile("scripts/" + file)
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
+				if err := include(strings.TrimSpace(dep)); err != nil {
+					return err
+				}
+			}
+		}
+		src.Write(b)
+		src.WriteString("\n")
+		return nil
 	}
-	return string(b)
+	for _, file := range []string{"prelude.lua", name + ".lua"} {
+		if err := include(file); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintf(&src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
+	if err := include("decide.lua"); err != nil {
+		return "", err
+	}
+	return src.String(), nil
 }
 
 // Option configures a Store.
@@ -136,8 +140,13 @@ func (f optionFunc) apply(s *Store) { f(s) }
 
 // WithPrefix replaces DefaultPrefix. With WithPrefix("rl:"), the key "alice"
 // of a GCRA limiter with a rate per second is stored as "rl:gcra:1s:{alice}".
+//
+// Braces in the prefix are escaped as in keys ("{" becomes "%7B", "}"
+// "%7D", "%" "%25"): a prefix with a hash tag, such as "{rl}:", would put
+// every key in one Redis Cluster slot, so the key's own tag must stay the
+// only one.
 func WithPrefix(prefix string) Option {
-	return optionFunc(func(s *Store) { s.prefix = prefix })
+	return optionFunc(func(s *Store) { s.prefix = escapeKey(prefix) })
 }
 
 // WithClientTime makes scripts decide with the now the limiter passes (its
@@ -168,7 +177,7 @@ func New(client Client, opts ...Option) *Store {
 // Key returns the Redis key that holds alg's state for key, such as
 // "ratewise:sliding_window:1m/6:{alice}" (see algorithms.Scope).
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
-	return s.prefix + alg.Name() + ":" + alg.Scope().String() + ":{" + escapeKey(key) + "}"
+	return s.prefix + alg.Kind().Name + ":" + alg.Scope().String() + ":{" + escapeKey(key) + "}"
 }
 
 // escapeKey makes a key safe inside a hash tag and keeps distinct keys
@@ -185,17 +194,21 @@ func escapeKey(key string) string {
 
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
-// CheckAlgorithm returns an error wrapping store.ErrUnsupported unless alg
-// is one of the algorithms package's types, the only ones with a script.
+// CheckAlgorithm returns an error wrapping store.ErrUnsupported if the store
+// has no Lua step for alg's Kind, or alg is not of the Kind's own type (see
+// algorithms.CheckKind).
 func (s *Store) CheckAlgorithm(alg algorithms.Algorithm) error {
 	_, err := scriptFor(alg)
 	return err
 }
 
-func scriptFor(alg algorithms.Algorithm) (script, error) {
-	sc, ok := scripts[alg.Name()]
-	if !ok || sc.typ != reflect.TypeOf(alg) {
-		return script{}, fmt.Errorf("%w: storeredis has no script for %T (%q)", store.ErrUnsupported, alg, alg.Name())
+func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
+	if err := algorithms.CheckKind(alg); err != nil {
+		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)
+	}
+	sc, ok := scripts[alg.Kind()]
+	if !ok {
+		return nil, fmt.Errorf("%w: storeredis has no Lua step for %s (scripts/%[2]s.lua)", store.ErrUnsupported, alg.Kind().Name)
 	}
 	return sc, nil
 }
@@ -212,19 +225,26 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	if err := algorithms.CheckCost(alg, cost); err != nil {
 		return algorithms.Result{}, err
 	}
-	params := s.boxedParams(alg)
-	args := make([]any, 2, 2+len(params))
-	args[0], args[1] = serverTime, cost
 	var notBefore int64 // the earliest time the reply may say it decided at
+	var at any = serverTime
 	if s.clientTime {
 		if err := algorithms.CheckTime(now); err != nil {
 			return algorithms.Result{}, err
 		}
 		notBefore = now.UnixMicro()
-		args[0] = notBefore
+		at = notBefore
 	}
-	args = append(args, params...)
-	reply, err := sc.run.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	// The parameters the kind takes, in the order of algorithms.Params.
+	p, k := alg.Params(), alg.Kind()
+	args := make([]any, 4, 6)
+	args[0], args[1], args[2], args[3] = at, cost, p.Limit, p.Window.Microseconds()
+	if k.Burst {
+		args = append(args, p.Burst)
+	}
+	if k.SubWindows {
+		args = append(args, p.SubWindows)
+	}
+	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.failure(ctx, err)
 	}
@@ -234,26 +254,6 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 // serverTime is ARGV[1] when the script reads Redis's TIME: a string no
 // number formats to, boxed once.
 var serverTime any = ""
-
-// boxedParams returns alg.Args() as []any, cached per algorithm value. Only
-// the algorithms package's types reach it (see scriptFor), and their values
-// are comparable, so they can be map keys.
-func (s *Store) boxedParams(alg algorithms.Algorithm) []any {
-	if v, ok := s.params.Load(alg); ok {
-		return v.([]any)
-	}
-	args := alg.Args()
-	boxed := make([]any, len(args))
-	for i, a := range args {
-		boxed[i] = a
-	}
-	if s.paramsCount.Load() < maxCachedParams {
-		if _, loaded := s.params.LoadOrStore(alg, boxed); !loaded {
-			s.paramsCount.Add(1)
-		}
-	}
-	return boxed
-}
 
 // Reset deletes alg's state for key. The memory of a large sorted set is
 // freed in the background (UNLINK), so even a key of millions of records does

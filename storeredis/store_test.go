@@ -16,9 +16,9 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 // Every go-redis client kind users deploy with fits the store.
@@ -29,12 +29,17 @@ var (
 	_ storeredis.Client = redis.UniversalClient(nil)
 )
 
-var allAlgorithms = []algorithms.Algorithm{
-	algorithms.FixedWindow{Limit: 5, Window: time.Minute},
-	algorithms.SlidingLog{Limit: 5, Window: time.Minute},
-	algorithms.SlidingWindow{Limit: 5, Window: time.Minute, SubWindows: 6},
-	algorithms.TokenBucket{Capacity: 5, Refill: algorithms.PerMinute(5)},
-	algorithms.GCRA{Rate: algorithms.PerMinute(5), Burst: 5},
+// allAlgorithms is every algorithm of the registry at 5 per minute.
+var allAlgorithms = redisinfo.Algorithms(5, time.Minute, 6)
+
+// Every algorithm of the registry has a Lua step, so the store runs it.
+func TestEveryKindHasAStep(t *testing.T) {
+	s := storeredis.New(nil)
+	for _, alg := range allAlgorithms {
+		if err := s.CheckAlgorithm(alg); err != nil {
+			t.Errorf("%s: %v", alg, err)
+		}
+	}
 }
 
 type manualClock struct{ now time.Time }
@@ -123,6 +128,13 @@ func TestKeyLayout(t *testing.T) {
 	}
 	s = storeredis.New(nil, storeredis.WithPrefix("rl:"))
 	if got, want := s.Key("a{b}%c", algorithms.SlidingLog{Limit: 1, Window: time.Minute}), "rl:sliding_log:1m:{a%7Bb%7D%25c}"; got != want {
+		t.Fatalf("Key = %q, want %q", got, want)
+	}
+	// A hash tag in the prefix would put every key in one Cluster slot:
+	// its braces are escaped, so each key's own tag decides its slot.
+	s = storeredis.New(nil, storeredis.WithPrefix("{rl}:"))
+	alg := algorithms.SlidingLog{Limit: 1, Window: time.Minute}
+	if got, want := s.Key("alice", alg), "%7Brl%7D:sliding_log:1m:{alice}"; got != want {
 		t.Fatalf("Key = %q, want %q", got, want)
 	}
 }
@@ -348,8 +360,8 @@ func TestErrors(t *testing.T) {
 			if !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("%T: got %v, want ErrUnsupported and not ErrUnavailable", a, err)
 			}
-			if _, err := ratewise.New(s, a); !errors.Is(err, ratewise.ErrUnsupported) {
-				t.Fatalf("ratewise.New with %T: got %v, want ErrUnsupported", a, err)
+			if _, err := ratewise.New(s, a); !errors.Is(err, ratewise.ErrUnknownAlgorithm) {
+				t.Fatalf("ratewise.New with %T: got %v, want ErrUnknownAlgorithm", a, err)
 			}
 			// Nor may it reset or inspect the key of the algorithm whose
 			// name it borrows.
@@ -526,5 +538,36 @@ func TestExpiredRecordsAreRemovedInBoundedSteps(t *testing.T) {
 		if got := records(); got != want {
 			t.Fatalf("after decision %d: %d records, want %d (at most 1,000 removed per call)", i, got, want)
 		}
+	}
+}
+
+// A log's members are its running total modulo 2^52, so once the total
+// wraps, a new record can share its member with an expired record not yet
+// removed. The expired records go first, so the new one survives. The key
+// is written by hand in the state a wrapped total leaves: the total is 5
+// (modulo 2^52), and the one expired record's member is 5.
+func TestNewRecordMeetsAnExpiredMember(t *testing.T) {
+	ctx := context.Background()
+	for name, addr := range map[string]string{"redis": redistest.Standalone(t).Addr, "miniredis": miniredis.RunT(t).Addr()} {
+		t.Run(name, func(t *testing.T) {
+			c := newClient(t, addr)
+			s := storeredis.New(c, storeredis.WithClientTime())
+			alg := algorithms.SlidingLog{Limit: 1, Window: time.Second}
+			start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+			key := testKey(t)
+			old := float64(start.UnixMicro())
+			if err := c.ZAdd(ctx, s.Key(key, alg),
+				redis.Z{Score: -1 - 5, Member: "T"}, redis.Z{Score: -1 - old, Member: "L"}, redis.Z{Score: old, Member: "5"}).Err(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Del(ctx, s.Key(key, alg)) })
+			if res, err := s.Decide(ctx, key, alg, start.Add(2*time.Second), 1); err != nil || !res.Allowed {
+				t.Fatalf("after the record expired: %+v, %v; want admitted", res, err)
+			}
+			res, err := s.Decide(ctx, key, alg, start.Add(2500*time.Millisecond), 1)
+			if err != nil || res.Allowed || res.RetryAfter != 500*time.Millisecond {
+				t.Fatalf("500ms later: %+v, %v; want denied for 500ms", res, err)
+			}
+		})
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
-	"github.com/ratewise/ratewise/storeredis/redistest"
+	"github.com/ratewise/ratewise/internal/redistest"
 )
 
 // redisFlags choose the Redis a command runs on: an address, a cluster's

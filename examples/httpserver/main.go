@@ -72,12 +72,12 @@ func newServer(s store.Store, clock ratewise.Clock, trustedProxies []string) (ht
 		opts = append(opts, ratewise.WithClock(clock))
 	}
 	perIP, err := ratewise.New(s, algorithms.SlidingWindow{Limit: 10, Window: time.Minute, SubWindows: 6},
-		append(opts, ratewise.WithPrefix("api:per-ip:"))...)
+		append(opts, ratewise.WithNamespace("api.per-ip"))...)
 	if err != nil {
 		return nil, err
 	}
 	perUser, err := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute},
-		append(opts, ratewise.WithPrefix("api:per-user:"))...)
+		append(opts, ratewise.WithNamespace("api.per-user"))...)
 	if err != nil {
 		return nil, err
 	}
@@ -85,12 +85,12 @@ func newServer(s store.Store, clock ratewise.Clock, trustedProxies []string) (ht
 	if err != nil {
 		return nil, err
 	}
-	ipLimit, err := httplimit.New(perIP, httplimit.WithKey(byIP), httplimit.WithPolicyName("per-ip"))
+	ipLimit, err := httplimit.New(perIP, httplimit.WithKey(byIP), httplimit.WithQuotaName("per-ip"))
 	if err != nil {
 		return nil, err
 	}
 	userLimit, err := httplimit.New(perUser, httplimit.WithKey(httplimit.FirstOf(httplimit.ByUser(user), byIP)),
-		httplimit.WithPolicyName("per-user"))
+		httplimit.WithQuotaName("per-user"))
 	if err != nil {
 		return nil, err
 	}

@@ -15,9 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 var update = flag.Bool("update", false, "rewrite the transcripts in docs/http.md with what curl prints now")

@@ -1,5 +1,6 @@
 // Package redisinfo holds what ratewise's measuring commands and benchmarks
-// share: reading INFO, filling a sliding log, and cleaning up after a run.
+// share: the algorithms they measure, reading INFO, filling a sliding log,
+// and cleaning up after a run.
 package redisinfo
 
 import (
@@ -11,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -85,3 +87,53 @@ func DeleteKeys(ctx context.Context, c *redis.Client, prefix string) {
 		c.Del(ctx, iter.Val())
 	}
 }
+
+// Algorithms returns every algorithm of the registry set to limit per window
+// (see algorithms.Kind.Nominal), in the registry's order.
+func Algorithms(limit int64, window time.Duration, subWindows int64) []algorithms.Algorithm {
+	var algs []algorithms.Algorithm
+	for _, k := range algorithms.Kinds() {
+		alg, err := k.Nominal(limit, window, subWindows)
+		if err != nil {
+			panic(fmt.Sprintf("redisinfo: %s at %d per %v: %v", k.Name, limit, window, err)) // callers pass constants
+		}
+		algs = append(algs, alg)
+	}
+	return algs
+}
+
+// Session is a measuring command's connection to Redis: a client whose round
+// trips are counted, and a prefix of its own for every key it writes.
+type Session struct {
+	Client     *redis.Client
+	RoundTrips *redistest.RoundTrips
+	Prefix     string
+	close      func()
+}
+
+// Open connects to the Redis at addr, or to a throwaway redis-server it
+// starts when addr is empty, with a pool of poolSize connections; keys are
+// to go under name plus a unique suffix. Close deletes them and stops what
+// Open started.
+func Open(addr, name string, poolSize int) (*Session, error) {
+	stop := func() {}
+	if addr == "" {
+		srv, err := redistest.Start()
+		if err != nil {
+			return nil, err
+		}
+		stop, addr = srv.Stop, srv.Addr
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize})
+	s := &Session{Client: c, RoundTrips: redistest.CountRoundTrips(c), Prefix: fmt.Sprintf("%s:%d:", name, time.Now().UnixNano())}
+	s.close = func() {
+		DeleteKeys(context.Background(), c, s.Prefix)
+		c.Close()
+		stop()
+	}
+	return s, nil
+}
+
+// Close deletes the session's keys, closes its client and stops the server
+// Open started, if any.
+func (s *Session) Close() { s.close() }

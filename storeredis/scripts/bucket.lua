@@ -1,19 +1,14 @@
 -- bucket.lua: the step the token bucket and GCRA share (algorithms/bucket.go).
 --
--- KEYS[1]  the key's state, a string "tat frac latest count": the time at
---          which the key is full again, tat + frac/k µs; the latest time (µs)
---          a request was admitted at, or denied at with a cost above 1; and
---          the rate count it was written under. No key means a full bucket.
--- ARGV[3]  burst (the token bucket's capacity)
--- ARGV[4]  rate count, as configured
--- ARGV[5]  rate period (µs), as configured
--- ARGV[6]  k: the rate count in lowest terms with the period
--- ARGV[7]  p: the period in lowest terms; the emission interval is p/k µs
--- Reply    {allowed, remaining, retry_after µs, reset_after µs, at µs}
+-- State: a string "tat frac latest count": the time at which the key is full
+-- again, tat + frac/k µs; the latest time (µs) a request was admitted at, or
+-- denied at with a cost above 1; and the rate count it was written under. No
+-- state means a full bucket. k/p is the rate count over the period in lowest
+-- terms; the emission interval is p/k µs.
 --
--- GET, then SET … PX when a request was admitted, or was denied with a cost
--- above 1 and moved the key's latest time or found the state written under
--- another rate count. The key expires when the bucket is full again.
+-- The step returns a new state when a request was admitted, or was denied
+-- with a cost above 1 and moved the key's latest time or found the state
+-- written under another rate count; it expires when the bucket is full again.
 --
 -- Times are whole µs plus a fraction in 1/k µs, held as pairs (us, f) with
 -- 0 <= f < k. n × interval is n×q µs plus n×r/k with q = p div k, r = p mod k;
@@ -49,16 +44,25 @@ local function mul_div(a, b, c)
 end
 
 
-local function bucket_step(key, burst, count, period, k, p)
-  -- The interval is q + r/k µs. The helpers are written out inline rather
-  -- than as closures, which Redis would create on every call.
+local function bucket_step(_, raw, count, period, burst)
+  -- The rate in lowest terms, k per p µs. The helpers are written out
+  -- inline rather than as closures, which Redis would create on every call.
+  local k, p = count, period -- gcd(count, period) in p after the loop
+  while k > 0 do
+    -- Not "k, p = p % k, k": gopher-lua (miniredis) assigns before it
+    -- evaluates.
+    local m = p % k
+    p = k
+    k = m
+  end
+  k, p = count / p, period / p
+  -- The interval is q + r/k µs.
   local q, r = floor(p / k), p % k
   local c, cap_f = mul_div(burst, r, k)
   local cap = burst * q + c -- burst intervals: the full capacity, cap + cap_f/k µs
 
   local eff, used, used_f = now, 0, 0 -- used: TAT - eff, used + used_f/k µs
   local latest, scount
-  local raw = redis.call('GET', key)
   if raw then
     local tat, frac
     tat, frac, latest, scount = string.match(raw, '^(%d+) (%d+) (%d+) (%d+)$')
@@ -160,8 +164,9 @@ local function bucket_step(key, burst, count, period, k, p)
     remaining = tq + floor((trem + xf) / p)
   end
   -- A denial of cost 1 writes nothing (see algorithms.Algorithm.Decide).
+  local new
   if cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest or scount ~= count))) then
-    redis.call('SET', key, string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count), 'PX', ttl_ms(reset))
+    new = string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count)
   end
-  return {allowed, remaining, retry, reset, eff}
+  return allowed, remaining, retry, reset, eff, new, reset
 end

@@ -1,7 +1,7 @@
 -- gcra.lua: the generic cell rate algorithm (algorithms.GCRA), as redis-cell
 -- runs it: the step of bucket.lua, whose state is the theoretical arrival
 -- time.
---
--- ARGV[3…7] burst, rate count, rate period (µs), k, p (see bucket.lua)
+-- requires: bucket.lua
 
-return bucket_step(KEYS[1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]))
+local gcra_step = bucket_step
+local gcra_read, gcra_write -- a string: GET and SET

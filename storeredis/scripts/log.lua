@@ -2,7 +2,7 @@
 -- (algorithms/log.go): a sliding log whose timestamps are rounded down to a
 -- multiple of a quantum, one record per admitted request (or sub-window).
 --
--- KEYS[1]  a sorted set:
+-- State: a sorted set:
 --          records  score: the record's time in µs since the Unix epoch
 --                   member: the cost admitted before it (its start), in
 --                   decimal, modulo 2^52; starts only grow, so the members
@@ -17,15 +17,20 @@
 --          The two metas score below 0 and records at or above it, so the
 --          metas hold the lowest ranks and ZCOUNT key 0 x counts records only.
 --
--- Every call reads the metas (one ZRANGE of the two lowest members), counts
--- records with ZCARD and ZCOUNT, and reads the oldest and the newest record
--- still counting (two ZRANGEs); a request that consumes also removes up to
--- 1,000 expired records (ZREMRANGEBYRANK), and an admission records itself
--- and the metas with one ZADD and a PEXPIRE. A denied request finds the
--- record it must wait for by a galloping search over ranks, one ZRANGE for a
--- request of cost 1 at its limit. Every command is O(log n), so a decision
--- takes the same time whatever the cost and however many records the key
--- holds.
+-- The set is too large to read whole, so log_read returns only its metas
+-- (one ZRANGE of the two lowest members), and the step reads records by
+-- key, never writing: it counts them with ZCARD
+-- and ZCOUNT and reads the oldest and the newest still counting (two
+-- ZRANGEs); a denied request finds the record it must wait for by a galloping
+-- search over ranks, one ZRANGE for a request of cost 1 at its limit. The
+-- step returns what to write as a plan, which log_write applies: a request
+-- that consumes removes up to 1,000 expired records (ZREMRANGEBYRANK), and an
+-- admission records itself and the metas with one ZADD and a PEXPIRE. Every
+-- command is O(log n), so a decision takes the same time whatever the cost
+-- and however many records the key holds.
+
+-- An integer as the decimal string a command takes.
+local function int(n) return string.format('%.0f', n) end
 
 local M = 4503599627370496 -- 2^52
 local TRIM = 1000
@@ -37,9 +42,16 @@ local function score(s)
   return tonumber(s) or tonumber((string.gsub(s, 'e', '.0e', 1)))
 end
 
-local function log_step(key, limit, window, quantum)
-  -- The metas score below every record, so they are the two lowest.
-  local low = redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+-- log_read returns the state of key's log as far as a step reads it at
+-- once: its two lowest members with their scores, where the metas are.
+local function log_read(key)
+  return redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+end
+
+-- log_step decides on the log at key, whose lowest members are low; sub is
+-- nil for timestamps to the microsecond (the sliding log), or the number of
+-- sub-windows to round them down to (the sliding window counter).
+local function log_step(key, low, limit, window, sub)
   local total, latest, metas = 0, nil, 0
   for i = 1, #low, 2 do
     if low[i] == 'T' then
@@ -49,6 +61,8 @@ local function log_step(key, limit, window, quantum)
       latest, metas = min(-1 - score(low[i + 1]), 4503599627370495), metas + 1
     end
   end
+  local quantum = 1
+  if sub then quantum = window / sub end
   local eff = now
   if latest and latest > eff then eff = latest end
   local stamp = eff - eff % quantum
@@ -58,11 +72,6 @@ local function log_step(key, limit, window, quantum)
   local records = redis.call('ZCARD', key) - metas
   local expired = 0
   if stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, int(stamp - window)) end
-  if cost > 0 and expired > 0 then
-    local n = min(expired, TRIM)
-    redis.call('ZREMRANGEBYRANK', key, metas, metas + n - 1)
-    expired, records = expired - n, records - n
-  end
   local live = records - expired
   local first = metas + expired -- the rank of the oldest record still counting
 
@@ -78,7 +87,7 @@ local function log_step(key, limit, window, quantum)
     newest = time_at(-1)
   end
 
-  local allowed, retry, reset = 0, 0, 0
+  local allowed, retry, reset, add = 0, 0, 0, nil
   if count + need > limit then
     -- The (count+need-limit)-th oldest unit still counting must expire
     -- first; it lies in the last record starting at or before it. The
@@ -103,30 +112,41 @@ local function log_step(key, limit, window, quantum)
   else
     allowed = 1
     if cost > 0 then
-      local args = {}
+      add = {}
       if newest ~= stamp then
-        args = {int(stamp), int(total)}
+        add = {int(stamp), int(total)}
       end
       -- Otherwise the newest record has the same stamp and absorbs the cost.
       total = (total + cost) % M
       count = count + cost
       newest = stamp
-      args[#args + 1] = int(-1 - total)
-      args[#args + 1] = 'T'
-      args[#args + 1] = int(-1 - eff)
-      args[#args + 1] = 'L'
-      redis.call('ZADD', key, unpack(args))
+      add[#add + 1] = int(-1 - total)
+      add[#add + 1] = 'T'
+      add[#add + 1] = int(-1 - eff)
+      add[#add + 1] = 'L'
     end
   end
   if count > 0 then reset = newest + window - now end
+  -- What to write: new is the ZADD arguments, or true when only expired
+  -- records go; then the TTL to set (after an admission), and the ranks of
+  -- the expired records to remove.
+  local new, ttl, trim = nil, nil, 0
   if cost > 0 then
-    if allowed == 1 then
-      redis.call('PEXPIRE', key, ttl_ms(reset))
-    elseif cost > 1 and (not latest or eff > latest) then
-      -- A denial of cost 1 leaves the latest time (see
-      -- algorithms.Algorithm.Decide).
-      redis.call('ZADD', key, int(-1 - eff), 'L')
-    end
+    -- A denial of cost 1 leaves the latest time (see
+    -- algorithms.Algorithm.Decide).
+    if allowed == 0 and cost > 1 and (not latest or eff > latest) then add = {int(-1 - eff), 'L'} end
+    if allowed == 1 then ttl = reset end
+    trim = min(expired, TRIM)
+    new = add or (trim > 0)
   end
-  return {allowed, max(0, limit - count), retry, reset, eff}
+  return allowed, max(0, limit - count), retry, reset, eff, new, ttl, metas, metas + trim - 1
+end
+
+-- log_write applies what log_step returned: expired records (ranks from..to)
+-- removed first, so that a new record never meets one of their members, then
+-- the new record and metas, and the key's TTL when a request was admitted.
+local function log_write(key, new, ttl, from, to)
+  if to >= from then redis.call('ZREMRANGEBYRANK', key, from, to) end
+  if new ~= true then redis.call('ZADD', key, unpack(new)) end
+  if ttl then redis.call('PEXPIRE', key, ttl_ms(ttl)) end
 end

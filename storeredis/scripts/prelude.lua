@@ -1,11 +1,17 @@
--- prelude.lua is prepended to every decision script: it reads the arguments
--- every algorithm shares and defines exact integer helpers.
+-- prelude.lua starts every decision script. A script is this prelude, the
+-- libraries an algorithm's step requires, the algorithm's step file
+-- (<name>.lua, named after its algorithms.Kind) and a driver (decide.lua):
+-- see docs/architecture.md. The prelude reads the arguments every algorithm
+-- shares, defines exact integer helpers, the registry of steps, and the
+-- reading and writing of a state held in one string.
 --
 -- ARGV[1]  now in microseconds since the Unix epoch, or the empty string to
 --          read Redis's own clock (TIME), so that app servers share one
 --          timeline; no number selects it, so no client time can
 -- ARGV[2]  cost; 0 inspects without writing anything
--- ARGV[3…] the algorithm's parameters (see each script)
+-- ARGV[3…] the algorithm's parameters (algorithms.Params), those its kind
+--          takes, in this order: limit (or rate count), window (or rate
+--          period) in µs, then burst and sub-windows if it takes them
 --
 -- Every decision script replies {allowed, remaining, retry_after, reset_after,
 -- at}: allowed is 1 or 0, remaining is in cost units, the durations are
@@ -37,10 +43,25 @@ local need = math.max(cost, 1)
 -- operand that small.
 local floor, ceil, min, max = math.floor, math.ceil, math.min, math.max
 
-local function int(n) return string.format('%.0f', n) end
-
 -- The TTL for a key whose state stops counting us µs after now: in
 -- milliseconds, rounded up and at least 1, since Redis expires keys at
 -- millisecond resolution, a key must outlive its last effect, and SET … PX 0
 -- is an error; plus the grace of client-time mode.
 local function ttl_ms(us) return max(1, ceil((us + grace) / 1000)) end
+
+-- An algorithm's file, <name>.lua, defines three locals, <name>_read,
+-- <name>_step and <name>_write:
+--
+--   read(key)                        the key's state, or nil/false for none
+--   step(key, state, limit, window, ...)  (... the burst or sub-windows)
+--                                    -> allowed, remaining, retry_after,
+--                                       reset_after, at, new, aux...
+--   write(key, new, aux...)          stores what the step returned
+--
+-- step is the decision: it writes nothing, and returns new (with aux) when
+-- the key must change (with up to three more values for write), nil when
+-- nothing is written. now, cost and need are
+-- the prelude's. A driver reads, steps and writes. A state held in one
+-- string leaves read and write nil: the driver then GETs it, and SETs new
+-- with a TTL of aux µs. They are plain locals, not a table, since a script
+-- builds every table and closure it defines again on each call.

@@ -26,8 +26,8 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 func main() {
@@ -40,21 +40,14 @@ func main() {
 }
 
 func run(addr string) error {
-	if addr == "" {
-		srv, err := redistest.Start()
-		if err != nil {
-			return err
-		}
-		defer srv.Stop()
-		addr = srv.Addr
+	session, err := redisinfo.Open(addr, "rediscost", 32)
+	if err != nil {
+		return err
 	}
+	defer session.Close()
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32})
-	defer c.Close()
-	roundTrips := redistest.CountRoundTrips(c)
-	prefix := fmt.Sprintf("rediscost:%d:", time.Now().UnixNano())
+	c, roundTrips, prefix := session.Client, session.RoundTrips, session.Prefix
 	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix))
-	defer redisinfo.DeleteKeys(ctx, c, prefix)
 
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
@@ -84,7 +77,7 @@ func run(addr string) error {
 	fmt.Println("| algorithm | state | bytes (MEMORY USAGE) | encoding |")
 	fmt.Println("| --- | --- | --- | --- |")
 	keyStore := storeredis.New(c, storeredis.WithClientTime())
-	for _, m := range memoryCases {
+	for _, m := range memoryCases() {
 		key := "user:1001"
 		_ = keyStore.Reset(ctx, key, m.alg)
 		for i, cost := range m.costs {
@@ -175,27 +168,44 @@ func memberLengths(ctx context.Context, c *redis.Client, prefix string) error {
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
-var algs = []algorithms.Algorithm{
-	algorithms.FixedWindow{Limit: 1000, Window: time.Minute},
-	algorithms.SlidingLog{Limit: 1000, Window: time.Minute},
-	algorithms.SlidingWindow{Limit: 1000, Window: time.Minute, SubWindows: 6},
-	algorithms.TokenBucket{Capacity: 1000, Refill: algorithms.PerMinute(1000)},
-	algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
-}
+var algs = redisinfo.Algorithms(1000, time.Minute, 6)
 
-var memoryCases = []struct {
+type memoryCase struct {
 	alg   algorithms.Algorithm
 	state string
 	costs []int64
 	every time.Duration
-}{
-	{algorithms.FixedWindow{Limit: 100, Window: time.Minute}, "3 requests in the window", []int64{1, 1, 1}, time.Second},
-	{algorithms.SlidingLog{Limit: 100, Window: time.Minute}, "1 record", []int64{1}, time.Second},
-	{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6}, "6 sub-windows in use", []int64{1, 1, 1, 1, 1, 1}, 10 * time.Second},
-	{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 60}, "60 sub-windows in use", repeat(1, 60), time.Second},
-	{algorithms.TokenBucket{Capacity: 100, Refill: algorithms.PerSecond(10)}, "3 tokens taken", []int64{1, 1, 1}, time.Millisecond},
-	{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 100}, "TAT a whole µs (10/s)", []int64{1, 1, 1}, time.Millisecond},
-	{algorithms.GCRA{Rate: algorithms.PerSecond(3), Burst: 100}, "TAT with a remainder (3/s)", []int64{1}, time.Millisecond},
+}
+
+// memoryCases are typical states of every algorithm, by family: a window
+// with a few requests, a log of one record or of sub-windows in use, a
+// bucket whose TAT is a whole µs and one with a remainder.
+func memoryCases() []memoryCase {
+	var cs []memoryCase
+	for _, k := range algorithms.Kinds() {
+		add := func(p algorithms.Params, state string, costs []int64, every time.Duration) {
+			alg, err := k.New(p)
+			if err != nil {
+				panic(err) // constants below
+			}
+			cs = append(cs, memoryCase{alg, state, costs, every})
+		}
+		switch {
+		case k.Family == algorithms.FamilyFixedWindow:
+			add(algorithms.Params{Limit: 100, Window: time.Minute}, "3 requests in the window", []int64{1, 1, 1}, time.Second)
+		case k.SubWindows:
+			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 6}, "6 sub-windows in use", repeat(1, 6), 10*time.Second)
+			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 60}, "60 sub-windows in use", repeat(1, 60), time.Second)
+		case k.Family == algorithms.FamilyLog:
+			add(algorithms.Params{Limit: 100, Window: time.Minute}, "1 record", []int64{1}, time.Second)
+		case k.Burst:
+			add(algorithms.Params{Limit: 10, Window: time.Second, Burst: 100}, "3 taken at 10/s (a whole µs)", []int64{1, 1, 1}, time.Millisecond)
+			add(algorithms.Params{Limit: 3, Window: time.Second, Burst: 100}, "1 taken at 3/s (with a remainder)", []int64{1}, time.Millisecond)
+		default:
+			add(algorithms.Params{Limit: 100, Window: time.Minute}, "3 requests", []int64{1, 1, 1}, time.Second)
+		}
+	}
+	return cs
 }
 
 func repeat(v int64, n int) []int64 {

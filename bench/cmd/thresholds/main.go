@@ -36,8 +36,8 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 type config struct {
@@ -77,21 +77,13 @@ func run(cfg config) (bool, error) {
 			return false, err
 		}
 	}
-	addr := cfg.addr
-	if addr == "" {
-		srv, err := redistest.Start()
-		if err != nil {
-			return false, err
-		}
-		defer srv.Stop()
-		addr = srv.Addr
+	session, err := redisinfo.Open(cfg.addr, "thresholds", 128)
+	if err != nil {
+		return false, err
 	}
+	defer session.Close()
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 128})
-	defer c.Close()
-	trips := redistest.CountRoundTrips(c)
-	prefix := fmt.Sprintf("thresholds:%d:", time.Now().UnixNano())
-	defer redisinfo.DeleteKeys(ctx, c, prefix)
+	c, trips, prefix := session.Client, session.RoundTrips, session.Prefix
 
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
@@ -347,13 +339,7 @@ func scriptMicros(ctx context.Context, c *redis.Client) (float64, error) {
 
 // ---- throughput ----
 
-var throughputAlgorithms = []algorithms.Algorithm{
-	algorithms.FixedWindow{Limit: 1000, Window: time.Minute},
-	algorithms.SlidingLog{Limit: 1000, Window: time.Minute},
-	algorithms.SlidingWindow{Limit: 1000, Window: time.Minute, SubWindows: 10},
-	algorithms.TokenBucket{Capacity: 1000, Refill: algorithms.PerMinute(1000)},
-	algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
-}
+var throughputAlgorithms = redisinfo.Algorithms(1000, time.Minute, 10)
 
 func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick bool, trips *redistest.RoundTrips, m measured) error {
 	d := 2 * time.Second
@@ -373,7 +359,7 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 	fmt.Println("| --- | --- | --- | --- | --- | --- |")
 	for _, alg := range throughputAlgorithms {
 		for _, keys := range []int{1, 100_000} {
-			l, err := ratewise.New(s, alg, ratewise.WithPrefix(fmt.Sprintf("tp:%d:", keys)))
+			l, err := ratewise.New(s, alg, ratewise.WithNamespace(fmt.Sprintf("tp.%d", keys)))
 			if err != nil {
 				return err
 			}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
 )
@@ -45,19 +46,21 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 		capRecords = maxRedisRecords
 	}
 	m.Measured = min(m.Records, capRecords)
-	for _, name := range sim.AlgorithmNames {
+	for _, k := range algorithms.Kinds() {
+		name := k.Name
 		progress(fmt.Sprintf("memory and latency of %s on %s", name, target.Name()))
-		// Only the sliding log grows with the records; the others hold the
-		// same state after a thousand requests as after a million.
+		// Only a log of requests grows with the records; the others hold
+		// the same state after a thousand requests as after a million.
+		perRequest := k.Family == algorithms.FamilyLog && !k.SubWindows
 		records := m.Measured
-		if name != "sliding_log" {
+		if !perRequest {
 			records = min(records, 1000)
 		}
 		f, err := measureCost(ctx, target, name, records, in.Window, sim.Options{Burst: in.Burst})
 		if err != nil {
 			return nil, err
 		}
-		if name == "sliding_log" && m.Measured < m.Records {
+		if perRequest && m.Measured < m.Records {
 			f.BytesPerKey *= float64(m.Records) / float64(m.Measured)
 			f.Extrapolated = true
 		}

@@ -90,24 +90,6 @@ type Line struct {
 	Points []Point
 }
 
-// Params describes an algorithm's configuration, such as "100/1m0s, 10
-// sub-windows".
-func Params(alg algorithms.Algorithm) string {
-	switch a := alg.(type) {
-	case algorithms.FixedWindow:
-		return fmt.Sprintf("%d per %v", a.Limit, a.Window)
-	case algorithms.SlidingLog:
-		return fmt.Sprintf("%d per %v", a.Limit, a.Window)
-	case algorithms.SlidingWindow:
-		return fmt.Sprintf("%d per %v, %d sub-windows", a.Limit, a.Window, a.SubWindows)
-	case algorithms.TokenBucket:
-		return fmt.Sprintf("capacity %d, refill %d per %v", a.Capacity, a.Refill.Count, a.Refill.Period)
-	case algorithms.GCRA:
-		return fmt.Sprintf("burst %d, rate %d per %v", a.Burst, a.Rate.Count, a.Rate.Period)
-	}
-	return fmt.Sprint(alg)
-}
-
 type job struct {
 	w   *workload.Workload
 	alg algorithms.Algorithm
@@ -129,7 +111,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 			}
-			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: Params(alg)})
+			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: alg.Params().String()})
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/internal/exact"
 )
 
 // Accuracy is what an algorithm decided on a workload, judged against the
@@ -30,32 +30,32 @@ type Accuracy struct {
 }
 
 // Exact returns the decisions of an exact sliding log with w's limit on w's
-// requests, the reference that Measure compares with. It runs the pure
-// algorithm, with no store.
+// requests, the reference that Measure compares with: package exact's log,
+// with no store and no algorithm of ours.
 func Exact(w *workload.Workload) []bool {
-	alg := algorithms.SlidingLog{Limit: w.Limit, Window: w.Window}
-	states := make([]algorithms.State, len(w.Keys))
+	logs := make([]exact.Log, len(w.Keys))
 	allowed := make([]bool, len(w.Requests))
 	for i, r := range w.Requests {
-		var res algorithms.Result
-		states[r.Key], res = alg.Decide(states[r.Key], w.Start.Add(r.At), r.Cost)
-		allowed[i] = res.Allowed
+		log := &logs[r.Key]
+		log.Window = w.Window
+		allowed[i], _ = log.Decide(w.Limit, r.At, r.Cost)
 	}
 	return allowed
 }
 
 // Measure computes the accuracy of allowed, the decisions on w's requests,
 // against the limit and against exact, the reference decisions from Exact.
-func Measure(w *workload.Workload, allowed, exact []bool) Accuracy {
+// Because every span of the window's length that holds the most admissions
+// can be taken to end at an admission, the largest trailing sum seen just
+// after an admission is the windowed maximum.
+func Measure(w *workload.Workload, allowed, exactly []bool) Accuracy {
 	a := Accuracy{Requests: int64(len(w.Requests))}
-	perKey := make([]admitLog, len(w.Keys))
+	perKey := make([]exact.Log, len(w.Keys))
 	for i, r := range w.Requests {
-		log := &perKey[r.Key]
-		log.expire(r.At - w.Window)
 		switch {
-		case allowed[i] && !exact[i]:
+		case allowed[i] && !exactly[i]:
 			a.FalseAdmits++
-		case !allowed[i] && exact[i]:
+		case !allowed[i] && exactly[i]:
 			a.FalseDenials++
 		}
 		if !allowed[i] {
@@ -63,62 +63,17 @@ func Measure(w *workload.Workload, allowed, exact []bool) Accuracy {
 			continue
 		}
 		a.Admitted++
-		log.push(r.At, r.Cost)
-		if log.sum > w.Limit {
+		log := &perKey[r.Key]
+		log.Window = w.Window
+		log.Add(r.At, r.Cost)
+		sum := log.Sum(r.At)
+		if sum > w.Limit {
 			a.OverLimit++
 		}
-		a.MaxInWindow = max(a.MaxInWindow, log.sum)
+		a.MaxInWindow = max(a.MaxInWindow, sum)
 	}
 	a.Overshoot = float64(a.MaxInWindow) / float64(w.Limit)
 	return a
-}
-
-// admitLog is one key's admissions in the trailing window (t-Window, t],
-// oldest first.
-// Because every span of the window's length that holds the most admissions
-// can be taken to end at an admission, the largest sum seen just after a
-// push is the windowed maximum.
-type admitLog struct {
-	at   []time.Duration
-	cost []int64
-	head int
-	sum  int64
-}
-
-// expire drops admissions at or before cutoff.
-func (l *admitLog) expire(cutoff time.Duration) {
-	for l.head < len(l.at) && l.at[l.head] <= cutoff {
-		l.sum -= l.cost[l.head]
-		l.head++
-	}
-	if l.head > 64 && l.head*2 > len(l.at) {
-		l.at = append(l.at[:0], l.at[l.head:]...)
-		l.cost = append(l.cost[:0], l.cost[l.head:]...)
-		l.head = 0
-	}
-}
-
-func (l *admitLog) push(at time.Duration, cost int64) {
-	l.at = append(l.at, at)
-	l.cost = append(l.cost, cost)
-	l.sum += cost
-}
-
-// MaxInWindow is the most cost within any span of length window among
-// events at the given instants, which must be sorted. It is the metric
-// Measure reports, computed on its own for tests and for other callers.
-func MaxInWindow(at []time.Duration, cost []int64, window time.Duration) int64 {
-	var best, sum int64
-	i := 0
-	for j := range at {
-		sum += cost[j]
-		for at[j]-at[i] >= window {
-			sum -= cost[i]
-			i++
-		}
-		best = max(best, sum)
-	}
-	return best
 }
 
 // Point is one sample of a Series.

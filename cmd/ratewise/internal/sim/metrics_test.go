@@ -6,24 +6,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/internal/exact"
 )
-
-func TestMaxInWindowHandComputed(t *testing.T) {
-	s := time.Second
-	// Window 10s. Admissions at 0, 1, 9 (cost 2), 10, 12, 19.5, 20: the
-	// span [9s, 19s) holds 9 (2), 10 and 12 = 4; [10s, 20s) holds 10, 12
-	// and 19.5 = 3; [0s, 10s) holds 0, 1 and 9 (2) = 4; no span holds 5.
-	at := []time.Duration{0, 1 * s, 9 * s, 10 * s, 12 * s, 19*s + s/2, 20 * s}
-	cost := []int64{1, 1, 2, 1, 1, 1, 1}
-	if got, want := MaxInWindow(at, cost, 10*s), int64(4); got != want {
-		t.Fatalf("MaxInWindow: got %d, want %d", got, want)
-	}
-	// With a 3s window, [9s, 12s) holds 9 (2) and 10 = 3; 12 is exactly
-	// one window after 9, so it does not join them.
-	if got, want := MaxInWindow(at, cost, 3*s), int64(3); got != want {
-		t.Fatalf("MaxInWindow, 3s: got %d, want %d", got, want)
-	}
-}
 
 func TestMeasureHandComputed(t *testing.T) {
 	s := time.Second
@@ -112,16 +96,14 @@ func TestBoundaryAttack(t *testing.T) {
 	if _, err := runOne(context.Background(), Memory{}, w, alg, allowed); err != nil {
 		t.Fatal(err)
 	}
-	var at []time.Duration
-	var cost []int64
+	var events []exact.Event
 	for i, r := range w.Requests {
 		if allowed[i] {
-			at = append(at, r.At)
-			cost = append(cost, r.Cost)
+			events = append(events, exact.Event{At: r.At, Cost: r.Cost})
 		}
 	}
 	sub := w.Window / DefaultSubWindows
-	bound := w.Limit + MaxInWindow(at, cost, sub)
+	bound := w.Limit + exact.MaxInWindow(events, sub)
 	if m := got["sliding_window"].MaxInWindow; m > bound {
 		t.Errorf("sliding window counter: %d in a window, above its bound %d", m, bound)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
-	"github.com/ratewise/ratewise/storeredis/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

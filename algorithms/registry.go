@@ -1,0 +1,223 @@
+package algorithms
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind describes one algorithm of the registry: everything a store, the
+// HTTP layer, a tool or a test needs to know about an algorithm without
+// naming its type. Kinds lists them all; every consumer in ratewise iterates
+// over it, so an algorithm added here is run, tested, measured and compared
+// everywhere.
+//
+// An algorithm is one value type in this package, registered once in kinds
+// below, and one Lua step, storeredis/scripts/<Name>.lua, which the Redis
+// store finds by the Kind's Name (see docs/architecture.md).
+type Kind struct {
+	// Name is the stable identifier, such as "gcra": it names the state in
+	// stores, the Lua step and the algorithm on command lines.
+	Name string
+
+	// Title is the algorithm's name in prose, such as "sliding window
+	// counter".
+	Title string
+
+	// Family is the behaviour the algorithm's decisions follow.
+	Family Family
+
+	// Burst and SubWindows report whether the algorithm takes Params.Burst
+	// and Params.SubWindows; a kind that does not take one requires it to
+	// be 0.
+	Burst, SubWindows bool
+
+	build func(Params) Algorithm
+	is    func(Algorithm) bool // whether a value is of this kind's type
+}
+
+// Family is a class of algorithms whose decisions follow one model, so that
+// tests and tools can state what to expect of every algorithm in it.
+type Family int
+
+const (
+	// FamilyFixedWindow counts per window aligned to the Unix epoch: exact
+	// per window, up to 2×Limit across a boundary.
+	FamilyFixedWindow Family = iota + 1
+	// FamilyLog decides as a sliding log whose timestamps are rounded down
+	// to a quantum: the window for the exact sliding log's microsecond,
+	// a sub-window for the sliding window counter.
+	FamilyLog
+	// FamilyBucket refills continuously at a rate up to a burst: the token
+	// bucket and GCRA, which decide identically.
+	FamilyBucket
+)
+
+// Params is an algorithm's configuration in the one form every algorithm
+// shares. Kind.New builds an algorithm from it and Algorithm.Params returns
+// it, so tools can configure any algorithm, and stores can pass any
+// algorithm's parameters to a script, without naming its type.
+type Params struct {
+	// Limit is the limit per window of the windowed algorithms, and the
+	// rate's count of the token bucket and GCRA.
+	Limit int64
+	// Window is the window, or the rate's period.
+	Window time.Duration
+	// Burst is the token bucket's capacity and GCRA's burst; 0 for the
+	// others.
+	Burst int64
+	// SubWindows is the sliding window counter's number of sub-windows; 0
+	// for the others.
+	SubWindows int64
+}
+
+// Quota is what a key admits: at most Limit cost at once, which an idle key
+// gets back in full after Window. HTTP rate-limit headers report it.
+type Quota struct {
+	Limit  int64
+	Window time.Duration
+}
+
+// ErrUnknownAlgorithm is returned for an algorithm name not in the registry.
+var ErrUnknownAlgorithm = errors.New("ratewise: unknown algorithm")
+
+// The registry: one entry per algorithm.
+var (
+	fixedWindowKind = register(Kind{Name: "fixed_window", Title: "fixed window counter", Family: FamilyFixedWindow},
+		func(p Params) FixedWindow { return FixedWindow{Limit: p.Limit, Window: p.Window} })
+	slidingLogKind = register(Kind{Name: "sliding_log", Title: "sliding log", Family: FamilyLog},
+		func(p Params) SlidingLog { return SlidingLog{Limit: p.Limit, Window: p.Window} })
+	slidingWindowKind = register(Kind{Name: "sliding_window", Title: "sliding window counter", Family: FamilyLog, SubWindows: true},
+		func(p Params) SlidingWindow {
+			return SlidingWindow{Limit: p.Limit, Window: p.Window, SubWindows: p.SubWindows}
+		})
+	tokenBucketKind = register(Kind{Name: "token_bucket", Title: "token bucket", Family: FamilyBucket, Burst: true},
+		func(p Params) TokenBucket {
+			return TokenBucket{Capacity: p.Burst, Refill: Rate{Count: p.Limit, Period: p.Window}}
+		})
+	gcraKind = register(Kind{Name: "gcra", Title: "GCRA", Family: FamilyBucket, Burst: true},
+		func(p Params) GCRA { return GCRA{Rate: Rate{Count: p.Limit, Period: p.Window}, Burst: p.Burst} })
+)
+
+// register completes a registry entry for the algorithm type A, built from
+// Params by build.
+func register[A Algorithm](k Kind, build func(Params) A) *Kind {
+	k.build = func(p Params) Algorithm { return build(p) }
+	k.is = func(a Algorithm) bool { _, ok := a.(A); return ok }
+	return &k
+}
+
+// kinds is the registry in the order tools show the algorithms.
+var kinds = []*Kind{fixedWindowKind, slidingLogKind, slidingWindowKind, tokenBucketKind, gcraKind}
+
+// kindByName indexes kinds by Name.
+var kindByName = func() map[string]*Kind {
+	m := make(map[string]*Kind, len(kinds))
+	for _, k := range kinds {
+		m[k.Name] = k
+	}
+	return m
+}()
+
+// Kinds returns every algorithm, in the order tools show them. The slice is
+// a copy; the Kinds are shared and must not be modified.
+func Kinds() []*Kind { return append([]*Kind(nil), kinds...) }
+
+// Names returns every algorithm's Name, in the order of Kinds.
+func Names() []string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.Name
+	}
+	return names
+}
+
+// Lookup returns the Kind named name, or an error wrapping
+// ErrUnknownAlgorithm that lists the known names.
+func Lookup(name string) (*Kind, error) {
+	if k, ok := kindByName[name]; ok {
+		return k, nil
+	}
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(Names(), ", "))
+}
+
+// New returns the algorithm of this kind configured by p, validated. A
+// Burst or SubWindows given to a kind that does not take it is an error,
+// not ignored.
+func (k *Kind) New(p Params) (Algorithm, error) {
+	if !k.Burst && p.Burst != 0 {
+		return nil, fmt.Errorf("%w: %s takes no burst, got %d", ErrInvalidBurst, k.Name, p.Burst)
+	}
+	if !k.SubWindows && p.SubWindows != 0 {
+		return nil, fmt.Errorf("%w: %s takes no sub-windows, got %d", ErrInvalidSubWindows, k.Name, p.SubWindows)
+	}
+	alg := k.build(p)
+	if err := alg.Validate(); err != nil {
+		return nil, err
+	}
+	return alg, nil
+}
+
+// Nominal returns the kind's algorithm set to limit per window in the way
+// every kind can express it, for comparing algorithms side by side: a
+// windowed algorithm admits limit per window, one with a burst refills at
+// limit per window with a burst of limit, and one with sub-windows splits
+// the window into subWindows; subWindows is not used by the others.
+func (k *Kind) Nominal(limit int64, window time.Duration, subWindows int64) (Algorithm, error) {
+	p := Params{Limit: limit, Window: window}
+	if k.Burst {
+		p.Burst = limit
+	}
+	if k.SubWindows {
+		p.SubWindows = subWindows
+	}
+	return k.New(p)
+}
+
+// WithQuota returns alg with its quota's limit (Quota().Limit: the limit,
+// capacity or burst) set to n and every other parameter unchanged, so it
+// keeps alg's Scope and state. The result is not validated.
+func WithQuota(alg Algorithm, n int64) Algorithm {
+	p := alg.Params()
+	if alg.Kind().Burst {
+		p.Burst = n
+	} else {
+		p.Limit = n
+	}
+	return alg.Kind().build(p)
+}
+
+// CheckKind returns an error wrapping ErrUnknownAlgorithm unless alg is a
+// value of one of this package's algorithm types. Algorithm is sealed, but Go
+// lets another type embed one of these and so satisfy it while changing its
+// methods; such a value would run one step in memory and another in Redis.
+// CheckDecision calls CheckKind, so every store rejects it.
+func CheckKind(alg Algorithm) error {
+	if k := alg.Kind(); k == nil || !k.is(alg) {
+		return fmt.Errorf("%w: %T is not one of package algorithms' types", ErrUnknownAlgorithm, alg)
+	}
+	return nil
+}
+
+// String returns the kind's Name.
+func (k *Kind) String() string { return k.Name }
+
+// String returns the parameters in the form every algorithm's String
+// shares: the limit per window (or the rate), then the burst and the
+// sub-windows when they are set, such as "10/1s burst 20" or
+// "100/1m in 6 sub-windows".
+func (p Params) String() string {
+	s := strconv.FormatInt(p.Limit, 10) + "/" + compactDuration(p.Window)
+	if p.Burst != 0 {
+		s += " burst " + strconv.FormatInt(p.Burst, 10)
+	}
+	if p.SubWindows != 0 {
+		s += " in " + strconv.FormatInt(p.SubWindows, 10) + " sub-windows"
+	}
+	return s
+}
+
+// describe is an algorithm's String: its Name, then its Params.
+func describe(alg Algorithm) string { return alg.Kind().Name + " " + alg.Params().String() }

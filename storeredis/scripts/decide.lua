@@ -1,0 +1,18 @@
+-- decide.lua: the driver of a one-key decision, the end of the script. The
+-- assembler puts before it "local read, step, write = <name>_read,
+-- <name>_step, <name>_write". It reads KEYS[1], runs the step on it with the
+-- parameters in ARGV[3…] (at most four), writes what the step returned and replies with
+-- its result. A read and write of nil mean a state held in one string: GET,
+-- and SET … PX for aux µs (see ttl_ms). The driver is top-level code, not a
+-- function, and the string state needs no closures: a script rebuilds every
+-- closure it defines on each call.
+
+local key = KEYS[1]
+local state
+if read then state = read(key) else state = redis.call('GET', key) end
+local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state,
+  tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
+if new then
+  if write then write(key, new, aux, aux2, aux3) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
+end
+return {allowed, remaining, retry, reset, at}
