@@ -29,8 +29,8 @@
 -- command is O(log n), so a decision takes the same time whatever the cost
 -- and however many records the key holds.
 
--- An integer as the decimal string a command takes.
-local function int(n) return string.format('%.0f', n) end
+-- An integer as the decimal string a command takes: format('%.0f', n).
+local format = string.format
 
 local M = 4503599627370496 -- 2^52
 local TRIM = 1000
@@ -71,7 +71,7 @@ local function log_step(key, low, limit, window, sub)
   -- lowest records by score.
   local records = redis.call('ZCARD', key) - metas
   local expired = 0
-  if stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, int(stamp - window)) end
+  if stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, format('%.0f', stamp - window)) end
   local live = records - expired
   local first = metas + expired -- the rank of the oldest record still counting
 
@@ -114,15 +114,15 @@ local function log_step(key, low, limit, window, sub)
     if cost > 0 then
       add = {}
       if newest ~= stamp then
-        add = {int(stamp), int(total)}
+        add = {format('%.0f', stamp), format('%.0f', total)}
       end
       -- Otherwise the newest record has the same stamp and absorbs the cost.
       total = (total + cost) % M
       count = count + cost
       newest = stamp
-      add[#add + 1] = int(-1 - total)
+      add[#add + 1] = format('%.0f', -1 - total)
       add[#add + 1] = 'T'
-      add[#add + 1] = int(-1 - eff)
+      add[#add + 1] = format('%.0f', -1 - eff)
       add[#add + 1] = 'L'
     end
   end
@@ -134,7 +134,7 @@ local function log_step(key, low, limit, window, sub)
   if cost > 0 then
     -- A denial of cost 1 leaves the latest time (see
     -- algorithms.Algorithm.Decide).
-    if allowed == 0 and cost > 1 and (not latest or eff > latest) then add = {int(-1 - eff), 'L'} end
+    if allowed == 0 and cost > 1 and (not latest or eff > latest) then add = {format('%.0f', -1 - eff), 'L'} end
     if allowed == 1 then ttl = reset end
     trim = min(expired, TRIM)
     new = add or (trim > 0)
