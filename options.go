@@ -14,9 +14,10 @@ func (f optionFunc) apply(l *Limiter) { f(l) }
 // WithNamespace("login") the key "alice" is stored as "login:alice", and a
 // limiter with WithNamespace("api") keeps its own count for "alice".
 //
-// A namespace must not contain ":", so that no namespace and key can spell
-// another's: New fails with ErrInvalidNamespace. An empty namespace, the
-// default, passes keys unchanged.
+// A namespace must not contain ":", so that no two namespaces and keys
+// spell the same store key: New fails with ErrInvalidNamespace. An empty
+// namespace, the default, passes keys unchanged, so a limiter without one
+// shares "login:alice" with the key "alice" of a limiter in "login".
 func WithNamespace(namespace string) Option {
 	return optionFunc(func(l *Limiter) { l.namespace = namespace })
 }

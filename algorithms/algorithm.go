@@ -23,7 +23,7 @@ type Algorithm interface {
 	// Kind is the algorithm's entry in the registry.
 	Kind() *Kind
 
-	// Name is Kind().Name, the algorithm's stable identifier, such as
+	// Name is Kind().Name(), the algorithm's stable identifier, such as
 	// "fixed_window". Stores use it, with Scope, to keep apart the state of
 	// different algorithms under one key.
 	Name() string

@@ -38,7 +38,7 @@ type FixedWindowState struct {
 }
 
 // Name returns "fixed_window".
-func (FixedWindow) Name() string { return fixedWindowKind.Name }
+func (FixedWindow) Name() string { return fixedWindowKind.name }
 
 // Kind returns the registry's "fixed_window".
 func (FixedWindow) Kind() *Kind { return fixedWindowKind }

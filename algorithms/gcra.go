@@ -43,7 +43,7 @@ type GCRA struct {
 type GCRAState bucketState
 
 // Name returns "gcra".
-func (GCRA) Name() string { return gcraKind.Name }
+func (GCRA) Name() string { return gcraKind.name }
 
 // Kind returns the registry's "gcra".
 func (GCRA) Kind() *Kind { return gcraKind }

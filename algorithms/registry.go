@@ -3,6 +3,7 @@ package algorithms
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -16,27 +17,34 @@ import (
 //
 // An algorithm is one value type in this package, registered once in kinds
 // below, and one Lua step, storeredis/scripts/<Name>.lua, which the Redis
-// store finds by the Kind's Name (see docs/architecture.md).
+// store finds by the Kind's Name (see docs/architecture.md). The Kinds are
+// shared and read-only: only this package creates them.
 type Kind struct {
-	// Name is the stable identifier, such as "gcra": it names the state in
-	// stores, the Lua step and the algorithm on command lines.
-	Name string
-
-	// Title is the algorithm's name in prose, such as "sliding window
-	// counter".
-	Title string
-
-	// Family is the behaviour the algorithm's decisions follow.
-	Family Family
-
-	// Burst and SubWindows report whether the algorithm takes Params.Burst
-	// and Params.SubWindows; a kind that does not take one requires it to
-	// be 0.
-	Burst, SubWindows bool
-
-	build func(Params) Algorithm
-	is    func(Algorithm) bool // whether a value is of this kind's type
+	name              string
+	family            Family
+	burst, subWindows bool
+	build             func(Params) Algorithm
+	is                func(Algorithm) bool // whether a value is of this kind's type
 }
+
+// Name is the stable identifier, such as "gcra": it names the state in
+// stores, the Lua step and the algorithm on command lines.
+func (k *Kind) Name() string { return k.name }
+
+// Family is the model the algorithm's decisions follow.
+func (k *Kind) Family() Family { return k.family }
+
+// TakesBurst reports whether the algorithm takes Params.Burst; a kind that
+// does not requires it to be 0.
+func (k *Kind) TakesBurst() bool { return k.burst }
+
+// TakesSubWindows reports whether the algorithm takes Params.SubWindows; a
+// kind that does not requires it to be 0.
+func (k *Kind) TakesSubWindows() bool { return k.subWindows }
+
+// registered reports whether k is one of the registry's own entries, not a
+// Kind made elsewhere.
+func (k *Kind) registered() bool { return k != nil && kindByName[k.name] == k }
 
 // Family is a class of algorithms whose decisions follow one model, so that
 // tests and tools can state what to expect of every algorithm in it.
@@ -47,8 +55,9 @@ const (
 	// per window, up to 2×Limit across a boundary.
 	FamilyFixedWindow Family = iota + 1
 	// FamilyLog decides as a sliding log whose timestamps are rounded down
-	// to a quantum: the window for the exact sliding log's microsecond,
-	// a sub-window for the sliding window counter.
+	// to a quantum: to the microsecond for an algorithm without sub-windows,
+	// the exact sliding log; to the sub-window for one with them, the
+	// sliding window counter.
 	FamilyLog
 	// FamilyBucket refills continuously at a rate up to a burst: the token
 	// bucket and GCRA, which decide identically.
@@ -80,24 +89,30 @@ type Quota struct {
 	Window time.Duration
 }
 
-// ErrUnknownAlgorithm is returned for an algorithm name not in the registry.
+// ErrUnknownAlgorithm is returned for an algorithm name not in the
+// registry, and for a value that is not one of this package's algorithm
+// types (see CheckKind).
 var ErrUnknownAlgorithm = errors.New("ratewise: unknown algorithm")
+
+// ErrParamNotTaken is returned by Kind.New for a Burst or SubWindows given
+// to an algorithm that does not take it.
+var ErrParamNotTaken = errors.New("ratewise: parameter not taken by this algorithm")
 
 // The registry: one entry per algorithm.
 var (
-	fixedWindowKind = register(Kind{Name: "fixed_window", Title: "fixed window counter", Family: FamilyFixedWindow},
+	fixedWindowKind = register(Kind{name: "fixed_window", family: FamilyFixedWindow},
 		func(p Params) FixedWindow { return FixedWindow{Limit: p.Limit, Window: p.Window} })
-	slidingLogKind = register(Kind{Name: "sliding_log", Title: "sliding log", Family: FamilyLog},
+	slidingLogKind = register(Kind{name: "sliding_log", family: FamilyLog},
 		func(p Params) SlidingLog { return SlidingLog{Limit: p.Limit, Window: p.Window} })
-	slidingWindowKind = register(Kind{Name: "sliding_window", Title: "sliding window counter", Family: FamilyLog, SubWindows: true},
+	slidingWindowKind = register(Kind{name: "sliding_window", family: FamilyLog, subWindows: true},
 		func(p Params) SlidingWindow {
 			return SlidingWindow{Limit: p.Limit, Window: p.Window, SubWindows: p.SubWindows}
 		})
-	tokenBucketKind = register(Kind{Name: "token_bucket", Title: "token bucket", Family: FamilyBucket, Burst: true},
+	tokenBucketKind = register(Kind{name: "token_bucket", family: FamilyBucket, burst: true},
 		func(p Params) TokenBucket {
 			return TokenBucket{Capacity: p.Burst, Refill: Rate{Count: p.Limit, Period: p.Window}}
 		})
-	gcraKind = register(Kind{Name: "gcra", Title: "GCRA", Family: FamilyBucket, Burst: true},
+	gcraKind = register(Kind{name: "gcra", family: FamilyBucket, burst: true},
 		func(p Params) GCRA { return GCRA{Rate: Rate{Count: p.Limit, Period: p.Window}, Burst: p.Burst} })
 )
 
@@ -116,20 +131,20 @@ var kinds = []*Kind{fixedWindowKind, slidingLogKind, slidingWindowKind, tokenBuc
 var kindByName = func() map[string]*Kind {
 	m := make(map[string]*Kind, len(kinds))
 	for _, k := range kinds {
-		m[k.Name] = k
+		m[k.name] = k
 	}
 	return m
 }()
 
 // Kinds returns every algorithm, in the order tools show them. The slice is
-// a copy; the Kinds are shared and must not be modified.
+// a copy.
 func Kinds() []*Kind { return append([]*Kind(nil), kinds...) }
 
 // Names returns every algorithm's Name, in the order of Kinds.
 func Names() []string {
 	names := make([]string, len(kinds))
 	for i, k := range kinds {
-		names[i] = k.Name
+		names[i] = k.name
 	}
 	return names
 }
@@ -144,14 +159,17 @@ func Lookup(name string) (*Kind, error) {
 }
 
 // New returns the algorithm of this kind configured by p, validated. A
-// Burst or SubWindows given to a kind that does not take it is an error,
-// not ignored.
+// Burst or SubWindows given to a kind that does not take it is an error
+// wrapping ErrParamNotTaken, not ignored.
 func (k *Kind) New(p Params) (Algorithm, error) {
-	if !k.Burst && p.Burst != 0 {
-		return nil, fmt.Errorf("%w: %s takes no burst, got %d", ErrInvalidBurst, k.Name, p.Burst)
+	if !k.registered() {
+		return nil, fmt.Errorf("%w: a Kind not from the registry", ErrUnknownAlgorithm)
 	}
-	if !k.SubWindows && p.SubWindows != 0 {
-		return nil, fmt.Errorf("%w: %s takes no sub-windows, got %d", ErrInvalidSubWindows, k.Name, p.SubWindows)
+	if !k.burst && p.Burst != 0 {
+		return nil, fmt.Errorf("%w: %s takes no burst, got %d", ErrParamNotTaken, k.name, p.Burst)
+	}
+	if !k.subWindows && p.SubWindows != 0 {
+		return nil, fmt.Errorf("%w: %s takes no sub-windows, got %d", ErrParamNotTaken, k.name, p.SubWindows)
 	}
 	alg := k.build(p)
 	if err := alg.Validate(); err != nil {
@@ -167,26 +185,31 @@ func (k *Kind) New(p Params) (Algorithm, error) {
 // the window into subWindows; subWindows is not used by the others.
 func (k *Kind) Nominal(limit int64, window time.Duration, subWindows int64) (Algorithm, error) {
 	p := Params{Limit: limit, Window: window}
-	if k.Burst {
+	if k.burst {
 		p.Burst = limit
 	}
-	if k.SubWindows {
+	if k.subWindows {
 		p.SubWindows = subWindows
 	}
 	return k.New(p)
 }
 
-// WithQuota returns alg with its quota's limit (Quota().Limit: the limit,
-// capacity or burst) set to n and every other parameter unchanged, so it
-// keeps alg's Scope and state. The result is not validated.
-func WithQuota(alg Algorithm, n int64) Algorithm {
-	p := alg.Params()
-	if alg.Kind().Burst {
+// SetQuotaLimit returns a copy of alg whose quota's limit (Quota().Limit:
+// the limit, capacity or burst) is n, with every other parameter unchanged,
+// so it keeps alg's Scope and the state a store holds for it. The copy is
+// not validated, so that tests can build invalid values; alg must pass
+// CheckKind, or alg is returned unchanged.
+func SetQuotaLimit(alg Algorithm, n int64) Algorithm {
+	if CheckKind(alg) != nil {
+		return alg
+	}
+	k, p := alg.Kind(), alg.Params()
+	if k.burst {
 		p.Burst = n
 	} else {
 		p.Limit = n
 	}
-	return alg.Kind().build(p)
+	return k.build(p)
 }
 
 // CheckKind returns an error wrapping ErrUnknownAlgorithm unless alg is a
@@ -195,14 +218,20 @@ func WithQuota(alg Algorithm, n int64) Algorithm {
 // methods; such a value would run one step in memory and another in Redis.
 // CheckDecision calls CheckKind, so every store rejects it.
 func CheckKind(alg Algorithm) error {
-	if k := alg.Kind(); k == nil || !k.is(alg) {
-		return fmt.Errorf("%w: %T is not one of package algorithms' types", ErrUnknownAlgorithm, alg)
+	if alg == nil {
+		return fmt.Errorf("%w: nil", ErrUnknownAlgorithm)
 	}
-	return nil
+	if k := alg.Kind(); k.registered() && k.is(alg) {
+		return nil
+	}
+	if t := reflect.TypeOf(alg); t.Kind() == reflect.Pointer && t.Elem().PkgPath() == reflect.TypeOf(Params{}).PkgPath() {
+		return fmt.Errorf("%w: %T is a pointer: pass the algorithm by value", ErrUnknownAlgorithm, alg)
+	}
+	return fmt.Errorf("%w: %T is not one of package algorithms' types", ErrUnknownAlgorithm, alg)
 }
 
 // String returns the kind's Name.
-func (k *Kind) String() string { return k.Name }
+func (k *Kind) String() string { return k.name }
 
 // String returns the parameters in the form every algorithm's String
 // shares: the limit per window (or the rate), then the burst and the
@@ -220,4 +249,4 @@ func (p Params) String() string {
 }
 
 // describe is an algorithm's String: its Name, then its Params.
-func describe(alg Algorithm) string { return alg.Kind().Name + " " + alg.Params().String() }
+func describe(alg Algorithm) string { return alg.Kind().name + " " + alg.Params().String() }

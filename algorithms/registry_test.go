@@ -2,6 +2,7 @@ package algorithms_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,7 +23,7 @@ func TestParamsRoundTrip(t *testing.T) {
 		if err != nil || got != alg {
 			t.Errorf("%s: New(Params()) = %#v, %v; want %#v", alg, got, err, alg)
 		}
-		if k, err := algorithms.Lookup(alg.Name()); err != nil || k != alg.Kind() || k.Name != alg.Name() {
+		if k, err := algorithms.Lookup(alg.Name()); err != nil || k != alg.Kind() || k.Name() != alg.Name() {
 			t.Errorf("Lookup(%q) = %v, %v; want %v", alg.Name(), k, err, alg.Kind())
 		}
 	}
@@ -68,8 +69,9 @@ func TestKindNewRejects(t *testing.T) {
 		p    algorithms.Params
 		want error
 	}{
-		{fixed, algorithms.Params{Limit: 10, Window: time.Second, Burst: 5}, algorithms.ErrInvalidBurst},
-		{fixed, algorithms.Params{Limit: 10, Window: time.Second, SubWindows: 5}, algorithms.ErrInvalidSubWindows},
+		{fixed, algorithms.Params{Limit: 10, Window: time.Second, Burst: 5}, algorithms.ErrParamNotTaken},
+		{fixed, algorithms.Params{Limit: 10, Window: time.Second, SubWindows: 5}, algorithms.ErrParamNotTaken},
+		{&algorithms.Kind{}, algorithms.Params{Limit: 10, Window: time.Second}, algorithms.ErrUnknownAlgorithm},
 		{fixed, algorithms.Params{Limit: 0, Window: time.Second}, algorithms.ErrInvalidLimit},
 		{gcra, algorithms.Params{Limit: 10, Window: time.Second}, algorithms.ErrInvalidBurst},
 		{gcra, algorithms.Params{Limit: 10, Window: time.Nanosecond, Burst: 1}, algorithms.ErrInvalidPeriod},
@@ -94,7 +96,7 @@ func TestNominalAndWithQuota(t *testing.T) {
 		if q := alg.Quota(); q.Limit != 100 || q.Window != time.Minute {
 			t.Errorf("%s: quota %+v, want 100 per 1m", alg, q)
 		}
-		lower := algorithms.WithQuota(alg, 10)
+		lower := algorithms.SetQuotaLimit(alg, 10)
 		if lower.MaxCost() != 10 || lower.Scope() != alg.Scope() || lower.Kind() != k {
 			t.Errorf("WithQuota(%s, 10) = %s", alg, lower)
 		}
@@ -109,6 +111,11 @@ func (embedded) Decide(algorithms.State, time.Time, int64) (algorithms.State, al
 	return nil, algorithms.Result{Allowed: true}
 }
 
+// forged also reports a Kind of its own making.
+type forged struct{ algorithms.GCRA }
+
+func (forged) Kind() *algorithms.Kind { return &algorithms.Kind{} }
+
 func TestCheckKindRejectsEmbedding(t *testing.T) {
 	alg := embedded{algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}}
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -120,5 +127,16 @@ func TestCheckKindRejectsEmbedding(t *testing.T) {
 	}
 	if err := algorithms.CheckDecision(alg.GCRA, now, 1); err != nil {
 		t.Fatalf("CheckDecision on the GCRA itself: %v", err)
+	}
+	for _, bad := range []algorithms.Algorithm{forged{alg.GCRA}, &alg.GCRA, nil} {
+		if err := algorithms.CheckKind(bad); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
+			t.Errorf("CheckKind(%#v): %v, want ErrUnknownAlgorithm", bad, err)
+		}
+	}
+	if err := algorithms.CheckKind(&alg.GCRA); !strings.Contains(err.Error(), "by value") {
+		t.Errorf("CheckKind of a pointer: %q does not say to pass the value", err)
+	}
+	if got := algorithms.SetQuotaLimit(forged{alg.GCRA}, 5); got != (forged{alg.GCRA}) {
+		t.Errorf("SetQuotaLimit of a forged kind: %#v, want it unchanged", got)
 	}
 }

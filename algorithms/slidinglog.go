@@ -34,7 +34,7 @@ type SlidingLog struct {
 }
 
 // Name returns "sliding_log".
-func (SlidingLog) Name() string { return slidingLogKind.Name }
+func (SlidingLog) Name() string { return slidingLogKind.name }
 
 // Kind returns the registry's "sliding_log".
 func (SlidingLog) Kind() *Kind { return slidingLogKind }

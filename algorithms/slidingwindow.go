@@ -49,7 +49,7 @@ type SlidingWindow struct {
 type SlidingWindowState SlidingLogState
 
 // Name returns "sliding_window".
-func (SlidingWindow) Name() string { return slidingWindowKind.Name }
+func (SlidingWindow) Name() string { return slidingWindowKind.name }
 
 // Kind returns the registry's "sliding_window".
 func (SlidingWindow) Kind() *Kind { return slidingWindowKind }

@@ -44,7 +44,7 @@ type TokenBucket struct {
 type TokenBucketState bucketState
 
 // Name returns "token_bucket".
-func (TokenBucket) Name() string { return tokenBucketKind.Name }
+func (TokenBucket) Name() string { return tokenBucketKind.name }
 
 // Kind returns the registry's "token_bucket".
 func (TokenBucket) Kind() *Kind { return tokenBucketKind }

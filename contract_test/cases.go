@@ -69,11 +69,11 @@ var cases = func() []algCase {
 	var cs []algCase
 	for _, k := range algorithms.Kinds() {
 		c := familyCase(k)
-		c.name, c.kind = k.Name, k
+		c.name, c.kind = k.Name(), k
 		c.build = func(limit int64, window time.Duration) algorithms.Algorithm {
 			alg, err := k.Nominal(limit, window, subWindows)
 			if err != nil {
-				panic(fmt.Sprintf("contract: %s with %d per %v: %v", k.Name, limit, window, err))
+				panic(fmt.Sprintf("contract: %s with %d per %v: %v", k.Name(), limit, window, err))
 			}
 			return alg
 		}
@@ -94,7 +94,7 @@ func familyCase(k *algorithms.Kind) algCase {
 	same := func(d time.Duration) func(int64) time.Duration {
 		return func(int64) time.Duration { return d }
 	}
-	switch k.Family {
+	switch k.Family() {
 	case algorithms.FamilyFixedWindow:
 		return algCase{
 			// The window [13:59:00, 14:00:00) ends 25s after start.
@@ -108,7 +108,7 @@ func familyCase(k *algorithms.Kind) algCase {
 			atIsWindowStart: true,
 		}
 	case algorithms.FamilyLog:
-		if !k.SubWindows {
+		if !k.TakesSubWindows() {
 			return algCase{
 				firstBack: time.Minute, backAtFirst: caseLimit, fullBack: time.Minute,
 				costBack:       same(time.Minute),
@@ -146,7 +146,7 @@ func familyCase(k *algorithms.Kind) algCase {
 			model:       func(time.Duration) model { return newBucketModel() },
 		}
 	}
-	panic("contract: no expectations for the family of " + k.Name)
+	panic("contract: no expectations for the family of " + k.Name())
 }
 
 // maxPerSpan returns the most cost admitted within one epoch-aligned span of

@@ -46,6 +46,9 @@ func (s *referenceStore) Decide(ctx context.Context, key string, alg algorithms.
 }
 
 func (s *referenceStore) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+	if err := algorithms.CheckKind(alg); err != nil {
+		return err
+	}
 	if err := alg.Validate(); err != nil {
 		return err
 	}

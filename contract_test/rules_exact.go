@@ -30,7 +30,7 @@ func staleTime(e *env) {
 				admitted++
 			}
 		})
-	if e.c.kind.Family == algorithms.FamilyLog && !e.c.kind.SubWindows && admitted != 4 {
+	if e.c.kind.Family() == algorithms.FamilyLog && !e.c.kind.TakesSubWindows() && admitted != 4 {
 		e.fatalf("the minimal reproduction admitted %d, want 4 (yes yes yes yes no)", admitted)
 	}
 
@@ -105,7 +105,7 @@ func compareStale(e *env, alg algorithms.Algorithm, offsets []time.Duration, cos
 // withLimit returns the case's algorithm with another limit, capacity or
 // burst, and every other parameter unchanged.
 func (e *env) withLimit(limit int64) algorithms.Algorithm {
-	return algorithms.WithQuota(e.c.alg, limit)
+	return algorithms.SetQuotaLimit(e.c.alg, limit)
 }
 
 func limitChange(e *env) {
@@ -231,7 +231,7 @@ func realQuotas(e *env) {
 func invalidInput(e *env) {
 	ctx := context.Background()
 	key := "contract:" + runID + ":" + e.t.Name() + ":k"
-	bad := algorithms.WithQuota(e.c.alg, 0)
+	bad := algorithms.SetQuotaLimit(e.c.alg, 0)
 	wantErr := bad.Validate()
 	if wantErr == nil {
 		e.fatalf("%#v validates", bad)
@@ -259,7 +259,11 @@ func invalidInput(e *env) {
 	}
 	// A type that embeds a registered algorithm satisfies the sealed
 	// interface, but is not one: no store may run it as if it were.
-	check("a type embedding the algorithm", struct{ algorithms.Algorithm }{e.c.alg}, e.clock.Now(), 1, algorithms.ErrUnknownAlgorithm)
+	embedding := struct{ algorithms.Algorithm }{e.c.alg}
+	check("a type embedding the algorithm", embedding, e.clock.Now(), 1, algorithms.ErrUnknownAlgorithm)
+	if err := e.store.Reset(ctx, key, embedding); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
+		e.fatalf("Reset with a type embedding the algorithm: %v, want ErrUnknownAlgorithm", err)
+	}
 	check("a negative cost", e.c.alg, e.clock.Now(), -1, algorithms.ErrInvalidCost)
 	check("a cost above the limit", e.c.alg, e.clock.Now(), e.c.alg.MaxCost()+1, algorithms.ErrCostExceedsLimit)
 	if !e.cfg.storeClock {

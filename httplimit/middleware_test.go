@@ -257,8 +257,19 @@ func TestShare(t *testing.T) {
 			t.Errorf("Share(%+v, 4): got %+v, %v; want %+v", c.in, got, err, c.want)
 		}
 	}
-	if _, err := Share(algorithms.FixedWindow{Limit: 3, Window: time.Second}, 4); err == nil {
-		t.Error("a limit of 3 shared by 4: no error")
+	for _, bad := range []struct {
+		alg       algorithms.Algorithm
+		instances int64
+	}{
+		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 4},
+		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 0},
+		{algorithms.GCRA{Rate: algorithms.Rate{Count: 2, Period: 1 << 49 * time.Microsecond}, Burst: 4}, 4}, // the period becomes 2^51µs
+		{nil, 2},
+		{&algorithms.SlidingLog{Limit: 10, Window: time.Second}, 2},
+	} {
+		if got, err := Share(bad.alg, bad.instances); !errors.Is(err, ErrShare) || got != nil {
+			t.Errorf("Share(%v, %d) = %v, %v; want ErrShare", bad.alg, bad.instances, got, err)
+		}
 	}
 }
 

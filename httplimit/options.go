@@ -95,7 +95,7 @@ func WithOnError(hook func(r *http.Request, err error)) Option {
 func WithFailurePolicy(p FailurePolicy) Option {
 	return optionFunc(func(m *Middleware) error {
 		if p == nil {
-			return errors.New("httplimit: nil policy")
+			return errors.New("httplimit: nil failure policy")
 		}
 		m.policy = p
 		return nil
@@ -128,8 +128,9 @@ func WithoutDraftHeaders() Option {
 }
 
 // WithQuotaName names the limiter's quota in the RateLimit-Policy and
-// RateLimit fields (the draft calls it a quota policy); the default is "default". The name must be a valid
-// structured-field string: printable ASCII.
+// RateLimit fields, which the draft calls a quota policy; the default is
+// "default". The name must be a valid structured-field string: printable
+// ASCII.
 func WithQuotaName(name string) Option {
 	return optionFunc(func(m *Middleware) error {
 		if name == "" {

@@ -114,7 +114,7 @@ func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, err
 	if n/instances < 1 {
 		return nil, fmt.Errorf("%w: %d among %d instances leaves less than 1 each", ErrShare, n, instances)
 	}
-	if k.Burst {
+	if k.TakesBurst() {
 		if p.Window > math.MaxInt64/time.Duration(instances) {
 			return nil, fmt.Errorf("%w: a period of %v among %d instances overflows", ErrShare, p.Window, instances)
 		}

@@ -198,11 +198,11 @@ type zeroClock struct{}
 
 func (zeroClock) Now() time.Time { return time.Time{} }
 
-// TestOnlyStoreFailuresReachThePolicy: with FailOpen, an unavailable store
+// TestOnlyStoreFailuresReachTheFailurePolicy: with FailOpen, an unavailable store
 // lets requests through, but an algorithm the store cannot run, a broken
 // clock or a key that cannot be built is a 500, and the hook hears of every
 // one.
-func TestOnlyStoreFailuresReachThePolicy(t *testing.T) {
+func TestOnlyStoreFailuresReachTheFailurePolicy(t *testing.T) {
 	limiter := func(s store.Store, opts ...ratewise.Option) *ratewise.Limiter {
 		l, err := ratewise.New(s, policyAlg, opts...)
 		if err != nil {

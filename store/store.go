@@ -44,11 +44,13 @@ import (
 //   - Being limited is Result.Allowed == false, never an error. An error
 //     means the decision did not happen or its outcome is unknown: the caller
 //     must not treat it as allowed.
-//   - Errors come in classes. Invalid input (an algorithm that fails
-//     Validate, a cost outside [0, MaxCost()], a time the store uses outside
-//     the range algorithms.CheckTime accepts) is the error
-//     algorithms.CheckDecision returns, on every store. An algorithm the
-//     store cannot run wraps ErrUnsupported. A context error is returned
+//   - Errors come in classes. Invalid input (a value that is not one of
+//     package algorithms' types, an algorithm that fails Validate, a cost
+//     outside [0, MaxCost()], a time the store uses outside the range
+//     algorithms.CheckTime accepts) is the error algorithms.CheckDecision
+//     returns, on every store; Reset rejects the same algorithms. An
+//     algorithm the store cannot run wraps ErrUnsupported, and may wrap the
+//     invalid-input error too. A context error is returned
 //     (possibly wrapped) only when the caller's ctx has ended. Every other
 //     failure, timeouts of the store's own included, wraps ErrUnavailable.
 //   - Stores are safe for concurrent use and never panic on any input.

@@ -114,8 +114,9 @@ func (sh *shard) len() int {
 }
 
 // Decide runs alg's decision step on key's state under the key's shard lock.
-// It runs any algorithm, so it never returns store.ErrUnsupported; an
-// invalid algorithm, cost or time is an error from algorithms.CheckDecision.
+// It runs every registered algorithm, so it never returns
+// store.ErrUnsupported; an invalid algorithm, cost or time is an error from
+// algorithms.CheckDecision.
 func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
@@ -172,6 +173,9 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	if err := algorithms.CheckKind(alg); err != nil {
+		return err
+	}
 	if err := alg.Validate(); err != nil {
 		return err
 	}
@@ -187,6 +191,9 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 // if it holds none.
 func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := algorithms.CheckKind(alg); err != nil {
 		return 0, err
 	}
 	id := idOf(alg)

@@ -56,7 +56,7 @@ func scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 		return time.Duration(logUniform(rng, lo, 30*24*3600*1e6)) * time.Microsecond
 	}
 	p := algorithms.Params{Window: window(1)}
-	if k.SubWindows {
+	if k.TakesSubWindows() {
 		n := logUniform(rng, 1, 1000)
 		sub := max(window(1000)/time.Duration(n)/time.Millisecond*time.Millisecond, time.Millisecond)
 		p.Window, p.SubWindows = time.Duration(n)*sub, n
@@ -67,7 +67,7 @@ func scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 		for {
 			q := p
 			q.Limit = count()
-			if k.Burst {
+			if k.TakesBurst() {
 				q.Burst = count()
 			}
 			if alg, err := k.New(q); err == nil {
@@ -99,7 +99,7 @@ func TestDifferential(t *testing.T) {
 		t.Run(target.name, func(t *testing.T) {
 			s := storeredis.New(target.client(t), storeredis.WithClientTime())
 			for i, k := range algorithms.Kinds() {
-				t.Run(k.Name, func(t *testing.T) {
+				t.Run(k.Name(), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(i), 42))
 					for seq := range sequences {
 						alg, relimit := scope(rng, k)

@@ -74,16 +74,27 @@ var (
 	ttlScript   = redis.NewScript(ttlSource)
 )
 
-// scripts are the decision scripts, by algorithm name. Each is assembled
+// script is an algorithm's decision script, or why it could not be
+// assembled.
+type script struct {
+	run *redis.Script
+	err error
+}
+
+// scripts are the decision scripts, by algorithm kind. Each is assembled
 // from files in scripts/: the prelude, the libraries the algorithm's step
 // requires, its step (<name>.lua, named after the algorithms.Kind) and the
-// driver. An algorithm with no step file is missing, and unsupported.
-var scripts = func() map[*algorithms.Kind]*redis.Script {
-	m := map[*algorithms.Kind]*redis.Script{}
+// driver. An algorithm whose files are missing is unsupported, with the
+// reason (TestEveryKindHasAStep).
+var scripts = func() map[*algorithms.Kind]script {
+	m := map[*algorithms.Kind]script{}
 	for _, k := range algorithms.Kinds() {
-		if src, err := assemble(k.Name); err == nil {
-			m[k] = redis.NewScript(src)
+		src, err := assemble(k.Name())
+		if err != nil {
+			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
+			continue
 		}
+		m[k] = script{run: redis.NewScript(src)}
 	}
 	return m
 }()
@@ -177,7 +188,7 @@ func New(client Client, opts ...Option) *Store {
 // Key returns the Redis key that holds alg's state for key, such as
 // "ratewise:sliding_window:1m/6:{alice}" (see algorithms.Scope).
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
-	return s.prefix + alg.Kind().Name + ":" + alg.Scope().String() + ":{" + escapeKey(key) + "}"
+	return s.prefix + alg.Kind().Name() + ":" + alg.Scope().String() + ":{" + escapeKey(key) + "}"
 }
 
 // escapeKey makes a key safe inside a hash tag and keeps distinct keys
@@ -206,11 +217,8 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 	if err := algorithms.CheckKind(alg); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)
 	}
-	sc, ok := scripts[alg.Kind()]
-	if !ok {
-		return nil, fmt.Errorf("%w: storeredis has no Lua step for %s (scripts/%[2]s.lua)", store.ErrUnsupported, alg.Kind().Name)
-	}
-	return sc, nil
+	sc := scripts[alg.Kind()] // every registered kind has an entry
+	return sc.run, sc.err
 }
 
 // Decide runs alg's script for key in one round trip.
@@ -238,10 +246,10 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	p, k := alg.Params(), alg.Kind()
 	args := make([]any, 4, 6)
 	args[0], args[1], args[2], args[3] = at, cost, p.Limit, p.Window.Microseconds()
-	if k.Burst {
+	if k.TakesBurst() {
 		args = append(args, p.Burst)
 	}
-	if k.SubWindows {
+	if k.TakesSubWindows() {
 		args = append(args, p.SubWindows)
 	}
 	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()

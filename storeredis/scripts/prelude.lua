@@ -2,8 +2,7 @@
 -- libraries an algorithm's step requires, the algorithm's step file
 -- (<name>.lua, named after its algorithms.Kind) and a driver (decide.lua):
 -- see docs/architecture.md. The prelude reads the arguments every algorithm
--- shares, defines exact integer helpers, the registry of steps, and the
--- reading and writing of a state held in one string.
+-- shares and defines exact integer helpers and the TTL rule.
 --
 -- ARGV[1]  now in microseconds since the Unix epoch, or the empty string to
 --          read Redis's own clock (TIME), so that app servers share one

@@ -191,14 +191,14 @@ func memoryCases() []memoryCase {
 			cs = append(cs, memoryCase{alg, state, costs, every})
 		}
 		switch {
-		case k.Family == algorithms.FamilyFixedWindow:
+		case k.Family() == algorithms.FamilyFixedWindow:
 			add(algorithms.Params{Limit: 100, Window: time.Minute}, "3 requests in the window", []int64{1, 1, 1}, time.Second)
-		case k.SubWindows:
+		case k.TakesSubWindows():
 			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 6}, "6 sub-windows in use", repeat(1, 6), 10*time.Second)
 			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 60}, "60 sub-windows in use", repeat(1, 60), time.Second)
-		case k.Family == algorithms.FamilyLog:
+		case k.Family() == algorithms.FamilyLog:
 			add(algorithms.Params{Limit: 100, Window: time.Minute}, "1 record", []int64{1}, time.Second)
-		case k.Burst:
+		case k.TakesBurst():
 			add(algorithms.Params{Limit: 10, Window: time.Second, Burst: 100}, "3 taken at 10/s (a whole µs)", []int64{1, 1, 1}, time.Millisecond)
 			add(algorithms.Params{Limit: 3, Window: time.Second, Burst: 100}, "1 taken at 3/s (with a remainder)", []int64{1}, time.Millisecond)
 		default:

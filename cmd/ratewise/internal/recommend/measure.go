@@ -47,11 +47,11 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 	}
 	m.Measured = min(m.Records, capRecords)
 	for _, k := range algorithms.Kinds() {
-		name := k.Name
+		name := k.Name()
 		progress(fmt.Sprintf("memory and latency of %s on %s", name, target.Name()))
 		// Only a log of requests grows with the records; the others hold
 		// the same state after a thousand requests as after a million.
-		perRequest := k.Family == algorithms.FamilyLog && !k.SubWindows
+		perRequest := k.Family() == algorithms.FamilyLog && !k.TakesSubWindows()
 		records := m.Measured
 		if !perRequest {
 			records = min(records, 1000)

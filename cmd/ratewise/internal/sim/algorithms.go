@@ -44,13 +44,13 @@ func Configure(name string, limit int64, window time.Duration, opts Options) (al
 		return nil, err
 	}
 	p := algorithms.Params{Limit: limit, Window: window}
-	if k.Burst {
+	if k.TakesBurst() {
 		p.Burst = opts.Burst
 		if p.Burst == 0 {
 			p.Burst = limit
 		}
 	}
-	if !k.SubWindows {
+	if !k.TakesSubWindows() {
 		return k.New(p)
 	}
 	n := opts.SubWindows
