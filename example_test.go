@@ -43,3 +43,52 @@ func Example() {
 	// allowed=false remaining=0 retry-after=1m0s
 	// a minute later: allowed=true remaining=2
 }
+
+// Free users get 3 requests per minute and paid users 10, on one limiter.
+// The tiers share the sliding log's window, so a user who upgrades keeps
+// what they used this minute.
+func ExampleWithLimits() {
+	ctx := context.Background()
+	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	free := algorithms.SlidingLog{Limit: 3, Window: time.Minute}
+	paid := algorithms.SlidingLog{Limit: 10, Window: time.Minute}
+	plans := map[string]algorithms.Algorithm{"user:paid": paid}
+
+	limiter, err := ratewise.New(storememory.New(), free, ratewise.WithClock(clock),
+		ratewise.WithLimits(func(_ context.Context, user string) (algorithms.Algorithm, error) {
+			return plans[user], nil // nil: the free tier
+		}))
+	if err != nil {
+		panic(err)
+	}
+	for _, user := range []string{"user:free", "user:paid"} {
+		var admitted int
+		for range 12 {
+			if res, err := limiter.Allow(ctx, user); err == nil && res.Allowed {
+				admitted++
+			}
+		}
+		fmt.Printf("%s: %d of 12 admitted\n", user, admitted)
+	}
+	plans["user:free"] = paid // an upgrade, read from configuration
+	res, _ := limiter.Peek(ctx, "user:free")
+	fmt.Printf("after upgrading: %d of %d left\n", res.Remaining, res.Limit)
+	// Output:
+	// user:free: 3 of 12 admitted
+	// user:paid: 10 of 12 admitted
+	// after upgrading: 7 of 10 left
+}
+
+// A call can also carry its own limit, chosen by the caller.
+func ExampleLimiter_AllowWith() {
+	ctx := context.Background()
+	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	limiter, err := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, ratewise.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	burst5 := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5}
+	res, _ := limiter.AllowWith(ctx, "job:42", burst5, 5)
+	fmt.Println(res.Allowed, res.Remaining)
+	// Output: true 0
+}

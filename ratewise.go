@@ -39,7 +39,18 @@ type Limiter struct {
 	// prefix is the namespace and its separator, or "" for none.
 	namespace, prefix string
 	clock             Clock
+	// limits chooses a key's algorithm; nil means alg for every key.
+	limits LimitFunc
 }
+
+// LimitFunc chooses the algorithm, and so the limit, for a key: tiers,
+// plans, a customer's contract. It returns nil for the limiter's own
+// algorithm. It runs on every decision, so it should be quick (a map or a
+// cache, not a database query), and it may return different limits over
+// time, as after a configuration reload: a key keeps what it used when its
+// new algorithm has the same kind and Scope (see algorithms.Scope), and
+// starts afresh under another. An error is returned to the caller, wrapped.
+type LimitFunc func(ctx context.Context, key string) (algorithms.Algorithm, error)
 
 // New returns a limiter that runs alg on s. It fails with ErrNilStore,
 // ErrNilAlgorithm, ErrUnknownAlgorithm for a type that only embeds one of
@@ -85,41 +96,110 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 
 // AllowN reports whether a request of cost n for key is admitted now, and
 // consumes n if it is. A denied request consumes nothing. n must be in
-// [1, the algorithm's limit]: a larger n could never be admitted and fails
-// with ErrCostExceedsLimit.
+// [1, the key's limit]: a larger n could never be admitted and fails with
+// ErrCostExceedsLimit.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
+	if l.limits == nil {
+		return l.allow(ctx, key, l.alg, n) // checked by New
+	}
+	alg, err := l.AlgorithmFor(ctx, key)
+	if err != nil {
+		return Result{}, err
+	}
+	return l.AllowWith(ctx, key, alg, n)
+}
+
+// AllowWith is AllowN with an algorithm, and so a limit, chosen by the
+// caller for this call alone, such as the plan of the user making it. The
+// key keeps what it used across calls whose algorithms share a kind and
+// Scope: 100 and 10,000 per hour count against one history, while a limit
+// per minute and one per hour are separate (see algorithms.Scope). alg is
+// checked on every call, with the errors New returns.
+func (l *Limiter) AllowWith(ctx context.Context, key string, alg algorithms.Algorithm, n int64) (Result, error) {
+	if err := checkAlgorithm(alg); err != nil {
+		return Result{}, err
+	}
+	return l.allow(ctx, key, alg, n)
+}
+
+// allow decides a request of cost n under alg, which has been checked.
+func (l *Limiter) allow(ctx context.Context, key string, alg algorithms.Algorithm, n int64) (Result, error) {
 	if n <= 0 {
 		return Result{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
 	}
-	if err := algorithms.CheckCost(l.alg, n); err != nil {
+	if err := algorithms.CheckCost(alg, n); err != nil {
 		return Result{}, err
 	}
-	return l.decide(ctx, key, n)
+	return l.decide(ctx, key, alg, n)
 }
 
 // Peek reports key's state without consuming anything: Allowed says whether
 // a request of cost 1 would be admitted now, Remaining what is available now,
 // and RetryAfter how long until a request of cost 1 would be admitted.
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	return l.decide(ctx, key, 0)
+	alg, err := l.AlgorithmFor(ctx, key)
+	if err != nil {
+		return Result{}, err
+	}
+	if alg != l.alg {
+		if err := checkAlgorithm(alg); err != nil {
+			return Result{}, err
+		}
+	}
+	return l.decide(ctx, key, alg, 0)
 }
 
-// Reset forgets key, which is then at full capacity.
+// Reset forgets key, which is then at full capacity under the algorithm
+// AlgorithmFor chooses for it now.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if key == "" {
 		return ErrEmptyKey
 	}
-	return l.store.Reset(ctx, l.prefix+key, l.alg)
+	alg, err := l.AlgorithmFor(ctx, key)
+	if err != nil {
+		return err
+	}
+	return l.store.Reset(ctx, l.prefix+key, alg)
 }
 
-// Algorithm returns the limiter's algorithm.
+// Algorithm returns the limiter's algorithm: every key's, unless WithLimits
+// chooses another (see AlgorithmFor).
 func (l *Limiter) Algorithm() algorithms.Algorithm { return l.alg }
 
-func (l *Limiter) decide(ctx context.Context, key string, cost int64) (Result, error) {
+// AlgorithmFor returns the algorithm the limiter applies to key: what the
+// WithLimits function chooses, or the limiter's own. An error from that
+// function is returned wrapped.
+func (l *Limiter) AlgorithmFor(ctx context.Context, key string) (algorithms.Algorithm, error) {
+	if l.limits == nil {
+		return l.alg, nil
+	}
+	alg, err := l.limits(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("ratewise: choosing the limit for a key: %w", err)
+	}
+	if alg == nil {
+		return l.alg, nil
+	}
+	return alg, nil
+}
+
+// checkAlgorithm checks an algorithm that New did not: one of package
+// algorithms' types, with valid parameters.
+func checkAlgorithm(alg algorithms.Algorithm) error {
+	if alg == nil {
+		return ErrNilAlgorithm
+	}
+	if err := algorithms.CheckKind(alg); err != nil {
+		return err
+	}
+	return alg.Validate()
+}
+
+func (l *Limiter) decide(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
-	return l.store.Decide(ctx, l.prefix+key, l.alg, l.clock.Now(), cost)
+	return l.store.Decide(ctx, l.prefix+key, alg, l.clock.Now(), cost)
 }
 
 // Clock tells a Limiter the time. Tests inject one with WithClock to step

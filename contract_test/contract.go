@@ -128,19 +128,19 @@ func (e *env) limiter(alg algorithms.Algorithm) lim {
 	return e.limiterOn(alg, e.clock)
 }
 
-// limiterOn is limiter with its own clock.
-func (e *env) limiterOn(alg algorithms.Algorithm, clock ratewise.Clock) lim {
+// limiterOn is limiter with its own clock and options.
+func (e *env) limiterOn(alg algorithms.Algorithm, clock ratewise.Clock, opts ...ratewise.Option) lim {
 	e.t.Helper()
 	e.n++
 	namespace := strings.ReplaceAll(fmt.Sprintf("contract.%s.%s.%d", runID, e.t.Name(), e.n), ":", ".")
-	return e.limiterIn(alg, clock, namespace)
+	return e.limiterIn(alg, clock, namespace, opts...)
 }
 
 // limiterIn returns a limiter for alg in a namespace of the caller's, to
 // share keys with another limiter.
-func (e *env) limiterIn(alg algorithms.Algorithm, clock ratewise.Clock, namespace string) lim {
+func (e *env) limiterIn(alg algorithms.Algorithm, clock ratewise.Clock, namespace string, opts ...ratewise.Option) lim {
 	e.t.Helper()
-	l, err := ratewise.New(e.store, alg, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+	l, err := ratewise.New(e.store, alg, append([]ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace(namespace)}, opts...)...)
 	if err != nil {
 		e.t.Fatalf("contract: building the limiter for %#v: %v", alg, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -30,6 +31,7 @@ var rules = []rule{
 	{"hot_key_real_clock", "64 goroutines on one key with the system clock, whose readings reach the store out of order, never admit beyond the algorithm's bound, judged at the times the decisions were made at (Result.At)", hotKeyRealClock, true},
 	{"clock_steps_back", "a clock that steps back lets nothing extra through and waits are measured from its now", clockStepsBack, false},
 	{"stale_time", "a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is decided exactly as with the clock held at that latest time: the same admission and Remaining, RetryAfter and ResetAfter longer by the gap, and an admission made at the held time", staleTime, false},
+	{"per_key_limits", "one limiter applies each key's own limit (WithLimits) or a call's (AllowWith): a key admits exactly its limit, a key moved to a limit of the same scope keeps what it used, and an error choosing the limit consumes nothing", perKeyLimits, false},
 	{"limit_change", "lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result stays in range, never an error", limitChange, true},
 	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
 	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},
@@ -401,4 +403,79 @@ func (e *env) decideAsModel(l lim, m model, what string, cost int64) ratewise.Re
 			what, e.at(), l.Algorithm(), cost, res.Allowed, res.Remaining, allowed, remaining)
 	}
 	return res
+}
+
+// perKeyLimits runs a free tier (the case's limit L) and a paid tier (3L,
+// the same algorithm and scope) on one limiter.
+func perKeyLimits(e *env) {
+	ctx := context.Background()
+	free := e.c.alg
+	paid := algorithms.SetQuotaLimit(free, 3*e.c.limit)
+	errLookup := errors.New("plan lookup failed")
+	plans := map[string]algorithms.Algorithm{"paid": paid, "downgraded": paid}
+	l := e.limiterOn(free, e.clock, ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+		if key == "broken" {
+			return nil, errLookup
+		}
+		return plans[key], nil // nil: the limiter's own, the free tier
+	}))
+	admitted := func(key string) int64 {
+		e.t.Helper()
+		var n int64
+		for ; n <= 4*e.c.limit; n++ {
+			if !e.allow(l, key).Allowed {
+				return n
+			}
+		}
+		return n
+	}
+	if got := admitted("free"); got != e.c.limit {
+		e.fatalf("a free key admitted %d at one instant, want %d", got, e.c.limit)
+	}
+	if got := admitted("paid"); got != 3*e.c.limit {
+		e.fatalf("a paid key admitted %d at one instant, want %d", got, 3*e.c.limit)
+	}
+	if res := e.peek(l, "paid"); res.Limit != 3*e.c.limit {
+		e.fatalf("a paid key's Limit is %d, want %d", res.Limit, 3*e.c.limit)
+	}
+
+	// An upgrade keeps what the key used: L of 3L.
+	if got := admitted("upgraded"); got != e.c.limit {
+		e.fatalf("a free key admitted %d, want %d", got, e.c.limit)
+	}
+	plans["upgraded"] = paid
+	if res := e.peek(l, "upgraded"); res.Remaining != 2*e.c.limit || res.Limit != 3*e.c.limit {
+		e.fatalf("after an upgrade: %+v, want Remaining %d of %d", res, 2*e.c.limit, 3*e.c.limit)
+	}
+	if got := admitted("upgraded"); got != 2*e.c.limit {
+		e.fatalf("after an upgrade the key admitted %d more, want %d", got, 2*e.c.limit)
+	}
+
+	// A downgrade below what was used denies, in range.
+	for range 2 * e.c.limit {
+		e.allow(l, "downgraded")
+	}
+	delete(plans, "downgraded")
+	if res := e.peek(l, "downgraded"); res.Allowed || res.Remaining != 0 || res.Limit != e.c.limit {
+		e.fatalf("after a downgrade below its use: %+v, want denied with Remaining 0 of %d", res, e.c.limit)
+	}
+
+	// A call's own limit.
+	for i := range e.c.limit + 1 {
+		if res, err := l.AllowWith(ctx, "call", paid, 1); err != nil || !res.Allowed {
+			e.fatalf("AllowWith the paid limit, request %d: %+v, %v", i+1, res, err)
+		}
+	}
+	if res, err := l.AllowWith(ctx, "call", free, 1); err != nil || res.Allowed {
+		e.fatalf("AllowWith the free limit after %d: %+v, %v; want denied", e.c.limit+1, res, err)
+	}
+
+	// An error choosing the limit is the caller's, wrapped, and decides
+	// nothing.
+	if _, err := l.Allow(ctx, "broken"); !errors.Is(err, errLookup) {
+		e.fatalf("a failing LimitFunc: %v, want its error", err)
+	}
+	if res, err := l.AllowWith(ctx, "broken", free, 1); err != nil || res.Remaining != e.c.limit-1 {
+		e.fatalf("the key of a failing LimitFunc afterwards: %+v, %v; want Remaining %d", res, err, e.c.limit-1)
+	}
 }

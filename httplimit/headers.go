@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
 )
 
 type headerSet struct{ draft, legacy bool }
@@ -36,14 +37,14 @@ func ceilSeconds(d time.Duration) int64 {
 // it is not a whole number of seconds; r is Result.Remaining and t
 // Result.ResetAfter rounded up to whole seconds: the time until the key is
 // back at its full quota.
-func (m *Middleware) setHeaders(h http.Header, res ratewise.Result) {
+func (m *Middleware) setHeaders(h http.Header, res ratewise.Result, alg algorithms.Algorithm) {
 	if m.headers.draft {
 		name := strconv.Quote(m.name)
 		var policy strings.Builder
 		policy.WriteString(name)
 		policy.WriteString(";q=")
 		policy.WriteString(strconv.FormatInt(res.Limit, 10))
-		if w := m.limiter.Algorithm().Quota().Window; w >= time.Second && w%time.Second == 0 {
+		if w := alg.Quota().Window; w >= time.Second && w%time.Second == 0 {
 			policy.WriteString(";w=")
 			policy.WriteString(strconv.FormatInt(int64(w/time.Second), 10))
 		}

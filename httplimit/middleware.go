@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
 )
 
 // Middleware limits requests to an http.Handler. Create it with New; it is
@@ -92,7 +93,15 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			m.failed(w, r, err)
 			return
 		}
-		res, err := m.decide(r.Context(), key, cost)
+		// The key's own limit (see ratewise.WithLimits), which the headers
+		// describe.
+		alg, err := m.limiter.AlgorithmFor(r.Context(), key)
+		if err != nil {
+			m.onError(r, err)
+			m.failed(w, r, err)
+			return
+		}
+		res, err := m.decide(r.Context(), key, alg, cost)
 		if err != nil {
 			switch {
 			case errors.Is(err, ratewise.ErrCostExceedsLimit):
@@ -120,7 +129,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		m.setHeaders(w.Header(), res)
+		m.setHeaders(w.Header(), res, alg)
 		if !res.Allowed {
 			m.denied(w, r, res)
 			return
@@ -132,9 +141,9 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 // decide runs the limiter with the decision timeout. A store that does not
 // answer in time is abandoned, not waited for: its call finishes in the
 // background and its answer is dropped.
-func (m *Middleware) decide(parent context.Context, key string, cost int64) (ratewise.Result, error) {
+func (m *Middleware) decide(parent context.Context, key string, alg algorithms.Algorithm, cost int64) (ratewise.Result, error) {
 	if m.timeout <= 0 {
-		return m.limiter.AllowN(parent, key, cost)
+		return m.limiter.AllowWith(parent, key, alg, cost)
 	}
 	ctx, cancel := context.WithTimeout(parent, m.timeout)
 	defer cancel()
@@ -144,7 +153,7 @@ func (m *Middleware) decide(parent context.Context, key string, cost int64) (rat
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := m.limiter.AllowN(ctx, key, cost)
+		res, err := m.limiter.AllowWith(ctx, key, alg, cost)
 		done <- answer{res, err}
 	}()
 	select {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -293,6 +294,37 @@ func TestContextIsPassedToTheStore(t *testing.T) {
 		}
 		if h.count() != i+1 || !errors.Is(h.errs[i], context.Canceled) || errors.Is(h.errs[i], ratewise.ErrStoreUnavailable) {
 			t.Fatalf("cancelled request %d: the hook heard %v, want context.Canceled", i, h.errs)
+		}
+	}
+}
+
+// A key's own limit (ratewise.WithLimits) is what its headers describe:
+// the paid user's quota is 50 per hour, the others' 5 per minute.
+func TestHeadersFollowTheKeysLimit(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	paid := algorithms.FixedWindow{Limit: 50, Window: time.Hour}
+	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute}, ratewise.WithClock(clock),
+		ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+			if strings.HasSuffix(key, "paid") {
+				return paid, nil
+			}
+			return nil, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(l, WithKey(ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), true })))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for user, want := range map[string]string{"paid": `"default";q=50;w=3600`, "free": `"default";q=5;w=60`} {
+		r := httptest.NewRequest("GET", "/", nil)
+		r.Header.Set("X-User", user)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if got := w.Result().Header.Get("RateLimit-Policy"); got != want {
+			t.Errorf("%s: RateLimit-Policy %q, want %q", user, got, want)
 		}
 	}
 }
