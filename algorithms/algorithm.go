@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strconv"
 	"time"
 )
 
@@ -152,8 +153,12 @@ func PerMinute(n int64) Rate { return Rate{Count: n, Period: time.Minute} }
 // PerHour returns a rate of n per hour.
 func PerHour(n int64) Rate { return Rate{Count: n, Period: time.Hour} }
 
-// String returns the rate as "count/period", for example "10/1s".
-func (r Rate) String() string { return fmt.Sprintf("%d/%s", r.Count, r.Period) }
+// String returns the rate as "count/period" with the period in its largest
+// whole unit, for example "10/1s", "100/1m", "1000000/24h" or "7/1500ms".
+// ParseRate reads it back.
+func (r Rate) String() string {
+	return strconv.FormatInt(r.Count, 10) + "/" + compactDuration(r.Period)
+}
 
 // IsZero reports whether r is the zero Rate.
 func (r Rate) IsZero() bool { return r == Rate{} }

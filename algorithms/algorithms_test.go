@@ -69,7 +69,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestRate(t *testing.T) {
-	if got, want := algorithms.PerMinute(10).String(), "10/1m0s"; got != want {
+	if got, want := algorithms.PerMinute(10).String(), "10/1m"; got != want {
 		t.Fatalf("String() = %q, want %q", got, want)
 	}
 	if !(algorithms.Rate{}).IsZero() || algorithms.PerSecond(1).IsZero() {

@@ -7,7 +7,7 @@
 //	}
 //
 // Each rule is its own named subtest, and every failure message names the
-// rule it broke. Time comes from a ManualClock passed to the limiter, so a
+// rule it broke. Time comes from a ratewisetest.Clock passed to the limiter, so a
 // store must decide with the now it is given (a Redis store in client-time
 // mode, for example); the suite never sleeps. A store that decides on its own
 // clock runs the rules that hold at any time, with the StoreClock option.
@@ -24,6 +24,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -87,7 +88,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 					continue
 				}
 				t.Run(r.name, func(t *testing.T) {
-					r.run(&env{t: t, rule: r, c: c, cases: cs, store: newStore(t), clock: NewManualClock(c.start), cfg: cfg})
+					r.run(&env{t: t, rule: r, c: c, cases: cs, store: newStore(t), clock: ratewisetest.NewClock(c.start), cfg: cfg})
 				})
 			}
 		})
@@ -102,7 +103,7 @@ type env struct {
 	c     algCase
 	cases []algCase // every algorithm, as this run builds them
 	store store.Store
-	clock *ManualClock
+	clock *ratewisetest.Clock
 	n     int // limiters made, for unique prefixes
 	cfg   config
 }

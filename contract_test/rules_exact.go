@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 )
 
 // Rules for exactness under real conditions: stale clocks, changed limits,
@@ -60,7 +61,7 @@ func staleTime(e *env) {
 func compareStale(e *env, alg algorithms.Algorithm, offsets []time.Duration, cost func(int) int64, seen func(ratewise.Result)) {
 	e.t.Helper()
 	start := e.c.start
-	staleClock, heldClock := NewManualClock(start), NewManualClock(start)
+	staleClock, heldClock := ratewisetest.NewClock(start), ratewisetest.NewClock(start)
 	stale, held := e.limiterOn(alg, staleClock), e.limiterOn(alg, heldClock)
 	var latest time.Time
 	for i, off := range offsets {

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
 )
 
 // Names lists the built-in workloads in the order compare runs them.
@@ -117,29 +119,21 @@ func Custom(spec Spec) (*Workload, error) {
 	return b.done(), nil
 }
 
-// ParseRate reads a rate such as "150/min", "2/s", "10/1h" or "2.5" (per
-// second) and returns it in requests per second.
+// ParseRate reads a rate such as "150/min", "2/s", "10/1h", "2.5/s" or
+// "2.5" (per second) and returns it in requests per second. The period is
+// read by algorithms.ParsePeriod, as the library reads rates.
 func ParseRate(s string) (float64, error) {
 	num, per, found := strings.Cut(strings.TrimSpace(s), "/")
-	n, err := strconv.ParseFloat(num, 64)
+	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
 	if err != nil || n <= 0 || math.IsInf(n, 0) {
 		return 0, fmt.Errorf("%w: rate %q: want a positive number such as 150/min, 2/s or 2.5", ErrInvalid, s)
 	}
 	if !found {
 		return n, nil
 	}
-	var d time.Duration
-	switch per {
-	case "s", "sec", "second":
-		d = time.Second
-	case "m", "min", "minute":
-		d = time.Minute
-	case "h", "hour":
-		d = time.Hour
-	default:
-		if d, err = time.ParseDuration(per); err != nil || d <= 0 {
-			return 0, fmt.Errorf("%w: rate %q: the period must be s, min, h or a duration such as 10s", ErrInvalid, s)
-		}
+	d, err := algorithms.ParsePeriod(per)
+	if err != nil {
+		return 0, fmt.Errorf("%w: rate %q: %w", ErrInvalid, s, err)
 	}
 	return n / d.Seconds(), nil
 }

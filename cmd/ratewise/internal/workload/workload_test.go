@@ -154,7 +154,7 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestParseRate(t *testing.T) {
-	for in, want := range map[string]float64{"150/min": 2.5, "2/s": 2, "2.5": 2.5, "36/h": 0.01, "10/10s": 1} {
+	for in, want := range map[string]float64{"150/min": 2.5, "2/s": 2, "2.5": 2.5, "2.5/s": 2.5, "36/h": 0.01, "10/10s": 1, "86400/day": 1} {
 		got, err := ParseRate(in)
 		if err != nil || got != want {
 			t.Errorf("ParseRate(%q): got %v, %v; want %v", in, got, err, want)
