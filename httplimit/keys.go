@@ -98,6 +98,31 @@ func FirstOf(keys ...KeyFunc) KeyFunc {
 // replaced by its SHA-256, so that a 1 MB header cannot make a 1 MB key.
 const maxValue = 128
 
+// Part encodes one "label:value" pair as every KeyFunc of this package
+// does, so that a KeyFunc of your own composes with them without
+// collisions: a value can never forge a label boundary, and two distinct
+// values never encode alike. Build custom keys with it, or with ByValue.
+func Part(label, value string) string { return part(label, value) }
+
+// ByValue keys requests by a value of your own, such as an API key from a
+// header, encoded by Part under label. ok false means the request has no
+// such value: the KeyFunc fails with ErrNoKey, so FirstOf tries the next.
+//
+//	byAPIKey := httplimit.ByValue("apikey", func(r *http.Request) (string, bool) {
+//		k := r.Header.Get("X-Api-Key")
+//		return k, k != ""
+//	})
+//	httplimit.WithKey(httplimit.FirstOf(byAPIKey, byIP))
+func ByValue(label string, value func(r *http.Request) (string, bool)) KeyFunc {
+	return func(r *http.Request) (string, error) {
+		v, ok := value(r)
+		if !ok {
+			return "", fmt.Errorf("%w: no %s", ErrNoKey, label)
+		}
+		return part(label, v), nil
+	}
+}
+
 // part encodes one "label:value" pair. Bytes other than letters, digits
 // and - . _ ~ / @ [ ] are percent-encoded, ':' and '%' included, so a value
 // can never forge a label boundary and escaped values are distinct exactly
@@ -141,6 +166,11 @@ type IPConfig struct {
 	// Header is the forwarding header the proxies set: "X-Forwarded-For"
 	// (the default) or "Forwarded" (RFC 7239).
 	Header string
+	// UnixSocketIsProxy says that a connection over a unix socket comes
+	// from a proxy on the same host, whose forwarding header names the
+	// client. Without it such a request has no key (ErrNoKey), since its
+	// RemoteAddr ("@" or a path) is no address.
+	UnixSocketIsProxy bool
 	// IPv6Prefix groups IPv6 clients by their first IPv6Prefix bits, since
 	// one client commonly holds a whole /64; 0 means 64. IPv4Prefix does
 	// the same for IPv4; 0 means 32, one address.
@@ -152,15 +182,11 @@ type IPConfig struct {
 func ByIP(cfg IPConfig) (KeyFunc, error) {
 	var trusted []netip.Prefix
 	for _, c := range cfg.TrustedProxies {
-		p, err := netip.ParsePrefix(strings.TrimSpace(c))
+		p, err := trustedPrefix(strings.TrimSpace(c))
 		if err != nil {
-			addr, aerr := netip.ParseAddr(strings.TrimSpace(c))
-			if aerr != nil {
-				return nil, fmt.Errorf("httplimit: trusted proxy %q is not a CIDR or an address", c)
-			}
-			p = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+			return nil, err
 		}
-		trusted = append(trusted, netip.PrefixFrom(p.Addr().Unmap(), min(p.Bits(), p.Addr().Unmap().BitLen())).Masked())
+		trusted = append(trusted, p)
 	}
 	header := cfg.Header
 	if header == "" {
@@ -189,10 +215,16 @@ func ByIP(cfg IPConfig) (KeyFunc, error) {
 	}
 	return func(r *http.Request) (string, error) {
 		client, err := remoteAddr(r.RemoteAddr)
+		proxied := err == nil && isTrusted(client)
 		if err != nil {
-			return "", err
+			if !cfg.UnixSocketIsProxy || !unixSocket(r.RemoteAddr) {
+				return "", err
+			}
+			// A local proxy on a unix socket: only its header names the
+			// client.
+			proxied, client = true, netip.Addr{}
 		}
-		if isTrusted(client) {
+		if proxied {
 			hops := forwarded(r.Header, header)
 			// From the right: the nearest hop first. The first address
 			// that is not one of our proxies is the client; anything to
@@ -200,12 +232,17 @@ func ByIP(cfg IPConfig) (KeyFunc, error) {
 			for i := len(hops) - 1; i >= 0; i-- {
 				a, ok := parseHop(hops[i])
 				if !ok {
-					break
+					// Keying by the proxy's address would put every client
+					// behind it in one quota.
+					return "", fmt.Errorf("%w: forwarding hop %q is not an address", ErrNoKey, hops[i])
 				}
 				client = a
 				if !isTrusted(a) {
 					break
 				}
+			}
+			if !client.IsValid() {
+				return "", fmt.Errorf("%w: no %s header from the proxy on %q", ErrNoKey, header, r.RemoteAddr)
 			}
 		}
 		bits := v4
@@ -219,6 +256,37 @@ func ByIP(cfg IPConfig) (KeyFunc, error) {
 		return part("ip", p.String()), nil
 	}, nil
 }
+
+// trustedPrefix reads one trusted proxy: a CIDR or an address. An
+// IPv4-mapped IPv6 CIDR (::ffff:10.0.0.0/104) is its IPv4 CIDR
+// (10.0.0.0/8), since addresses are compared unmapped. A CIDR of every
+// address (/0), which would let any client claim any address, is refused.
+func trustedPrefix(s string) (netip.Prefix, error) {
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		a, aerr := netip.ParseAddr(s)
+		if aerr != nil {
+			return netip.Prefix{}, fmt.Errorf("httplimit: trusted proxy %q is not a CIDR or an address", s)
+		}
+		a = a.Unmap()
+		return netip.PrefixFrom(a, a.BitLen()), nil
+	}
+	addr, bits := p.Addr(), p.Bits()
+	if addr.Is4In6() {
+		if bits < 96 {
+			return netip.Prefix{}, fmt.Errorf("httplimit: trusted proxy %q covers more than IPv4-mapped addresses", s)
+		}
+		addr, bits = addr.Unmap(), bits-96
+	}
+	if bits == 0 {
+		return netip.Prefix{}, fmt.Errorf("httplimit: trusted proxy %q trusts every address, so any client could claim any address", s)
+	}
+	return netip.PrefixFrom(addr, bits).Masked(), nil
+}
+
+// unixSocket reports whether a RemoteAddr is a unix socket's, as net/http
+// reports it: "@" for an unnamed peer, or a path.
+func unixSocket(s string) bool { return s == "@" || strings.HasPrefix(s, "/") || s == "" }
 
 func remoteAddr(s string) (netip.Addr, error) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {

@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -91,8 +92,18 @@ func TestByIP(t *testing.T) {
 			map[string][]string{"X-Forwarded-For": {"198.51.100.1, 203.0.113.9", "172.16.0.1, 10.0.0.5"}}, "ip:203.0.113.9"},
 		{"every hop trusted: the leftmost", IPConfig{TrustedProxies: []string{"10.0.0.0/8"}}, "10.1.2.3:80",
 			map[string][]string{"X-Forwarded-For": {"10.0.0.9, 10.0.0.5"}}, "ip:10.0.0.9"},
-		{"garbage hop stops at the proxy", IPConfig{TrustedProxies: []string{"10.0.0.0/8"}}, "10.1.2.3:80",
-			map[string][]string{"X-Forwarded-For": {"203.0.113.9, not-an-ip"}}, "ip:10.1.2.3"},
+		// Keying by the proxy would put every client behind it in one quota.
+		{"a hop that is no address has no key", IPConfig{TrustedProxies: []string{"10.0.0.0/8"}}, "10.1.2.3:80",
+			map[string][]string{"X-Forwarded-For": {"203.0.113.9, not-an-ip"}}, ""},
+		{"IPv4-mapped trusted CIDR: ::ffff:10.0.0.0/104 is 10.0.0.0/8", IPConfig{TrustedProxies: []string{"::ffff:10.0.0.0/104"}}, "10.200.1.1:80",
+			map[string][]string{"X-Forwarded-For": {"203.0.113.9"}}, "ip:203.0.113.9"},
+		{"unix socket: no key", IPConfig{TrustedProxies: []string{"10.0.0.0/8"}}, "@",
+			map[string][]string{"X-Forwarded-For": {"203.0.113.9"}}, ""},
+		{"unix socket from a local proxy", IPConfig{UnixSocketIsProxy: true}, "@",
+			map[string][]string{"X-Forwarded-For": {"198.51.100.1, 203.0.113.9"}}, "ip:203.0.113.9"},
+		{"unix socket path from a local proxy, through trusted hops", IPConfig{UnixSocketIsProxy: true, TrustedProxies: []string{"10.0.0.0/8"}}, "/run/app.sock",
+			map[string][]string{"X-Forwarded-For": {"203.0.113.9, 10.0.0.5"}}, "ip:203.0.113.9"},
+		{"unix socket without a forwarding header: no key", IPConfig{UnixSocketIsProxy: true}, "@", nil, ""},
 		{"Forwarded header, quoted IPv6 with port", IPConfig{TrustedProxies: []string{"10.0.0.0/8"}, Header: "Forwarded"}, "10.1.2.3:80",
 			map[string][]string{"Forwarded": {`for=198.51.100.1, for="[2001:db8:cafe:1::17]:4711";proto=https`}}, "ip:2001%3Adb8%3Acafe%3A1%3A%3A/64"},
 		{"Forwarded configured, X-Forwarded-For ignored", IPConfig{TrustedProxies: []string{"10.0.0.0/8"}, Header: "Forwarded"}, "10.1.2.3:80",
@@ -115,6 +126,12 @@ func TestByIP(t *testing.T) {
 				r.Header[k] = v
 			}
 			got, err := key(r)
+			if c.want == "" {
+				if !errors.Is(err, ErrNoKey) {
+					t.Fatalf("got %q, %v; want ErrNoKey", got, err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -129,6 +146,9 @@ func TestByIPRejectsBadConfig(t *testing.T) {
 	for _, cfg := range []IPConfig{
 		{TrustedProxies: []string{"10.0.0.0/33"}},
 		{TrustedProxies: []string{"proxy.internal"}},
+		{TrustedProxies: []string{"0.0.0.0/0"}},
+		{TrustedProxies: []string{"::/0"}},
+		{TrustedProxies: []string{"::ffff:0:0/80"}},
 		{Header: "X-Real-IP"},
 		{IPv6Prefix: 129},
 		{IPv4Prefix: -1},
@@ -150,5 +170,32 @@ func TestFirstOfFallsBackOnlyOnErrNoKey(t *testing.T) {
 	}
 	if _, err := FirstOf(anonymous)(r); err == nil {
 		t.Fatal("no key: want ErrNoKey")
+	}
+}
+
+// A custom value keyed with ByValue, or built with Part, cannot forge
+// another KeyFunc's key: an API key of "ip:192.0.2.10" is not that IP.
+func TestByValueCannotForgeAnotherKey(t *testing.T) {
+	byAPIKey := ByValue("apikey", func(r *http.Request) (string, bool) {
+		k := r.Header.Get("X-Api-Key")
+		return k, k != ""
+	})
+	byIP, _ := ByIP(IPConfig{})
+	key := FirstOf(byAPIKey, byIP)
+	attacker := httptest.NewRequest("GET", "/", nil)
+	attacker.RemoteAddr = "198.51.100.7:1"
+	attacker.Header.Set("X-Api-Key", "ip:192.0.2.10")
+	victim := httptest.NewRequest("GET", "/", nil)
+	victim.RemoteAddr = "192.0.2.10:1"
+	a, errA := key(attacker)
+	v, errV := key(victim)
+	if errA != nil || errV != nil || a == v {
+		t.Fatalf("attacker %q (%v), victim %q (%v): want two distinct keys", a, errA, v, errV)
+	}
+	if want := "apikey:ip%3A192.0.2.10"; a != want || Part("apikey", "ip:192.0.2.10") != want {
+		t.Fatalf("attacker's key %q, want %q", a, want)
+	}
+	if _, err := byAPIKey(victim); !errors.Is(err, ErrNoKey) {
+		t.Fatalf("no API key: %v, want ErrNoKey", err)
 	}
 }

@@ -38,7 +38,16 @@ type Middleware struct {
 	headers headerSet
 	name    string
 	body    string
+	exempt  func(*http.Request) bool
+	dryRun  func(*http.Request, ratewise.Result)
+	// noKey answers a request its KeyFunc cannot name (ErrNoKey): with
+	// this status, by letting it through unlimited (NoKeyUnlimited), or,
+	// when unset (noKeyDefault), with the failure handler.
+	noKey int
 }
+
+// noKeyDefault leaves a request without a key to the failure handler.
+const noKeyDefault = -1
 
 // DefaultTimeout bounds each decision unless WithTimeout says otherwise.
 const DefaultTimeout = 500 * time.Millisecond
@@ -61,8 +70,9 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 		headers: headerSet{draft: true},
 		name:    "default",
 		body:    "Too Many Requests\n",
+		noKey:   noKeyDefault,
 		onError: func(r *http.Request, err error) {
-			slog.Default().Warn("httplimit: rate limit store failed", "method", r.Method, "path", r.URL.Path, "err", err)
+			slog.Default().Warn("httplimit: could not rate-limit a request", "method", r.Method, "path", r.URL.Path, "err", err)
 		},
 	}
 	m.denied = m.writeDenied
@@ -81,16 +91,36 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 // Handler wraps next.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if m.exempt != nil && m.exempt(r) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		// In dry-run mode nothing is denied: what would fail a request is
+		// reported and the request goes on.
+		fail := func(err error) {
+			if m.dryRun != nil {
+				next.ServeHTTP(w, r)
+				return
+			}
+			m.failed(w, r, err)
+		}
 		key, err := m.key(r)
 		if err != nil {
 			m.onError(r, err)
-			m.failed(w, r, err)
+			switch {
+			case !errors.Is(err, ErrNoKey) || m.noKey == noKeyDefault:
+				fail(err)
+			case m.noKey == NoKeyUnlimited || m.dryRun != nil:
+				next.ServeHTTP(w, r)
+			default:
+				http.Error(w, http.StatusText(m.noKey), m.noKey)
+			}
 			return
 		}
 		cost, err := m.cost(r)
 		if err != nil {
 			m.onError(r, err)
-			m.failed(w, r, err)
+			fail(err)
 			return
 		}
 		// The key's own limit (see ratewise.WithLimits), which the headers
@@ -98,7 +128,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		alg, err := m.limiter.AlgorithmFor(r.Context(), key)
 		if err != nil {
 			m.onError(r, err)
-			m.failed(w, r, err)
+			fail(err)
 			return
 		}
 		res, err := m.decide(r.Context(), key, alg, cost)
@@ -107,20 +137,20 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			case errors.Is(err, ratewise.ErrCostExceedsLimit):
 				// The request asked for more than the limit: 413, the
 				// client's error, not the server's.
-				m.failed(w, r, err)
+				fail(err)
 				return
 			case !m.storeFailure(r, err):
 				// Anything else is a bug or a misconfiguration, such as an
 				// algorithm the store cannot run or a clock out of range:
 				// the policy must not hide it.
 				m.onError(r, err)
-				m.failed(w, r, err)
+				fail(err)
 				return
 			}
 			m.onError(r, err)
 			var ok bool
 			if res, ok = m.policy.decide(r, key, cost, err); !ok {
-				m.failed(w, r, &StoreError{Err: err, policy: m.policy})
+				fail(&StoreError{Err: err, policy: m.policy})
 				return
 			}
 			if res == (ratewise.Result{}) {
@@ -131,6 +161,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		}
 		m.setHeaders(w.Header(), res, alg)
 		if !res.Allowed {
+			if m.dryRun != nil {
+				m.dryRun(r, res)
+				next.ServeHTTP(w, r)
+				return
+			}
 			m.denied(w, r, res)
 			return
 		}

@@ -328,3 +328,87 @@ func TestHeadersFollowTheKeysLimit(t *testing.T) {
 		}
 	}
 }
+
+// A request without a key gets the answer WithNoKey sets, and the OnError
+// hook hears of it whatever the answer.
+func TestNoKeyAnswers(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	anonymous := WithKey(ByUser(func(*http.Request) (string, bool) { return "", false }))
+	for _, c := range []struct {
+		opt    Option
+		status int
+	}{
+		{WithNoKey(http.StatusUnauthorized), http.StatusUnauthorized},
+		{WithNoKey(NoKeyUnlimited), http.StatusOK},
+		{WithTimeout(DefaultTimeout), http.StatusInternalServerError}, // the default: the failure handler
+	} {
+		var heard []error
+		m, err := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), anonymous, c.opt,
+			WithOnError(func(_ *http.Request, err error) { heard = append(heard, err) }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 3 { // unlimited: never counted, so never denied
+			if resp := serve(m.Handler(ok), "192.0.2.1:1"); resp.StatusCode != c.status || resp.Header.Get("RateLimit") != "" {
+				t.Fatalf("want %d: got %d, RateLimit %q", c.status, resp.StatusCode, resp.Header.Get("RateLimit"))
+			}
+		}
+		if len(heard) != 3 || !errors.Is(heard[0], ErrNoKey) {
+			t.Fatalf("want %d: the hook heard %v", c.status, heard)
+		}
+	}
+	if _, err := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), WithNoKey(http.StatusOK)); err == nil {
+		t.Fatal("WithNoKey(200): no error")
+	}
+}
+
+// Exempt requests pass without being counted or described; the others are
+// limited as usual.
+func TestExempt(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	m, err := New(newLimiter(t, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, clock),
+		WithExempt(func(r *http.Request) bool { return r.URL.Path == "/healthz" }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) *http.Response {
+		r := httptest.NewRequest("GET", path, nil)
+		r.RemoteAddr = "192.0.2.1:1"
+		w := httptest.NewRecorder()
+		m.Handler(ok).ServeHTTP(w, r)
+		return w.Result()
+	}
+	for range 3 {
+		if resp := get("/healthz"); resp.StatusCode != http.StatusOK || resp.Header.Get("RateLimit") != "" {
+			t.Fatalf("health check: %d, RateLimit %q", resp.StatusCode, resp.Header.Get("RateLimit"))
+		}
+	}
+	if resp := get("/pay"); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	}
+	if resp := get("/pay"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second request: %d, want 429", resp.StatusCode)
+	}
+}
+
+// Dry-run mode counts and describes every request and denies none: the hook
+// hears of exactly the requests that would have been denied.
+func TestDryRun(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	var wouldDeny []ratewise.Result
+	m, err := New(newLimiter(t, algorithms.FixedWindow{Limit: 2, Window: time.Minute}, clock),
+		WithDryRun(func(_ *http.Request, res ratewise.Result) { wouldDeny = append(wouldDeny, res) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		resp := serve(m.Handler(ok), "192.0.2.1:1")
+		remaining := max(0, 1-i)
+		if resp.StatusCode != http.StatusOK || resp.Header.Get("RateLimit") != fmt.Sprintf(`"default";r=%d;t=60`, remaining) || resp.Header.Get("Retry-After") != "" {
+			t.Fatalf("request %d: %d, RateLimit %q, Retry-After %q", i+1, resp.StatusCode, resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"))
+		}
+	}
+	if len(wouldDeny) != 3 || wouldDeny[0].Allowed || wouldDeny[0].RetryAfter != time.Minute {
+		t.Fatalf("the dry-run hook heard %+v, want the 3 requests over the limit", wouldDeny)
+	}
+}

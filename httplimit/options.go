@@ -151,3 +151,53 @@ func WithQuotaName(name string) Option {
 func WithBody(body string) Option {
 	return optionFunc(func(m *Middleware) error { m.body = body; return nil })
 }
+
+// WithExempt lets the requests exempt reports true for through without
+// limiting them, counting them or setting headers: health checks, internal
+// callers, an allow-list.
+func WithExempt(exempt func(r *http.Request) bool) Option {
+	return optionFunc(func(m *Middleware) error {
+		if exempt == nil {
+			return errors.New("httplimit: nil exempt function")
+		}
+		m.exempt = exempt
+		return nil
+	})
+}
+
+// WithDryRun rolls a limit out in shadow mode: every request is decided and
+// counted and gets its RateLimit headers, but none is refused. wouldDeny
+// hears of each request the limit would have answered with 429, with its
+// Result; every error that would have failed a request still reaches the
+// OnError hook, and the request goes on.
+func WithDryRun(wouldDeny func(r *http.Request, res ratewise.Result)) Option {
+	return optionFunc(func(m *Middleware) error {
+		if wouldDeny == nil {
+			return errors.New("httplimit: nil dry-run hook")
+		}
+		m.dryRun = wouldDeny
+		return nil
+	})
+}
+
+// WithNoKey sets the answer to a request the KeyFunc cannot name, one that
+// fails with ErrNoKey, such as an anonymous request under ByUser: a status
+// such as http.StatusUnauthorized (401) or http.StatusBadRequest (400), or
+// NoKeyUnlimited to let it through without limiting. The OnError hook hears
+// of every such request either way. By default such a request goes to the
+// failure handler, whose default answer is 500, since a key the server
+// cannot build is usually a misconfiguration; to key anonymous requests by
+// something else instead, use FirstOf.
+func WithNoKey(status int) Option {
+	return optionFunc(func(m *Middleware) error {
+		if status != NoKeyUnlimited && (status < 400 || status > 599) {
+			return fmt.Errorf("httplimit: the answer to a request without a key must be a 4xx or 5xx status or NoKeyUnlimited, got %d", status)
+		}
+		m.noKey = status
+		return nil
+	})
+}
+
+// NoKeyUnlimited, given to WithNoKey, lets requests without a key through
+// unlimited.
+const NoKeyUnlimited = 0

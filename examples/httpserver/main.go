@@ -55,7 +55,15 @@ func main() {
 		log.Fatal(err)
 	}
 	log.Printf("httpserver: listening on http://%s", *addr)
-	log.Fatal(http.ListenAndServe(*addr, h))
+	srv := &http.Server{
+		Addr:              *addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		WriteTimeout:      10 * time.Second,
+		IdleTimeout:       time.Minute,
+	}
+	log.Fatal(srv.ListenAndServe())
 }
 
 // user is the demo's stand-in for authentication: the X-User header.
