@@ -92,3 +92,30 @@ func ExampleLimiter_AllowWith() {
 	fmt.Println(res.Allowed, res.Remaining)
 	// Output: true 0
 }
+
+// 10 per second with a burst of 20 AND 1,000 per hour, checked together: a
+// request passes only if both admit it, and a denied one charges neither.
+func ExampleNewSet() {
+	ctx := context.Background()
+	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+		algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20},
+		algorithms.SlidingLog{Limit: 1000, Window: time.Hour},
+	}, ratewise.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	var admitted int
+	for range 25 {
+		if res, err := set.Allow(ctx, "user:1001"); err == nil && res.Allowed {
+			admitted++
+		}
+	}
+	res, _ := set.Peek(ctx, "user:1001")
+	fmt.Printf("admitted %d of 25; the hourly limit has %d left\n", admitted, res.Results[1].Remaining)
+	res, _ = set.Allow(ctx, "user:1001")
+	fmt.Printf("next: allowed=%v, bound by limit %d, retry after %v\n", res.Allowed, res.Binding, res.RetryAfter)
+	// Output:
+	// admitted 20 of 25; the hourly limit has 980 left
+	// next: allowed=false, bound by limit 0, retry after 100ms
+}

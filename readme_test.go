@@ -10,12 +10,13 @@ import (
 // output true. The quickstart is examples/quickstart/main.go verbatim (go vet
 // builds it), preceded by the go get line and followed by the output its
 // testable example checks. Every line of the second Go block must appear, in
-// order, in storeredis/example_test.go.
+// order, in storeredis/example_test.go, and of every later one in
+// example_test.go.
 func TestReadmeSnippetsAreExamples(t *testing.T) {
 	readme := read(t, "README.md")
 	blocks := strings.Split(readme, "```go\n")[1:]
-	if len(blocks) != 2 {
-		t.Fatalf("README.md has %d Go blocks, want 2: the quickstart and the Redis store", len(blocks))
+	if len(blocks) < 2 {
+		t.Fatalf("README.md has %d Go blocks, want the quickstart, the Redis store and examples", len(blocks))
 	}
 	quickstart, after, _ := strings.Cut(blocks[0], "```")
 	if want := read(t, "examples/quickstart/main.go"); quickstart != want {
@@ -37,8 +38,18 @@ func TestReadmeSnippetsAreExamples(t *testing.T) {
 		t.Fatalf("README's quickstart output:\n%s\nwant the example's:\n%s", got, strings.Join(lines, "\n"))
 	}
 
-	block, _, _ := strings.Cut(blocks[1], "```")
-	rest := read(t, "storeredis/example_test.go")
+	inOrder(t, blocks[1], "storeredis/example_test.go")
+	for _, b := range blocks[2:] {
+		inOrder(t, b, "example_test.go")
+	}
+}
+
+// inOrder fails unless every line of the Go block that starts block
+// appears, in order, in the file at path.
+func inOrder(t *testing.T, block, path string) {
+	t.Helper()
+	block, _, _ = strings.Cut(block, "```")
+	rest := read(t, path)
 	for _, line := range strings.Split(block, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" {
@@ -46,7 +57,7 @@ func TestReadmeSnippetsAreExamples(t *testing.T) {
 		}
 		j := strings.Index(rest, line)
 		if j < 0 {
-			t.Fatalf("README's Redis block: line %q is not in storeredis/example_test.go (in order)", line)
+			t.Fatalf("a README Go block: line %q is not in %s (in order)", line, path)
 		}
 		rest = rest[j+len(line):]
 	}

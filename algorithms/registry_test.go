@@ -2,6 +2,7 @@ package algorithms_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +139,46 @@ func TestCheckKindRejectsEmbedding(t *testing.T) {
 	}
 	if got := algorithms.SetQuotaLimit(forged{alg.GCRA}, 5); got != (forged{alg.GCRA}) {
 		t.Errorf("SetQuotaLimit of a forged kind: %#v, want it unchanged", got)
+	}
+}
+
+// A request of cost n is admitted exactly when an inspection at the same
+// time reports at least n remaining, for every algorithm, whatever the
+// state: with stale times, costs up to the limit and limits that change.
+// Stores rely on it to decide a set of limits all or nothing.
+func TestInspectionPredictsAdmission(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, k := range algorithms.Kinds() {
+		for seq := range 200 {
+			limit := 1 + rng.Int64N(12)
+			window := time.Duration(1+rng.Int64N(5000)) * time.Millisecond
+			alg, err := k.Nominal(limit, window, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k.TakesSubWindows() {
+				alg, _ = k.New(algorithms.Params{Limit: limit, Window: window / time.Millisecond * 5 * time.Millisecond, SubWindows: 5})
+			}
+			if k.TakesBurst() && rng.IntN(2) == 0 {
+				p := alg.Params()
+				p.Limit = 1 + rng.Int64N(7) // a rate count unlike the burst
+				alg, _ = k.New(p)
+			}
+			now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+			var st algorithms.State
+			for step := range 300 {
+				now = now.Add(time.Duration(rng.Int64N(int64(window)/3)) - window/20)
+				if rng.IntN(40) == 0 {
+					alg = algorithms.SetQuotaLimit(alg, 1+rng.Int64N(12))
+				}
+				n := 1 + rng.Int64N(alg.MaxCost())
+				_, peek := alg.Decide(st, now, 0)
+				var res algorithms.Result
+				st, res = alg.Decide(st, now, n)
+				if res.Allowed != (peek.Remaining >= n) {
+					t.Fatalf("%s sequence %d step %d, cost %d: inspection %+v, decision %+v", alg, seq, step, n, peek, res)
+				}
+			}
+		}
 	}
 }

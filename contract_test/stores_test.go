@@ -84,6 +84,16 @@ func (s *serverClock) Decide(ctx context.Context, key string, alg algorithms.Alg
 	return s.Store.Decide(ctx, key, alg, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
+func (s *serverClock) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	if err := algorithms.CheckTime(now); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.SetTime(now)
+	return s.Store.DecideSet(ctx, key, algs, now.Add(-time.Hour), cost) // the store must ignore now
+}
+
 func client(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })

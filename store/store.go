@@ -15,6 +15,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -74,6 +75,56 @@ var ErrUnavailable = errors.New("ratewise: store unavailable")
 // as the Redis store given an algorithm it has no script for. It is a
 // programming error, not an outage: retrying will not help.
 var ErrUnsupported = errors.New("ratewise: algorithm not supported by this store")
+
+// SetDecider is an optional capability: a store that decides several limits
+// on one key together, all or nothing, as one atomic step. ratewise.NewSet
+// requires it.
+type SetDecider interface {
+	// DecideSet runs one decision of cost for key under every algorithm of
+	// algs at once, atomically with every other decision on those states:
+	//
+	//   - If every algorithm admits the request, each is charged, and each
+	//     Result is what Decide would return.
+	//   - If any denies, none is charged: each denying algorithm's Result,
+	//     and the state it leaves, are what Decide would give for that
+	//     denial, and each admitting algorithm's Result is an inspection at
+	//     now (what Decide with cost 0 returns), whose Allowed is true.
+	//   - A cost of 0 inspects every algorithm and changes nothing.
+	//
+	// Results come in the order of algs. Two algorithms of one kind and
+	// scope would share one state, so they are invalid input (ErrSharedState);
+	// every other input is checked as Decide checks it.
+	DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error)
+}
+
+// ErrSharedState is returned by DecideSet for a set with two algorithms of
+// one kind and scope, which would count against one state.
+var ErrSharedState = errors.New("ratewise: two limits of a set share one state")
+
+// CheckSet checks a set of algorithms for DecideSet: at least one, each
+// valid for a decision at now with cost (algorithms.CheckDecision), no two
+// sharing a kind and scope.
+func CheckSet(algs []algorithms.Algorithm, now time.Time, cost int64) error {
+	if len(algs) == 0 {
+		return fmt.Errorf("%w: a set needs at least one algorithm", algorithms.ErrUnknownAlgorithm)
+	}
+	type id struct {
+		kind  *algorithms.Kind
+		scope algorithms.Scope
+	}
+	seen := make(map[id]bool, len(algs))
+	for _, alg := range algs {
+		if err := algorithms.CheckDecision(alg, now, cost); err != nil {
+			return err
+		}
+		k := id{alg.Kind(), alg.Scope()}
+		if seen[k] {
+			return fmt.Errorf("%w: %s and another %s with the same scope", ErrSharedState, alg, alg.Kind())
+		}
+		seen[k] = true
+	}
+	return nil
+}
 
 // AlgorithmChecker is an optional capability: a store that can tell, without
 // any I/O, whether it runs an algorithm. ratewise.New calls it, so that an

@@ -25,6 +25,7 @@ import (
 var (
 	_ store.Store       = (*Store)(nil)
 	_ store.TTLReporter = (*Store)(nil)
+	_ store.SetDecider  = (*Store)(nil)
 )
 
 const (
@@ -143,6 +144,52 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	}
 	sh.sweepIfDue(t)
 	return res, nil
+}
+
+// DecideSet decides cost for key under every algorithm of algs, all or
+// nothing, under the key's shard lock (see store.SetDecider). Every
+// algorithm is first inspected; the request is admitted when each has at
+// least cost available, which is exactly when each would admit it alone
+// (TestInspectionPredictsAdmission), and only then is each charged.
+func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := store.CheckSet(algs, now, cost); err != nil {
+		return nil, err
+	}
+	t := now.UnixNano()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	results := make([]algorithms.Result, len(algs))
+	states := make([]algorithms.State, len(algs))
+	all := true
+	for i, alg := range algs {
+		if e, ok := sh.entries(idOf(alg), false)[key]; ok && e.expires > t {
+			states[i] = e.state
+		}
+		_, results[i] = alg.Decide(states[i], now, 0) // an inspection changes nothing
+		all = all && results[i].Remaining >= max(cost, 1)
+	}
+	if cost == 0 {
+		return results, nil
+	}
+	for i, alg := range algs {
+		if !all && results[i].Remaining >= cost {
+			continue // it would admit, but the set does not: not charged
+		}
+		entries := sh.entries(idOf(alg), true)
+		state, res := alg.Decide(states[i], now, cost)
+		if state == nil || res.ResetAfter <= 0 {
+			delete(entries, key)
+		} else {
+			entries[key] = entry{state: state, expires: t + int64(res.ResetAfter)}
+		}
+		results[i] = res
+	}
+	sh.sweepIfDue(t)
+	return results, nil
 }
 
 // sweepIfDue drops expired entries once the shard has seen as many decisions

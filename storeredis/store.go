@@ -32,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,6 +45,7 @@ var (
 	_ store.Store            = (*Store)(nil)
 	_ store.TTLReporter      = (*Store)(nil)
 	_ store.AlgorithmChecker = (*Store)(nil)
+	_ store.SetDecider       = (*Store)(nil)
 )
 
 // DefaultPrefix starts every key the store writes.
@@ -101,43 +103,75 @@ var scripts = func() map[*algorithms.Kind]script {
 
 // assemble returns the source of name's decision script: the prelude, the
 // step file and its libraries, the step's three functions bound to the names
-// the driver calls, and the driver. A step file names the libraries it needs
-// on lines "-- requires: <file>.lua"; each is included once, before the
-// step, after what it requires in turn.
+// the driver calls, and the driver.
 func assemble(name string) (string, error) {
-	var src strings.Builder
-	seen := map[string]bool{}
-	var include func(file string) error
-	include = func(file string) error {
-		if seen[file] {
-			return nil
-		}
-		seen[file] = true
-		b, err := scriptFiles.ReadFile("scripts/" + file)
-		if err != nil {
-			return err
-		}
-		for _, line := range strings.Split(string(b), "\n") {
-			if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
-				if err := include(strings.TrimSpace(dep)); err != nil {
-					return err
-				}
-			}
-		}
-		src.Write(b)
-		src.WriteString("\n")
-		return nil
-	}
+	var a assembler
 	for _, file := range []string{"prelude.lua", name + ".lua"} {
-		if err := include(file); err != nil {
+		if err := a.include(file); err != nil {
 			return "", err
 		}
 	}
-	fmt.Fprintf(&src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
-	if err := include("decide.lua"); err != nil {
+	fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
+	if err := a.include("decide.lua"); err != nil {
 		return "", err
 	}
-	return src.String(), nil
+	return a.src.String(), nil
+}
+
+// assembleSet returns the source of the set script for the kinds named:
+// the prelude, each kind's step file and libraries, the table kinds of their
+// functions, in the order of names, and the set driver.
+func assembleSet(names []string) (string, error) {
+	var a assembler
+	if err := a.include("prelude.lua"); err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		if err := a.include(name + ".lua"); err != nil {
+			return "", err
+		}
+	}
+	a.src.WriteString("local kinds = {")
+	for _, name := range names {
+		fmt.Fprintf(&a.src, "{%[1]s_read, %[1]s_step, %[1]s_write}, ", name)
+	}
+	a.src.WriteString("}\n")
+	if err := a.include("decide_set.lua"); err != nil {
+		return "", err
+	}
+	return a.src.String(), nil
+}
+
+// assembler concatenates script files. A file names the libraries it needs
+// on lines "-- requires: <file>.lua"; each is included once, before the
+// file, after what it requires in turn.
+type assembler struct {
+	src  strings.Builder
+	seen map[string]bool
+}
+
+func (a *assembler) include(file string) error {
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	if a.seen[file] {
+		return nil
+	}
+	a.seen[file] = true
+	b, err := scriptFiles.ReadFile("scripts/" + file)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
+			if err := a.include(strings.TrimSpace(dep)); err != nil {
+				return err
+			}
+		}
+	}
+	a.src.Write(b)
+	a.src.WriteString("\n")
+	return nil
 }
 
 // Option configures a Store.
@@ -242,21 +276,108 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 		notBefore = now.UnixMicro()
 		at = notBefore
 	}
-	// The parameters the kind takes, in the order of algorithms.Params.
+	args := appendParams(append(make([]any, 0, 6), at, cost), alg)
+	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	if err != nil {
+		return algorithms.Result{}, s.failure(ctx, err)
+	}
+	return parseReply(reply, alg.MaxCost(), notBefore)
+}
+
+// appendParams appends the parameters alg's kind takes, in the order of
+// algorithms.Params: limit, window in µs, then the burst and the
+// sub-windows if the kind takes them.
+func appendParams(args []any, alg algorithms.Algorithm) []any {
 	p, k := alg.Params(), alg.Kind()
-	args := make([]any, 4, 6)
-	args[0], args[1], args[2], args[3] = at, cost, p.Limit, p.Window.Microseconds()
+	args = append(args, p.Limit, p.Window.Microseconds())
 	if k.TakesBurst() {
 		args = append(args, p.Burst)
 	}
 	if k.TakesSubWindows() {
 		args = append(args, p.SubWindows)
 	}
-	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
-	if err != nil {
-		return algorithms.Result{}, s.failure(ctx, err)
+	return args
+}
+
+// paramCount is how many parameters appendParams appends for alg.
+func paramCount(alg algorithms.Algorithm) int {
+	n := 2
+	if alg.Kind().TakesBurst() {
+		n++
 	}
-	return parseReply(reply, alg.MaxCost(), notBefore)
+	if alg.Kind().TakesSubWindows() {
+		n++
+	}
+	return n
+}
+
+// setScripts are the set scripts, by the names of their kinds in order,
+// joined by ",", assembled on first use.
+var setScripts sync.Map // string → *redis.Script
+
+// DecideSet decides cost for key under every algorithm of algs, all or
+// nothing, with one script in one round trip (see store.SetDecider). The
+// algorithms' keys share key's hash tag, so on Redis Cluster they live in
+// one slot and one script can reach them all.
+func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	for _, alg := range algs {
+		if _, err := scriptFor(alg); err != nil {
+			return nil, err
+		}
+	}
+	checkAt := now
+	if !s.clientTime {
+		checkAt = time.Unix(0, 0) // Redis's clock decides; now is unused
+	}
+	if err := store.CheckSet(algs, checkAt, cost); err != nil {
+		return nil, err
+	}
+	var notBefore int64
+	var at any = serverTime
+	if s.clientTime {
+		notBefore = now.UnixMicro()
+		at = notBefore
+	}
+	// The script of the set's kinds, each once, in order of first use.
+	var names []string
+	index := map[*algorithms.Kind]int{}
+	for _, alg := range algs {
+		if _, ok := index[alg.Kind()]; !ok {
+			names = append(names, alg.Kind().Name())
+			index[alg.Kind()] = len(names)
+		}
+	}
+	signature := strings.Join(names, ",")
+	sc, ok := setScripts.Load(signature)
+	if !ok {
+		src, err := assembleSet(names)
+		if err != nil {
+			return nil, fmt.Errorf("%w: storeredis has no set script for %s: %w", store.ErrUnsupported, signature, err)
+		}
+		sc, _ = setScripts.LoadOrStore(signature, redis.NewScript(src))
+	}
+	keys := make([]string, len(algs))
+	args := make([]any, 0, 2+6*len(algs))
+	args = append(args, at, cost)
+	for i, alg := range algs {
+		keys[i] = s.Key(key, alg)
+		args = appendParams(append(args, index[alg.Kind()], paramCount(alg)), alg)
+	}
+	reply, err := sc.(*redis.Script).Run(ctx, s.client, keys, args...).Result()
+	if err != nil {
+		return nil, s.failure(ctx, err)
+	}
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != 5*len(algs) {
+		return nil, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, 5*len(algs), reply)
+	}
+	results := make([]algorithms.Result, len(algs))
+	for i, alg := range algs {
+		if results[i], err = parseReply(fields[5*i:5*i+5], alg.MaxCost(), notBefore); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
 }
 
 // serverTime is ARGV[1] when the script reads Redis's TIME: a string no

@@ -114,7 +114,60 @@ func run(addr string) error {
 		fmt.Printf("| %d | %d | %.1f | %s | ~100 |\n", n, bytes, float64(bytes)/float64(n), enc)
 		_ = s.Reset(ctx, key, alg)
 	}
+	if err := setCosts(ctx, c, s, roundTrips); err != nil {
+		return err
+	}
 	return memberLengths(ctx, c, prefix)
+}
+
+// setCosts measures decisions over sets of k limits on one key, all or
+// nothing (store.SetDecider): round trips and the script's time in Redis.
+func setCosts(ctx context.Context, c *redis.Client, s *storeredis.Store, roundTrips *redistest.RoundTrips) error {
+	fmt.Println()
+	fmt.Println("## Sets of limits")
+	fmt.Println()
+	fmt.Println("A decision over the first k algorithms above at 1,000 per minute, all on one key, all or nothing: 200 decisions 1ms apart, all admitted; Redis time is the median of 15 rounds.")
+	fmt.Println()
+	fmt.Println("| limits k | round trips per decision | Redis µs per decision |")
+	fmt.Println("| --- | --- | --- |")
+	for _, k := range []int{1, 2, 4} {
+		set := algs[:k]
+		var usec []float64
+		var trips float64
+		for r := range 15 {
+			key := fmt.Sprintf("set:%d:%d", k, r)
+			if _, err := s.DecideSet(ctx, key+":warm", set, t0, 1); err != nil { // load the script
+				return err
+			}
+			if err := c.ConfigResetStat(ctx).Err(); err != nil {
+				return err
+			}
+			roundTrips.Reset()
+			const n = 200
+			for i := range n {
+				res, err := s.DecideSet(ctx, key, set, t0.Add(time.Duration(i)*time.Millisecond), 1)
+				if err != nil {
+					return err
+				}
+				if !res[0].Allowed {
+					return fmt.Errorf("set of %d: decision %d denied", k, i)
+				}
+			}
+			trips = float64(roundTrips.Load()) / n
+			stats, err := redisinfo.CommandStats(ctx, c)
+			if err != nil {
+				return err
+			}
+			usec = append(usec, float64(stats["evalsha"].Usec)/float64(stats["evalsha"].Calls))
+			for _, alg := range set {
+				_ = s.Reset(ctx, key, alg)
+				_ = s.Reset(ctx, key+":warm", alg)
+			}
+		}
+		sort.Float64s(usec)
+		fmt.Printf("| %d | %.2f | %.1f |\n", k, trips, usec[len(usec)/2])
+	}
+	return nil
 }
 
 // memberLengths measures what a sorted-set member's length costs, apart from

@@ -1,0 +1,168 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// needSets skips a set rule on a store without the optional
+// store.SetDecider.
+func (e *env) needSets() {
+	if _, ok := e.store.(store.SetDecider); !ok {
+		e.t.Skip("the store does not decide sets of limits (store.SetDecider)")
+	}
+}
+
+// partner returns a second limit for a set with the case's algorithm: of
+// another kind, per hour, admitting half the case's limit at once.
+func (e *env) partner(limit int64) algorithms.Algorithm {
+	name := "gcra"
+	if e.c.kind.Name() == "gcra" {
+		name = "sliding_log"
+	}
+	k, err := algorithms.Lookup(name)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	alg, err := k.Nominal(limit, time.Hour, 0)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return alg
+}
+
+// set returns a Set of algs on the store under test, on the suite's clock,
+// in a namespace of its own, and a Limiter for each algorithm in the same
+// namespace, to inspect what the set charged.
+func (e *env) set(algs ...algorithms.Algorithm) (*ratewise.Set, []lim) {
+	e.t.Helper()
+	e.needSets()
+	one := e.limiter(algs[0])
+	lims := []lim{one}
+	for _, alg := range algs[1:] {
+		lims = append(lims, e.limiterIn(alg, e.clock, one.namespace))
+	}
+	s, err := ratewise.NewSet(e.store, algs, ratewise.WithClock(e.clock), ratewise.WithNamespace(one.namespace))
+	if err != nil {
+		e.fatalf("NewSet: %v", err)
+	}
+	return s, lims
+}
+
+// setAllOrNothing: the case's limit L and a partner admitting L/2 per hour.
+func setAllOrNothing(e *env) {
+	ctx := context.Background()
+	half := max(e.c.limit/2, 1)
+	s, lims := e.set(e.c.alg, e.partner(half))
+	var admitted int64
+	for ; admitted <= e.c.limit; admitted++ {
+		res, err := s.Allow(ctx, "k")
+		if err != nil {
+			e.fatalf("Allow: %v", err)
+		}
+		if !res.Allowed {
+			// The partner binds; the case's limit would admit and is not
+			// charged for the denial.
+			if res.Binding != 1 || res.Results[1].Allowed || !res.Results[0].Allowed ||
+				res.Results[0].Remaining != e.c.limit-half || res.RetryAfter != res.Results[1].RetryAfter || res.RetryAfter <= 0 {
+				e.fatalf("the denial after %d: %+v; want the partner binding and the case's limit at Remaining %d", admitted, res, e.c.limit-half)
+			}
+			break
+		}
+	}
+	if admitted != half {
+		e.fatalf("the set admitted %d at one instant, want %d, the partner's limit", admitted, half)
+	}
+	// Ten more denials charge nothing.
+	for range 10 {
+		if res, err := s.Allow(ctx, "k"); err != nil || res.Allowed {
+			e.fatalf("a request over the partner's limit: %+v, %v", res, err)
+		}
+	}
+	if got := e.peek(lims[0], "k"); got.Remaining != e.c.limit-half {
+		e.fatalf("the case's limit after %d admitted and 11 denied by the set: Remaining %d, want %d", half, got.Remaining, e.c.limit-half)
+	}
+	if got := e.peek(lims[1], "k"); got.Remaining != 0 {
+		e.fatalf("the partner after the set used it up: Remaining %d, want 0", got.Remaining)
+	}
+	// Waiting exactly RetryAfter is enough, and a microsecond less is not.
+	res, _ := s.Peek(ctx, "k")
+	e.clock.Advance(res.RetryAfter - time.Microsecond)
+	if res, err := s.Allow(ctx, "k"); err != nil || res.Allowed {
+		e.fatalf("1µs before RetryAfter: %+v, %v; want denied", res, err)
+	}
+	e.clock.Advance(time.Microsecond)
+	if res, err := s.Allow(ctx, "k"); err != nil || !res.Allowed {
+		e.fatalf("after RetryAfter: %+v, %v; want admitted", res, err)
+	}
+
+	// The other way round: exhaust the case's limit alone, then the set's
+	// requests charge the partner nothing.
+	e.clock.Set(e.c.start)
+	s, lims = e.set(e.c.alg, e.partner(2*e.c.limit))
+	e.exhaust(lims[0], "j")
+	res, err := s.Allow(ctx, "j")
+	if err != nil || res.Allowed || res.Binding != 0 || res.Results[1].Remaining != 2*e.c.limit {
+		e.fatalf("a set over an exhausted limit: %+v, %v; want denied by it, the partner at %d", res, err, 2*e.c.limit)
+	}
+	// A cost that only one limit can take is denied whole.
+	if res, err := s.AllowN(ctx, "fresh", e.c.limit+1); !errors.Is(err, ratewise.ErrCostExceedsLimit) {
+		e.fatalf("a cost above the smallest limit: %+v, %v; want ErrCostExceedsLimit", res, err)
+	}
+	if got := e.peek(lims[1], "j"); got.Remaining != 2*e.c.limit {
+		e.fatalf("the partner after the set was denied: Remaining %d, want %d", got.Remaining, 2*e.c.limit)
+	}
+}
+
+// setConcurrency: 64 goroutines on one key through a set charge every
+// limit exactly for what the set admitted.
+func setConcurrency(e *env) {
+	const limit, goroutines, tries = 40, 64, 4
+	s, lims := e.set(e.c.build(limit, e.c.window), e.partner(limit/2))
+	var admitted atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, goroutines*tries)
+	for range goroutines {
+		wg.Go(func() {
+			for range tries {
+				res, err := s.Allow(context.Background(), "hot")
+				if err != nil {
+					errs <- err
+					return
+				}
+				if res.Allowed {
+					admitted.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.fatalf("Allow from many goroutines: %v", err)
+	}
+	if got := admitted.Load(); got != limit/2 {
+		e.fatalf("%d goroutines × %d tries admitted %d, want exactly %d", goroutines, tries, got, limit/2)
+	}
+	if got := e.peek(lims[0], "hot"); got.Remaining != limit-limit/2 {
+		e.fatalf("the set's first limit after the burst: Remaining %d, want %d: a denied request was charged", got.Remaining, limit-limit/2)
+	}
+}
+
+// setInvalid: two limits of one kind and scope share a state, which a set
+// refuses.
+func setInvalid(e *env) {
+	e.needSets()
+	sd := e.store.(store.SetDecider)
+	twin := algorithms.SetQuotaLimit(e.c.alg, 2*e.c.limit)
+	if _, err := sd.DecideSet(context.Background(), "contract:"+runID+":set", []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(err, store.ErrSharedState) {
+		e.fatalf("a set of two limits sharing one state: %v, want ErrSharedState", err)
+	}
+}

@@ -1,0 +1,149 @@
+package ratewise
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// Set checks several limits on one key together, all or nothing: a request
+// passes only if every limit admits it, and then every limit is charged; if
+// any denies, none is charged. The classic case is a short and a long limit,
+// such as 10 per second with a burst of 20 AND 1,000 per hour:
+//
+//	set, err := ratewise.NewSet(s, []algorithms.Algorithm{
+//		algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20},
+//		algorithms.SlidingLog{Limit: 1000, Window: time.Hour},
+//	})
+//
+// Chaining two Limiters instead would spend the first limit's quota on
+// requests the second denies.
+//
+// Each decision is one atomic step of the store (store.SetDecider): on
+// Redis, one script over the set's keys, which share the key's hash tag and
+// so one Cluster slot. The limits must cover the same key; limits on
+// different subjects (a user, their tenant, everyone) have keys in different
+// slots and are not checked atomically by a Set. A Set is safe for
+// concurrent use.
+type Set struct {
+	store  store.SetDecider
+	algs   []algorithms.Algorithm
+	prefix string
+	clock  Clock
+}
+
+// SetResult is the outcome of one decision over a Set.
+type SetResult struct {
+	// Allowed reports whether every limit admitted the request, which
+	// was then charged to each.
+	Allowed bool
+	// Results are each limit's own Result, in the Set's order. When the
+	// request was denied, a limit that denied it reports its denial and a
+	// limit that would have admitted it reports what it has available
+	// now, uncharged.
+	Results []Result
+	// Binding is the index of the limit that binds: when denied, the one
+	// whose wait is longest (its RetryAfter is the Set's); when admitted,
+	// the one with the least Remaining, the next to deny.
+	Binding int
+	// RetryAfter is 0 when admitted, and otherwise the wait until every
+	// limit would admit the same request, if nothing else arrives: the
+	// longest of the denying limits' waits.
+	RetryAfter time.Duration
+}
+
+// NewSet returns a Set of algs on s, which must implement
+// store.SetDecider, as the memory and Redis stores do. It fails as New does
+// for each algorithm, with ErrUnsupported for a store that cannot decide
+// sets, and with store.ErrSharedState for two algorithms of one kind and
+// scope, which would count against one state. WithClock and WithNamespace
+// apply as to a Limiter.
+func NewSet(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Set, error) {
+	if s == nil {
+		return nil, ErrNilStore
+	}
+	sd, ok := s.(store.SetDecider)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T cannot decide a set of limits (store.SetDecider)", ErrUnsupported, s)
+	}
+	if len(algs) == 0 {
+		return nil, ErrNilAlgorithm
+	}
+	// A Limiter per algorithm checks each as New does and applies the
+	// options.
+	var l *Limiter
+	for _, alg := range algs {
+		var err error
+		if l, err = New(s, alg, opts...); err != nil {
+			return nil, err
+		}
+	}
+	if err := store.CheckSet(algs, time.Unix(0, 0), 0); err != nil {
+		return nil, err
+	}
+	return &Set{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), prefix: l.prefix, clock: l.clock}, nil
+}
+
+// Allow is shorthand for AllowN(ctx, key, 1).
+func (s *Set) Allow(ctx context.Context, key string) (SetResult, error) {
+	return s.AllowN(ctx, key, 1)
+}
+
+// AllowN reports whether a request of cost n for key is admitted by every
+// limit, and charges every limit n if it is. n must be in [1, the smallest
+// limit].
+func (s *Set) AllowN(ctx context.Context, key string, n int64) (SetResult, error) {
+	if n <= 0 {
+		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
+	}
+	return s.decide(ctx, key, n)
+}
+
+// Peek reports every limit's state for key without consuming anything, as
+// Limiter.Peek does for one.
+func (s *Set) Peek(ctx context.Context, key string) (SetResult, error) {
+	return s.decide(ctx, key, 0)
+}
+
+// Algorithms returns the Set's algorithms, in order.
+func (s *Set) Algorithms() []algorithms.Algorithm {
+	return append([]algorithms.Algorithm(nil), s.algs...)
+}
+
+func (s *Set) decide(ctx context.Context, key string, cost int64) (SetResult, error) {
+	if key == "" {
+		return SetResult{}, ErrEmptyKey
+	}
+	results, err := s.store.DecideSet(ctx, s.prefix+key, s.algs, s.clock.Now(), cost)
+	if err != nil {
+		return SetResult{}, err
+	}
+	if len(results) != len(s.algs) {
+		return SetResult{}, fmt.Errorf("%w: %d results for %d limits", ErrStoreUnavailable, len(results), len(s.algs))
+	}
+	return combine(results), nil
+}
+
+// combine is the Set's answer from each limit's.
+func combine(results []Result) SetResult {
+	out := SetResult{Allowed: true, Results: results}
+	for i, r := range results {
+		if !r.Allowed {
+			if out.Allowed || r.RetryAfter > out.RetryAfter {
+				out.Binding, out.RetryAfter = i, r.RetryAfter
+			}
+			out.Allowed = false
+		}
+	}
+	if out.Allowed {
+		for i, r := range results {
+			if r.Remaining < results[out.Binding].Remaining {
+				out.Binding = i
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,74 @@
+package ratewise_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+// When several limits deny, the binding one is the one to wait longest for,
+// and the set's RetryAfter is its wait; when the set admits, the binding
+// limit is the one with the least left.
+func TestSetBinding(t *testing.T) {
+	ctx := context.Background()
+	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)}
+	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+		algorithms.FixedWindow{Limit: 1, Window: time.Minute},
+		algorithms.SlidingLog{Limit: 2, Window: time.Hour},
+	}, ratewise.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := set.Allow(ctx, "k")
+	if !res.Allowed || res.Binding != 0 || res.Results[0].Remaining != 0 || res.Results[1].Remaining != 1 {
+		t.Fatalf("first: %+v, want admitted with the fixed window binding", res)
+	}
+	res, _ = set.Allow(ctx, "k")
+	if res.Allowed || res.Binding != 0 || res.RetryAfter != 30*time.Second || !res.Results[1].Allowed || res.Results[1].Remaining != 1 {
+		t.Fatalf("second: %+v, want denied by the fixed window for 30s, the log uncharged", res)
+	}
+	clock.now = clock.now.Add(30 * time.Second)
+	if res, _ = set.Allow(ctx, "k"); !res.Allowed || res.Binding != 0 {
+		t.Fatalf("in the next minute: %+v, want admitted", res)
+	}
+	res, _ = set.Allow(ctx, "k")
+	if res.Allowed || res.Binding != 1 || res.RetryAfter != time.Hour-30*time.Second || res.Results[0].RetryAfter != time.Minute {
+		t.Fatalf("both denying: %+v, want the log binding, a wait of 59m30s", res)
+	}
+
+	// Admitted, the binding limit is the one with the least left, wherever
+	// it stands in the set.
+	reversed, _ := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+		algorithms.SlidingLog{Limit: 2, Window: time.Hour},
+		algorithms.FixedWindow{Limit: 1, Window: time.Minute},
+	}, ratewise.WithClock(clock))
+	if res, _ := reversed.Allow(ctx, "k"); !res.Allowed || res.Binding != 1 {
+		t.Fatalf("reversed: %+v, want admitted with the fixed window, second, binding", res)
+	}
+}
+
+func TestNewSetRejects(t *testing.T) {
+	s := storememory.New()
+	gcra := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}
+	if _, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(err, store.ErrSharedState) {
+		t.Errorf("two GCRAs per second: %v, want ErrSharedState", err)
+	}
+	if _, err := ratewise.NewSet(s, nil); !errors.Is(err, ratewise.ErrNilAlgorithm) {
+		t.Errorf("no algorithms: %v", err)
+	}
+	if _, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(err, ratewise.ErrInvalidLimit) {
+		t.Errorf("an invalid algorithm: %v", err)
+	}
+	if _, err := ratewise.NewSet(onlyStore{s}, []algorithms.Algorithm{gcra}); !errors.Is(err, ratewise.ErrUnsupported) {
+		t.Errorf("a store without sets: %v", err)
+	}
+}
+
+// onlyStore hides every capability but store.Store.
+type onlyStore struct{ store.Store }

@@ -1,0 +1,97 @@
+package storeredis_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/storememory"
+	"github.com/ratewise/ratewise/storeredis"
+)
+
+// TestDifferentialSets runs the same random sequences of decisions over
+// sets of 1 to 4 limits of different kinds and scopes through the memory
+// store (the Go steps) and the Redis set script, and requires identical
+// Results. Times move forward at least as fast as real time, with stale
+// readings of up to 50ms, which keys outlive in client-time mode.
+func TestDifferentialSets(t *testing.T) {
+	targets := map[string]func(t *testing.T) redis.Scripter{
+		"redis":     func(t *testing.T) redis.Scripter { return newClient(t, redistest.Standalone(t).Addr) },
+		"miniredis": func(t *testing.T) redis.Scripter { return newClient(t, miniredis.RunT(t).Addr()) },
+	}
+	for name, client := range targets {
+		t.Run(name, func(t *testing.T) {
+			rs := storeredis.New(client(t), storeredis.WithClientTime())
+			ms := storememory.New()
+			rng := rand.New(rand.NewPCG(3, 4))
+			ctx := context.Background()
+			for seq := range 30 {
+				algs := randomSet(rng)
+				key := fmt.Sprintf("%s:%d", testKey(t), seq)
+				now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
+				floor, realPrev := now, time.Now()
+				maxCost := algs[0].MaxCost()
+				for _, a := range algs {
+					maxCost = min(maxCost, a.MaxCost())
+				}
+				for step := range 150 {
+					gap := time.Since(realPrev).Truncate(time.Microsecond) + time.Microsecond
+					realPrev = time.Now()
+					switch r := rng.IntN(10); {
+					case r == 0:
+						now = now.Add(-time.Duration(rng.Int64N(int64(50 * time.Millisecond))).Truncate(time.Microsecond))
+					case r == 1:
+						// the same microsecond
+					default:
+						now = maxTime(now, floor).Add(gap + time.Duration(rng.Int64N(int64(2*time.Second))).Truncate(time.Microsecond))
+					}
+					floor = maxTime(floor, now)
+					cost := rng.Int64N(maxCost + 1)
+					want, werr := ms.DecideSet(ctx, key, algs, now, cost)
+					got, gerr := rs.DecideSet(ctx, key, algs, now, cost)
+					if werr != nil || gerr != nil {
+						t.Fatalf("set %v step %d: memory %v, redis %v", algs, step, werr, gerr)
+					}
+					for i := range algs {
+						if got[i] != want[i] {
+							t.Fatalf("set %v step %d at %s, cost %d, limit %d (%s):\n  lua %+v\n  go  %+v", algs, step, now.Format(time.RFC3339Nano), cost, i, algs[i], got[i], want[i])
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
+// randomSet returns 1 to 4 limits of distinct kinds, with small limits and
+// windows from 100ms to 20s, so that sequences cross many windows.
+func randomSet(rng *rand.Rand) []algorithms.Algorithm {
+	kinds := algorithms.Kinds()
+	rng.Shuffle(len(kinds), func(i, j int) { kinds[i], kinds[j] = kinds[j], kinds[i] })
+	var algs []algorithms.Algorithm
+	for _, k := range kinds[:1+rng.IntN(4)] {
+		for {
+			window := time.Duration(100+rng.Int64N(20_000)) * time.Millisecond
+			p := algorithms.Params{Limit: 1 + rng.Int64N(8), Window: window}
+			if k.TakesBurst() {
+				p.Burst = 1 + rng.Int64N(8)
+			}
+			if k.TakesSubWindows() {
+				p.SubWindows = 1 + rng.Int64N(5)
+				p.Window = p.Window / time.Duration(p.SubWindows) / time.Millisecond * time.Millisecond * time.Duration(p.SubWindows)
+			}
+			if alg, err := k.New(p); err == nil {
+				algs = append(algs, alg)
+				break
+			}
+		}
+	}
+	return algs
+}
