@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -118,4 +119,26 @@ func ExampleNewSet() {
 	// Output:
 	// admitted 20 of 25; the hourly limit has 980 left
 	// next: allowed=false, bound by limit 0, retry after 100ms
+}
+
+// A worker calling a limited API waits its turn instead of failing: Wait
+// blocks until the request is admitted, or fails at once when the wait would
+// outlast the context's deadline. (The test clock moves instead of
+// sleeping.)
+func ExampleLimiter_Wait() {
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	limiter, err := ratewise.New(storememory.New(),
+		algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 1}, ratewise.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 {
+		if _, err := limiter.Wait(ctx, "api:partner"); err != nil {
+			panic(err) // the deadline, or the store failed
+		}
+	}
+	fmt.Println("3 calls at 2 per second; waited at least", clock.Now().Sub(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)).Truncate(time.Second))
+	// Output: 3 calls at 2 per second; waited at least 1s
 }

@@ -330,3 +330,27 @@ func hotKeyRealClock(e *env) {
 	e.t.Logf("%s: %d calls, %d admitted in %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 admissions beyond its semantics",
 		e.t.Name(), calls.Load(), len(admitted), run, window, maxInWindow(admitted, window), limit, e.c.windowBound(admitted, limit, window))
 }
+
+// staleAfterExpiry: a request whose clock reading is behind one that found
+// the key's state expired still sees that state. Limit requests at start;
+// an inspection 10ms after the key is back at full capacity; then a request
+// 10ms before it, which must be decided as the algorithm decides with the
+// state, not as on an idle key.
+func staleAfterExpiry(e *env) {
+	l := e.limiter(e.c.alg)
+	var model algorithms.State
+	for range e.c.limit {
+		e.allow(l, "k")
+		model, _ = e.c.alg.Decide(model, e.clock.Now(), 1)
+	}
+	full := e.peek(l, "k").ResetAfter
+	e.clock.Advance(full + 10*time.Millisecond)
+	if res := e.peek(l, "k"); res.Remaining != e.c.limit {
+		e.fatalf("10ms after ResetAfter: %+v, want full", res)
+	}
+	e.clock.Advance(-20 * time.Millisecond)
+	_, want := e.c.alg.Decide(model, e.clock.Now(), 1)
+	if got := e.allow(l, "k"); got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.RetryAfter != want.RetryAfter {
+		e.fatalf("10ms before ResetAfter, after a later inspection: got %+v, want %+v (the state still counts)", got, want)
+	}
+}

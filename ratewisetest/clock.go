@@ -3,6 +3,7 @@
 package ratewisetest
 
 import (
+	"context"
 	"sync"
 	"time"
 )
@@ -38,4 +39,15 @@ func (c *Clock) Set(t time.Time) {
 	c.mu.Lock()
 	c.now = t
 	c.mu.Unlock()
+}
+
+// Sleep moves the clock by d at once instead of waiting, so that
+// Limiter.Wait returns without sleeping in a test. It returns ctx's error,
+// without moving the clock, when ctx has ended.
+func (c *Clock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.Advance(d)
+	return nil
 }

@@ -39,8 +39,10 @@ import (
 //     clock instead of now (such as a Redis server's) documents it and
 //     offers a mode that uses now, which the conformance suite uses.
 //   - A cost of 0 inspects without consuming: what is available is unchanged.
-//   - State is kept no longer than Result.ResetAfter after the decision that
-//     wrote it, since it cannot affect any later decision. Idle keys vanish on
+//   - State counts for Result.ResetAfter after the decision that wrote it,
+//     and is kept no longer than that plus a grace the store documents, so
+//     that a request whose clock reading lags (read before the store ordered
+//     it) still finds it; an inspection never drops it. Idle keys vanish on
 //     their own, so memory stays bounded under key churn.
 //   - Being limited is Result.Allowed == false, never an error. An error
 //     means the decision did not happen or its outcome is unknown: the caller

@@ -7,9 +7,10 @@
 // reads no clock: the time of every decision is the now its caller passes, so
 // a limiter with an injected clock drives it completely and tests never
 // sleep. State expires Result.ResetAfter after the decision that wrote it,
-// the moment it can no longer affect a decision; expired entries are dropped
-// by an incremental sweep that costs O(1) amortised per decision, so memory
-// stays bounded under key churn without a background goroutine.
+// the moment it can no longer affect a decision; expired entries are dropped,
+// ExpiryGrace later, by an incremental sweep that costs O(1) amortised per
+// decision, so memory stays bounded under key churn without a background
+// goroutine.
 package storememory
 
 import (
@@ -137,9 +138,13 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 		state = e.state
 	}
 	state, res := alg.Decide(state, now, cost)
-	if state == nil || res.ResetAfter <= 0 {
+	switch {
+	case cost == 0:
+		// An inspection changes nothing: not even an expired entry goes,
+		// since a request whose clock reading is behind may still need it.
+	case state == nil || res.ResetAfter <= 0:
 		delete(entries, key)
-	} else {
+	default:
 		entries[key] = entry{state: state, expires: t + int64(res.ResetAfter)}
 	}
 	sh.sweepIfDue(t)
@@ -192,6 +197,15 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	return results, nil
 }
 
+// ExpiryGrace is how long after it stops counting an entry may still be
+// swept away. Decisions treat an entry as gone once its ResetAfter has
+// passed on their own clock; the grace keeps it for a request whose clock
+// reading lags the one that triggered a sweep (concurrent callers read
+// their clocks before the shard lock orders them), which must still see
+// it. The Redis store keeps keys ClientTimeGrace longer for the same
+// reason.
+const ExpiryGrace = time.Second
+
 // sweepIfDue drops expired entries once the shard has seen as many decisions
 // as it kept entries after its last sweep. A sweep then visits at most twice
 // that many entries, so it costs O(1) amortised per decision, and a shard
@@ -206,7 +220,7 @@ func (sh *shard) sweepIfDue(now int64) {
 	}
 	for _, t := range sh.tables {
 		for k, e := range t.entries {
-			if e.expires <= now {
+			if e.expires <= now-int64(ExpiryGrace) {
 				delete(t.entries, k)
 			}
 		}

@@ -53,9 +53,27 @@ func TestStateLivesExactlyResetAfter(t *testing.T) {
 	if ttl, _ := s.TTL(ctx, "k", alg, at); ttl != 0 {
 		t.Fatalf("TTL at ResetAfter: %v, want 0", ttl)
 	}
-	// The next decision on the key finds nothing and keeps nothing.
-	if res, _ := s.Decide(ctx, "k", alg, at, 0); res.Remaining != 4 || s.Len() != 0 {
-		t.Fatalf("after ResetAfter: %+v with %d entries; want full and none held", res, s.Len())
+	// Decisions at ResetAfter find nothing: the key is full. There are
+	// enough of them for the shard to sweep.
+	for range 64 {
+		if res, _ := s.Decide(ctx, "k", alg, at, 0); res.Remaining != 4 {
+			t.Fatalf("after ResetAfter: %+v; want full", res)
+		}
+	}
+	// A request whose clock reading lags still sees the state: 1ms before
+	// ResetAfter, 3 tokens are whole and one is taken. Without the state it
+	// would find 4.
+	if res, _ := s.Decide(ctx, "k", alg, at.Add(-time.Millisecond), 1); !res.Allowed || res.Remaining != 2 {
+		t.Fatalf("1ms before ResetAfter, after a later peek: %+v; want Remaining 2", res)
+	}
+	// Once ExpiryGrace has passed too, a sweep drops it (a shard sweeps
+	// after 64 decisions).
+	later := at.Add(storememory.ExpiryGrace + time.Second)
+	for range 64 {
+		s.Decide(ctx, "k", alg, later, 0)
+	}
+	if n := s.Len(); n != 0 {
+		t.Fatalf("%d entries after ResetAfter and ExpiryGrace, want none", n)
 	}
 }
 
