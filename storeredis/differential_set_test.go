@@ -29,12 +29,13 @@ func TestDifferentialSets(t *testing.T) {
 	for name, client := range targets {
 		t.Run(name, func(t *testing.T) {
 			rs := storeredis.New(client(t), storeredis.WithClientTime())
+			run := time.Now().UnixNano() // the server outlives a run under -count
 			ms := storememory.New()
 			rng := rand.New(rand.NewPCG(3, 4))
 			ctx := context.Background()
 			for seq := range 30 {
 				algs := randomSet(rng)
-				key := fmt.Sprintf("%s:%d", testKey(t), seq)
+				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
 				now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 				floor, realPrev := now, time.Now()
 				maxCost := algs[0].MaxCost()
