@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
 )
 
 // ErrWaitExceedsDeadline is returned by Wait and WaitN when the wait for
@@ -32,11 +35,28 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 // when ctx ends while waiting; either way nothing is charged. Other errors
 // are AllowN's.
 //
-// A waiter sleeps for the denied request's RetryAfter, stretched by a
-// random fraction of at most an eighth (and 50ms) so that many waiters on
-// one key do not all wake at once, then asks again. Waiting is not a queue:
+// With an algorithm that can book ahead (algorithms.Reserver: the token
+// bucket and GCRA) on a store that can (store.Reserver: the memory and
+// Redis stores), a wait is one round trip: the request books the earliest
+// time the key admits it, even across app instances, and sleeps until then.
+// Waiters are served in the order they booked, with no herd. A booking
+// charges at once; if ctx ends during the sleep, the booked turn is not
+// given back (see the Result it returns).
+//
+// Otherwise a waiter sleeps for the denied request's RetryAfter, stretched
+// by a random fraction of at most an eighth (and 50ms) so that many waiters
+// on one key do not all wake at once, then asks again. That is not a queue:
 // when several waiters want one slot, any of them may get it.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) (Result, error) {
+	if rs, ok := l.store.(store.Reserver); ok {
+		alg, err := l.AlgorithmFor(ctx, key)
+		if err != nil {
+			return Result{}, err
+		}
+		if _, ok := alg.(algorithms.Reserver); ok {
+			return l.waitBooked(ctx, rs, key, alg, n)
+		}
+	}
 	for {
 		res, err := l.AllowN(ctx, key, n)
 		if err != nil || res.Allowed {
@@ -67,4 +87,43 @@ func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// maxBooking is the longest wait a booking accepts without a deadline:
+// the largest algorithms.CheckMaxWait allows.
+const maxBooking = (1 << 50) * time.Microsecond
+
+// waitBooked books the request's turn and sleeps until it.
+func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64) (Result, error) {
+	if key == "" {
+		return Result{}, ErrEmptyKey
+	}
+	if alg != l.alg {
+		if err := checkAlgorithm(alg); err != nil {
+			return Result{}, err
+		}
+	}
+	if n <= 0 {
+		return Result{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
+	}
+	if err := algorithms.CheckCost(alg, n); err != nil {
+		return Result{}, err
+	}
+	maxWait := maxBooking
+	if deadline, ok := ctx.Deadline(); ok {
+		maxWait = min(max(time.Until(deadline), 0), maxBooking).Truncate(time.Microsecond)
+	}
+	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, l.clock.Now(), n, maxWait)
+	if err != nil {
+		return res, err
+	}
+	if !res.Allowed {
+		return res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, res.RetryAfter+maxWait, key)
+	}
+	if delay > 0 {
+		if err := l.sleep(ctx, delay); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
 }

@@ -94,6 +94,33 @@ type Algorithm interface {
 	sealed()
 }
 
+// Reserver is an algorithm that can book a request ahead: TokenBucket and
+// GCRA, whose state is the time the key is full again, so a booking is that
+// time moved on, whatever other requests do meanwhile.
+//
+// Reserve charges cost at once and reports Allowed true when the request's
+// turn comes within maxWait, with delay the wait until then (0 when it may
+// go now); the request must wait delay before acting. When its turn is
+// further away, nothing is charged, Allowed is false and RetryAfter is the
+// wait after which the same booking would succeed. A booking is a debt on
+// the key: Remaining is 0 and later requests wait behind it, so bookings
+// are served in the order they were made. maxWait must be in [0, 2^50µs]
+// (CheckMaxWait); with 0, Reserve decides as Decide does.
+type Reserver interface {
+	Algorithm
+	Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration)
+}
+
+// CheckMaxWait reports whether maxWait is a wait Reserve accepts: a whole
+// number of microseconds in [0, 2^50µs].
+func CheckMaxWait(maxWait time.Duration) error {
+	if maxWait == 0 {
+		return nil
+	}
+	_, err := durationMicros(ErrInvalidWindow, "maximum wait", maxWait)
+	return err
+}
+
 // State is an algorithm's per-key state: *FixedWindowState,
 // *SlidingLogState, *SlidingWindowState, *TokenBucketState or *GCRAState.
 // Stores keep it opaque.

@@ -140,8 +140,10 @@ func (b bucket) used(st *bucketState) span {
 }
 
 // step runs one decision; see TokenBucket and GCRA for the semantics. It
-// returns st, updated when cost > 0, or a new state if st was nil.
-func (b bucket) step(st *bucketState, now time.Time, cost int64) (*bucketState, Result) {
+// returns st, updated when cost > 0, or a new state if st was nil. slack is
+// 0 for a decision; for a reservation it is the longest wait in µs the
+// caller accepts, and delay is the wait until the booked request's turn.
+func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *bucketState, _ Result, delay time.Duration) {
 	t := micros(now)
 	eff := t
 	var used span // the time until the key is full again, from eff
@@ -155,13 +157,17 @@ func (b bucket) step(st *bucketState, now time.Time, cost int64) (*bucketState, 
 	capacity := b.times(b.burst)
 
 	res := Result{Limit: b.burst, At: time.UnixMicro(eff)}
-	if after := b.add(used, b.times(max(cost, 1))); !less(capacity, after) {
+	limit := b.add(capacity, span{slack, 0})
+	if after := b.add(used, b.times(max(cost, 1))); !less(limit, after) {
 		res.Allowed = true
+		if less(capacity, after) {
+			delay = duration(b.sub(after, capacity).ceil() + gap)
+		}
 		if cost > 0 {
 			used = after
 		}
 	} else {
-		res.RetryAfter = duration(b.sub(after, capacity).ceil() + gap)
+		res.RetryAfter = duration(b.sub(after, limit).ceil() + gap)
 	}
 	if used != (span{}) {
 		res.ResetAfter = duration(used.ceil() + gap)
@@ -172,13 +178,13 @@ func (b bucket) step(st *bucketState, now time.Time, cost int64) (*bucketState, 
 	if cost == 0 || !res.Allowed && cost == 1 {
 		// An inspection changes nothing, and neither does a denial of cost
 		// 1 (see Algorithm.Decide).
-		return st, res
+		return st, res, delay
 	}
 	if st == nil {
 		st = &bucketState{}
 	}
 	st.TAT, st.Frac, st.Latest, st.Count = eff+used.us, used.f, eff, b.count
-	return st, res
+	return st, res, delay
 }
 
 // checkBucket checks a burst or capacity against a valid rate whose period

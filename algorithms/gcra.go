@@ -83,9 +83,19 @@ func (a GCRA) Validate() error {
 
 // Decide runs one GCRA step; see Algorithm.Decide.
 func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost)
+	st, res, _ := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost, 0)
 	if st == nil {
 		return nil, res
 	}
 	return (*GCRAState)(st), res
+}
+
+// Reserve books a request of cost for the earliest time the GCRA admits it,
+// if that is at most maxWait away; see Reserver.
+func (a GCRA) Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration) {
+	st, res, delay := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost, int64(maxWait/time.Microsecond))
+	if st == nil {
+		return nil, res, delay
+	}
+	return (*GCRAState)(st), res, delay
 }

@@ -86,9 +86,19 @@ func (a TokenBucket) Validate() error {
 
 // Decide runs one token-bucket step; see Algorithm.Decide.
 func (a TokenBucket) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost)
+	st, res, _ := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost, 0)
 	if st == nil {
 		return nil, res
 	}
 	return (*TokenBucketState)(st), res
+}
+
+// Reserve books a request of cost for the earliest time the TokenBucket admits it,
+// if that is at most maxWait away; see Reserver.
+func (a TokenBucket) Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration) {
+	st, res, delay := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost, int64(maxWait/time.Microsecond))
+	if st == nil {
+		return nil, res, delay
+	}
+	return (*TokenBucketState)(st), res, delay
 }

@@ -166,3 +166,50 @@ func setInvalid(e *env) {
 		e.fatalf("a set of two limits sharing one state: %v, want ErrSharedState", err)
 	}
 }
+
+// reservations: booking ahead (store.Reserver) decides exactly as the
+// algorithm's Reserve: the burst goes at once, each later booking waits one
+// interval more, up to the longest wait accepted; a booking past it charges
+// nothing; requests then wait behind the bookings. An algorithm that cannot
+// book is refused with ErrUnsupported.
+func reservations(e *env) {
+	rs, ok := e.store.(store.Reserver)
+	if !ok {
+		e.t.Skip("the store does not book requests (store.Reserver)")
+	}
+	ctx := context.Background()
+	l := e.limiter(e.c.alg)
+	key := l.prefix + "k"
+	r, ok := e.c.alg.(algorithms.Reserver)
+	if !ok {
+		if _, _, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, time.Minute); !errors.Is(err, store.ErrUnsupported) {
+			e.fatalf("Reserve with an algorithm that cannot book: %v, want ErrUnsupported", err)
+		}
+		return
+	}
+	var model algorithms.State
+	for i := range 2*e.c.limit + 2 {
+		want, wantDelay := algorithms.Result{}, time.Duration(0)
+		model, want, wantDelay = r.Reserve(model, e.clock.Now(), 1, e.c.window)
+		got, delay, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, e.c.window)
+		if err != nil || got != want || delay != wantDelay {
+			e.fatalf("booking %d: %+v, delay %v, %v; want %+v, delay %v", i+1, got, delay, err, want, wantDelay)
+		}
+		// The burst at once, then one interval more per booking, up to a
+		// window's wait; past it, nothing is booked, and one interval on
+		// a booking would succeed.
+		if i < e.c.limit && (!got.Allowed || delay != 0) ||
+			i >= e.c.limit && i < 2*e.c.limit && (!got.Allowed || delay != e.c.costBack(i-e.c.limit+1)) ||
+			i >= 2*e.c.limit && (got.Allowed || got.RetryAfter != e.c.costBack(1)) {
+			e.fatalf("booking %d at one instant: %+v, delay %v", i+1, got, delay)
+		}
+	}
+	// A request now waits behind every booking.
+	_, want := e.c.alg.Decide(model, e.clock.Now(), 1)
+	if got := e.allow(l, "k"); got != want || got.Allowed {
+		e.fatalf("a request behind the bookings: %+v, want %+v", got, want)
+	}
+	if _, _, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, -time.Second); !errors.Is(err, algorithms.ErrInvalidWindow) {
+		e.fatalf("a negative longest wait: %v, want an error", err)
+	}
+}

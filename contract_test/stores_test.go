@@ -94,6 +94,16 @@ func (s *serverClock) DecideSet(ctx context.Context, key string, algs []algorith
 	return s.Store.DecideSet(ctx, key, algs, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
+func (s *serverClock) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	if err := algorithms.CheckTime(now); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.SetTime(now)
+	return s.Store.Reserve(ctx, key, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
+}
+
 func client(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })

@@ -99,6 +99,30 @@ type SetDecider interface {
 	DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error)
 }
 
+// Reserver is an optional capability: a store that books requests ahead
+// for the algorithms that can (algorithms.Reserver), atomically, as Decide
+// decides. Limiter.Wait uses it to wait in one round trip and in order.
+type Reserver interface {
+	// Reserve runs alg.Reserve on key's state: it returns the Result, and
+	// the wait until the booked request's turn. An algorithm that cannot
+	// book wraps ErrUnsupported; a maxWait outside [0, 2^50µs] is the error
+	// algorithms.CheckMaxWait returns.
+	Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
+}
+
+// CheckReserve checks a reservation as Decide's inputs are checked, and
+// that alg can book (algorithms.Reserver).
+func CheckReserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Reserver, error) {
+	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
+		return nil, err
+	}
+	r, ok := alg.(algorithms.Reserver)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s cannot book requests ahead", ErrUnsupported, alg.Kind())
+	}
+	return r, algorithms.CheckMaxWait(maxWait)
+}
+
 // ErrSharedState is returned by DecideSet for a set with two algorithms of
 // one kind and scope, which would count against one state.
 var ErrSharedState = errors.New("ratewise: two limits of a set share one state")

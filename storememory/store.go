@@ -27,6 +27,7 @@ var (
 	_ store.Store       = (*Store)(nil)
 	_ store.TTLReporter = (*Store)(nil)
 	_ store.SetDecider  = (*Store)(nil)
+	_ store.Reserver    = (*Store)(nil)
 )
 
 const (
@@ -149,6 +150,33 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	}
 	sh.sweepIfDue(t)
 	return res, nil
+}
+
+// Reserve books a request for key under alg (see store.Reserver), under
+// the key's shard lock.
+func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	r, err := store.CheckReserve(alg, now, cost, maxWait)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	t := now.UnixNano()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	entries := sh.entries(idOf(alg), true)
+	var state algorithms.State
+	if e, ok := entries[key]; ok && e.expires > t {
+		state = e.state
+	}
+	state, res, delay := r.Reserve(state, now, cost, maxWait)
+	if cost > 0 && state != nil && res.ResetAfter > 0 {
+		entries[key] = entry{state: state, expires: t + int64(res.ResetAfter)}
+	}
+	sh.sweepIfDue(t)
+	return res, delay, nil
 }
 
 // DecideSet decides cost for key under every algorithm of algs, all or

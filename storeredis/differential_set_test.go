@@ -96,3 +96,67 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 	}
 	return algs
 }
+
+// TestDifferentialReservations runs random bookings and decisions, with
+// random longest waits, costs and stale readings, on the algorithms that
+// book ahead, through the memory store (the Go step) and the Redis
+// reservation script, and requires identical Results and delays.
+func TestDifferentialReservations(t *testing.T) {
+	targets := map[string]func(t *testing.T) redis.Scripter{
+		"redis":     func(t *testing.T) redis.Scripter { return newClient(t, redistest.Standalone(t).Addr) },
+		"miniredis": func(t *testing.T) redis.Scripter { return newClient(t, miniredis.RunT(t).Addr()) },
+	}
+	for name, client := range targets {
+		t.Run(name, func(t *testing.T) {
+			rs := storeredis.New(client(t), storeredis.WithClientTime())
+			ms := storememory.New()
+			run := time.Now().UnixNano()
+			rng := rand.New(rand.NewPCG(5, 6))
+			ctx := context.Background()
+			for seq := range 40 {
+				var alg algorithms.Algorithm
+				for alg == nil {
+					k := algorithms.Kinds()[rng.IntN(len(algorithms.Kinds()))]
+					if !k.TakesBurst() {
+						continue
+					}
+					p := algorithms.Params{Limit: 1 + rng.Int64N(9), Window: time.Duration(1+rng.Int64N(3_000_000)) * time.Microsecond, Burst: 1 + rng.Int64N(9)}
+					alg, _ = k.New(p)
+				}
+				window := alg.Params().Window
+				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
+				now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
+				floor, realPrev := now, time.Now()
+				for step := range 200 {
+					gap := time.Since(realPrev).Truncate(time.Microsecond) + time.Microsecond
+					realPrev = time.Now()
+					switch r := rng.IntN(10); {
+					case r == 0:
+						now = now.Add(-time.Duration(rng.Int64N(int64(50 * time.Millisecond))).Truncate(time.Microsecond))
+					case r == 1:
+					default:
+						now = maxTime(now, floor).Add(gap + time.Duration(rng.Int64N(int64(window))).Truncate(time.Microsecond))
+					}
+					floor = maxTime(floor, now)
+					cost := rng.Int64N(alg.MaxCost() + 1)
+					maxWait := time.Duration(rng.Int64N(int64(3 * window))).Truncate(time.Microsecond)
+					if rng.IntN(4) == 0 {
+						maxWait = 0
+					}
+					want, wantDelay, werr := ms.Reserve(ctx, key, alg, now, cost, maxWait)
+					got, delay, gerr := rs.Reserve(ctx, key, alg, now, cost, maxWait)
+					if werr != nil || gerr != nil || got != want || delay != wantDelay {
+						t.Fatalf("%s step %d at %s, cost %d, longest wait %v:\n  lua %+v delay %v (%v)\n  go  %+v delay %v (%v)", alg, step, now.Format(time.RFC3339Nano), cost, maxWait, got, delay, gerr, want, wantDelay, werr)
+					}
+					if rng.IntN(3) == 0 { // a plain decision between bookings
+						want, werr := ms.Decide(ctx, key, alg, now, 1)
+						got, gerr := rs.Decide(ctx, key, alg, now, 1)
+						if werr != nil || gerr != nil || got != want {
+							t.Fatalf("%s step %d, a decision after bookings:\n  lua %+v (%v)\n  go  %+v (%v)", alg, step, got, gerr, want, werr)
+						}
+					}
+				}
+			}
+		})
+	}
+}

@@ -46,6 +46,7 @@ var (
 	_ store.TTLReporter      = (*Store)(nil)
 	_ store.AlgorithmChecker = (*Store)(nil)
 	_ store.SetDecider       = (*Store)(nil)
+	_ store.Reserver         = (*Store)(nil)
 )
 
 // DefaultPrefix starts every key the store writes.
@@ -113,6 +114,22 @@ func assemble(name string) (string, error) {
 	}
 	fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
 	if err := a.include("decide.lua"); err != nil {
+		return "", err
+	}
+	return a.src.String(), nil
+}
+
+// assembleReserve returns the source of name's reservation script: as
+// assemble, with the reservation driver.
+func assembleReserve(name string) (string, error) {
+	var a assembler
+	for _, file := range []string{"prelude.lua", name + ".lua"} {
+		if err := a.include(file); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
+	if err := a.include("reserve.lua"); err != nil {
 		return "", err
 	}
 	return a.src.String(), nil
@@ -378,6 +395,57 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		}
 	}
 	return results, nil
+}
+
+// reserveScripts are the reservation scripts, by kind, assembled on first
+// use.
+var reserveScripts sync.Map // *algorithms.Kind → *redis.Script
+
+// Reserve books a request for key under alg, in one round trip (see
+// store.Reserver): the token bucket and GCRA.
+func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	if _, err := scriptFor(alg); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	checkAt := now
+	if !s.clientTime {
+		checkAt = time.Unix(0, 0) // Redis's clock decides; now is unused
+	}
+	if _, err := store.CheckReserve(alg, checkAt, cost, maxWait); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	sc, ok := reserveScripts.Load(alg.Kind())
+	if !ok {
+		src, err := assembleReserve(alg.Kind().Name())
+		if err != nil {
+			return algorithms.Result{}, 0, fmt.Errorf("%w: storeredis has no reservation script for %s: %w", store.ErrUnsupported, alg.Kind(), err)
+		}
+		sc, _ = reserveScripts.LoadOrStore(alg.Kind(), redis.NewScript(src))
+	}
+	var notBefore int64
+	var at any = serverTime
+	if s.clientTime {
+		notBefore = now.UnixMicro()
+		at = notBefore
+	}
+	args := append(appendParams(append(make([]any, 0, 6), at, cost), alg), maxWait.Microseconds())
+	reply, err := sc.(*redis.Script).Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	if err != nil {
+		return algorithms.Result{}, 0, s.failure(ctx, err)
+	}
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != 6 {
+		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: want 6 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
+	}
+	delay, ok := fields[5].(int64)
+	if !ok || delay < 0 || delay > 1<<52 {
+		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: delay %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, fields[5], reply)
+	}
+	res, err := parseReply(fields[:5], alg.MaxCost(), notBefore)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	return res, time.Duration(delay) * time.Microsecond, nil
 }
 
 // serverTime is ARGV[1] when the script reads Redis's TIME: a string no

@@ -16,6 +16,10 @@
 
 local MAXC, MAXD = 1125899906842624, 1125899906842624 -- 2^50: counts; µs
 
+-- slack is 0 for a decision; the reservation driver (reserve.lua) sets it
+-- to the longest wait, in µs, a booking accepts (algorithms.Reserver).
+local slack = 0
+
 -- mul_div returns floor(a × b / c) and a × b mod c exactly, as mulDiv does in
 -- Go, for integers 0 <= a, b < 2^53 and 0 < c <= 2^50 whose quotient is below
 -- 2^53. A product below 2^52 is exact as a double. A larger one is never
@@ -142,15 +146,18 @@ local function bucket_step(_, raw, count, period, burst)
   local nc, nf = mul_div(need, r, k)
   local after, after_f = used + need * q + nc, used_f + nf
   if after_f >= k then after, after_f = after + 1, after_f - k end
-  if after < cap or (after == cap and after_f <= cap_f) then
+  -- x: after - cap, rounded up to the µs: how long until after has
+  -- drained to the capacity.
+  local x, xf = after - cap, after_f - cap_f
+  if xf < 0 then x, xf = x - 1, xf + k end
+  if xf > 0 then x = x + 1 end
+  local delay = 0
+  if after < cap + slack or (after == cap + slack and after_f <= cap_f) then
     allowed = 1
+    if x > 0 then delay = x + gap end
     if cost > 0 then used, used_f = after, after_f end
   else
-    -- Wait until after - cap has drained, rounded up to the µs.
-    local x, xf = after - cap, after_f - cap_f
-    if xf < 0 then x, xf = x - 1, xf + k end
-    if xf > 0 then x = x + 1 end
-    retry = x + gap
+    retry = x - slack + gap
   end
   if used > 0 or used_f > 0 then
     reset = used + gap
@@ -168,5 +175,5 @@ local function bucket_step(_, raw, count, period, burst)
   if cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest or scount ~= count))) then
     new = string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count)
   end
-  return allowed, remaining, retry, reset, eff, new, reset
+  return allowed, remaining, retry, reset, eff, new, reset, delay
 end

@@ -1,0 +1,19 @@
+-- reserve.lua: the driver of a reservation (algorithms.Reserver), for the
+-- kinds whose step is bucket.lua. The assembler puts before it "local read,
+-- step, write = <name>_read, <name>_step, <name>_write".
+--
+-- ARGV[3…5] limit (rate count), window (period) µs, burst
+-- ARGV[6]   the longest wait the booking accepts, µs
+-- Reply     {allowed, remaining, retry_after, reset_after, at, delay}: delay
+--           is the wait until the booked request's turn
+
+local key = KEYS[1]
+slack = tonumber(ARGV[6])
+local state
+if read then state = read(key) else state = redis.call('GET', key) end
+local allowed, remaining, retry, reset, at, new, aux, delay = step(key, state,
+  tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+if new then
+  if write then write(key, new, aux) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
+end
+return {allowed, remaining, retry, reset, at, delay}
