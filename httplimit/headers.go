@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 )
 
@@ -26,7 +25,7 @@ func ceilSeconds(d time.Duration) int64 {
 	return max(s, 0)
 }
 
-// setHeaders writes the rate-limit fields for res. The draft fields are
+// setHeaders writes the rate-limit fields for d. The draft fields are
 // lists, one member per middleware in a chain; the legacy fields hold one
 // value, the innermost middleware's:
 //
@@ -37,23 +36,33 @@ func ceilSeconds(d time.Duration) int64 {
 // it is not a whole number of seconds; r is Result.Remaining and t
 // Result.ResetAfter rounded up to whole seconds: the time until the key is
 // back at its full quota.
-func (m *Middleware) setHeaders(h http.Header, res ratewise.Result, alg algorithms.Algorithm) {
-	if m.headers.draft {
-		name := strconv.Quote(m.name)
-		var policy strings.Builder
-		policy.WriteString(name)
-		policy.WriteString(";q=")
-		policy.WriteString(strconv.FormatInt(res.Limit, 10))
-		if w := alg.Quota().Window; w >= time.Second && w%time.Second == 0 {
-			policy.WriteString(";w=")
-			policy.WriteString(strconv.FormatInt(int64(w/time.Second), 10))
+func (m *Middleware) setHeaders(h http.Header, d decision, algs []algorithms.Algorithm) {
+	// A limiter's quota is named m.name; a Set's are numbered.
+	name := func(i int) string {
+		if len(algs) == 1 {
+			return strconv.Quote(m.name)
 		}
-		// Add, not Set: both fields are lists, so limiters in a chain each
-		// contribute their policy.
-		h.Add("RateLimit-Policy", policy.String())
-		h.Add("RateLimit", name+";r="+strconv.FormatInt(res.Remaining, 10)+";t="+strconv.FormatInt(ceilSeconds(res.ResetAfter), 10))
+		return strconv.Quote(m.name + "-" + strconv.Itoa(i+1))
+	}
+	if m.headers.draft {
+		for i, alg := range algs {
+			var policy strings.Builder
+			policy.WriteString(name(i))
+			policy.WriteString(";q=")
+			policy.WriteString(strconv.FormatInt(d.results[i].Limit, 10))
+			if w := alg.Quota().Window; w >= time.Second && w%time.Second == 0 {
+				policy.WriteString(";w=")
+				policy.WriteString(strconv.FormatInt(int64(w/time.Second), 10))
+			}
+			// Add, not Set: both fields are lists, so limiters in a chain
+			// each contribute their policy.
+			h.Add("RateLimit-Policy", policy.String())
+		}
+		b := d.results[d.binding]
+		h.Add("RateLimit", name(d.binding)+";r="+strconv.FormatInt(b.Remaining, 10)+";t="+strconv.FormatInt(ceilSeconds(b.ResetAfter), 10))
 	}
 	if m.headers.legacy {
+		res := d.results[d.binding]
 		h.Set("X-RateLimit-Limit", strconv.FormatInt(res.Limit, 10))
 		h.Set("X-RateLimit-Remaining", strconv.FormatInt(res.Remaining, 10))
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(res.ResetAfter), 10))

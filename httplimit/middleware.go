@@ -28,6 +28,7 @@ import (
 // safe for simultaneous use by many goroutines.
 type Middleware struct {
 	limiter *ratewise.Limiter
+	set     *ratewise.Set // instead of limiter, for NewSet
 	key     KeyFunc
 	cost    func(*http.Request) (int64, error)
 	denied  func(http.ResponseWriter, *http.Request, ratewise.Result)
@@ -60,9 +61,43 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 	if l == nil {
 		return nil, errors.New("httplimit: nil limiter")
 	}
+	m, err := newMiddleware(opts)
+	if err != nil {
+		return nil, err
+	}
+	m.limiter = l
+	if err := m.policy.check(l); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// NewSet returns a middleware that limits with every limit of set at once,
+// all or nothing (see ratewise.Set), such as 10 per second AND 1,000 per
+// hour on one route. RateLimit-Policy lists every limit, named by
+// WithQuotaName's name and the limit's place in the set ("default-1",
+// "default-2", ...), and RateLimit reports the binding one: the one whose
+// wait a denied request has, or that has the least left. The options are
+// New's, except that Fallback, which needs one Limiter, is refused.
+func NewSet(set *ratewise.Set, opts ...Option) (*Middleware, error) {
+	if set == nil {
+		return nil, errors.New("httplimit: nil set")
+	}
+	m, err := newMiddleware(opts)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := m.policy.(fallback); ok {
+		return nil, errors.New("httplimit: Fallback needs a Limiter; a Set fails closed or open")
+	}
+	m.set = set
+	return m, nil
+}
+
+// newMiddleware applies opts to the defaults New documents.
+func newMiddleware(opts []Option) (*Middleware, error) {
 	byIP, _ := ByIP(IPConfig{})
 	m := &Middleware{
-		limiter: l,
 		key:     byIP,
 		cost:    func(*http.Request) (int64, error) { return 1, nil },
 		policy:  FailClosed(http.StatusServiceUnavailable, time.Second),
@@ -81,9 +116,6 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 		if err := o.apply(m); err != nil {
 			return nil, err
 		}
-	}
-	if err := m.policy.check(l); err != nil {
-		return nil, err
 	}
 	return m, nil
 }
@@ -123,15 +155,22 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			fail(err)
 			return
 		}
-		// The key's own limit (see ratewise.WithLimits), which the headers
+		// The key's own limits (see ratewise.WithLimits), which the headers
 		// describe.
-		alg, err := m.limiter.AlgorithmFor(r.Context(), key)
-		if err != nil {
-			m.onError(r, err)
-			fail(err)
-			return
+		var algs []algorithms.Algorithm
+		if m.set != nil {
+			algs = m.set.Algorithms()
+		} else {
+			alg, err := m.limiter.AlgorithmFor(r.Context(), key)
+			if err != nil {
+				m.onError(r, err)
+				fail(err)
+				return
+			}
+			algs = []algorithms.Algorithm{alg}
 		}
-		res, err := m.decide(r.Context(), key, alg, cost)
+		d, err := m.decide(r.Context(), key, algs, cost)
+		res := d.res
 		if err != nil {
 			switch {
 			case errors.Is(err, ratewise.ErrCostExceedsLimit):
@@ -153,13 +192,14 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 				fail(&StoreError{Err: err, policy: m.policy})
 				return
 			}
+			d = decision{res: res, results: []ratewise.Result{res}}
 			if res == (ratewise.Result{}) {
 				// Failed open: there is no decision to describe.
 				next.ServeHTTP(w, r)
 				return
 			}
 		}
-		m.setHeaders(w.Header(), res, alg)
+		m.setHeaders(w.Header(), d, algs)
 		if !res.Allowed {
 			if m.dryRun != nil {
 				m.dryRun(r, res)
@@ -173,33 +213,54 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 	})
 }
 
-// decide runs the limiter with the decision timeout. A store that does not
-// answer in time is abandoned, not waited for: its call finishes in the
-// background and its answer is dropped.
-func (m *Middleware) decide(parent context.Context, key string, alg algorithms.Algorithm, cost int64) (ratewise.Result, error) {
+// decision is what the middleware decided: the request's Result (for a
+// Set, the binding limit's), every limit's Result, and which of them binds.
+type decision struct {
+	res     ratewise.Result
+	results []ratewise.Result
+	binding int
+}
+
+// decide runs the limiter, or the Set, with the decision timeout. A store
+// that does not answer in time is abandoned, not waited for: its call
+// finishes in the background and its answer is dropped.
+func (m *Middleware) decide(parent context.Context, key string, algs []algorithms.Algorithm, cost int64) (decision, error) {
+	run := func(ctx context.Context) (decision, error) {
+		if m.set == nil {
+			res, err := m.limiter.AllowWith(ctx, key, algs[0], cost)
+			return decision{res: res, results: []ratewise.Result{res}}, err
+		}
+		sr, err := m.set.AllowN(ctx, key, cost)
+		if err != nil {
+			return decision{}, err
+		}
+		// The binding limit's Result is the Set's answer: denied, it is
+		// the limit with the longest wait, the Set's RetryAfter.
+		return decision{res: sr.Results[sr.Binding], results: sr.Results, binding: sr.Binding}, nil
+	}
 	if m.timeout <= 0 {
-		return m.limiter.AllowWith(parent, key, alg, cost)
+		return run(parent)
 	}
 	ctx, cancel := context.WithTimeout(parent, m.timeout)
 	defer cancel()
 	type answer struct {
-		res ratewise.Result
+		d   decision
 		err error
 	}
 	done := make(chan answer, 1)
 	go func() {
-		res, err := m.limiter.AllowWith(ctx, key, alg, cost)
-		done <- answer{res, err}
+		d, err := run(ctx)
+		done <- answer{d, err}
 	}()
 	select {
 	case a := <-done:
-		return a.res, a.err
+		return a.d, a.err
 	case <-ctx.Done():
 		if err := parent.Err(); err != nil {
 			// The request's own context ended, not the store.
-			return ratewise.Result{}, err
+			return decision{}, err
 		}
-		return ratewise.Result{}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, ctx.Err())
+		return decision{}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, ctx.Err())
 	}
 }
 

@@ -412,3 +412,44 @@ func TestDryRun(t *testing.T) {
 		t.Fatalf("the dry-run hook heard %+v, want the 3 requests over the limit", wouldDeny)
 	}
 }
+
+// A Set on a route: a request passes only if every limit admits it;
+// RateLimit-Policy lists every limit and RateLimit reports the binding one.
+func TestSetMiddleware(t *testing.T) {
+	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2},
+		algorithms.SlidingLog{Limit: 3, Window: time.Hour},
+	}, ratewise.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := NewSet(set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	policies := `"default-1";q=2;w=2, "default-2";q=3;w=3600`
+	for i, want := range []struct {
+		advance    time.Duration
+		status     int
+		rateLimit  string
+		retryAfter string
+	}{
+		{0, 200, `"default-1";r=1;t=1`, ""},
+		{0, 200, `"default-1";r=0;t=2`, ""},
+		{0, 429, `"default-1";r=0;t=2`, "1"}, // the GCRA binds; the log is not charged
+		{time.Second, 200, `"default-1";r=0;t=2`, ""},
+		{2 * time.Second, 429, `"default-2";r=0;t=3598`, "3597"}, // now the hourly log binds
+	} {
+		clock.now = clock.now.Add(want.advance)
+		resp := serve(m.Handler(ok), "192.0.2.1:1")
+		got := strings.Join(resp.Header.Values("RateLimit-Policy"), ", ")
+		if resp.StatusCode != want.status || got != policies || resp.Header.Get("RateLimit") != want.rateLimit || resp.Header.Get("Retry-After") != want.retryAfter {
+			t.Fatalf("request %d: %d, RateLimit-Policy %q, RateLimit %q, Retry-After %q; want %d, %q, %q", i+1, resp.StatusCode, got,
+				resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"), want.status, want.rateLimit, want.retryAfter)
+		}
+	}
+	if _, err := NewSet(set, WithFailurePolicy(Fallback(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock)))); err == nil {
+		t.Fatal("NewSet with Fallback: no error")
+	}
+}
