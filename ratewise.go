@@ -99,14 +99,11 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // [1, the key's limit]: a larger n could never be admitted and fails with
 // ErrCostExceedsLimit.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
-	if l.limits == nil {
-		return l.allow(ctx, key, l.alg, n) // checked by New
-	}
-	alg, err := l.AlgorithmFor(ctx, key)
+	alg, err := l.checkedAlgorithmFor(ctx, key)
 	if err != nil {
 		return Result{}, err
 	}
-	return l.AllowWith(ctx, key, alg, n)
+	return l.allow(ctx, key, alg, n)
 }
 
 // AllowWith is AllowN with an algorithm, and so a limit, chosen by the
@@ -124,27 +121,27 @@ func (l *Limiter) AllowWith(ctx context.Context, key string, alg algorithms.Algo
 
 // allow decides a request of cost n under alg, which has been checked.
 func (l *Limiter) allow(ctx context.Context, key string, alg algorithms.Algorithm, n int64) (Result, error) {
-	if n <= 0 {
-		return Result{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
-	}
-	if err := algorithms.CheckCost(alg, n); err != nil {
+	if err := checkCost(alg, n); err != nil {
 		return Result{}, err
 	}
 	return l.decide(ctx, key, alg, n)
+}
+
+// checkCost checks a request's cost: at least 1, at most alg's limit.
+func checkCost(alg algorithms.Algorithm, n int64) error {
+	if n <= 0 {
+		return fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
+	}
+	return algorithms.CheckCost(alg, n)
 }
 
 // Peek reports key's state without consuming anything: Allowed says whether
 // a request of cost 1 would be admitted now, Remaining what is available now,
 // and RetryAfter how long until a request of cost 1 would be admitted.
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	alg, err := l.AlgorithmFor(ctx, key)
+	alg, err := l.checkedAlgorithmFor(ctx, key)
 	if err != nil {
 		return Result{}, err
-	}
-	if alg != l.alg {
-		if err := checkAlgorithm(alg); err != nil {
-			return Result{}, err
-		}
 	}
 	return l.decide(ctx, key, alg, 0)
 }
@@ -181,6 +178,16 @@ func (l *Limiter) AlgorithmFor(ctx context.Context, key string) (algorithms.Algo
 		return l.alg, nil
 	}
 	return alg, nil
+}
+
+// checkedAlgorithmFor is AlgorithmFor, with the algorithm checked unless it
+// is the limiter's own, which New checked.
+func (l *Limiter) checkedAlgorithmFor(ctx context.Context, key string) (algorithms.Algorithm, error) {
+	alg, err := l.AlgorithmFor(ctx, key)
+	if err != nil || alg == l.alg {
+		return alg, err
+	}
+	return alg, checkAlgorithm(alg)
 }
 
 // checkAlgorithm checks an algorithm that New did not: one of package

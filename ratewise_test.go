@@ -112,3 +112,22 @@ func TestWithNamespaceSeparatesLimiters(t *testing.T) {
 		t.Fatal(`"alice" in the namespace "login" is not stored as "login:alice"`)
 	}
 }
+
+// A limit chosen per key is checked as New checks the limiter's own: an
+// invalid one is its parameter's error, not a decision.
+func TestWithLimitsChecksTheLimit(t *testing.T) {
+	ctx := context.Background()
+	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute},
+		ratewise.WithLimits(func(context.Context, string) (algorithms.Algorithm, error) {
+			return algorithms.FixedWindow{Limit: 0, Window: time.Minute}, nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := l.Allow(ctx, "k"); !errors.Is(err, ratewise.ErrInvalidLimit) || res.Allowed {
+		t.Fatalf("Allow under an invalid per-key limit: %+v, %v; want ErrInvalidLimit", res, err)
+	}
+	if _, err := l.Wait(ctx, "k"); !errors.Is(err, ratewise.ErrInvalidLimit) {
+		t.Fatalf("Wait under an invalid per-key limit: %v; want ErrInvalidLimit", err)
+	}
+}

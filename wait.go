@@ -48,17 +48,18 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 // on one key do not all wake at once, then asks again. That is not a queue:
 // when several waiters want one slot, any of them may get it.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int64) (Result, error) {
+	// The key's limit is chosen once, for the whole wait.
+	alg, err := l.checkedAlgorithmFor(ctx, key)
+	if err != nil {
+		return Result{}, err
+	}
 	if rs, ok := l.store.(store.Reserver); ok {
-		alg, err := l.AlgorithmFor(ctx, key)
-		if err != nil {
-			return Result{}, err
-		}
 		if _, ok := alg.(algorithms.Reserver); ok {
 			return l.waitBooked(ctx, rs, key, alg, n)
 		}
 	}
 	for {
-		res, err := l.AllowN(ctx, key, n)
+		res, err := l.allow(ctx, key, alg, n)
 		if err != nil || res.Allowed {
 			return res, err
 		}
@@ -93,20 +94,13 @@ func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
 // the largest algorithms.CheckMaxWait allows.
 const maxBooking = (1 << 50) * time.Microsecond
 
-// waitBooked books the request's turn and sleeps until it.
+// waitBooked books the request's turn under alg, which has been checked,
+// and sleeps until it.
 func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
-	if alg != l.alg {
-		if err := checkAlgorithm(alg); err != nil {
-			return Result{}, err
-		}
-	}
-	if n <= 0 {
-		return Result{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
-	}
-	if err := algorithms.CheckCost(alg, n); err != nil {
+	if err := checkCost(alg, n); err != nil {
 		return Result{}, err
 	}
 	maxWait := maxBooking

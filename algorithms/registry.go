@@ -42,9 +42,11 @@ func (k *Kind) TakesBurst() bool { return k.burst }
 // kind that does not requires it to be 0.
 func (k *Kind) TakesSubWindows() bool { return k.subWindows }
 
-// registered reports whether k is one of the registry's own entries, not a
-// Kind made elsewhere.
-func (k *Kind) registered() bool { return k != nil && kindByName[k.name] == k }
+// registered reports whether k was made by the registry, not a zero Kind
+// made elsewhere, which has no functions. (A copy of a registered Kind
+// builds and recognises the same type, so it is as good.) It runs on every
+// decision, through CheckKind, so it looks up nothing.
+func (k *Kind) registered() bool { return k != nil && k.build != nil }
 
 // Family is a class of algorithms whose decisions follow one model, so that
 // tests and tools can state what to expect of every algorithm in it.

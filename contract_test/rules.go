@@ -330,20 +330,35 @@ func stateExpiry(e *env) {
 }
 
 func concurrency(e *env) {
-	const limit, goroutines, tries = 100, 64, 4
+	const limit = 100
 	l := e.limiter(e.c.build(limit, e.c.window))
+	if got := e.hammer(func() (bool, error) {
+		res, err := l.Allow(context.Background(), "hot")
+		return res.Allowed, err
+	}); got != limit {
+		e.fatalf("%d goroutines × %d tries admitted %d, want exactly %d", hammerGoroutines, hammerTries, got, limit)
+	}
+}
+
+const hammerGoroutines, hammerTries = 64, 4
+
+// hammer runs allow hammerTries times in each of hammerGoroutines
+// goroutines at once, fails the rule on any error, and returns how many
+// calls were admitted.
+func (e *env) hammer(allow func() (bool, error)) int64 {
+	e.t.Helper()
 	var admitted atomic.Int64
 	var wg sync.WaitGroup
-	errs := make(chan error, goroutines*tries)
-	for range goroutines {
+	errs := make(chan error, hammerGoroutines*hammerTries)
+	for range hammerGoroutines {
 		wg.Go(func() {
-			for range tries {
-				res, err := l.Allow(context.Background(), "hot")
+			for range hammerTries {
+				ok, err := allow()
 				if err != nil {
 					errs <- err
 					return
 				}
-				if res.Allowed {
+				if ok {
 					admitted.Add(1)
 				}
 			}
@@ -354,9 +369,7 @@ func concurrency(e *env) {
 	for err := range errs {
 		e.fatalf("Allow from many goroutines: %v", err)
 	}
-	if got := admitted.Load(); got != limit {
-		e.fatalf("%d goroutines × %d tries admitted %d, want exactly %d", goroutines, tries, got, limit)
-	}
+	return admitted.Load()
 }
 
 func clockStepsBack(e *env) {

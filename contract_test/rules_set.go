@@ -3,8 +3,6 @@ package contract
 import (
 	"context"
 	"errors"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise"
@@ -124,32 +122,13 @@ func setAllOrNothing(e *env) {
 // setConcurrency: 64 goroutines on one key through a set charge every
 // limit exactly for what the set admitted.
 func setConcurrency(e *env) {
-	const limit, goroutines, tries = 40, 64, 4
+	const limit = 40
 	s, lims := e.set(e.c.build(limit, e.c.window), e.partner(limit/2))
-	var admitted atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, goroutines*tries)
-	for range goroutines {
-		wg.Go(func() {
-			for range tries {
-				res, err := s.Allow(context.Background(), "hot")
-				if err != nil {
-					errs <- err
-					return
-				}
-				if res.Allowed {
-					admitted.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		e.fatalf("Allow from many goroutines: %v", err)
-	}
-	if got := admitted.Load(); got != limit/2 {
-		e.fatalf("%d goroutines × %d tries admitted %d, want exactly %d", goroutines, tries, got, limit/2)
+	if got := e.hammer(func() (bool, error) {
+		res, err := s.Allow(context.Background(), "hot")
+		return res.Allowed, err
+	}); got != limit/2 {
+		e.fatalf("%d goroutines × %d tries admitted %d, want exactly %d", hammerGoroutines, hammerTries, got, limit/2)
 	}
 	if got := e.peek(lims[0], "hot"); got.Remaining != limit-limit/2 {
 		e.fatalf("the set's first limit after the burst: Remaining %d, want %d: a denied request was charged", got.Remaining, limit-limit/2)

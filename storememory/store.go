@@ -134,22 +134,32 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	entries := sh.entries(id, true)
-	var state algorithms.State
+	state, res := alg.Decide(load(entries, key, t), now, cost)
+	keep(entries, key, state, res, t, cost)
+	sh.sweepIfDue(t)
+	return res, nil
+}
+
+// load returns key's state in entries, or nil when it has none or its
+// state no longer counts at t (Unix nanoseconds).
+func load(entries map[string]entry, key string, t int64) algorithms.State {
 	if e, ok := entries[key]; ok && e.expires > t {
-		state = e.state
+		return e.state
 	}
-	state, res := alg.Decide(state, now, cost)
+	return nil
+}
+
+// keep records the state a decision of cost at t left, which counts for
+// res.ResetAfter. An inspection changes nothing: not even an expired entry
+// goes, since a request whose clock reading is behind may still need it.
+func keep(entries map[string]entry, key string, state algorithms.State, res algorithms.Result, t, cost int64) {
 	switch {
 	case cost == 0:
-		// An inspection changes nothing: not even an expired entry goes,
-		// since a request whose clock reading is behind may still need it.
 	case state == nil || res.ResetAfter <= 0:
 		delete(entries, key)
 	default:
 		entries[key] = entry{state: state, expires: t + int64(res.ResetAfter)}
 	}
-	sh.sweepIfDue(t)
-	return res, nil
 }
 
 // Reserve books a request for key under alg (see store.Reserver), under
@@ -167,14 +177,8 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	entries := sh.entries(idOf(alg), true)
-	var state algorithms.State
-	if e, ok := entries[key]; ok && e.expires > t {
-		state = e.state
-	}
-	state, res, delay := r.Reserve(state, now, cost, maxWait)
-	if cost > 0 && state != nil && res.ResetAfter > 0 {
-		entries[key] = entry{state: state, expires: t + int64(res.ResetAfter)}
-	}
+	state, res, delay := r.Reserve(load(entries, key, t), now, cost, maxWait)
+	keep(entries, key, state, res, t, cost)
 	sh.sweepIfDue(t)
 	return res, delay, nil
 }
@@ -199,9 +203,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	states := make([]algorithms.State, len(algs))
 	all := true
 	for i, alg := range algs {
-		if e, ok := sh.entries(idOf(alg), false)[key]; ok && e.expires > t {
-			states[i] = e.state
-		}
+		states[i] = load(sh.entries(idOf(alg), false), key, t)
 		_, results[i] = alg.Decide(states[i], now, 0) // an inspection changes nothing
 		all = all && results[i].Remaining >= max(cost, 1)
 	}
@@ -212,21 +214,16 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		if !all && results[i].Remaining >= cost {
 			continue // it would admit, but the set does not: not charged
 		}
-		entries := sh.entries(idOf(alg), true)
 		state, res := alg.Decide(states[i], now, cost)
-		if state == nil || res.ResetAfter <= 0 {
-			delete(entries, key)
-		} else {
-			entries[key] = entry{state: state, expires: t + int64(res.ResetAfter)}
-		}
+		keep(sh.entries(idOf(alg), true), key, state, res, t, cost)
 		results[i] = res
 	}
 	sh.sweepIfDue(t)
 	return results, nil
 }
 
-// ExpiryGrace is how long after it stops counting an entry may still be
-// swept away. Decisions treat an entry as gone once its ResetAfter has
+// ExpiryGrace is how long an entry is kept after it stops counting, before
+// a sweep may drop it. Decisions treat an entry as gone once its ResetAfter has
 // passed on their own clock; the grace keeps it for a request whose clock
 // reading lags the one that triggered a sweep (concurrent callers read
 // their clocks before the shard lock orders them), which must still see

@@ -16,17 +16,19 @@ import (
 	"github.com/ratewise/ratewise/storeredis"
 )
 
+// scriptTargets are the servers the differential tests run scripts on.
+var scriptTargets = map[string]func(t *testing.T) redis.Scripter{
+	"redis":     func(t *testing.T) redis.Scripter { return newClient(t, redistest.Standalone(t).Addr) },
+	"miniredis": func(t *testing.T) redis.Scripter { return newClient(t, miniredis.RunT(t).Addr()) },
+}
+
 // TestDifferentialSets runs the same random sequences of decisions over
 // sets of 1 to 4 limits of different kinds and scopes through the memory
 // store (the Go steps) and the Redis set script, and requires identical
 // Results. Times move forward at least as fast as real time, with stale
 // readings of up to 50ms, which keys outlive in client-time mode.
 func TestDifferentialSets(t *testing.T) {
-	targets := map[string]func(t *testing.T) redis.Scripter{
-		"redis":     func(t *testing.T) redis.Scripter { return newClient(t, redistest.Standalone(t).Addr) },
-		"miniredis": func(t *testing.T) redis.Scripter { return newClient(t, miniredis.RunT(t).Addr()) },
-	}
-	for name, client := range targets {
+	for name, client := range scriptTargets {
 		t.Run(name, func(t *testing.T) {
 			rs := storeredis.New(client(t), storeredis.WithClientTime())
 			run := time.Now().UnixNano() // the server outlives a run under -count
@@ -36,24 +38,13 @@ func TestDifferentialSets(t *testing.T) {
 			for seq := range 30 {
 				algs := randomSet(rng)
 				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
-				now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
-				floor, realPrev := now, time.Now()
+				clock := newSteppingClock(rng)
 				maxCost := algs[0].MaxCost()
 				for _, a := range algs {
 					maxCost = min(maxCost, a.MaxCost())
 				}
 				for step := range 150 {
-					gap := time.Since(realPrev).Truncate(time.Microsecond) + time.Microsecond
-					realPrev = time.Now()
-					switch r := rng.IntN(10); {
-					case r == 0:
-						now = now.Add(-time.Duration(rng.Int64N(int64(50 * time.Millisecond))).Truncate(time.Microsecond))
-					case r == 1:
-						// the same microsecond
-					default:
-						now = maxTime(now, floor).Add(gap + time.Duration(rng.Int64N(int64(2*time.Second))).Truncate(time.Microsecond))
-					}
-					floor = maxTime(floor, now)
+					now := clock.step(rng, 2*time.Second)
 					cost := rng.Int64N(maxCost + 1)
 					want, werr := ms.DecideSet(ctx, key, algs, now, cost)
 					got, gerr := rs.DecideSet(ctx, key, algs, now, cost)
@@ -102,11 +93,7 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 // book ahead, through the memory store (the Go step) and the Redis
 // reservation script, and requires identical Results and delays.
 func TestDifferentialReservations(t *testing.T) {
-	targets := map[string]func(t *testing.T) redis.Scripter{
-		"redis":     func(t *testing.T) redis.Scripter { return newClient(t, redistest.Standalone(t).Addr) },
-		"miniredis": func(t *testing.T) redis.Scripter { return newClient(t, miniredis.RunT(t).Addr()) },
-	}
-	for name, client := range targets {
+	for name, client := range scriptTargets {
 		t.Run(name, func(t *testing.T) {
 			rs := storeredis.New(client(t), storeredis.WithClientTime())
 			ms := storememory.New()
@@ -125,19 +112,9 @@ func TestDifferentialReservations(t *testing.T) {
 				}
 				window := alg.Params().Window
 				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
-				now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
-				floor, realPrev := now, time.Now()
+				clock := newSteppingClock(rng)
 				for step := range 200 {
-					gap := time.Since(realPrev).Truncate(time.Microsecond) + time.Microsecond
-					realPrev = time.Now()
-					switch r := rng.IntN(10); {
-					case r == 0:
-						now = now.Add(-time.Duration(rng.Int64N(int64(50 * time.Millisecond))).Truncate(time.Microsecond))
-					case r == 1:
-					default:
-						now = maxTime(now, floor).Add(gap + time.Duration(rng.Int64N(int64(window))).Truncate(time.Microsecond))
-					}
-					floor = maxTime(floor, now)
+					now := clock.step(rng, window)
 					cost := rng.Int64N(alg.MaxCost() + 1)
 					maxWait := time.Duration(rng.Int64N(int64(3 * window))).Truncate(time.Microsecond)
 					if rng.IntN(4) == 0 {
@@ -159,4 +136,32 @@ func TestDifferentialReservations(t *testing.T) {
 			}
 		})
 	}
+}
+
+// steppingClock is the differential tests' fake clock. It moves forward at
+// least as fast as real time, so that a key Redis expires on its own clock
+// is one the Go side also finds expired; now and then it repeats a
+// microsecond or steps back up to 50ms, a lagging reading, which keys
+// outlive in client-time mode.
+type steppingClock struct{ now, floor, realPrev time.Time }
+
+func newSteppingClock(rng *rand.Rand) *steppingClock {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
+	return &steppingClock{now: now, floor: now, realPrev: time.Now()}
+}
+
+// step moves the clock, forward by up to upTo as a rule, and returns it.
+func (c *steppingClock) step(rng *rand.Rand, upTo time.Duration) time.Time {
+	gap := time.Since(c.realPrev).Truncate(time.Microsecond) + time.Microsecond
+	c.realPrev = time.Now()
+	switch r := rng.IntN(10); {
+	case r == 0:
+		c.now = c.now.Add(-time.Duration(rng.Int64N(int64(50 * time.Millisecond))).Truncate(time.Microsecond))
+	case r == 1:
+		// the same microsecond
+	default:
+		c.now = maxTime(c.now, c.floor).Add(gap + time.Duration(rng.Int64N(int64(upTo))).Truncate(time.Microsecond))
+	}
+	c.floor = maxTime(c.floor, c.now)
+	return c.now
 }

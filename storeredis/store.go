@@ -92,7 +92,7 @@ type script struct {
 var scripts = func() map[*algorithms.Kind]script {
 	m := map[*algorithms.Kind]script{}
 	for _, k := range algorithms.Kinds() {
-		src, err := assemble(k.Name())
+		src, err := assemble(k.Name(), "decide.lua")
 		if err != nil {
 			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
 			continue
@@ -102,10 +102,11 @@ var scripts = func() map[*algorithms.Kind]script {
 	return m
 }()
 
-// assemble returns the source of name's decision script: the prelude, the
-// step file and its libraries, the step's three functions bound to the names
-// the driver calls, and the driver.
-func assemble(name string) (string, error) {
+// assemble returns the source of a script for one algorithm: the prelude,
+// the step file of the kind named and its libraries, the step's three
+// functions bound to the names the driver calls, and the driver: decide.lua
+// for a decision, reserve.lua for a booking.
+func assemble(name, driver string) (string, error) {
 	var a assembler
 	for _, file := range []string{"prelude.lua", name + ".lua"} {
 		if err := a.include(file); err != nil {
@@ -113,23 +114,7 @@ func assemble(name string) (string, error) {
 		}
 	}
 	fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
-	if err := a.include("decide.lua"); err != nil {
-		return "", err
-	}
-	return a.src.String(), nil
-}
-
-// assembleReserve returns the source of name's reservation script: as
-// assemble, with the reservation driver.
-func assembleReserve(name string) (string, error) {
-	var a assembler
-	for _, file := range []string{"prelude.lua", name + ".lua"} {
-		if err := a.include(file); err != nil {
-			return "", err
-		}
-	}
-	fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
-	if err := a.include("reserve.lua"); err != nil {
+	if err := a.include(driver); err != nil {
 		return "", err
 	}
 	return a.src.String(), nil
@@ -278,20 +263,9 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := alg.Validate(); err != nil {
+	at, notBefore, checkAt := s.clock(now)
+	if err := algorithms.CheckDecision(alg, checkAt, cost); err != nil {
 		return algorithms.Result{}, err
-	}
-	if err := algorithms.CheckCost(alg, cost); err != nil {
-		return algorithms.Result{}, err
-	}
-	var notBefore int64 // the earliest time the reply may say it decided at
-	var at any = serverTime
-	if s.clientTime {
-		if err := algorithms.CheckTime(now); err != nil {
-			return algorithms.Result{}, err
-		}
-		notBefore = now.UnixMicro()
-		at = notBefore
 	}
 	args := appendParams(append(make([]any, 0, 6), at, cost), alg)
 	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
@@ -316,16 +290,16 @@ func appendParams(args []any, alg algorithms.Algorithm) []any {
 	return args
 }
 
-// paramCount is how many parameters appendParams appends for alg.
-func paramCount(alg algorithms.Algorithm) int {
-	n := 2
-	if alg.Kind().TakesBurst() {
-		n++
+// clock returns what a script is told of the time: ARGV[1]; the earliest
+// time its reply may say it decided at; and the time the caller's inputs are
+// checked at. In client-time mode all three are the caller's now. Otherwise
+// Redis's clock decides: ARGV[1] is serverTime, and now, which is not used,
+// is not checked (the Unix epoch stands in).
+func (s *Store) clock(now time.Time) (arg any, notBefore int64, checkAt time.Time) {
+	if s.clientTime {
+		return now.UnixMicro(), now.UnixMicro(), now
 	}
-	if alg.Kind().TakesSubWindows() {
-		n++
-	}
-	return n
+	return serverTime, 0, time.Unix(0, 0)
 }
 
 // setScripts are the set scripts, by the names of their kinds in order,
@@ -342,18 +316,9 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 			return nil, err
 		}
 	}
-	checkAt := now
-	if !s.clientTime {
-		checkAt = time.Unix(0, 0) // Redis's clock decides; now is unused
-	}
+	at, notBefore, checkAt := s.clock(now)
 	if err := store.CheckSet(algs, checkAt, cost); err != nil {
 		return nil, err
-	}
-	var notBefore int64
-	var at any = serverTime
-	if s.clientTime {
-		notBefore = now.UnixMicro()
-		at = notBefore
 	}
 	// The script of the set's kinds, each once, in order of first use.
 	var names []string
@@ -378,7 +343,10 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	args = append(args, at, cost)
 	for i, alg := range algs {
 		keys[i] = s.Key(key, alg)
-		args = appendParams(append(args, index[alg.Kind()], paramCount(alg)), alg)
+		// The kind's index in the script, then how many parameters follow.
+		n := len(args)
+		args = appendParams(append(args, index[alg.Kind()], 0), alg)
+		args[n+1] = len(args) - n - 2
 	}
 	reply, err := sc.(*redis.Script).Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
@@ -407,26 +375,17 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	checkAt := now
-	if !s.clientTime {
-		checkAt = time.Unix(0, 0) // Redis's clock decides; now is unused
-	}
+	at, notBefore, checkAt := s.clock(now)
 	if _, err := store.CheckReserve(alg, checkAt, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	sc, ok := reserveScripts.Load(alg.Kind())
 	if !ok {
-		src, err := assembleReserve(alg.Kind().Name())
+		src, err := assemble(alg.Kind().Name(), "reserve.lua")
 		if err != nil {
 			return algorithms.Result{}, 0, fmt.Errorf("%w: storeredis has no reservation script for %s: %w", store.ErrUnsupported, alg.Kind(), err)
 		}
 		sc, _ = reserveScripts.LoadOrStore(alg.Kind(), redis.NewScript(src))
-	}
-	var notBefore int64
-	var at any = serverTime
-	if s.clientTime {
-		notBefore = now.UnixMicro()
-		at = notBefore
 	}
 	args := append(appendParams(append(make([]any, 0, 6), at, cost), alg), maxWait.Microseconds())
 	reply, err := sc.(*redis.Script).Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
