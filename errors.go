@@ -19,7 +19,8 @@ var (
 	ErrInvalidNamespace = errors.New(`ratewise: a namespace must not contain ":"`)
 	// ErrEmptyKey: a key is empty.
 	ErrEmptyKey = errors.New("ratewise: key must not be empty")
-	// ErrInvalidCost: AllowN was given n <= 0. It is algorithms.ErrInvalidCost.
+	// ErrInvalidCost: AllowN, PeekN or Refund was given n <= 0. It is
+	// algorithms.ErrInvalidCost.
 	ErrInvalidCost = algorithms.ErrInvalidCost
 	// ErrCostExceedsLimit: AllowN was given an n larger than the limit, which
 	// could never be admitted. It is algorithms.ErrCostExceedsLimit.
@@ -28,6 +29,9 @@ var (
 	// algorithms.MaxTime (the zero time.Time, say), on a store that decides
 	// with it. It is algorithms.ErrInvalidTime.
 	ErrInvalidTime = algorithms.ErrInvalidTime
+	// ErrNotAdmitted: Refund was given a Result that is not an admission,
+	// which charged nothing to give back.
+	ErrNotAdmitted = errors.New("ratewise: the result to refund was not an admission")
 )
 
 // Errors for invalid algorithm parameters, returned by New. They are the

@@ -135,15 +135,74 @@ func checkCost(alg algorithms.Algorithm, n int64) error {
 	return algorithms.CheckCost(alg, n)
 }
 
-// Peek reports key's state without consuming anything: Allowed says whether
-// a request of cost 1 would be admitted now, Remaining what is available now,
-// and RetryAfter how long until a request of cost 1 would be admitted.
+// Peek is shorthand for PeekN(ctx, key, 1).
 func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
 	alg, err := l.checkedAlgorithmFor(ctx, key)
 	if err != nil {
 		return Result{}, err
 	}
 	return l.decide(ctx, key, alg, 0)
+}
+
+// PeekN reports key's state without consuming anything: Allowed says
+// whether a request of cost n would be admitted now, RetryAfter how long
+// until it would be (as AllowN would answer it now), and Remaining what is
+// available now. n must be in [1, the key's limit].
+func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error) {
+	alg, err := l.checkedAlgorithmFor(ctx, key)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := checkCost(alg, n); err != nil {
+		return Result{}, err
+	}
+	return l.decide(ctx, key, alg, -n) // a negative cost inspects (algorithms.Algorithm.Decide)
+}
+
+// Refund gives back n units of the cost an admission for key was charged:
+// a request that failed before doing any work, or a job charged its largest
+// cost up front that used less. charged is the Result of that admission
+// (from AllowN, AllowWith, WaitN or a Reservation), whose At tells the
+// store which of the key's charges it was. Refund returns the key's state
+// afterwards, as Peek reports it.
+//
+// A refund never lets more through than if the units had never been
+// charged. Made before any other request for key is charged, it gives back
+// exactly n; later, what comes back depends on the algorithm and on what
+// the key did since, and may be less (see algorithms.Algorithm.Refund): a
+// token bucket or GCRA gives back less what has refilled since the charge,
+// a sliding log frees its oldest units if others were recorded after the
+// refunded ones, and a fixed window gives back nothing once its window has
+// ended. Refund each admission at most once, and by at most its cost.
+//
+// It fails with ErrNotAdmitted for a Result that was not an admission,
+// ErrInvalidCost or ErrCostExceedsLimit for n outside [1, the key's limit],
+// and ErrUnsupported on a store that cannot refund (store.Refunder; the
+// memory and Redis stores can).
+func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int64) (Result, error) {
+	if key == "" {
+		return Result{}, ErrEmptyKey
+	}
+	if !charged.Allowed || charged.At.IsZero() {
+		return Result{}, ErrNotAdmitted
+	}
+	alg, err := l.checkedAlgorithmFor(ctx, key)
+	if err != nil {
+		return Result{}, err
+	}
+	return l.refund(ctx, key, alg, charged, n)
+}
+
+// refund gives back n units of charged under alg, which has been checked.
+func (l *Limiter) refund(ctx context.Context, key string, alg algorithms.Algorithm, charged Result, n int64) (Result, error) {
+	rf, ok := l.store.(store.Refunder)
+	if !ok {
+		return Result{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", ErrUnsupported, l.store)
+	}
+	if n <= 0 {
+		return Result{}, fmt.Errorf("%w: a refund must be > 0, got %d", ErrInvalidCost, n)
+	}
+	return rf.Refund(ctx, l.prefix+key, alg, l.clock.Now(), charged.At, n)
 }
 
 // Reset forgets key, which is then at full capacity under the algorithm

@@ -25,9 +25,9 @@ import (
 // Each decision is one atomic step of the store (store.SetDecider): on
 // Redis, one script over the set's keys, which share the key's hash tag and
 // so one Cluster slot. The limits must cover the same key; limits on
-// different subjects (a user, their tenant, everyone) have keys in different
-// slots and are not checked atomically by a Set. A Set is safe for
-// concurrent use.
+// different subjects (a user, their tenant, everyone) have keys in
+// different slots, which no one script can reach on a Cluster: a Group
+// checks those. A Set is safe for concurrent use.
 type Set struct {
 	store  store.SetDecider
 	algs   []algorithms.Algorithm
@@ -102,10 +102,19 @@ func (s *Set) AllowN(ctx context.Context, key string, n int64) (SetResult, error
 	return s.decide(ctx, key, n)
 }
 
-// Peek reports every limit's state for key without consuming anything, as
-// Limiter.Peek does for one.
+// Peek is shorthand for PeekN(ctx, key, 1).
 func (s *Set) Peek(ctx context.Context, key string) (SetResult, error) {
 	return s.decide(ctx, key, 0)
+}
+
+// PeekN reports whether a request of cost n for key would be admitted by
+// every limit now, and each limit's state, without consuming anything, as
+// Limiter.PeekN does for one. n must be in [1, the smallest limit].
+func (s *Set) PeekN(ctx context.Context, key string, n int64) (SetResult, error) {
+	if n <= 0 {
+		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
+	}
+	return s.decide(ctx, key, -n) // a negative cost inspects (algorithms.Algorithm.Decide)
 }
 
 // Algorithms returns the Set's algorithms, in order.

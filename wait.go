@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -40,8 +41,8 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 // Redis stores), a wait is one round trip: the request books the earliest
 // time the key admits it, even across app instances, and sleeps until then.
 // Waiters are served in the order they booked, with no herd. A booking
-// charges at once; if ctx ends during the sleep, the booked turn is not
-// given back (see the Result it returns).
+// charges at once; if ctx ends during the sleep, the booking is cancelled
+// (see Reservation.Cancel) and ctx's error returned.
 //
 // Otherwise a waiter sleeps for the denied request's RetryAfter, stretched
 // by a random fraction of at most an eighth (and 50ms) so that many waiters
@@ -107,17 +108,120 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 	if deadline, ok := ctx.Deadline(); ok {
 		maxWait = min(max(time.Until(deadline), 0), maxBooking).Truncate(time.Microsecond)
 	}
-	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, l.clock.Now(), n, maxWait)
+	r, err := l.book(ctx, rs, key, alg, n, maxWait)
 	if err != nil {
-		return res, err
+		return r.res, err
 	}
-	if !res.Allowed {
-		return res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, res.RetryAfter+maxWait, key)
+	if !r.res.Allowed {
+		return r.res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, r.res.RetryAfter+maxWait, key)
 	}
-	if delay > 0 {
-		if err := l.sleep(ctx, delay); err != nil {
-			return res, err
+	if r.delay > 0 {
+		if err := l.sleep(ctx, r.delay); err != nil {
+			// The caller gives up its turn: hand it back. ctx has ended,
+			// so the cancellation gets a context of its own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+			defer cancel()
+			_, _ = r.Cancel(cctx)
+			return r.res, err
 		}
 	}
-	return res, nil
+	return r.res, nil
+}
+
+// cancelTimeout bounds the cancellation of a booking whose waiter's
+// context has ended.
+const cancelTimeout = time.Second
+
+// book runs one booking under alg, which has been checked.
+func (l *Limiter) book(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
+	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, l.clock.Now(), n, maxWait)
+	if err != nil {
+		return &Reservation{}, err
+	}
+	return &Reservation{l: l, key: key, alg: alg, n: n, res: res, delay: delay}, nil
+}
+
+// Reservation is a request booked ahead with ReserveN: it may act after
+// Delay, and must not act before. Cancel gives its turn back.
+type Reservation struct {
+	l     *Limiter
+	key   string
+	alg   algorithms.Algorithm
+	n     int64
+	res   Result
+	delay time.Duration
+
+	mu        sync.Mutex
+	cancelled bool
+}
+
+// OK reports whether the request was booked: its turn comes within the
+// longest wait ReserveN was given. If not, nothing was charged, and
+// Result().RetryAfter is how much longer a wait would have to be.
+func (r *Reservation) OK() bool { return r.res.Allowed }
+
+// Delay is the wait until the booked request may act, from the moment
+// ReserveN returned: 0 when it may act at once.
+func (r *Reservation) Delay() time.Duration { return r.delay }
+
+// Result is the booking's Result. For a booking that waits, At is its
+// turn.
+func (r *Reservation) Result() Result { return r.res }
+
+// Cancel gives the booking back, as Limiter.Refund does with its Result,
+// and returns the key's state afterwards. Cancelled before its turn, with
+// no booking made after it, a booking comes back whole; bookings made after
+// it keep their turns, so a booking in the middle of a queue gives back
+// only what no later booking depends on (as x/time/rate's Cancel does).
+// Cancelling a booking that was not made, or again, does nothing and
+// returns the booking's own Result.
+func (r *Reservation) Cancel(ctx context.Context) (Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.res.Allowed || r.cancelled {
+		return r.res, nil
+	}
+	res, err := r.l.refund(ctx, r.key, r.alg, r.res, r.n)
+	if err == nil {
+		r.cancelled = true
+	}
+	return res, err
+}
+
+// Reserve is shorthand for ReserveN(ctx, key, 1, maxWait).
+func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration) (*Reservation, error) {
+	return l.ReserveN(ctx, key, 1, maxWait)
+}
+
+// ReserveN books a request of cost n for key at the earliest time the key
+// admits it, if that is at most maxWait away, in one round trip, even
+// across app instances: the caller then waits Delay and acts, or calls
+// Cancel. Bookings are served in the order they were made. A booking that
+// would wait longer than maxWait charges nothing and is not OK. It needs an
+// algorithm that can book (the token bucket and GCRA: algorithms.Reserver)
+// on a store that can (store.Reserver), and fails with ErrUnsupported
+// otherwise; maxWait must be a whole number of microseconds in [0, 2^50µs].
+func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
+	alg, err := l.checkedAlgorithmFor(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	rs, ok := l.store.(store.Reserver)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T cannot book requests ahead (store.Reserver)", ErrUnsupported, l.store)
+	}
+	if _, ok := alg.(algorithms.Reserver); !ok {
+		return nil, fmt.Errorf("%w: %s cannot book requests ahead", ErrUnsupported, alg)
+	}
+	if key == "" {
+		return nil, ErrEmptyKey
+	}
+	if err := checkCost(alg, n); err != nil {
+		return nil, err
+	}
+	r, err := l.book(ctx, rs, key, alg, n, maxWait)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }

@@ -63,7 +63,9 @@ type Algorithm interface {
 	// state. now is the decision time; it is used at microsecond resolution.
 	// cost is the request's weight; a cost of 0 inspects the key without
 	// consuming: the Result says whether a request of cost 1 would be
-	// admitted, and Remaining is what is available now.
+	// admitted, and Remaining is what is available now. A negative cost -n
+	// inspects the same way for a request of cost n: Allowed and RetryAfter
+	// are what a request of cost n would get, and nothing changes.
 	//
 	// Time never runs backwards for a key: the state remembers the latest
 	// time a request was admitted at, or denied at with a cost above 1, and
@@ -85,11 +87,27 @@ type Algorithm interface {
 	// Scope is read as what it records (see each algorithm's doc) and never
 	// yields a result out of range.
 	//
-	// The parameters must be valid, cost must be in [0, MaxCost()] and now
+	// The parameters must be valid, cost must be in [-MaxCost(), MaxCost()] and now
 	// within [the Unix epoch, MaxTime] (see CheckDecision); Decide does not
 	// check them on the hot path. A state of another algorithm's type is a
 	// store's bug: Decide panics rather than treat it as no state.
 	Decide(state State, now time.Time, cost int64) (State, Result)
+
+	// Refund gives back n units of the cost that a request admitted at time
+	// at was charged, at time now. It returns the state to keep and whether
+	// anything came back; when nothing did, the state is state itself,
+	// unchanged. at is the admission's Result.At: the time the request
+	// counts at, which for a booking is its turn.
+	//
+	// A refund never lets more through than if the refunded units had never
+	// been charged. What comes back depends on what the key did since, as
+	// each algorithm's doc says: exactly n when nothing else was charged in
+	// between, possibly less, never more. Each admission must be refunded at
+	// most once, and by at most its cost: a key's state cannot tell one
+	// request from another.
+	//
+	// The inputs must pass CheckRefund; Refund does not check them.
+	Refund(state State, now, at time.Time, n int64) (State, bool)
 
 	sealed()
 }
@@ -160,8 +178,11 @@ type Result struct {
 	// decision's now, or the latest time the key had already seen if that
 	// is later (see Algorithm.Decide); for FixedWindow, which keeps its
 	// window rather than a time, the start of that window if it is later. A
-	// Redis store deciding on the server's clock reports that clock.
-	// RetryAfter and ResetAfter count from the decision's now, not from At.
+	// Redis store deciding on the server's clock reports that clock. For a
+	// booking (Reserver) that must wait, At is its turn, rounded down to
+	// the microsecond: the time the request counts at. RetryAfter and
+	// ResetAfter count from the decision's now, not from At. A refund takes
+	// At to find what the request was charged (Algorithm.Refund).
 	At time.Time
 }
 

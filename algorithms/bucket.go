@@ -139,29 +139,71 @@ func (b bucket) used(st *bucketState) span {
 	return charged
 }
 
+// usedAt returns the decision time for a decision at now on st, the later of
+// now and the key's latest time, and how far the key's TAT is ahead of it.
+func (b bucket) usedAt(st *bucketState, now time.Time) (eff int64, used span) {
+	eff = micros(now)
+	if st != nil {
+		eff = max(eff, st.Latest)
+		if u := b.used(st); eff-st.Latest < u.us || eff-st.Latest == u.us && u.f > 0 {
+			used = b.sub(u, span{eff - st.Latest, 0})
+		}
+	}
+	return eff, used
+}
+
+// refund gives back n tokens charged at time at; see TokenBucket.Refund. It
+// returns nil when nothing comes back.
+func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState {
+	if st == nil {
+		return nil
+	}
+	eff, used := b.usedAt(st, now)
+	a := micros(at)
+	back := b.times(n)
+	if eff > a {
+		// What has refilled since the charge: the bucket may have been full
+		// since, had the request never been made.
+		back = b.sub(back, span{eff - a, 0})
+	}
+	// Bookings made after the charge: the key is full again later than the
+	// charge alone would make it, eff+used against at+capacity, and those
+	// bookings' turns were set behind the refunded one.
+	if later := b.sub(b.add(used, span{eff - a, 0}), b.times(b.burst)); less(span{}, later) {
+		back = b.sub(back, later)
+	}
+	if !less(span{}, back) {
+		return nil
+	}
+	if less(back, used) {
+		used = b.sub(used, back)
+	} else {
+		used = span{}
+	}
+	st.TAT, st.Frac, st.Latest, st.Count = eff+used.us, used.f, eff, b.count
+	return st
+}
+
 // step runs one decision; see TokenBucket and GCRA for the semantics. It
 // returns st, updated when cost > 0, or a new state if st was nil. slack is
 // 0 for a decision; for a reservation it is the longest wait in µs the
 // caller accepts, and delay is the wait until the booked request's turn.
 func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *bucketState, _ Result, delay time.Duration) {
 	t := micros(now)
-	eff := t
-	var used span // the time until the key is full again, from eff
-	if st != nil {
-		eff = max(t, st.Latest)
-		if u := b.used(st); eff-st.Latest < u.us || eff-st.Latest == u.us && u.f > 0 {
-			used = b.sub(u, span{eff - st.Latest, 0})
-		}
-	}
-	gap := eff - t // the caller's clock behind the key's latest time
+	eff, used := b.usedAt(st, now) // used: the time until the key is full again, from eff
+	gap := eff - t                 // the caller's clock behind the key's latest time
 	capacity := b.times(b.burst)
 
 	res := Result{Limit: b.burst, At: time.UnixMicro(eff)}
 	limit := b.add(capacity, span{slack, 0})
-	if after := b.add(used, b.times(max(cost, 1))); !less(limit, after) {
+	if after := b.add(used, b.times(need(cost))); !less(limit, after) {
 		res.Allowed = true
 		if less(capacity, after) {
-			delay = duration(b.sub(after, capacity).ceil() + gap)
+			// A booking: its turn comes when the key has drained to the
+			// capacity. At is that turn, to the microsecond below.
+			wait := b.sub(after, capacity)
+			delay = duration(wait.ceil() + gap)
+			res.At = time.UnixMicro(eff + wait.us)
 		}
 		if cost > 0 {
 			used = after
@@ -175,7 +217,7 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 	if !less(capacity, used) {
 		res.Remaining = b.tokens(b.sub(capacity, used))
 	}
-	if cost == 0 || !res.Allowed && cost == 1 {
+	if cost <= 0 || !res.Allowed && cost == 1 {
 		// An inspection changes nothing, and neither does a denial of cost
 		// 1 (see Algorithm.Decide).
 		return st, res, delay

@@ -25,7 +25,7 @@ var (
 	// exactly: a count above 2^50, a duration above 2^50µs, or a bucket
 	// that takes longer than 2^50µs to refill. The message names the bound.
 	ErrOutOfRange = errors.New("ratewise: parameters too large to compute exactly")
-	// ErrInvalidCost: a cost is negative, or a request's cost is not > 0.
+	// ErrInvalidCost: a request's or a refund's cost is not > 0.
 	ErrInvalidCost = errors.New("ratewise: invalid cost")
 	// ErrCostExceedsLimit: a cost is larger than the limit, capacity or
 	// burst, so it could never be admitted.
@@ -82,7 +82,7 @@ func durationMicros(sentinel error, what string, d time.Duration) (int64, error)
 // CheckDecision reports whether a store can run one decision of alg at now
 // with the given cost: alg is one of this package's types (CheckKind), its
 // parameters are valid (see Validate), now is
-// within [the Unix epoch, MaxTime], and cost is in [0, alg.MaxCost()]. A
+// within [the Unix epoch, MaxTime], and cost is in [-alg.MaxCost(), alg.MaxCost()]. A
 // store calls it before every decision, so a bad input is an error on every
 // store, never a panic or a silent clamp. A store that decides on its own
 // clock checks the time with CheckTime only where it uses the caller's.
@@ -99,13 +99,25 @@ func CheckDecision(alg Algorithm, now time.Time, cost int64) error {
 	return CheckTime(now)
 }
 
-// CheckCost reports whether cost is in [0, alg.MaxCost()]. alg must be valid.
-func CheckCost(alg Algorithm, cost int64) error {
-	if cost < 0 {
-		return fmt.Errorf("%w: cost must be >= 0, got %d", ErrInvalidCost, cost)
+// CheckRefund reports whether a store can run a refund of n units charged
+// at time at under alg at now: alg as CheckDecision requires, n in
+// [1, alg.MaxCost()], and both times within [the Unix epoch, MaxTime].
+func CheckRefund(alg Algorithm, now, at time.Time, n int64) error {
+	if n <= 0 {
+		return fmt.Errorf("%w: a refund must be > 0, got %d", ErrInvalidCost, n)
 	}
-	if limit := alg.MaxCost(); cost > limit {
-		return fmt.Errorf("%w: cost %d, limit %d", ErrCostExceedsLimit, cost, limit)
+	if err := CheckDecision(alg, now, n); err != nil {
+		return err
+	}
+	return CheckTime(at)
+}
+
+// CheckCost reports whether cost is in [-alg.MaxCost(), alg.MaxCost()]: a
+// request's cost, 0 to inspect, or minus the cost of a request to inspect
+// as (see Algorithm.Decide). alg must be valid.
+func CheckCost(alg Algorithm, cost int64) error {
+	if limit := alg.MaxCost(); cost > limit || cost < -limit {
+		return fmt.Errorf("%w: cost %d, limit %d", ErrCostExceedsLimit, max(cost, -cost), limit)
 	}
 	return nil
 }

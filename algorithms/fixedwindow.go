@@ -73,6 +73,19 @@ func (a FixedWindow) Validate() error {
 	return err
 }
 
+// Refund takes n off the count, not below zero, when at is in the key's
+// window. A request charged in an earlier window counts no more, so nothing
+// comes back for it. See Algorithm.Refund.
+func (a FixedWindow) Refund(state State, now, at time.Time, n int64) (State, bool) {
+	st := stateAs[*FixedWindowState](a.Name(), state)
+	w, t := int64(a.Window/time.Microsecond), micros(at)
+	if st == nil || st.Start != t-floorMod(t, w) || st.Count <= 0 {
+		return state, false
+	}
+	st.Count -= min(n, st.Count)
+	return st, true
+}
+
 // Decide runs one fixed-window step; see Algorithm.Decide.
 func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
 	w := int64(a.Window / time.Microsecond)
@@ -91,7 +104,7 @@ func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Resu
 		}
 	}
 	res := Result{Limit: a.Limit, At: time.UnixMicro(at)}
-	if count+max(cost, 1) <= a.Limit {
+	if count+need(cost) <= a.Limit {
 		res.Allowed = true
 		if cost > 0 {
 			count += cost

@@ -99,3 +99,18 @@ func (a GCRA) Reserve(state State, now time.Time, cost int64, maxWait time.Durat
 	}
 	return (*GCRAState)(st), res, delay
 }
+
+// Refund gives back up to n×T of the key's TAT, never past now: the tokens a
+// request charged at time at took, less what has refilled since at and less
+// any booking made after it, since the bucket could have been full in
+// between, had the request never been made, and later bookings' turns are
+// already set behind it. Refunded at once, an admission comes back in full;
+// a booking cancelled before its turn comes back in full when none was made
+// after it. See Algorithm.Refund.
+func (a GCRA) Refund(state State, now, at time.Time, n int64) (State, bool) {
+	st := newBucket(a.Burst, a.Rate).refund((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, at, n)
+	if st == nil {
+		return state, false
+	}
+	return (*GCRAState)(st), true
+}

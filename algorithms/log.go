@@ -63,7 +63,7 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 		count = floorMod(total-live[0].Start, mod)
 	}
 
-	if need := max(cost, 1); count+need > limit {
+	if need := need(cost); count+need > limit {
 		// The (count+need-limit)-th oldest unit still counting must expire
 		// first. Units are numbered from live[0].Start; the one sought lies
 		// in the last record that starts at or before it.
@@ -97,7 +97,7 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 	if count > 0 {
 		res.ResetAfter = duration(live[len(live)-1].At + w - t)
 	}
-	if cost == 0 {
+	if cost <= 0 {
 		return st, res
 	}
 	if st == nil {
@@ -110,4 +110,65 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 		st.Latest = eff
 	}
 	return st, res
+}
+
+// logRefund gives back n units charged at time at to a log whose timestamps
+// are rounded down to a multiple of quantum µs, with a window of w µs; see
+// SlidingLog.Refund. It costs O(log n) time for n records.
+func logRefund(st *SlidingLogState, w, quantum int64, now, at time.Time, n int64) (*SlidingLogState, bool) {
+	const mod = 1 << 52
+	if st == nil {
+		return nil, false
+	}
+	eff := max(micros(now), st.Latest)
+	stamp := eff - floorMod(eff, quantum)
+	a := micros(at)
+	charged := a - floorMod(a, quantum)
+	first, _ := slices.BinarySearchFunc(st.Records, stamp-w+1, func(r LogRecord, at int64) int { return cmp.Compare(r.At, at) })
+	live := st.Records[first:]
+	if charged <= stamp-w || len(live) == 0 {
+		return st, false // the charge counts no more
+	}
+	if newest := live[len(live)-1]; newest.At == charged {
+		// The refunded request is in the newest record: take its units off,
+		// exactly as if they had never been recorded.
+		c := floorMod(st.Total-newest.Start, mod)
+		k := min(n, c)
+		if k <= 0 {
+			return st, false
+		}
+		st.Total = floorMod(st.Total-k, mod)
+		if k == c {
+			live = live[:len(live)-1]
+		}
+	} else {
+		// Requests were recorded since. Taking the units off a record in
+		// the middle would mean rewriting every start after it, and taking
+		// them off the newest would free units that count for longer than
+		// the refunded ones. The oldest units counting go instead, which
+		// never frees more than the refunded request's own: units are
+		// numbered from the oldest record's start, and the first one kept,
+		// the k-th, lies in the last record that starts at or before it.
+		base := live[0].Start
+		k := min(n, floorMod(st.Total-base, mod))
+		if k <= 0 {
+			return st, false
+		}
+		j, found := slices.BinarySearchFunc(live, k, func(r LogRecord, s int64) int {
+			return cmp.Compare(floorMod(r.Start-base, mod), s)
+		})
+		if !found {
+			j--
+		}
+		switch live = live[j:]; {
+		case k == floorMod(st.Total-base, mod):
+			live = live[:0]
+		case !found:
+			live[0].Start = floorMod(base+k, mod)
+		}
+	}
+	// The key's time moves on to eff, as an admission's does: the records
+	// that expired by then are gone.
+	st.Records, st.Latest = live, eff
+	return st, true
 }

@@ -12,6 +12,16 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 
 func duration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
 
+// need is the cost a decision of the given cost is judged by: the cost
+// itself, 1 for an inspection of cost 0, and n for an inspection of a cost
+// of n, which is given as -n (see Algorithm.Decide).
+func need(cost int64) int64 {
+	if cost > 0 {
+		return cost
+	}
+	return max(-cost, 1)
+}
+
 // floorMod is a mod b rounded towards negative infinity, always in [0, b);
 // b > 0.
 func floorMod(a, b int64) int64 {

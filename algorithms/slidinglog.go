@@ -33,6 +33,23 @@ type SlidingLog struct {
 	Window time.Duration
 }
 
+// Refund gives back n units charged at time at, if that request still
+// counts. When it is in the newest record (nothing was admitted since in
+// another microsecond), its units come off that record, exactly as if they
+// had never been charged. Otherwise the n oldest units still counting are
+// dropped: they are available again at once, as the refunded ones would be,
+// but they would have expired before the refunded ones, so until the
+// refunded request would have expired the key gets back less than n, never
+// more. A refund moves the key's latest time on to now, as an admission
+// does. See Algorithm.Refund.
+func (a SlidingLog) Refund(state State, now, at time.Time, n int64) (State, bool) {
+	st, ok := logRefund(stateAs[*SlidingLogState](a.Name(), state), int64(a.Window/time.Microsecond), 1, now, at, n)
+	if !ok {
+		return state, false
+	}
+	return st, true
+}
+
 // Name returns "sliding_log".
 func (SlidingLog) Name() string { return slidingLogKind.name }
 

@@ -90,6 +90,19 @@ func (a SlidingWindow) Validate() error {
 	return nil
 }
 
+// Refund gives back n units charged at time at as SlidingLog.Refund does,
+// with the sub-window in place of the microsecond: a request admitted in the
+// newest sub-window that still counts gets its units back exactly; one from
+// an older sub-window frees the oldest units. See Algorithm.Refund.
+func (a SlidingWindow) Refund(state State, now, at time.Time, n int64) (State, bool) {
+	w := int64(a.Window / time.Microsecond)
+	st, ok := logRefund((*SlidingLogState)(stateAs[*SlidingWindowState](a.Name(), state)), w, w/a.SubWindows, now, at, n)
+	if !ok {
+		return state, false
+	}
+	return (*SlidingWindowState)(st), true
+}
+
 // Decide runs one sliding-window-counter step; see Algorithm.Decide.
 func (a SlidingWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
 	w := int64(a.Window / time.Microsecond)

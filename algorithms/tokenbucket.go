@@ -102,3 +102,18 @@ func (a TokenBucket) Reserve(state State, now time.Time, cost int64, maxWait tim
 	}
 	return (*TokenBucketState)(st), res, delay
 }
+
+// Refund gives back up to n×T of the key's TAT, never past now: the tokens a
+// request charged at time at took, less what has refilled since at and less
+// any booking made after it, since the bucket could have been full in
+// between, had the request never been made, and later bookings' turns are
+// already set behind it. Refunded at once, an admission comes back in full;
+// a booking cancelled before its turn comes back in full when none was made
+// after it. See Algorithm.Refund.
+func (a TokenBucket) Refund(state State, now, at time.Time, n int64) (State, bool) {
+	st := newBucket(a.Capacity, a.Refill).refund((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, at, n)
+	if st == nil {
+		return state, false
+	}
+	return (*TokenBucketState)(st), true
+}

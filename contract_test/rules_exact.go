@@ -265,7 +265,7 @@ func invalidInput(e *env) {
 	if err := e.store.Reset(ctx, key, embedding); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
 		e.fatalf("Reset with a type embedding the algorithm: %v, want ErrUnknownAlgorithm", err)
 	}
-	check("a negative cost", e.c.alg, e.clock.Now(), -1, algorithms.ErrInvalidCost)
+	check("an inspection above the limit", e.c.alg, e.clock.Now(), -e.c.alg.MaxCost()-1, algorithms.ErrCostExceedsLimit)
 	check("a cost above the limit", e.c.alg, e.clock.Now(), e.c.alg.MaxCost()+1, algorithms.ErrCostExceedsLimit)
 	if !e.cfg.storeClock {
 		check("the zero time", e.c.alg, time.Time{}, 1, algorithms.ErrInvalidTime)

@@ -90,6 +90,24 @@ func setAllOrNothing(e *env) {
 	if got := e.peek(lims[1], "k"); got.Remaining != 0 {
 		e.fatalf("the partner after the set used it up: Remaining %d, want 0", got.Remaining)
 	}
+	// PeekN answers for a cost of n what AllowN(n) then gets, and charges
+	// nothing.
+	if _, err := s.AllowN(ctx, "p", 1); err != nil {
+		e.fatalf("AllowN: %v", err)
+	}
+	peeked, err := s.PeekN(ctx, "p", half)
+	if err != nil {
+		e.fatalf("PeekN: %v", err)
+	}
+	if half > 1 {
+		if fits, err := s.PeekN(ctx, "p", half-1); err != nil || !fits.Allowed {
+			e.fatalf("PeekN(%d) with %d left: %+v, %v; want allowed", half-1, half-1, fits, err)
+		}
+	}
+	if got, err := s.AllowN(ctx, "p", half); err != nil || got.Allowed != peeked.Allowed || got.RetryAfter != peeked.RetryAfter || got.Binding != peeked.Binding || peeked.Allowed {
+		e.fatalf("PeekN(%d) said %+v, AllowN(%d) then got %+v, %v", half, peeked, half, got, err)
+	}
+
 	// Waiting exactly RetryAfter is enough, and a microsecond less is not.
 	res, _ := s.Peek(ctx, "k")
 	e.clock.Advance(res.RetryAfter - time.Microsecond)
@@ -106,7 +124,7 @@ func setAllOrNothing(e *env) {
 	e.clock.Set(e.c.start)
 	s, lims = e.set(e.c.alg, e.partner(2*e.c.limit))
 	e.exhaust(lims[0], "j")
-	res, err := s.Allow(ctx, "j")
+	res, err = s.Allow(ctx, "j")
 	if err != nil || res.Allowed || res.Binding != 0 || res.Results[1].Remaining != 2*e.c.limit {
 		e.fatalf("a set over an exhausted limit: %+v, %v; want denied by it, the partner at %d", res, err, 2*e.c.limit)
 	}

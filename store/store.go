@@ -49,7 +49,7 @@ import (
 //     must not treat it as allowed.
 //   - Errors come in classes. Invalid input (a value that is not one of
 //     package algorithms' types, an algorithm that fails Validate, a cost
-//     outside [0, MaxCost()], a time the store uses outside the range
+//     outside [-MaxCost(), MaxCost()], a time the store uses outside the range
 //     algorithms.CheckTime accepts) is the error algorithms.CheckDecision
 //     returns, on every store; Reset rejects the same algorithms. An
 //     algorithm the store cannot run wraps ErrUnsupported, and may wrap the
@@ -108,6 +108,19 @@ type Reserver interface {
 	// book wraps ErrUnsupported; a maxWait outside [0, 2^50µs] is the error
 	// algorithms.CheckMaxWait returns.
 	Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
+}
+
+// Refunder is an optional capability: a store that gives back quota a
+// request was charged (Limiter.Refund), atomically, as Decide decides.
+type Refunder interface {
+	// Refund runs alg.Refund on key's state for n units charged at time at
+	// (the admission's Result.At), at time now, and returns what Decide
+	// with a cost of 0 then returns. The state then counts for that
+	// Result's ResetAfter (plus the store's grace), or goes at once if that
+	// is 0. Invalid input is the error algorithms.CheckRefund returns; a
+	// store on its own clock checks at with algorithms.CheckTime, and now
+	// only where it uses the caller's.
+	Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
 }
 
 // CheckReserve checks a reservation as Decide's inputs are checked, and

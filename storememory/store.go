@@ -154,7 +154,7 @@ func load(entries map[string]entry, key string, t int64) algorithms.State {
 // goes, since a request whose clock reading is behind may still need it.
 func keep(entries map[string]entry, key string, state algorithms.State, res algorithms.Result, t, cost int64) {
 	switch {
-	case cost == 0:
+	case cost <= 0:
 	case state == nil || res.ResetAfter <= 0:
 		delete(entries, key)
 	default:
@@ -185,9 +185,9 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 
 // DecideSet decides cost for key under every algorithm of algs, all or
 // nothing, under the key's shard lock (see store.SetDecider). Every
-// algorithm is first inspected; the request is admitted when each has at
-// least cost available, which is exactly when each would admit it alone
-// (TestInspectionPredictsAdmission), and only then is each charged.
+// algorithm is first inspected as the request (a cost of -cost); the
+// request is admitted when each would admit it alone, and only then is each
+// charged.
 func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -202,16 +202,17 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	results := make([]algorithms.Result, len(algs))
 	states := make([]algorithms.State, len(algs))
 	all := true
+	inspect := min(cost, -cost) // an inspection as the request, which changes nothing
 	for i, alg := range algs {
 		states[i] = load(sh.entries(idOf(alg), false), key, t)
-		_, results[i] = alg.Decide(states[i], now, 0) // an inspection changes nothing
-		all = all && results[i].Remaining >= max(cost, 1)
+		_, results[i] = alg.Decide(states[i], now, inspect)
+		all = all && results[i].Allowed
 	}
-	if cost == 0 {
+	if cost <= 0 {
 		return results, nil
 	}
 	for i, alg := range algs {
-		if !all && results[i].Remaining >= cost {
+		if !all && results[i].Allowed {
 			continue // it would admit, but the set does not: not charged
 		}
 		state, res := alg.Decide(states[i], now, cost)
@@ -220,6 +221,33 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	}
 	sh.sweepIfDue(t)
 	return results, nil
+}
+
+// Refund gives back n units that a request admitted at time at was charged
+// (see store.Refunder), under the key's shard lock.
+func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, err
+	}
+	if err := algorithms.CheckRefund(alg, now, at, n); err != nil {
+		return algorithms.Result{}, err
+	}
+	t := now.UnixNano()
+	sh := s.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	entries := sh.entries(idOf(alg), false)
+	state := load(entries, key, t)
+	if state == nil {
+		_, res := alg.Decide(nil, now, 0)
+		return res, nil
+	}
+	state, changed := alg.Refund(state, now, at, n)
+	_, res := alg.Decide(state, now, 0)
+	if changed {
+		keep(entries, key, state, res, t, n)
+	}
+	return res, nil
 }
 
 // ExpiryGrace is how long an entry is kept after it stops counting, before

@@ -79,10 +79,11 @@ func scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 }
 
 // TestDifferential feeds the same random sequences of times (forward, equal,
-// a little and whole windows backward), costs (0 to inspect, up to the
-// limit) and parameters (across the whole range, with the limit changing
-// while the key holds state) to the Go decision step and to the Lua script,
-// and requires identical Results, field by field. No rounding differs: both
+// a little and whole windows backward), costs (0 or -n to inspect, up to the
+// limit), refunds of earlier admissions (in full or in part) and parameters
+// (across the whole range, with the limit changing while the key holds
+// state) to the Go decision step and to the Lua script, and requires
+// identical Results, field by field. No rounding differs: both
 // compute exactly in integer microseconds.
 func TestDifferential(t *testing.T) {
 	targets := []struct {
@@ -124,6 +125,12 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 	realPrev := time.Now()
 	var expiresReal time.Time // when Redis will drop the key, at the latest
 	var fullAt time.Time      // when the key's state no longer counts, in fake time
+	type charge struct {
+		at   time.Time
+		cost int64
+	}
+	var charges []charge // admissions not yet refunded, newest last
+	refunds := 0
 	for step := range stepsPerSequence {
 		realNow := time.Now()
 		// Fake time advances at least as much as real time did, so a key that
@@ -161,12 +168,40 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 		if rng.IntN(50) == 0 {
 			alg = relimit()
 		}
+		before := fmt.Sprintf("%+v", state)
+		if len(charges) > 0 && rng.IntN(6) == 0 {
+			// Refund an admission, most often a recent one.
+			i := max(0, len(charges)-1-rng.IntN(min(len(charges), 4)))
+			c := charges[i]
+			charges = append(charges[:i], charges[i+1:]...)
+			n := 1 + rng.Int64N(min(c.cost, alg.MaxCost()))
+			var changed bool
+			state, changed = alg.Refund(state, fake, c.at, n)
+			var want algorithms.Result
+			state, want = alg.Decide(state, fake, 0)
+			if changed && want.ResetAfter == 0 {
+				state = nil // the state goes at once (store.Refunder)
+			}
+			got, err := s.Refund(ctx, key, alg, fake, c.at, n)
+			if err != nil {
+				t.Fatalf("%#v step %d: refund: %v", alg, step, err)
+			}
+			if got != want {
+				t.Fatalf("%#v step %d at %s, refund of %d charged at %s:\n  lua %+v\n  go  %+v\n  go state before %s",
+					alg, step, fake.Format(time.RFC3339Nano), n, c.at.Format(time.RFC3339Nano), got, want, before)
+			}
+			expiresReal, fullAt = time.Now().Add(want.ResetAfter), fake.Add(want.ResetAfter)
+			refunds++
+			continue
+		}
 		cost := rng.Int64N(alg.MaxCost() + 1)
-		if rng.IntN(3) == 0 {
+		switch rng.IntN(6) {
+		case 0, 1:
 			cost = rng.Int64N(min(alg.MaxCost(), 3) + 1)
+		case 2:
+			cost = -1 - rng.Int64N(alg.MaxCost()) // an inspection as a request of that cost
 		}
 
-		before := fmt.Sprintf("%+v", state)
 		var want algorithms.Result
 		state, want = alg.Decide(state, fake, cost)
 		got, err := s.Decide(ctx, key, alg, fake, cost)
@@ -179,7 +214,11 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 		if cost > 0 && want.Allowed {
 			expiresReal = time.Now().Add(want.ResetAfter)
 			fullAt = fake.Add(want.ResetAfter)
+			charges = append(charges, charge{want.At, cost})
 		}
+	}
+	if refunds == 0 && len(charges) > 3 {
+		t.Fatalf("%#v: no refund ran", alg)
 	}
 }
 

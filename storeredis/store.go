@@ -103,9 +103,9 @@ var scripts = func() map[*algorithms.Kind]script {
 }()
 
 // assemble returns the source of a script for one algorithm: the prelude,
-// the step file of the kind named and its libraries, the step's three
-// functions bound to the names the driver calls, and the driver: decide.lua
-// for a decision, reserve.lua for a booking.
+// the step file of the kind named and its libraries, the step's functions
+// bound to the names the driver calls, and the driver: decide.lua for a
+// decision, reserve.lua for a booking, refund.lua for a refund.
 func assemble(name, driver string) (string, error) {
 	var a assembler
 	for _, file := range []string{"prelude.lua", name + ".lua"} {
@@ -113,7 +113,11 @@ func assemble(name, driver string) (string, error) {
 			return "", err
 		}
 	}
-	fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
+	if driver == "refund.lua" {
+		fmt.Fprintf(&a.src, "local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name)
+	} else {
+		fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
+	}
 	if err := a.include(driver); err != nil {
 		return "", err
 	}
@@ -365,9 +369,45 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	return results, nil
 }
 
-// reserveScripts are the reservation scripts, by kind, assembled on first
-// use.
-var reserveScripts sync.Map // *algorithms.Kind → *redis.Script
+// reserveScripts and refundScripts are the reservation and refund scripts,
+// by kind, assembled on first use.
+var reserveScripts, refundScripts sync.Map // *algorithms.Kind → *redis.Script
+
+// driven returns the script of alg's kind with the driver given, from cache,
+// assembling it on first use.
+func driven(cache *sync.Map, alg algorithms.Algorithm, driver string) (*redis.Script, error) {
+	if sc, ok := cache.Load(alg.Kind()); ok {
+		return sc.(*redis.Script), nil
+	}
+	src, err := assemble(alg.Kind().Name(), driver)
+	if err != nil {
+		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, alg.Kind(), err)
+	}
+	sc, _ := cache.LoadOrStore(alg.Kind(), redis.NewScript(src))
+	return sc.(*redis.Script), nil
+}
+
+// Refund gives back n units that a request admitted at time at was
+// charged, in one round trip (see store.Refunder).
+func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	if _, err := scriptFor(alg); err != nil {
+		return algorithms.Result{}, err
+	}
+	arg, notBefore, checkAt := s.clock(now)
+	if err := algorithms.CheckRefund(alg, checkAt, at, n); err != nil {
+		return algorithms.Result{}, err
+	}
+	sc, err := driven(&refundScripts, alg, "refund.lua")
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
+	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	if err != nil {
+		return algorithms.Result{}, s.failure(ctx, err)
+	}
+	return parseReply(reply, alg.MaxCost(), notBefore)
+}
 
 // Reserve books a request for key under alg, in one round trip (see
 // store.Reserver): the token bucket and GCRA.
@@ -379,16 +419,12 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if _, err := store.CheckReserve(alg, checkAt, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	sc, ok := reserveScripts.Load(alg.Kind())
-	if !ok {
-		src, err := assemble(alg.Kind().Name(), "reserve.lua")
-		if err != nil {
-			return algorithms.Result{}, 0, fmt.Errorf("%w: storeredis has no reservation script for %s: %w", store.ErrUnsupported, alg.Kind(), err)
-		}
-		sc, _ = reserveScripts.LoadOrStore(alg.Kind(), redis.NewScript(src))
+	sc, err := driven(&reserveScripts, alg, "reserve.lua")
+	if err != nil {
+		return algorithms.Result{}, 0, err
 	}
 	args := append(appendParams(append(make([]any, 0, 6), at, cost), alg), maxWait.Microseconds())
-	reply, err := sc.(*redis.Script).Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, 0, s.failure(ctx, err)
 	}

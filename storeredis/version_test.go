@@ -14,6 +14,7 @@ const minRedisVersion = "5.0"
 // commandSince is the Redis version that introduced each command, or the
 // form of it a script uses, from the Redis command reference.
 var commandSince = map[string]string{
+	"DEL":             "1.0",
 	"GET":             "1.0",
 	"SET":             "2.6.12", // with PX
 	"TIME":            "2.6",
@@ -24,6 +25,7 @@ var commandSince = map[string]string{
 	"ZCARD":           "1.2",
 	"ZCOUNT":          "2.0",
 	"ZRANGE":          "1.2", // by rank, WITHSCORES
+	"ZREM":            "1.2",
 	"ZREMRANGEBYRANK": "2.0",
 }
 

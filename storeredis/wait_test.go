@@ -17,7 +17,8 @@ import (
 // 64 waiters on two limiters, each with its own client, share one key at
 // 50 per second on a real Redis for 5 seconds. Each wait books its turn in
 // one round trip and sleeps until it, so they are admitted at 50 per second
-// ± 1, judged on Redis's clock, with at most 2 round trips per admission.
+// ± 1, judged by when each waiter wakes, with at most 2 round trips per
+// admission.
 func TestWaitersHoldTheRate(t *testing.T) {
 	addr := redistest.Standalone(t).Addr
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(50), Burst: 1}
@@ -36,15 +37,14 @@ func TestWaitersHoldTheRate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var mu sync.Mutex
-	var turns []time.Time // when each admitted request's turn came, on Redis's clock
+	var turns []time.Time // when each admitted waiter woke
 	var wg sync.WaitGroup
 	errs := make(chan error, 64)
 	for w := range 64 {
 		wg.Go(func() {
 			l := limiters[w%2]
 			for {
-				before := time.Now()
-				res, err := l.Wait(ctx, key)
+				_, err := l.Wait(ctx, key)
 				if errors.Is(err, ratewise.ErrWaitExceedsDeadline) || ctx.Err() != nil {
 					return // the run is over
 				}
@@ -53,7 +53,7 @@ func TestWaitersHoldTheRate(t *testing.T) {
 					return
 				}
 				mu.Lock()
-				turns = append(turns, res.At.Add(time.Since(before)).Truncate(time.Millisecond))
+				turns = append(turns, time.Now())
 				mu.Unlock()
 			}
 		})

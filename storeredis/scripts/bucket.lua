@@ -48,7 +48,12 @@ local function mul_div(a, b, c)
 end
 
 
-local function bucket_step(_, raw, count, period, burst)
+-- bucket_used reads the state raw under the rate count per period µs and
+-- the burst: it returns k, p, q, r (the rate in lowest terms, k per p µs, and
+-- the interval q + r/k µs), the capacity cap + cap_f/k µs, the decision time
+-- eff, how far the key's TAT is ahead of it, used + used_f/k µs, and the
+-- state's latest time and rate count (nil for no state).
+local function bucket_used(raw, count, period, burst)
   -- The rate in lowest terms, k per p µs. The helpers are written out
   -- inline rather than as closures, which Redis would create on every call.
   local k, p = count, period -- gcd(count, period) in p after the loop
@@ -139,6 +144,11 @@ local function bucket_step(_, raw, count, period, burst)
       used, used_f = 0, uf
     end
   end
+  return k, p, q, r, cap, cap_f, eff, used, used_f, latest, scount
+end
+
+local function bucket_step(_, raw, count, period, burst)
+  local k, p, q, r, cap, cap_f, eff, used, used_f, latest, scount = bucket_used(raw, count, period, burst)
   local gap = eff - now -- the caller's clock behind the key's latest time
 
   local allowed, retry, reset, remaining = 0, 0, 0, 0
@@ -150,11 +160,12 @@ local function bucket_step(_, raw, count, period, burst)
   -- drained to the capacity.
   local x, xf = after - cap, after_f - cap_f
   if xf < 0 then x, xf = x - 1, xf + k end
+  local turn = eff + x -- a booking's turn, rounded down
   if xf > 0 then x = x + 1 end
-  local delay = 0
+  local delay, at = 0, eff
   if after < cap + slack or (after == cap + slack and after_f <= cap_f) then
     allowed = 1
-    if x > 0 then delay = x + gap end
+    if x > 0 then delay, at = x + gap, turn end
     if cost > 0 then used, used_f = after, after_f end
   else
     retry = x - slack + gap
@@ -175,5 +186,32 @@ local function bucket_step(_, raw, count, period, burst)
   if cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest or scount ~= count))) then
     new = string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count)
   end
-  return allowed, remaining, retry, reset, eff, new, reset, delay
+  return allowed, remaining, retry, reset, at, new, reset, delay
+end
+
+-- bucket_refund gives back cost intervals of the key's TAT, less what has
+-- refilled since at and less the bookings made after it, never past now
+-- (algorithms.GCRA.Refund).
+local function bucket_refund(_, raw, at, count, period, burst)
+  if not raw then return nil end
+  local k, _, q, r, cap, cap_f, eff, used, used_f = bucket_used(raw, count, period, burst)
+  local bc, back_f = mul_div(cost, r, k)
+  local back = cost * q + bc
+  if eff > at then back = back - (eff - at) end
+  -- later = used + (eff - at) - cap: how far bookings made after the
+  -- charge moved the TAT.
+  local later, later_f = used + (eff - at) - cap, used_f - cap_f
+  if later_f < 0 then later, later_f = later - 1, later_f + k end
+  if later > 0 or (later == 0 and later_f > 0) then
+    back, back_f = back - later, back_f - later_f
+    if back_f < 0 then back, back_f = back - 1, back_f + k end
+  end
+  if back < 0 or (back == 0 and back_f == 0) then return nil end
+  if back < used or (back == used and back_f < used_f) then
+    used, used_f = used - back, used_f - back_f
+    if used_f < 0 then used, used_f = used - 1, used_f + k end
+  else
+    used, used_f = 0, 0
+  end
+  return string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count)
 end

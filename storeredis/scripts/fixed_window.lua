@@ -21,13 +21,25 @@ local function fixed_window_step(_, raw, limit, window)
   local allowed, retry, reset, new = 0, 0, 0, nil
   if count + need <= limit then
     allowed = 1
-    count = count + cost
-    if cost > 0 then new = string.format('%.0f %.0f', start, count) end
+    if cost > 0 then
+      count = count + cost
+      new = string.format('%.0f %.0f', start, count)
+    end
   else
     retry = start + window - now
   end
   if count > 0 then reset = start + window - now end
   return allowed, max(0, limit - count), retry, reset, at, new, start + window - now
+end
+
+-- fixed_window_refund takes cost off the count, not below zero, when at is
+-- in the key's window (algorithms.FixedWindow.Refund).
+local function fixed_window_refund(_, raw, at, limit, window)
+  if not raw then return nil end
+  local s, c = string.match(raw, '^(%d+) (%d+)$')
+  s, c = tonumber(s), tonumber(c)
+  if not s or not c or c <= 0 or s ~= at - at % window then return nil end
+  return string.format('%.0f %.0f', s, c - min(cost, c))
 end
 
 local fixed_window_read, fixed_window_write -- a string: GET and SET

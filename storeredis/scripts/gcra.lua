@@ -3,5 +3,5 @@
 -- time.
 -- requires: bucket.lua
 
-local gcra_step = bucket_step
+local gcra_step, gcra_refund = bucket_step, bucket_refund
 local gcra_read, gcra_write -- a string: GET and SET

@@ -48,10 +48,13 @@ local function log_read(key)
   return redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
 end
 
--- log_step decides on the log at key, whose lowest members are low; sub is
--- nil for timestamps to the microsecond (the sliding log), or the number of
--- sub-windows to round them down to (the sliding window counter).
-local function log_step(key, low, limit, window, sub)
+-- log_live reads the log at key, whose lowest members are low, for a
+-- decision now: it returns the total and the latest time from the metas (nil
+-- for none), the number of metas, the decision time eff, the stamp it
+-- records at (eff rounded down to a multiple of quantum), how many records
+-- still count, how many expired ones come before them, and the rank of the
+-- oldest record still counting.
+local function log_live(key, low, window, quantum)
   local total, latest, metas = 0, nil, 0
   for i = 1, #low, 2 do
     if low[i] == 'T' then
@@ -61,8 +64,6 @@ local function log_step(key, low, limit, window, sub)
       latest, metas = min(-1 - score(low[i + 1]), 4503599627370495), metas + 1
     end
   end
-  local quantum = 1
-  if sub then quantum = window / sub end
   local eff = now
   if latest and latest > eff then eff = latest end
   local stamp = eff - eff % quantum
@@ -72,8 +73,16 @@ local function log_step(key, low, limit, window, sub)
   local records = redis.call('ZCARD', key) - metas
   local expired = 0
   if stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, format('%.0f', stamp - window)) end
-  local live = records - expired
-  local first = metas + expired -- the rank of the oldest record still counting
+  return total, latest, metas, eff, stamp, records - expired, expired, metas + expired
+end
+
+-- log_step decides on the log at key, whose lowest members are low; sub is
+-- nil for timestamps to the microsecond (the sliding log), or the number of
+-- sub-windows to round them down to (the sliding window counter).
+local function log_step(key, low, limit, window, sub)
+  local quantum = 1
+  if sub then quantum = window / sub end
+  local total, latest, metas, eff, stamp, live, expired, first = log_live(key, low, window, quantum)
 
   -- A member that is not a number was written by something else: it reads
   -- as a start of 0, which keeps every result in range.
@@ -149,4 +158,54 @@ local function log_write(key, new, ttl, from, to)
   if to >= from then redis.call('ZREMRANGEBYRANK', key, from, to) end
   if new ~= true then redis.call('ZADD', key, unpack(new)) end
   if ttl then redis.call('PEXPIRE', key, ttl_ms(ttl)) end
+end
+
+-- log_refund gives back cost units charged at time at, if that request
+-- still counts (algorithms.SlidingLog.Refund): off the newest record when
+-- the request is in it, otherwise the oldest units counting. It writes the
+-- key and returns true when it changed it.
+local function log_refund(key, low, at, limit, window, sub)
+  local quantum = 1
+  if sub then quantum = window / sub end
+  local total, _, _, eff, stamp, live, _, first = log_live(key, low, window, quantum)
+  local charged = at - at % quantum
+  if charged <= stamp - window or live <= 0 then return nil end
+  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  if score(newest[2]) == charged then
+    -- The refunded request is in the newest record: its units come off.
+    local c = (total - (tonumber(newest[1]) or 0)) % M
+    local k = min(cost, c)
+    if k <= 0 then return nil end
+    total = (total - k) % M
+    if k == c then redis.call('ZREM', key, newest[1]) end
+    -- The key's time moves on to eff, as an admission's does.
+    redis.call('ZADD', key, format('%.0f', -1 - total), 'T', format('%.0f', -1 - eff), 'L')
+    return true
+  end
+  redis.call('ZADD', key, format('%.0f', -1 - eff), 'L')
+  -- The oldest units counting go: units are numbered from the oldest
+  -- record's start, and the first one kept, the k-th, lies in the last
+  -- record that starts at or before it.
+  local function start_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) or 0 end
+  local base = start_at(first)
+  local count = (total - base) % M
+  local k = min(cost, count)
+  if k <= 0 then return nil end
+  local last = first + live - 1
+  if k == count then
+    redis.call('ZREMRANGEBYRANK', key, first, last)
+    return true
+  end
+  local lo, hi = first, last
+  while lo < hi do
+    local mid = floor((lo + hi + 1) / 2)
+    if (start_at(mid) - base) % M <= k then lo = mid else hi = mid - 1 end
+  end
+  local kept = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
+  if lo > first then redis.call('ZREMRANGEBYRANK', key, first, lo - 1) end
+  if ((tonumber(kept[1]) or 0) - base) % M ~= k then
+    redis.call('ZREM', key, kept[1])
+    redis.call('ZADD', key, kept[2], format('%.0f', (base + k) % M))
+  end
+  return true
 end

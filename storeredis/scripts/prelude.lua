@@ -7,7 +7,8 @@
 -- ARGV[1]  now in microseconds since the Unix epoch, or the empty string to
 --          read Redis's own clock (TIME), so that app servers share one
 --          timeline; no number selects it, so no client time can
--- ARGV[2]  cost; 0 inspects without writing anything
+-- ARGV[2]  cost; 0 inspects without writing anything, and -n inspects as a
+--          request of cost n would be decided (algorithms.Algorithm.Decide)
 -- ARGV[3…] the algorithm's parameters (algorithms.Params), those its kind
 --          takes, in this order: limit (or rate count), window (or rate
 --          period) in µs, then burst and sub-windows if it takes them
@@ -32,7 +33,8 @@ else
   now, grace = tonumber(ARGV[1]), 1000000
 end
 local cost = tonumber(ARGV[2])
-local need = math.max(cost, 1)
+local need = cost
+if cost <= 0 then need = math.max(-cost, 1) end
 
 -- Integer division is written floor(a / b) or ceil(a / b), and the floored
 -- remainder a % b (which Lua defines as a - floor(a / b) * b). All three are
@@ -60,7 +62,11 @@ local function ttl_ms(us) return max(1, ceil((us + grace) / 1000)) end
 -- step is the decision: it writes nothing, and returns new (with aux) when
 -- the key must change (with up to three more values for write), nil when
 -- nothing is written. now, cost and need are
--- the prelude's. A driver reads, steps and writes. A state held in one
+-- the prelude's. A driver reads, steps and writes. A fourth local,
+-- <name>_refund(key, state, at, limit, window, ...), gives back cost units
+-- charged at time at (algorithms.Algorithm.Refund): for a state in one
+-- string it returns the new string, or nil when nothing changes; otherwise it
+-- writes the key itself and returns true when it changed it. A state held in one
 -- string leaves read and write nil: the driver then GETs it, and SETs new
 -- with a TTL of aux µs. They are plain locals, not a table, since a script
 -- builds every table and closure it defines again on each call.

@@ -3,4 +3,4 @@
 -- microsecond (sub-windows 0).
 -- requires: log.lua
 
-local sliding_log_read, sliding_log_step, sliding_log_write = log_read, log_step, log_write
+local sliding_log_read, sliding_log_step, sliding_log_write, sliding_log_refund = log_read, log_step, log_write, log_refund

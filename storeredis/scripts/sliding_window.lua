@@ -3,4 +3,4 @@
 -- record per sub-window that admitted something.
 -- requires: log.lua
 
-local sliding_window_read, sliding_window_step, sliding_window_write = log_read, log_step, log_write
+local sliding_window_read, sliding_window_step, sliding_window_write, sliding_window_refund = log_read, log_step, log_write, log_refund

@@ -3,5 +3,5 @@
 -- the bucket is full again, which is the same fact as a fill level.
 -- requires: bucket.lua
 
-local token_bucket_step = bucket_step
+local token_bucket_step, token_bucket_refund = bucket_step, bucket_refund
 local token_bucket_read, token_bucket_write -- a string: GET and SET

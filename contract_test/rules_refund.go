@@ -1,0 +1,208 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// needRefunds skips a refund rule on a store without the optional
+// store.Refunder.
+func (e *env) needRefunds() store.Refunder {
+	rf, ok := e.store.(store.Refunder)
+	if !ok {
+		e.t.Skip("the store does not refund (store.Refunder)")
+	}
+	return rf
+}
+
+// step moves the suite's clock on by a random span of up to a fifth of the
+// window, whole microseconds, or not at all.
+func (e *env) step(rng *rand.Rand) {
+	if rng.IntN(3) > 0 {
+		e.clock.Advance(time.Duration(rng.Int64N(int64(e.c.window / 5))).Truncate(time.Microsecond))
+	}
+}
+
+// refundAtOnce: two keys see the same decisions, and one of them also
+// requests that are refunded at once; every decision gets the same Result
+// on both.
+func refundAtOnce(e *env) {
+	e.needRefunds()
+	ctx := context.Background()
+	with, without := e.limiter(e.c.alg), e.limiter(e.c.alg)
+	rng := rand.New(rand.NewPCG(7, uint64(len(e.c.name))))
+	refunds := 0
+	for i := range 300 {
+		e.step(rng)
+		if rng.IntN(3) == 0 {
+			n := 1 + rng.Int64N(e.c.limit)
+			res := e.allowN(with, "k", n)
+			if res.Allowed {
+				if _, err := with.Refund(ctx, "k", res, n); err != nil {
+					e.fatalf("Refund(%d) at %s: %v", n, e.at(), err)
+				}
+				refunds++
+			}
+			continue
+		}
+		n := 1 + rng.Int64N(e.c.limit)
+		got, want := e.allowN(with, "k", n), e.allowN(without, "k", n)
+		if got != want {
+			e.fatalf("decision %d, AllowN(%d) at %s: %+v on the key whose requests were refunded at once, %+v on the key that never had them", i, n, e.at(), got, want)
+		}
+	}
+	if refunds < 20 {
+		e.fatalf("only %d refunds ran", refunds)
+	}
+}
+
+// refundNeverMore: random admissions and refunds of earlier admissions, in
+// full or in part, at once or later; what was admitted and not refunded is
+// a history the algorithm admits on its own, replayed in time order on an
+// empty key.
+func refundNeverMore(e *env) {
+	e.needRefunds()
+	ctx := context.Background()
+	l := e.limiter(e.c.alg)
+	rng := rand.New(rand.NewPCG(8, uint64(len(e.c.name))))
+	type charge struct {
+		res      ratewise.Result
+		cost     int64
+		refunded bool
+	}
+	var kept []charge
+	for range 400 {
+		e.step(rng)
+		if len(kept) > 0 && rng.IntN(5) < 2 {
+			c := &kept[max(0, len(kept)-1-rng.IntN(min(len(kept), 6)))]
+			if c.refunded {
+				continue
+			}
+			n := 1 + rng.Int64N(c.cost)
+			if _, err := l.Refund(ctx, "k", c.res, n); err != nil {
+				e.fatalf("Refund(%d) at %s: %v", n, e.at(), err)
+			}
+			c.cost -= n
+			c.refunded = true
+			continue
+		}
+		n := 1 + rng.Int64N(min(e.c.limit, 3))
+		if res := e.allowN(l, "k", n); res.Allowed {
+			kept = append(kept, charge{res: res, cost: n})
+		}
+	}
+	slices.SortStableFunc(kept, func(a, b charge) int { return a.res.At.Compare(b.res.At) })
+	var replay algorithms.State
+	for i, c := range kept {
+		if c.cost == 0 {
+			continue
+		}
+		var res algorithms.Result
+		if replay, res = e.c.alg.Decide(replay, c.res.At, c.cost); !res.Allowed {
+			e.fatalf("request %d (cost %d at %s) was admitted and not refunded, but the history of what was admitted and not refunded has no room for it: a refund gave back more than it took",
+				i, c.cost, c.res.At.Sub(e.c.start))
+		}
+	}
+}
+
+// refundInvalid: a Result that was not an admission, a cost outside
+// [1, limit] and a time outside the range are errors, and change nothing.
+func refundInvalid(e *env) {
+	rf := e.needRefunds()
+	ctx := context.Background()
+	l := e.limiter(e.c.alg)
+	res := e.allowN(l, "k", 1)
+	if _, err := l.Refund(ctx, "k", ratewise.Result{At: res.At}, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
+		e.fatalf("Refund of a denial: %v, want ErrNotAdmitted", err)
+	}
+	if _, err := l.Refund(ctx, "k", res, 0); !errors.Is(err, ratewise.ErrInvalidCost) {
+		e.fatalf("Refund(0): %v, want ErrInvalidCost", err)
+	}
+	if _, err := l.Refund(ctx, "k", res, e.c.alg.MaxCost()+1); !errors.Is(err, ratewise.ErrCostExceedsLimit) {
+		e.fatalf("Refund(limit+1): %v, want ErrCostExceedsLimit", err)
+	}
+	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), time.Unix(-1, 0), 1); !errors.Is(err, algorithms.ErrInvalidTime) {
+		e.fatalf("a refund of a charge before 1970: %v, want ErrInvalidTime", err)
+	}
+	if got := e.peek(l, "k"); got.Remaining != e.c.limit-1 {
+		e.fatalf("after refused refunds Remaining is %d, want %d", got.Remaining, e.c.limit-1)
+	}
+}
+
+// refundConcurrency: 64 goroutines on one key each take a unit and give it
+// back at once; the key ends full, and no refund is lost or doubled.
+func refundConcurrency(e *env) {
+	e.needRefunds()
+	ctx := context.Background()
+	l := e.limiter(e.c.alg)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				res, err := l.Allow(ctx, "k")
+				if err == nil && res.Allowed {
+					_, err = l.Refund(ctx, "k", res, 1)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		e.fatalf("a decision or refund failed: %v", err)
+	}
+	if res := e.peek(l, "k"); res.Remaining != e.c.limit {
+		e.fatalf("after every admission was refunded at once, Remaining is %d, want %d", res.Remaining, e.c.limit)
+	}
+}
+
+// peekN: PeekN(n) answers what AllowN(n) would answer on the same state,
+// and changes nothing.
+func peekN(e *env) {
+	ctx := context.Background()
+	for used := range e.c.limit + 1 {
+		l := e.limiter(e.c.alg)
+		if used > 0 {
+			e.allowN(l, "k", used)
+		}
+		e.clock.Advance(e.c.window / 7)
+		before := e.peek(l, "k")
+		for n := int64(1); n <= e.c.limit; n++ {
+			got, err := l.PeekN(ctx, "k", n)
+			if err != nil {
+				e.fatalf("PeekN(%d): %v", n, err)
+			}
+			twin := e.limiter(e.c.alg)
+			e.clock.Advance(-e.c.window / 7)
+			if used > 0 {
+				e.allowN(twin, "k", used)
+			}
+			e.clock.Advance(e.c.window / 7)
+			want := e.allowN(twin, "k", n)
+			if got.Allowed != want.Allowed || got.RetryAfter != want.RetryAfter || got.Remaining != before.Remaining {
+				e.fatalf("with %d used, PeekN(%d) = %+v, but AllowN(%d) on the same state = %+v", used, n, got, n, want)
+			}
+		}
+		if after := e.peek(l, "k"); after != before {
+			e.fatalf("PeekN changed the key: Peek %+v before, %+v after", before, after)
+		}
+		if _, err := l.PeekN(ctx, "k", e.c.limit+1); !errors.Is(err, ratewise.ErrCostExceedsLimit) {
+			e.fatalf("PeekN(limit+1): %v, want ErrCostExceedsLimit", err)
+		}
+	}
+}

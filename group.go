@@ -1,0 +1,120 @@
+package ratewise
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ratewise/ratewise/store"
+)
+
+// Group checks limits on different subjects together, such as a user's,
+// their tenant's and a global limit: a request passes only if every limit
+// admits it, each on its own key. Unlike a Set, whose limits share one key
+// and are decided in one atomic step, a Group's keys may live on different
+// Redis Cluster nodes, so it decides in two phases, one round trip per
+// limit in each:
+//
+//  1. It peeks at every limit (PeekN). If any would deny, the request is
+//     denied and nothing is charged. This is where almost every denial is
+//     decided.
+//  2. Otherwise it charges the limits in order. If one denies after all,
+//     because other requests took what the peek saw, the limits already
+//     charged are refunded at once (Limiter.Refund) and the request is
+//     denied.
+//
+// No limit ever admits beyond what it allows: each charge is atomic on its
+// own key. A denied request is charged nothing in phase 1. In the race of
+// phase 2, a refund made before any other request reaches that key gives
+// back exactly what was charged; if others came in between, it gives back
+// what Refund documents: a token bucket or GCRA loses what refilled during
+// the round trip (microseconds' worth), a sliding log frees its oldest
+// units rather than the refunded ones, so it is short of one request's
+// cost until the refunded request would have expired. It never gives back
+// more than was charged. A Group is safe for concurrent use.
+type Group struct {
+	limiters []*Limiter
+}
+
+// ErrGroupKeys is returned by Group.AllowN when the number of keys is not
+// the number of limiters.
+var ErrGroupKeys = errors.New("ratewise: a group needs one key per limiter")
+
+// NewGroup returns a Group of limiters, checked in order; each limiter's
+// store must be able to refund (store.Refunder), as the memory and Redis
+// stores can, or NewGroup fails with ErrUnsupported.
+func NewGroup(limiters ...*Limiter) (*Group, error) {
+	if len(limiters) == 0 {
+		return nil, ErrNilAlgorithm
+	}
+	for i, l := range limiters {
+		if l == nil {
+			return nil, fmt.Errorf("%w: limiter %d is nil", ErrNilAlgorithm, i)
+		}
+		if _, ok := l.store.(store.Refunder); !ok {
+			return nil, fmt.Errorf("%w: limiter %d's store %T cannot refund (store.Refunder)", ErrUnsupported, i, l.store)
+		}
+	}
+	return &Group{limiters: append([]*Limiter(nil), limiters...)}, nil
+}
+
+// Allow is shorthand for AllowN(ctx, keys, 1).
+func (g *Group) Allow(ctx context.Context, keys ...string) (SetResult, error) {
+	return g.AllowN(ctx, 1, keys...)
+}
+
+// AllowN reports whether a request of cost n is admitted by every limiter,
+// limiter i on keys[i], and charges each if it is. The SetResult is as a
+// Set's: every limit's Result, the binding one, and RetryAfter the wait
+// until all would admit. An error from any limiter is returned after the
+// limits already charged have been refunded; the refund's own error, if
+// any, is joined to it.
+func (g *Group) AllowN(ctx context.Context, n int64, keys ...string) (SetResult, error) {
+	if len(keys) != len(g.limiters) {
+		return SetResult{}, fmt.Errorf("%w: %d keys for %d limiters", ErrGroupKeys, len(keys), len(g.limiters))
+	}
+	results := make([]Result, len(keys))
+	for i, l := range g.limiters {
+		res, err := l.PeekN(ctx, keys[i], n)
+		if err != nil {
+			return SetResult{}, err
+		}
+		results[i] = res
+	}
+	if sr := combine(results); !sr.Allowed {
+		return sr, nil
+	}
+	for i, l := range g.limiters {
+		res, err := l.AllowN(ctx, keys[i], n)
+		if err != nil || !res.Allowed {
+			if rerr := g.refund(ctx, keys[:i], results[:i], n); rerr != nil {
+				err = errors.Join(err, rerr)
+			}
+			if err != nil {
+				return SetResult{}, err
+			}
+			// The others report what they have now, uncharged, as in a
+			// Set's denial.
+			results[i] = res
+			for j := range i {
+				if results[j], err = g.limiters[j].PeekN(ctx, keys[j], n); err != nil {
+					return SetResult{}, err
+				}
+			}
+			return combine(results), nil
+		}
+		results[i] = res
+	}
+	return combine(results), nil
+}
+
+// refund gives back the charges of the first limiters, in reverse order.
+func (g *Group) refund(ctx context.Context, keys []string, charged []Result, n int64) error {
+	var errs []error
+	for i := len(keys) - 1; i >= 0; i-- {
+		if _, err := g.limiters[i].Refund(ctx, keys[i], charged[i], n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,34 @@
+-- refund.lua: the driver of a refund (store.Refunder). The assembler puts
+-- before it "local read, step, write, refund = <name>_read, <name>_step,
+-- <name>_write, <name>_refund".
+--
+-- ARGV[2]   the units to give back (the prelude's cost)
+-- ARGV[3]   the time the refunded request was charged at, its Result.At, µs
+-- ARGV[4…]  the algorithm's parameters, as decide.lua's ARGV[3…]
+-- Reply     what a decision of cost 0 replies after the refund
+--
+-- The refund step changes the state (a string state comes back as the new
+-- string); the key is then inspected, and keeps its state for the
+-- inspection's reset_after, or loses it at once if that is 0.
+
+local key = KEYS[1]
+local at = tonumber(ARGV[3])
+local p1, p2, p3, p4 = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local state
+if read then state = read(key) else state = redis.call('GET', key) end
+local new = refund(key, state, at, p1, p2, p3, p4)
+if new then
+  if read then state = read(key) else state = new end
+end
+cost, need = 0, 1
+local allowed, remaining, retry, reset, when = step(key, state, p1, p2, p3, p4)
+if new then
+  if reset <= 0 then
+    redis.call('DEL', key)
+  elseif read then
+    redis.call('PEXPIRE', key, ttl_ms(reset))
+  else
+    redis.call('SET', key, new, 'PX', ttl_ms(reset))
+  end
+end
+return {allowed, remaining, retry, reset, when}
