@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/ratewise/ratewise"
@@ -43,4 +44,45 @@ func ExampleNew() {
 	// 200 RateLimit: "default";r=1;t=60 Retry-After: ""
 	// 200 RateLimit: "default";r=0;t=60 Retry-After: ""
 	// 429 RateLimit: "default";r=0;t=60 Retry-After: "60"
+}
+
+func ExampleMiddleware_Route() {
+	// 3 requests a minute per client IP, but 2 login attempts per 15
+	// minutes and a burst of 40 searches at 20 a second, each route with
+	// quotas of its own.
+	limiter, err := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: 3, Window: time.Minute},
+		ratewise.WithNamespace("api"))
+	if err != nil {
+		panic(err)
+	}
+	mw, err := httplimit.New(limiter)
+	if err != nil {
+		panic(err)
+	}
+	login, err := mw.Route("login", algorithms.SlidingLog{Limit: 2, Window: 15 * time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	search, err := mw.Route("search", algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 40})
+	if err != nil {
+		panic(err)
+	}
+	hello := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") })
+	mux := http.NewServeMux()
+	mux.Handle("POST /login", login.Handler(hello))
+	mux.Handle("GET /search", search.Handler(hello))
+	mux.Handle("/", mw.Handler(hello)) // the limiter's own limit
+
+	for _, req := range []string{"POST /login", "POST /login", "POST /login", "GET /search", "GET /hello"} {
+		method, path, _ := strings.Cut(req, " ")
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, httptest.NewRequest(method, path, nil))
+		fmt.Printf("%-11s %d RateLimit-Policy: %s RateLimit: %s\n", req, w.Code, w.Header().Get("RateLimit-Policy"), w.Header().Get("RateLimit"))
+	}
+	// Output:
+	// POST /login 200 RateLimit-Policy: "login";q=2;w=900 RateLimit: "login";r=1;t=900
+	// POST /login 200 RateLimit-Policy: "login";q=2;w=900 RateLimit: "login";r=0;t=900
+	// POST /login 429 RateLimit-Policy: "login";q=2;w=900 RateLimit: "login";r=0;t=900
+	// GET /search 200 RateLimit-Policy: "search";q=40;w=2 RateLimit: "search";r=39;t=1
+	// GET /hello  200 RateLimit-Policy: "default";q=3;w=60 RateLimit: "default";r=2;t=60
 }

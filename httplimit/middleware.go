@@ -10,6 +10,10 @@
 // default, 503), fail open, or fall back to a local in-memory limiter with
 // a share of the limit. Every store failure reaches the OnError hook, which
 // logs by default, so no failure is ever a silent allow.
+//
+// One middleware can give each route a limit of its own with Route, such
+// as 5 login attempts per 15 minutes beside the limiter's 100 requests a
+// minute, sharing every other option.
 package httplimit
 
 import (
@@ -24,8 +28,9 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// Middleware limits requests to an http.Handler. Create it with New; it is
-// safe for simultaneous use by many goroutines.
+// Middleware limits requests to an http.Handler. Create it with New or
+// NewSet; Route derives one with another limit for a route, sharing the
+// options. It is safe for simultaneous use by many goroutines.
 type Middleware struct {
 	limiter *ratewise.Limiter
 	set     *ratewise.Set // instead of limiter, for NewSet
@@ -45,6 +50,13 @@ type Middleware struct {
 	// this status, by letting it through unlimited (NoKeyUnlimited), or,
 	// when unset (noKeyDefault), with the failure handler.
 	noKey int
+	// routes are the routes of a middleware from New (see Route), shared
+	// by its routes. A route's routeAlg is its limit, in place of the
+	// limiter's, and routeKey goes before every key it decides; both are
+	// unset on the middleware New returns.
+	routes   *routeTable
+	routeAlg algorithms.Algorithm
+	routeKey string
 }
 
 // noKeyDefault leaves a request without a key to the failure handler.
@@ -66,6 +78,7 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	m.limiter = l
+	m.routes = &routeTable{byName: make(map[string]*Middleware)}
 	if err := m.policy.check(l); err != nil {
 		return nil, err
 	}
@@ -149,18 +162,23 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			return
 		}
+		// A route's quotas are its own (see Route).
+		key = m.routeKey + key
 		cost, err := m.cost(r)
 		if err != nil {
 			m.onError(r, err)
 			fail(err)
 			return
 		}
-		// The key's own limits (see ratewise.WithLimits), which the headers
-		// describe.
+		// The limits the headers describe: a Set's, a route's, or the
+		// key's own (see ratewise.WithLimits).
 		var algs []algorithms.Algorithm
-		if m.set != nil {
+		switch {
+		case m.set != nil:
 			algs = m.set.Algorithms()
-		} else {
+		case m.routeAlg != nil:
+			algs = []algorithms.Algorithm{m.routeAlg}
+		default:
 			alg, err := m.limiter.AlgorithmFor(r.Context(), key)
 			if err != nil {
 				m.onError(r, err)

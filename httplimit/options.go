@@ -130,20 +130,29 @@ func WithoutDraftHeaders() Option {
 // WithQuotaName names the limiter's quota in the RateLimit-Policy and
 // RateLimit fields, which the draft calls a quota policy; the default is
 // "default". The name must be a valid structured-field string: printable
-// ASCII.
+// ASCII. A route's quota is named by the route instead (see Route).
 func WithQuotaName(name string) Option {
 	return optionFunc(func(m *Middleware) error {
 		if name == "" {
 			return errors.New("httplimit: empty quota name")
 		}
-		for i := 0; i < len(name); i++ {
-			if name[i] < 0x20 || name[i] > 0x7e {
-				return fmt.Errorf("httplimit: quota name %q must be printable ASCII", name)
-			}
+		if !printableASCII(name) {
+			return fmt.Errorf("httplimit: quota name %q must be printable ASCII", name)
 		}
 		m.name = name
 		return nil
 	})
+}
+
+// printableASCII reports whether s can be a structured-field string, as a
+// quota's name in the RateLimit fields must be.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // WithBody sets the body of the default 429 response; the default is "Too

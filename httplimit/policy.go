@@ -70,7 +70,9 @@ type fallback struct{ local *ratewise.Limiter }
 // storememory whose algorithm has this instance's share of the limit (see
 // Share), so that N instances together still admit about the limit. Its
 // decisions carry RateLimit headers like any other; if local fails too,
-// the request fails as with FailClosed(503, 0).
+// the request fails as with FailClosed(503, 0). Since local holds a share
+// of the limiter's algorithm only, a middleware with Fallback takes no
+// Route.
 func Fallback(local *ratewise.Limiter) FailurePolicy { return fallback{local: local} }
 
 func (p fallback) decide(r *http.Request, key string, cost int64, _ error) (ratewise.Result, bool) {

@@ -1,0 +1,112 @@
+package httplimit
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// ErrRoute is wrapped by every error Route returns: an invalid name or
+// algorithm, or a middleware that cannot take a route.
+var ErrRoute = errors.New("httplimit: invalid route")
+
+// routeTable is the routes a middleware from New has handed out, by name,
+// so that one name keeps one algorithm.
+type routeTable struct {
+	mu     sync.Mutex
+	byName map[string]*Middleware // requires mu held
+}
+
+// Route returns a middleware for one route that limits with alg instead of
+// the limiter's algorithm and shares every other option of m: the KeyFunc,
+// cost, failure policy, timeout, hooks, handlers, headers, dry run and
+// exemptions. For example, 5 login attempts per 15 minutes and a burst of
+// 40 searches at 20 a second per client, and the limiter's own limit for
+// the rest:
+//
+//	login, err := mw.Route("login", algorithms.SlidingLog{Limit: 5, Window: 15 * time.Minute})
+//	...
+//	search, err := mw.Route("search", algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 40})
+//	...
+//	mux.Handle("POST /login", login.Handler(loginHandler))
+//	mux.Handle("GET /search", search.Handler(searchHandler))
+//	mux.Handle("/", mw.Handler(rest))
+//
+// A route's quotas are its own: its keys are Part("route", name), ':' and
+// the KeyFunc's key, such as "route:login:ip:192.0.2.1", so that no two
+// routes, and no route and m, count against one quota, even when their
+// algorithms share a kind and Scope. Its RateLimit-Policy and RateLimit
+// fields describe alg's quota under the route's name instead of
+// WithQuotaName's: "login";q=5;w=900. The limiter's WithLimits does not
+// apply to a route.
+//
+// Route given a name again returns the same middleware if alg is the same,
+// and fails otherwise, since both limits would count against one set of
+// keys. Every error wraps ErrRoute: a name that is empty or not printable
+// ASCII (it names the quota in the headers); an algorithm ratewise.New
+// refuses on any store, with New's error (ratewise.ErrNilAlgorithm,
+// ratewise.ErrUnknownAlgorithm, or alg.Validate's, such as
+// ratewise.ErrInvalidLimit); m from NewSet, whose limits are fixed, or from
+// Route; and a Fallback failure policy, whose local limiter holds a share
+// of the limiter's algorithm and none of alg's: give such a route a Limiter
+// and a Middleware of its own. An algorithm the store cannot run shows only
+// on a request, which is answered 500 and reported to the OnError hook
+// with ratewise.ErrUnsupported, as under WithLimits.
+func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, error) {
+	switch {
+	case name == "":
+		return nil, fmt.Errorf("%w: empty name", ErrRoute)
+	case !printableASCII(name):
+		return nil, fmt.Errorf("%w %q: the name must be printable ASCII", ErrRoute, name)
+	case m.set != nil:
+		return nil, fmt.Errorf("%w %q: a Set's limits are fixed; a route needs a middleware from New", ErrRoute, name)
+	case m.routeAlg != nil:
+		return nil, fmt.Errorf("%w %q: %q is a route already; call Route on the middleware New returned", ErrRoute, name, m.name)
+	case m.routes == nil:
+		return nil, fmt.Errorf("%w %q: a route needs a middleware from New", ErrRoute, name)
+	}
+	if _, ok := m.policy.(fallback); ok {
+		return nil, fmt.Errorf("%w %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route a Limiter and a Middleware of its own", ErrRoute, name)
+	}
+	if err := checkAlgorithm(alg); err != nil {
+		return nil, fmt.Errorf("%w %q: %w", ErrRoute, name, err)
+	}
+	m.routes.mu.Lock()
+	defer m.routes.mu.Unlock()
+	if r, ok := m.routes.byName[name]; ok {
+		if !sameAlgorithm(r.routeAlg, alg) {
+			return nil, fmt.Errorf("%w %q: the route limits with %v already, not %v", ErrRoute, name, r.routeAlg, alg)
+		}
+		return r, nil
+	}
+	// Every option is set by New and never changes, so the copy shares
+	// them. The default denied and failure handlers are m's methods; they
+	// read only options the copy shares.
+	r := *m
+	r.name = name
+	r.routeAlg = alg
+	r.routeKey = part("route", name) + ":"
+	m.routes.byName[name] = &r
+	return &r, nil
+}
+
+// checkAlgorithm checks alg as ratewise.Limiter.AllowWith does, with the
+// same errors: one of package algorithms' types, with valid parameters.
+func checkAlgorithm(alg algorithms.Algorithm) error {
+	if alg == nil {
+		return ratewise.ErrNilAlgorithm
+	}
+	if err := algorithms.CheckKind(alg); err != nil {
+		return err
+	}
+	return alg.Validate()
+}
+
+// sameAlgorithm reports whether a and b, which pass CheckKind, are one
+// algorithm with one set of parameters.
+func sameAlgorithm(a, b algorithms.Algorithm) bool {
+	return a.Kind() == b.Kind() && a.Params() == b.Params()
+}
