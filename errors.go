@@ -29,6 +29,9 @@ var (
 	// algorithms.MaxTime (the zero time.Time, say), on a store that decides
 	// with it. It is algorithms.ErrInvalidTime.
 	ErrInvalidTime = algorithms.ErrInvalidTime
+	// ErrInvalidGroup: NewGroup was given no limiters or a nil one, or
+	// Group.AllowN a number of keys other than the number of limiters.
+	ErrInvalidGroup = errors.New("ratewise: invalid group")
 	// ErrNotAdmitted: Refund was given a Result that is not an admission,
 	// which charged nothing to give back.
 	ErrNotAdmitted = errors.New("ratewise: the result to refund was not an admission")

@@ -36,20 +36,17 @@ type Group struct {
 	limiters []*Limiter
 }
 
-// ErrGroupKeys is returned by Group.AllowN when the number of keys is not
-// the number of limiters.
-var ErrGroupKeys = errors.New("ratewise: a group needs one key per limiter")
-
 // NewGroup returns a Group of limiters, checked in order; each limiter's
 // store must be able to refund (store.Refunder), as the memory and Redis
-// stores can, or NewGroup fails with ErrUnsupported.
+// stores can, or NewGroup fails with ErrUnsupported. No limiters, or a nil
+// one, is ErrInvalidGroup.
 func NewGroup(limiters ...*Limiter) (*Group, error) {
 	if len(limiters) == 0 {
-		return nil, ErrNilAlgorithm
+		return nil, fmt.Errorf("%w: no limiters", ErrInvalidGroup)
 	}
 	for i, l := range limiters {
 		if l == nil {
-			return nil, fmt.Errorf("%w: limiter %d is nil", ErrNilAlgorithm, i)
+			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidGroup, i)
 		}
 		if _, ok := l.store.(store.Refunder); !ok {
 			return nil, fmt.Errorf("%w: limiter %d's store %T cannot refund (store.Refunder)", ErrUnsupported, i, l.store)
@@ -60,18 +57,19 @@ func NewGroup(limiters ...*Limiter) (*Group, error) {
 
 // Allow is shorthand for AllowN(ctx, keys, 1).
 func (g *Group) Allow(ctx context.Context, keys ...string) (SetResult, error) {
-	return g.AllowN(ctx, 1, keys...)
+	return g.AllowN(ctx, keys, 1)
 }
 
 // AllowN reports whether a request of cost n is admitted by every limiter,
 // limiter i on keys[i], and charges each if it is. The SetResult is as a
 // Set's: every limit's Result, the binding one, and RetryAfter the wait
 // until all would admit. An error from any limiter is returned after the
-// limits already charged have been refunded; the refund's own error, if
-// any, is joined to it.
-func (g *Group) AllowN(ctx context.Context, n int64, keys ...string) (SetResult, error) {
+// limits already charged have been refunded, even when the error is ctx's;
+// the refund's own error, if any, is joined to it. A number of keys other
+// than the number of limiters is ErrInvalidGroup.
+func (g *Group) AllowN(ctx context.Context, keys []string, n int64) (SetResult, error) {
 	if len(keys) != len(g.limiters) {
-		return SetResult{}, fmt.Errorf("%w: %d keys for %d limiters", ErrGroupKeys, len(keys), len(g.limiters))
+		return SetResult{}, fmt.Errorf("%w: %d keys for %d limiters", ErrInvalidGroup, len(keys), len(g.limiters))
 	}
 	results := make([]Result, len(keys))
 	for i, l := range g.limiters {
@@ -108,8 +106,11 @@ func (g *Group) AllowN(ctx context.Context, n int64, keys ...string) (SetResult,
 	return combine(results), nil
 }
 
-// refund gives back the charges of the first limiters, in reverse order.
+// refund gives back the charges of the first limiters, in reverse order,
+// whether or not ctx has ended.
 func (g *Group) refund(ctx context.Context, keys []string, charged []Result, n int64) error {
+	ctx, cancel := detached(ctx)
+	defer cancel()
 	var errs []error
 	for i := len(keys) - 1; i >= 0; i-- {
 		if _, err := g.limiters[i].Refund(ctx, keys[i], charged[i], n); err != nil {

@@ -162,30 +162,26 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // Refund gives back n units of the cost an admission for key was charged:
 // a request that failed before doing any work, or a job charged its largest
 // cost up front that used less. charged is the Result of that admission
-// (from AllowN, AllowWith, WaitN or a Reservation), whose At tells the
-// store which of the key's charges it was. Refund returns the key's state
-// afterwards, as Peek reports it.
+// (from AllowN, WaitN or a Reservation), whose At tells the store which of
+// the key's charges it was. The key's algorithm is the one AlgorithmFor
+// chooses now; a charge made with AllowWith is refunded with RefundWith.
+// Refund returns the key's state afterwards, as Peek reports it.
 //
 // A refund never lets more through than if the units had never been
-// charged. Made before any other request for key is charged, it gives back
-// exactly n; later, what comes back depends on the algorithm and on what
-// the key did since, and may be less (see algorithms.Algorithm.Refund): a
-// token bucket or GCRA gives back less what has refilled since the charge,
-// a sliding log frees its oldest units if others were recorded after the
-// refunded ones, and a fixed window gives back nothing once its window has
-// ended. Refund each admission at most once, and by at most its cost.
+// charged. Made at once, before time passes or another request for key is
+// charged, it gives back exactly n; later, what comes back depends on the
+// algorithm and on what the key did since, and may be less (see
+// algorithms.Algorithm.Refund): a token bucket or GCRA gives back less
+// what has refilled since the charge, a sliding log frees its oldest units
+// if others were recorded after the refunded ones, and a fixed window gives
+// back nothing once its window has ended. Refund each admission at most
+// once, and by at most its cost.
 //
 // It fails with ErrNotAdmitted for a Result that was not an admission,
 // ErrInvalidCost or ErrCostExceedsLimit for n outside [1, the key's limit],
 // and ErrUnsupported on a store that cannot refund (store.Refunder; the
 // memory and Redis stores can).
 func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int64) (Result, error) {
-	if key == "" {
-		return Result{}, ErrEmptyKey
-	}
-	if !charged.Allowed || charged.At.IsZero() {
-		return Result{}, ErrNotAdmitted
-	}
 	alg, err := l.checkedAlgorithmFor(ctx, key)
 	if err != nil {
 		return Result{}, err
@@ -193,8 +189,22 @@ func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int6
 	return l.refund(ctx, key, alg, charged, n)
 }
 
+// RefundWith is Refund for a charge made with AllowWith and alg.
+func (l *Limiter) RefundWith(ctx context.Context, key string, alg algorithms.Algorithm, charged Result, n int64) (Result, error) {
+	if err := checkAlgorithm(alg); err != nil {
+		return Result{}, err
+	}
+	return l.refund(ctx, key, alg, charged, n)
+}
+
 // refund gives back n units of charged under alg, which has been checked.
 func (l *Limiter) refund(ctx context.Context, key string, alg algorithms.Algorithm, charged Result, n int64) (Result, error) {
+	if key == "" {
+		return Result{}, ErrEmptyKey
+	}
+	if !charged.Allowed || charged.At.IsZero() {
+		return Result{}, ErrNotAdmitted
+	}
 	rf, ok := l.store.(store.Refunder)
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", ErrUnsupported, l.store)

@@ -50,7 +50,10 @@ func TestReservations(t *testing.T) {
 		}
 		return r
 	}
-	reserve(0)
+	r1 := reserve(0)
+	if _, err := r1.Cancel(ctx); err != nil { // its turn has come: it may have acted
+		t.Fatal(err)
+	}
 	r2 := reserve(time.Second)
 	r3 := reserve(2 * time.Second)
 	if !r3.Result().At.Equal(refundStart.Add(2 * time.Second)) {
@@ -129,10 +132,10 @@ func TestGroup(t *testing.T) {
 	if got, _ := user.Peek(ctx, "cat"); got.Remaining != 2 {
 		t.Fatalf("the tenant's denial charged the user: %+v", got)
 	}
-	if _, err := g.Allow(ctx, "cat"); !errors.Is(err, ratewise.ErrGroupKeys) {
+	if _, err := g.Allow(ctx, "cat"); !errors.Is(err, ratewise.ErrInvalidGroup) {
 		t.Fatalf("one key for two limiters: %v", err)
 	}
-	if _, err := ratewise.NewGroup(user, nil); !errors.Is(err, ratewise.ErrNilAlgorithm) {
+	if _, err := ratewise.NewGroup(user, nil); !errors.Is(err, ratewise.ErrInvalidGroup) {
 		t.Fatalf("a nil limiter: %v", err)
 	}
 	hidden, _ := ratewise.New(onlyStore{s}, algorithms.FixedWindow{Limit: 3, Window: time.Minute})
@@ -181,4 +184,60 @@ func (r *racing) Decide(ctx context.Context, key string, alg algorithms.Algorith
 
 func (r *racing) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
 	return r.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
+}
+
+// A charge made with AllowWith is refunded with RefundWith, under its own
+// algorithm's state.
+func TestRefundWith(t *testing.T) {
+	ctx := context.Background()
+	l, _ := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute})
+	hourly := algorithms.FixedWindow{Limit: 100, Window: time.Hour}
+	l.AllowN(ctx, "k", 2)
+	res, _ := l.AllowWith(ctx, "k", hourly, 30)
+	after, err := l.RefundWith(ctx, "k", hourly, res, 30)
+	if err != nil || after.Remaining != 100 {
+		t.Fatalf("RefundWith: %+v, %v; want the hourly limit whole again", after, err)
+	}
+	if got, _ := l.Peek(ctx, "k"); got.Remaining != 3 {
+		t.Fatalf("the per-minute limit after a refund of the hourly one: %+v, want 3 left", got)
+	}
+	if _, err := l.RefundWith(ctx, "k", nil, res, 1); !errors.Is(err, ratewise.ErrNilAlgorithm) {
+		t.Fatalf("RefundWith a nil algorithm: %v", err)
+	}
+}
+
+// A Group whose context ends between its charges still gives back what it
+// charged.
+func TestGroupRefundsWhenItsContextEnds(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s := &cancelOn{Store: storememory.New(), key: "tenant:acme", cancel: cancel}
+	user, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("user"))
+	tenant, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("tenant"))
+	g, _ := ratewise.NewGroup(user, tenant)
+	if _, err := g.Allow(ctx, "ann", "acme"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if got, _ := user.Peek(context.Background(), "ann"); got.Remaining != 5 {
+		t.Fatalf("the user's charge stayed after the context ended: %+v", got)
+	}
+}
+
+// cancelOn is a store that cancels the caller's context when key is
+// charged, and then fails as a cancelled call does.
+type cancelOn struct {
+	store.Store
+	key    string
+	cancel context.CancelFunc
+}
+
+func (c *cancelOn) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	if key == c.key && cost > 0 {
+		c.cancel()
+	}
+	return c.Store.Decide(ctx, key, alg, now, cost)
+}
+
+func (c *cancelOn) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	return c.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
 }

@@ -31,10 +31,11 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 }
 
 // WaitN blocks until a request of cost n for key is admitted, and returns
-// its Result. It returns at once with ErrWaitExceedsDeadline when the wait
-// the limiter reports would outlast ctx's deadline, and with ctx's error
-// when ctx ends while waiting; either way nothing is charged. Other errors
-// are AllowN's.
+// its Result. It returns at once with ErrWaitExceedsDeadline, charging
+// nothing, when the wait the limiter reports would outlast ctx's deadline,
+// and with ctx's error when ctx ends while waiting: a booking is then
+// cancelled (see Reservation.Cancel), and a retrying waiter was charged
+// nothing. Other errors are AllowN's.
 //
 // With an algorithm that can book ahead (algorithms.Reserver: the token
 // bucket and GCRA) on a store that can (store.Reserver: the memory and
@@ -110,7 +111,7 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 	}
 	r, err := l.book(ctx, rs, key, alg, n, maxWait)
 	if err != nil {
-		return r.res, err
+		return Result{}, err
 	}
 	if !r.res.Allowed {
 		return r.res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, r.res.RetryAfter+maxWait, key)
@@ -119,7 +120,7 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 		if err := l.sleep(ctx, r.delay); err != nil {
 			// The caller gives up its turn: hand it back. ctx has ended,
 			// so the cancellation gets a context of its own.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+			cctx, cancel := detached(ctx)
 			defer cancel()
 			_, _ = r.Cancel(cctx)
 			return r.res, err
@@ -128,17 +129,20 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 	return r.res, nil
 }
 
-// cancelTimeout bounds the cancellation of a booking whose waiter's
-// context has ended.
-const cancelTimeout = time.Second
+// detached returns a context for giving back what a call charged after the
+// call's own ctx has ended: ctx's values, no cancellation, a short timeout.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+}
 
 // book runs one booking under alg, which has been checked.
 func (l *Limiter) book(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
-	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, l.clock.Now(), n, maxWait)
+	start := l.clock.Now()
+	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, start, n, maxWait)
 	if err != nil {
-		return &Reservation{}, err
+		return nil, err
 	}
-	return &Reservation{l: l, key: key, alg: alg, n: n, res: res, delay: delay}, nil
+	return &Reservation{l: l, key: key, alg: alg, n: n, res: res, delay: delay, turn: start.Add(delay)}, nil
 }
 
 // Reservation is a request booked ahead with ReserveN: it may act after
@@ -150,6 +154,7 @@ type Reservation struct {
 	n     int64
 	res   Result
 	delay time.Duration
+	turn  time.Time // on the limiter's clock
 
 	mu        sync.Mutex
 	cancelled bool
@@ -160,8 +165,9 @@ type Reservation struct {
 // Result().RetryAfter is how much longer a wait would have to be.
 func (r *Reservation) OK() bool { return r.res.Allowed }
 
-// Delay is the wait until the booked request may act, from the moment
-// ReserveN returned: 0 when it may act at once.
+// Delay is the wait until the booked request may act, counted from the
+// limiter's clock reading when ReserveN was called: 0 when it may act at
+// once.
 func (r *Reservation) Delay() time.Duration { return r.delay }
 
 // Result is the booking's Result. For a booking that waits, At is its
@@ -173,19 +179,19 @@ func (r *Reservation) Result() Result { return r.res }
 // no booking made after it, a booking comes back whole; bookings made after
 // it keep their turns, so a booking in the middle of a queue gives back
 // only what no later booking depends on (as x/time/rate's Cancel does).
-// Cancelling a booking that was not made, or again, does nothing and
-// returns the booking's own Result.
+// Once its turn has come, on the limiter's clock, the request may have
+// acted, so Cancel does nothing, as it does for a booking that was not
+// made or was cancelled already: it returns the booking's own Result. A
+// booking is given back at most once: if the store fails, Cancel returns
+// the error, and calling it again does not retry.
 func (r *Reservation) Cancel(ctx context.Context) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.res.Allowed || r.cancelled {
+	if !r.res.Allowed || r.cancelled || !r.l.clock.Now().Before(r.turn) {
 		return r.res, nil
 	}
-	res, err := r.l.refund(ctx, r.key, r.alg, r.res, r.n)
-	if err == nil {
-		r.cancelled = true
-	}
-	return res, err
+	r.cancelled = true
+	return r.l.refund(ctx, r.key, r.alg, r.res, r.n)
 }
 
 // Reserve is shorthand for ReserveN(ctx, key, 1, maxWait).
@@ -202,6 +208,9 @@ func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration
 // on a store that can (store.Reserver), and fails with ErrUnsupported
 // otherwise; maxWait must be a whole number of microseconds in [0, 2^50µs].
 func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
+	if key == "" {
+		return nil, ErrEmptyKey
+	}
 	alg, err := l.checkedAlgorithmFor(ctx, key)
 	if err != nil {
 		return nil, err
@@ -212,9 +221,6 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait tim
 	}
 	if _, ok := alg.(algorithms.Reserver); !ok {
 		return nil, fmt.Errorf("%w: %s cannot book requests ahead", ErrUnsupported, alg)
-	}
-	if key == "" {
-		return nil, ErrEmptyKey
 	}
 	if err := checkCost(alg, n); err != nil {
 		return nil, err

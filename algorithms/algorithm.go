@@ -101,8 +101,9 @@ type Algorithm interface {
 	//
 	// A refund never lets more through than if the refunded units had never
 	// been charged. What comes back depends on what the key did since, as
-	// each algorithm's doc says: exactly n when nothing else was charged in
-	// between, possibly less, never more. Each admission must be refunded at
+	// each algorithm's doc says: exactly n when the refund comes at once,
+	// at the admission's own time with nothing charged in between; later,
+	// possibly less, never more. Each admission must be refunded at
 	// most once, and by at most its cost: a key's state cannot tell one
 	// request from another.
 	//

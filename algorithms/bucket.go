@@ -161,6 +161,19 @@ func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState
 	eff, used := b.usedAt(st, now)
 	a := micros(at)
 	back := b.times(n)
+	if st.Count != b.count && st.Count > 0 && st.Count <= maxCount {
+		// The state was written at another rate count, whose intervals
+		// stand for what was charged: give back no more than n of those
+		// either, rounded down to the microsecond. Converting the state to
+		// this rate rounds what it used up to a whole request, at the time
+		// it was last written, so a state written later rounds
+		// differently: one interval less covers that.
+		old := newBucket(0, Rate{Count: st.Count, Period: duration(b.period)})
+		if o := (span{old.times(n).us, 0}); less(o, back) {
+			back = o
+		}
+		back = b.sub(back, b.times(1))
+	}
 	if eff > a {
 		// What has refilled since the charge: the bucket may have been full
 		// since, had the request never been made.

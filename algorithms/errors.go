@@ -117,7 +117,7 @@ func CheckRefund(alg Algorithm, now, at time.Time, n int64) error {
 // as (see Algorithm.Decide). alg must be valid.
 func CheckCost(alg Algorithm, cost int64) error {
 	if limit := alg.MaxCost(); cost > limit || cost < -limit {
-		return fmt.Errorf("%w: cost %d, limit %d", ErrCostExceedsLimit, max(cost, -cost), limit)
+		return fmt.Errorf("%w: cost %d outside [-%d, %d]", ErrCostExceedsLimit, cost, limit, limit)
 	}
 	return nil
 }

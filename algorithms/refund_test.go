@@ -2,6 +2,7 @@ package algorithms_test
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -260,5 +261,82 @@ func TestCheckRefund(t *testing.T) {
 	}
 	if err := algorithms.CheckRefund(alg, t0, t0, 2); err != nil {
 		t.Errorf("a valid refund: %v", err)
+	}
+}
+
+// TestRefundAcrossLimitChanges: the key's limit changes between the charge
+// and the refund (a plan change), and clocks step back; a refund still
+// never lets more through than if the refunded request had never been
+// made: at the refund, a burst of requests gets no more through on the key
+// that had it than on a key that never did. (The key's history is under the
+// plan it had when it was charged: a charge under another rate converts the
+// key's state, which changes what later rates see whether or not the charge
+// is refunded.)
+func TestRefundAcrossLimitChanges(t *testing.T) {
+	sec := time.Second
+	variants := [][]algorithms.Algorithm{
+		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 10}, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}, algorithms.GCRA{Rate: algorithms.Rate{Count: 7, Period: sec}, Burst: 4}},
+		{algorithms.TokenBucket{Capacity: 10, Refill: algorithms.PerSecond(10)}, algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(1)}, algorithms.TokenBucket{Capacity: 6, Refill: algorithms.Rate{Count: 3, Period: sec}}},
+		{algorithms.SlidingLog{Limit: 10, Window: 10 * sec}, algorithms.SlidingLog{Limit: 3, Window: 10 * sec}},
+		{algorithms.SlidingWindow{Limit: 10, Window: 10 * sec, SubWindows: 5}, algorithms.SlidingWindow{Limit: 4, Window: 10 * sec, SubWindows: 5}},
+		{algorithms.FixedWindow{Limit: 10, Window: 10 * sec}, algorithms.FixedWindow{Limit: 2, Window: 10 * sec}},
+	}
+	type op struct {
+		alg  algorithms.Algorithm
+		at   time.Time
+		cost int64
+	}
+	burst := func(alg algorithms.Algorithm, st algorithms.State, now time.Time) (n int64) {
+		for ; n <= alg.MaxCost(); n++ {
+			var res algorithms.Result
+			if st, res = alg.Decide(st, now, 1); !res.Allowed {
+				return n
+			}
+		}
+		return n
+	}
+	for _, algs := range variants {
+		t.Run(algs[0].Name(), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			checked := 0
+			for range 6000 {
+				clock := t0
+				var ops []op
+				charge := algs[rng.IntN(len(algs))] // the plan before
+				for range rng.IntN(12) {
+					clock = clock.Add(time.Duration(rng.Int64N(int64(3*sec))) - sec/2).Truncate(time.Microsecond)
+					ops = append(ops, op{charge, clock, 1 + rng.Int64N(charge.MaxCost())})
+				}
+				replay := func() algorithms.State {
+					var st algorithms.State
+					for _, o := range ops {
+						st, _ = o.alg.Decide(st, o.at, o.cost)
+					}
+					return st
+				}
+				with, without := replay(), replay()
+				clock = clock.Add(time.Duration(rng.Int64N(int64(sec)))).Truncate(time.Microsecond)
+				n := 1 + rng.Int64N(charge.MaxCost())
+				var res algorithms.Result
+				if with, res = charge.Decide(with, clock, n); !res.Allowed {
+					continue
+				}
+				refund := algs[rng.IntN(len(algs))]
+				if rng.IntN(2) == 0 {
+					clock = clock.Add(time.Duration(rng.Int64N(int64(2 * sec)))).Truncate(time.Microsecond)
+				}
+				dbg := fmt.Sprintf("charged %+v", with)
+				with, _ = refund.Refund(with, clock, res.At, min(n, refund.MaxCost()))
+				dbg += fmt.Sprintf(" refunded %+v, never %+v", with, without)
+				if got, want := burst(refund, with, clock), burst(refund, without, clock); got > want {
+					t.Fatalf("after %v, %s charged %d at %v and refunded under %s at %v: a burst gets %d through, %d had it never been charged (%s)",
+						ops, charge, n, res.At.Sub(t0), refund, clock.Sub(t0), got, want, dbg)
+				}
+				checked++
+			}
+			if checked < 1000 {
+				t.Fatalf("only %d refunds checked", checked)
+			}
+		})
 	}
 }

@@ -46,9 +46,11 @@ func refundAtOnce(e *env) {
 			n := 1 + rng.Int64N(e.c.limit)
 			res := e.allowN(with, "k", n)
 			if res.Allowed {
-				if _, err := with.Refund(ctx, "k", res, n); err != nil {
+				after, err := with.Refund(ctx, "k", res, n)
+				if err != nil {
 					e.fatalf("Refund(%d) at %s: %v", n, e.at(), err)
 				}
+				e.keptFor(with, after)
 				refunds++
 			}
 			continue
@@ -61,6 +63,32 @@ func refundAtOnce(e *env) {
 	}
 	if refunds < 20 {
 		e.fatalf("only %d refunds ran", refunds)
+	}
+}
+
+// keptFor checks that the store keeps l's key "k" no longer than res, the
+// Result of a refund, says its state counts, plus the store's grace: a
+// refund that shortens a key's life shortens its TTL, and one that leaves
+// nothing counting drops it.
+func (e *env) keptFor(l lim, res ratewise.Result) {
+	e.t.Helper()
+	reporter, ok := e.store.(store.TTLReporter)
+	if !ok {
+		return
+	}
+	ttl, err := reporter.TTL(context.Background(), l.prefix+"k", e.c.alg, e.clock.Now())
+	if err != nil {
+		e.fatalf("TTL: %v", err)
+	}
+	if res.ResetAfter == 0 {
+		if ttl != 0 {
+			e.fatalf("after a refund that left nothing counting (%+v) the store keeps the state for %v", res, ttl)
+		}
+		return
+	}
+	// Stores with millisecond expiry may round up to the next ms.
+	if ceil := res.ResetAfter.Truncate(time.Millisecond) + time.Millisecond + e.cfg.grace; ttl <= 0 || ttl > ceil {
+		e.fatalf("after a refund the store keeps the state for %v, want (0, %v] for ResetAfter %v", ttl, ceil, res.ResetAfter)
 	}
 }
 

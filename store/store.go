@@ -39,6 +39,8 @@ import (
 //     clock instead of now (such as a Redis server's) documents it and
 //     offers a mode that uses now, which the conformance suite uses.
 //   - A cost of 0 inspects without consuming: what is available is unchanged.
+//     A cost of -n inspects the same way, for a request of cost n
+//     (algorithms.Algorithm.Decide).
 //   - State counts for Result.ResetAfter after the decision that wrote it,
 //     and is kept no longer than that plus a grace the store documents, so
 //     that a request whose clock reading lags (read before the store ordered
@@ -91,7 +93,8 @@ type SetDecider interface {
 	//     and the state it leaves, are what Decide would give for that
 	//     denial, and each admitting algorithm's Result is an inspection at
 	//     now (what Decide with cost 0 returns), whose Allowed is true.
-	//   - A cost of 0 inspects every algorithm and changes nothing.
+	//   - A cost of 0, or -n, inspects every algorithm (for a request of
+	//     cost 1, or n) and changes nothing.
 	//
 	// Results come in the order of algs. Two algorithms of one kind and
 	// scope would share one state, so they are invalid input (ErrSharedState);
@@ -123,9 +126,13 @@ type Refunder interface {
 	Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
 }
 
-// CheckReserve checks a reservation as Decide's inputs are checked, and
+// CheckReserve checks a reservation as Decide's inputs are checked, with a
+// cost of at least 1 (a booking is a request, never an inspection), and
 // that alg can book (algorithms.Reserver).
 func CheckReserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Reserver, error) {
+	if cost <= 0 {
+		return nil, fmt.Errorf("%w: a booking's cost must be > 0, got %d", algorithms.ErrInvalidCost, cost)
+	}
 	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
 		return nil, err
 	}

@@ -88,10 +88,11 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 	return algs
 }
 
-// TestDifferentialReservations runs random bookings and decisions, with
-// random longest waits, costs and stale readings, on the algorithms that
-// book ahead, through the memory store (the Go step) and the Redis
-// reservation script, and requires identical Results and delays.
+// TestDifferentialReservations runs random bookings, decisions and
+// cancellations (refunds of earlier bookings), with random longest waits,
+// costs and stale readings, on the algorithms that book ahead, through the
+// memory store (the Go step) and the Redis reservation and refund scripts,
+// and requires identical Results and delays.
 func TestDifferentialReservations(t *testing.T) {
 	for name, client := range scriptTargets {
 		t.Run(name, func(t *testing.T) {
@@ -113,9 +114,22 @@ func TestDifferentialReservations(t *testing.T) {
 				window := alg.Params().Window
 				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
 				clock := newSteppingClock(rng)
+				var booked []algorithms.Result // bookings not yet cancelled
 				for step := range 200 {
 					now := clock.step(rng, window)
-					cost := rng.Int64N(alg.MaxCost() + 1)
+					if len(booked) > 0 && rng.IntN(4) == 0 {
+						i := rng.IntN(len(booked))
+						b := booked[i]
+						booked = append(booked[:i], booked[i+1:]...)
+						n := 1 + rng.Int64N(alg.MaxCost())
+						want, werr := ms.Refund(ctx, key, alg, now, b.At, n)
+						got, gerr := rs.Refund(ctx, key, alg, now, b.At, n)
+						if werr != nil || gerr != nil || got != want {
+							t.Fatalf("%s step %d at %s, a refund of %d booked at %s:\n  lua %+v (%v)\n  go  %+v (%v)", alg, step, now.Format(time.RFC3339Nano), n, b.At.Format(time.RFC3339Nano), got, gerr, want, werr)
+						}
+						continue
+					}
+					cost := 1 + rng.Int64N(alg.MaxCost())
 					maxWait := time.Duration(rng.Int64N(int64(3 * window))).Truncate(time.Microsecond)
 					if rng.IntN(4) == 0 {
 						maxWait = 0
@@ -124,6 +138,9 @@ func TestDifferentialReservations(t *testing.T) {
 					got, delay, gerr := rs.Reserve(ctx, key, alg, now, cost, maxWait)
 					if werr != nil || gerr != nil || got != want || delay != wantDelay {
 						t.Fatalf("%s step %d at %s, cost %d, longest wait %v:\n  lua %+v delay %v (%v)\n  go  %+v delay %v (%v)", alg, step, now.Format(time.RFC3339Nano), cost, maxWait, got, delay, gerr, want, wantDelay, werr)
+					}
+					if want.Allowed {
+						booked = append(booked, want)
 					}
 					if rng.IntN(3) == 0 { // a plain decision between bookings
 						want, werr := ms.Decide(ctx, key, alg, now, 1)

@@ -113,11 +113,7 @@ func assemble(name, driver string) (string, error) {
 			return "", err
 		}
 	}
-	if driver == "refund.lua" {
-		fmt.Fprintf(&a.src, "local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name)
-	} else {
-		fmt.Fprintf(&a.src, "local read, step, write = %[1]s_read, %[1]s_step, %[1]s_write\n", name)
-	}
+	fmt.Fprintf(&a.src, "local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name)
 	if err := a.include(driver); err != nil {
 		return "", err
 	}

@@ -194,9 +194,27 @@ end
 -- (algorithms.GCRA.Refund).
 local function bucket_refund(_, raw, at, count, period, burst)
   if not raw then return nil end
-  local k, _, q, r, cap, cap_f, eff, used, used_f = bucket_used(raw, count, period, burst)
+  local k, _, q, r, cap, cap_f, eff, used, used_f, _, scount = bucket_used(raw, count, period, burst)
   local bc, back_f = mul_div(cost, r, k)
   local back = cost * q + bc
+  if scount ~= count and scount > 0 and scount <= MAXC then
+    -- The state was written at another rate count, whose intervals stand
+    -- for what was charged: give back no more than cost of those either,
+    -- rounded down to the µs.
+    local g, rest = scount, period -- gcd(scount, period)
+    while rest > 0 do
+      local m = g % rest
+      g = rest
+      rest = m
+    end
+    local ok, op = scount / g, period / g
+    local oc = mul_div(cost, op % ok, ok)
+    local old = cost * floor(op / ok) + oc
+    if old < back or (old == back and back_f > 0) then back, back_f = old, 0 end
+    -- One interval less: converting rates rounds to whole requests.
+    back, back_f = back - q, back_f - r
+    if back_f < 0 then back, back_f = back - 1, back_f + k end
+  end
   if eff > at then back = back - (eff - at) end
   -- later = used + (eff - at) - cap: how far bookings made after the
   -- charge moved the TAT.

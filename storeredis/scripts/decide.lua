@@ -1,6 +1,6 @@
 -- decide.lua: the driver of a one-key decision, the end of the script. The
--- assembler puts before it "local read, step, write = <name>_read,
--- <name>_step, <name>_write". It reads KEYS[1], runs the step on it with the
+-- assembler puts before it "local read, step, write, refund = <name>_read,
+-- <name>_step, <name>_write, <name>_refund". It reads KEYS[1], runs the step on it with the
 -- parameters in ARGV[3…] (at most four), writes what the step returned and replies with
 -- its result. A read and write of nil mean a state held in one string: GET,
 -- and SET … PX for aux µs (see ttl_ms). The driver is top-level code, not a

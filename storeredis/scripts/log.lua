@@ -182,7 +182,6 @@ local function log_refund(key, low, at, limit, window, sub)
     redis.call('ZADD', key, format('%.0f', -1 - total), 'T', format('%.0f', -1 - eff), 'L')
     return true
   end
-  redis.call('ZADD', key, format('%.0f', -1 - eff), 'L')
   -- The oldest units counting go: units are numbered from the oldest
   -- record's start, and the first one kept, the k-th, lies in the last
   -- record that starts at or before it.
@@ -191,6 +190,7 @@ local function log_refund(key, low, at, limit, window, sub)
   local count = (total - base) % M
   local k = min(cost, count)
   if k <= 0 then return nil end
+  redis.call('ZADD', key, format('%.0f', -1 - eff), 'L')
   local last = first + live - 1
   if k == count then
     redis.call('ZREMRANGEBYRANK', key, first, last)

@@ -2,10 +2,13 @@
 -- before it "local read, step, write, refund = <name>_read, <name>_step,
 -- <name>_write, <name>_refund".
 --
+-- KEYS[1]   the key's state, as in decide.lua
+-- ARGV[1]   now (see prelude.lua)
 -- ARGV[2]   the units to give back (the prelude's cost)
 -- ARGV[3]   the time the refunded request was charged at, its Result.At, µs
 -- ARGV[4…]  the algorithm's parameters, as decide.lua's ARGV[3…]
--- Reply     what a decision of cost 0 replies after the refund
+-- Reply     {allowed, remaining, retry_after, reset_after, at}: what a
+--           decision of cost 0 replies after the refund
 --
 -- The refund step changes the state (a string state comes back as the new
 -- string); the key is then inspected, and keeps its state for the

@@ -1,6 +1,7 @@
 -- reserve.lua: the driver of a reservation (algorithms.Reserver), for the
 -- kinds whose step is bucket.lua. The assembler puts before it "local read,
--- step, write = <name>_read, <name>_step, <name>_write".
+-- step, write, refund = <name>_read, <name>_step, <name>_write,
+-- <name>_refund".
 --
 -- ARGV[3…5] limit (rate count), window (period) µs, burst
 -- ARGV[6]   the longest wait the booking accepts, µs
