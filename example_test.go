@@ -142,3 +142,55 @@ func ExampleLimiter_Wait() {
 	fmt.Println("3 calls at 2 per second; waited at least", clock.Now().Sub(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)).Truncate(time.Second))
 	// Output: 3 calls at 2 per second; waited at least 1s
 }
+
+// A job is charged its largest cost up front and gives back what it did not
+// use; a request that failed before doing any work gives back all of it.
+func ExampleLimiter_Refund() {
+	ctx := context.Background()
+	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	limiter, err := ratewise.New(storememory.New(),
+		algorithms.TokenBucket{Capacity: 100, Refill: algorithms.PerMinute(100)}, ratewise.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	res, err := limiter.AllowN(ctx, "export:acme", 50) // at most 50 rows
+	if err != nil || !res.Allowed {
+		return
+	}
+	rows := 12 // what the export used
+	after, err := limiter.Refund(ctx, "export:acme", res, int64(50-rows))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("charged 50, used", rows, "- remaining", after.Remaining)
+	// Output: charged 50, used 12 - remaining 88
+}
+
+// A user's limit AND their tenant's limit, on different keys, which a
+// Redis Cluster keeps in different slots: a Group checks both, and a
+// request one of them denies charges neither.
+func ExampleGroup() {
+	ctx := context.Background()
+	s := storememory.New()
+	perUser, _ := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 10}, ratewise.WithNamespace("user"))
+	perTenant, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute}, ratewise.WithNamespace("tenant"))
+	group, err := ratewise.NewGroup(perUser, perTenant)
+	if err != nil {
+		panic(err)
+	}
+	for _, user := range []string{"ann", "bob", "cat", "dan"} {
+		res, err := group.Allow(ctx, user, "acme")
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("%s: allowed=%v\n", user, res.Allowed)
+	}
+	res, _ := perUser.Peek(ctx, "dan")
+	fmt.Println("dan's own limit was not charged:", res.Remaining == 10)
+	// Output:
+	// ann: allowed=true
+	// bob: allowed=true
+	// cat: allowed=true
+	// dan: allowed=false
+	// dan's own limit was not charged: true
+}
