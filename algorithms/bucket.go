@@ -159,6 +159,9 @@ func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState
 		return nil
 	}
 	eff, used := b.usedAt(st, now)
+	if used == (span{}) {
+		return nil // a full bucket: nothing counts, nothing to give back
+	}
 	a := micros(at)
 	back := b.times(n)
 	if st.Count != b.count && st.Count > 0 && st.Count <= maxCount {

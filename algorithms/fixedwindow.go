@@ -78,8 +78,9 @@ func (a FixedWindow) Validate() error {
 // comes back for it. See Algorithm.Refund.
 func (a FixedWindow) Refund(state State, now, at time.Time, n int64) (State, bool) {
 	st := stateAs[*FixedWindowState](a.Name(), state)
-	w, t := int64(a.Window/time.Microsecond), micros(at)
-	if st == nil || st.Start != t-floorMod(t, w) || st.Count <= 0 {
+	w, t, n0 := int64(a.Window/time.Microsecond), micros(at), micros(now)
+	// The charge's window must be the key's, and not over.
+	if st == nil || st.Start != t-floorMod(t, w) || st.Start+w <= n0-floorMod(n0, w) || st.Count <= 0 {
 		return state, false
 	}
 	st.Count -= min(n, st.Count)

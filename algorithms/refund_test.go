@@ -340,3 +340,22 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 		})
 	}
 }
+
+// A refund on a key whose state no longer counts changes nothing, so that a
+// store that still holds the state (for a lagging clock reading) and one
+// that has dropped it agree.
+func TestRefundOfAStateThatNoLongerCounts(t *testing.T) {
+	for _, alg := range everyAlgorithm(7, 10*time.Second) {
+		st, res := alg.Decide(nil, t0, 3)
+		if _, changed := alg.Refund(st, t0.Add(res.ResetAfter), res.At, 3); changed {
+			t.Errorf("%s: a refund ResetAfter after the charge changed the state", alg)
+		}
+		// A key emptied by a refund has nothing left to give back, even to
+		// a refund that names a recent charge.
+		st, res = alg.Decide(nil, t0, 1)
+		st, _ = alg.Refund(st, t0, res.At, 1)
+		if _, changed := alg.Refund(st, t0.Add(time.Second), res.At, 1); changed {
+			t.Errorf("%s: a refund of an empty key changed the state", alg)
+		}
+	}
+}

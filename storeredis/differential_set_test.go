@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,8 +116,10 @@ func TestDifferentialReservations(t *testing.T) {
 				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
 				clock := newSteppingClock(rng)
 				var booked []algorithms.Result // bookings not yet cancelled
+				var history []string            // what happened, for a failure's message
 				for step := range 200 {
 					now := clock.step(rng, window)
+					history = append(history, fmt.Sprintf("step %d at %s", step, now.Format("15:04:05.000000")))
 					if len(booked) > 0 && rng.IntN(4) == 0 {
 						i := rng.IntN(len(booked))
 						b := booked[i]
@@ -124,8 +127,9 @@ func TestDifferentialReservations(t *testing.T) {
 						n := 1 + rng.Int64N(alg.MaxCost())
 						want, werr := ms.Refund(ctx, key, alg, now, b.At, n)
 						got, gerr := rs.Refund(ctx, key, alg, now, b.At, n)
+						history = append(history, fmt.Sprintf("  refund %d of %s: %+v", n, b.At.Format("15:04:05.000000"), want))
 						if werr != nil || gerr != nil || got != want {
-							t.Fatalf("%s step %d at %s, a refund of %d booked at %s:\n  lua %+v (%v)\n  go  %+v (%v)", alg, step, now.Format(time.RFC3339Nano), n, b.At.Format(time.RFC3339Nano), got, gerr, want, werr)
+							t.Fatalf("%s step %d at %s, a refund of %d booked at %s:\n  lua %+v (%v)\n  go  %+v (%v)\n%s", alg, step, now.Format(time.RFC3339Nano), n, b.At.Format(time.RFC3339Nano), got, gerr, want, werr, strings.Join(history, "\n"))
 						}
 						continue
 					}
@@ -137,14 +141,16 @@ func TestDifferentialReservations(t *testing.T) {
 					want, wantDelay, werr := ms.Reserve(ctx, key, alg, now, cost, maxWait)
 					got, delay, gerr := rs.Reserve(ctx, key, alg, now, cost, maxWait)
 					if werr != nil || gerr != nil || got != want || delay != wantDelay {
-						t.Fatalf("%s step %d at %s, cost %d, longest wait %v:\n  lua %+v delay %v (%v)\n  go  %+v delay %v (%v)", alg, step, now.Format(time.RFC3339Nano), cost, maxWait, got, delay, gerr, want, wantDelay, werr)
+						t.Fatalf("%s step %d at %s, cost %d, longest wait %v:\n  lua %+v delay %v (%v)\n  go  %+v delay %v (%v)\n%s", alg, step, now.Format(time.RFC3339Nano), cost, maxWait, got, delay, gerr, want, wantDelay, werr, strings.Join(history, "\n"))
 					}
+					history = append(history, fmt.Sprintf("  book %d within %v: %+v delay %v", cost, maxWait, want, wantDelay))
 					if want.Allowed {
 						booked = append(booked, want)
 					}
 					if rng.IntN(3) == 0 { // a plain decision between bookings
 						want, werr := ms.Decide(ctx, key, alg, now, 1)
 						got, gerr := rs.Decide(ctx, key, alg, now, 1)
+						history = append(history, fmt.Sprintf("  decide 1: %+v", want))
 						if werr != nil || gerr != nil || got != want {
 							t.Fatalf("%s step %d, a decision after bookings:\n  lua %+v (%v)\n  go  %+v (%v)", alg, step, got, gerr, want, werr)
 						}

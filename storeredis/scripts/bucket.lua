@@ -195,6 +195,7 @@ end
 local function bucket_refund(_, raw, at, count, period, burst)
   if not raw then return nil end
   local k, _, q, r, cap, cap_f, eff, used, used_f, _, scount = bucket_used(raw, count, period, burst)
+  if used == 0 and used_f == 0 then return nil end -- a full bucket: nothing to give back
   local bc, back_f = mul_div(cost, r, k)
   local back = cost * q + bc
   if scount ~= count and scount > 0 and scount <= MAXC then

@@ -38,7 +38,8 @@ local function fixed_window_refund(_, raw, at, limit, window)
   if not raw then return nil end
   local s, c = string.match(raw, '^(%d+) (%d+)$')
   s, c = tonumber(s), tonumber(c)
-  if not s or not c or c <= 0 or s ~= at - at % window then return nil end
+  -- The charge's window must be the key's, and not over.
+  if not s or not c or c <= 0 or s ~= at - at % window or s + window <= now - now % window then return nil end
   return string.format('%.0f %.0f', s, c - min(cost, c))
 end
 
