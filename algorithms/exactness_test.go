@@ -20,6 +20,7 @@ func everyAlgorithm(limit int64, window time.Duration) []algorithms.Algorithm {
 	return []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: limit, Window: window},
 		algorithms.SlidingLog{Limit: limit, Window: window},
+		algorithms.CompactLog{Limit: limit, Window: window},
 		algorithms.SlidingWindow{Limit: limit, Window: window, SubWindows: 5},
 		algorithms.TokenBucket{Capacity: limit, Refill: rate},
 		algorithms.GCRA{Rate: rate, Burst: limit},

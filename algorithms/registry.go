@@ -106,6 +106,8 @@ var (
 		func(p Params) FixedWindow { return FixedWindow{Limit: p.Limit, Window: p.Window} })
 	slidingLogKind = register(Kind{name: "sliding_log", family: FamilyLog},
 		func(p Params) SlidingLog { return SlidingLog{Limit: p.Limit, Window: p.Window} })
+	compactLogKind = register(Kind{name: "compact_log", family: FamilyLog},
+		func(p Params) CompactLog { return CompactLog{Limit: p.Limit, Window: p.Window} })
 	slidingWindowKind = register(Kind{name: "sliding_window", family: FamilyLog, subWindows: true},
 		func(p Params) SlidingWindow {
 			return SlidingWindow{Limit: p.Limit, Window: p.Window, SubWindows: p.SubWindows}
@@ -127,7 +129,7 @@ func register[A Algorithm](k Kind, build func(Params) A) *Kind {
 }
 
 // kinds is the registry in the order tools show the algorithms.
-var kinds = []*Kind{fixedWindowKind, slidingLogKind, slidingWindowKind, tokenBucketKind, gcraKind}
+var kinds = []*Kind{fixedWindowKind, slidingLogKind, compactLogKind, slidingWindowKind, tokenBucketKind, gcraKind}
 
 // kindByName indexes kinds by Name.
 var kindByName = func() map[string]*Kind {

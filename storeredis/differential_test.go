@@ -37,12 +37,20 @@ func logUniform(rng *rand.Rand, lo, hi int64) int64 {
 // 30 days.
 func scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() algorithms.Algorithm) {
 	mode := rng.IntN(4)
+	if k.Name() == "compact_log" {
+		// One timestamp per unit: limits up to CompactLogMaxLimit, and
+		// costs that write at most a few thousand timestamps at once.
+		mode = rng.IntN(3)
+	}
 	small := mode < 2
 	count := func() int64 {
 		switch mode {
 		case 0, 1:
 			return 1 + rng.Int64N(20)
 		case 2:
+			if k.Name() == "compact_log" {
+				return logUniform(rng, 1, 5000)
+			}
 			return logUniform(rng, 1, 1e9)
 		}
 		// Up to the largest count, 2^50: a log's running total then wraps
@@ -175,6 +183,9 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 			c := charges[i]
 			charges = append(charges[:i], charges[i+1:]...)
 			n := 1 + rng.Int64N(min(c.cost, alg.MaxCost()))
+			if rng.IntN(4) == 0 {
+				n = 1 + rng.Int64N(alg.MaxCost()) // more than the request took
+			}
 			var changed bool
 			state, changed = alg.Refund(state, fake, c.at, n)
 			var want algorithms.Result

@@ -16,6 +16,8 @@ const minRedisVersion = "5.0"
 var commandSince = map[string]string{
 	"DEL":             "1.0",
 	"GET":             "1.0",
+	"GETRANGE":        "2.4", // the name; SUBSTR before
+	"SETRANGE":        "2.2",
 	"SET":             "2.6.12", // with PX
 	"TIME":            "2.6",
 	"PTTL":            "2.6",

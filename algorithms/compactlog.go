@@ -1,0 +1,208 @@
+package algorithms
+
+import (
+	"fmt"
+	"time"
+)
+
+// CompactLog is the exact sliding log in a ring of timestamps: it decides
+// exactly as SlidingLog does, Result for Result, on every input, but keeps
+// one 8-byte timestamp per unit of admitted cost still counting, at most
+// Limit of them, instead of a sorted set.
+//
+// Semantics and accuracy: SlidingLog's. No window of length Window ever
+// holds more than Limit admitted cost.
+//
+// Cost: at most Limit timestamps per key, 8 bytes each, in a ring that grows
+// as the key uses it, up to Limit: on Redis one string, read and written a
+// slot at a time with GETRANGE and SETRANGE, about 8 B per record against a
+// sorted set's 96–99 (go run ./bench/cmd/thresholds); in memory a slice of
+// int64. A decision reads O(1) slots, and O(log k) more when k timestamps
+// expired since the key's last write, whatever the number of records. A
+// request of cost n writes n timestamps, so, unlike SlidingLog, a large
+// cost costs more than a small one: choose SlidingLog when single requests
+// weigh thousands of units.
+//
+// Changing Limit keeps the timestamps, as SlidingLog keeps its records; a
+// key whose limit was lowered keeps its larger ring until its timestamps
+// have expired. A now earlier than the latest time the key was decided at
+// is decided at that latest time (see Algorithm.Decide).
+type CompactLog struct {
+	Limit  int64
+	Window time.Duration
+}
+
+// CompactLogState is the compact log's per-key state: a ring of timestamps
+// (µs since the Unix epoch), one per unit of admitted cost, oldest at Head,
+// Len of them stored (some may have expired), and the latest time the key
+// was decided at, as SlidingLogState's Latest. len(Ring) is the ring's
+// capacity.
+type CompactLogState struct {
+	Ring      []int64
+	Head, Len int64
+	Latest    int64
+}
+
+// Name returns "compact_log".
+func (CompactLog) Name() string { return compactLogKind.name }
+
+// Kind returns the registry's "compact_log".
+func (CompactLog) Kind() *Kind { return compactLogKind }
+
+// Params returns the parameters in their shared form.
+func (a CompactLog) Params() Params { return Params{Limit: a.Limit, Window: a.Window} }
+
+// Quota returns the limit per window.
+func (a CompactLog) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+
+// String describes the algorithm, such as "compact_log 100/1m".
+func (a CompactLog) String() string { return describe(a) }
+
+func (CompactLog) sealed() {}
+
+// Scope returns the window.
+func (a CompactLog) Scope() Scope { return Scope{Window: a.Window} }
+
+// MaxCost returns Limit.
+func (a CompactLog) MaxCost() int64 { return a.Limit }
+
+// CompactLogMaxLimit is the largest Limit a CompactLog takes: 2^20, a ring
+// of 8 MiB, which holds 10 requests a second for a day. Above it, the ring
+// and the cost of writing a large request outgrow what one Redis string
+// and one script should carry; use SlidingLog.
+const CompactLogMaxLimit = 1 << 20
+
+// Validate checks Limit in [1, CompactLogMaxLimit] and Window a whole
+// number of microseconds in [1µs, 2^50µs].
+func (a CompactLog) Validate() error {
+	if a.Limit > CompactLogMaxLimit {
+		return fmt.Errorf("%w: compact_log keeps one timestamp per unit, at most %d, got a limit of %d", ErrOutOfRange, CompactLogMaxLimit, a.Limit)
+	}
+	return FixedWindow(a).Validate()
+}
+
+// at returns the i-th timestamp stored, oldest first.
+func (st *CompactLogState) at(i int64) int64 {
+	return st.Ring[(st.Head+i)%int64(len(st.Ring))]
+}
+
+// firstLive returns how many of the stored timestamps are at or before
+// expired, which are a prefix: a gallop from the oldest, then a bisection,
+// so O(log k) reads for k expired.
+func (st *CompactLogState) firstLive(expired int64) int64 {
+	if st.Len == 0 || st.at(0) > expired {
+		return 0
+	}
+	lo, hi := int64(0), st.Len // at(lo) has expired; at(hi) has not, or hi == Len
+	for step := int64(1); lo+step < st.Len; step *= 2 {
+		if st.at(lo+step) > expired {
+			hi = lo + step
+			break
+		}
+		lo += step
+	}
+	for hi-lo > 1 {
+		if mid := lo + (hi-lo)/2; st.at(mid) > expired {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
+// Decide runs one compact-log step; see Algorithm.Decide. It allocates only
+// when the ring grows.
+func (a CompactLog) Decide(state State, now time.Time, cost int64) (State, Result) {
+	st := stateAs[*CompactLogState](a.Name(), state)
+	w := int64(a.Window / time.Microsecond)
+	t := micros(now)
+	eff := t
+	if st != nil {
+		eff = max(t, st.Latest)
+	} else {
+		st = &CompactLogState{}
+	}
+	res := Result{Limit: a.Limit, At: time.UnixMicro(eff)}
+	first := st.firstLive(eff - w)
+	count := st.Len - first
+	if need := need(cost); count+need > a.Limit {
+		// The (count+need-limit)-th oldest unit still counting must expire
+		// first.
+		res.RetryAfter = duration(st.at(first+count+need-a.Limit-1) + w - t)
+	} else {
+		res.Allowed = true
+	}
+	if cost > 0 {
+		// A request drops what expired, even when denied, as SlidingLog does.
+		st.Head, st.Len = (st.Head+first)%max(int64(len(st.Ring)), 1), count
+		if res.Allowed {
+			st.push(a.Limit, eff, cost)
+			count += cost
+		}
+		if res.Allowed || cost > 1 {
+			st.Latest = eff // see Algorithm.Decide
+		}
+	}
+	res.Remaining = max(0, a.Limit-count)
+	if count > 0 {
+		res.ResetAfter = duration(st.at(st.Len-1) + w - t)
+	}
+	if st.Len == 0 && st.Latest == 0 && len(st.Ring) == 0 {
+		return state, res // nothing to keep
+	}
+	return st, res
+}
+
+// push appends cost timestamps t, growing the ring, by half at least and up
+// to limit (or what it must hold), when they do not fit.
+func (st *CompactLogState) push(limit, t, cost int64) {
+	if size := int64(len(st.Ring)); st.Len+cost > size {
+		grown := make([]int64, min(max(limit, st.Len+cost), max(st.Len+cost, size+size/2, 8)))
+		for i := range st.Len {
+			grown[i] = st.at(i)
+		}
+		st.Ring, st.Head = grown, 0
+	}
+	size := int64(len(st.Ring))
+	for i := range cost {
+		st.Ring[(st.Head+st.Len+i)%size] = t
+	}
+	st.Len += cost
+}
+
+// Refund gives back n units charged at time at, as SlidingLog.Refund does:
+// off the newest timestamps when they are the request's, otherwise the
+// oldest units still counting. See Algorithm.Refund.
+func (a CompactLog) Refund(state State, now, at time.Time, n int64) (State, bool) {
+	st := stateAs[*CompactLogState](a.Name(), state)
+	if st == nil {
+		return state, false
+	}
+	w := int64(a.Window / time.Microsecond)
+	eff := max(micros(now), st.Latest)
+	charged := micros(at)
+	first := st.firstLive(eff - w)
+	count := st.Len - first
+	if charged <= eff-w || count == 0 {
+		return state, false
+	}
+	if newest := st.at(st.Len - 1); newest == charged {
+		// The units stamped as the newest, found by bisection.
+		lo, hi := first-1, st.Len-1 // at(hi) == charged; lo < first or at(lo) < charged
+		for hi-lo > 1 {
+			if mid := lo + (hi-lo)/2; st.at(mid) == charged {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		k := min(n, st.Len-hi)
+		st.Head, st.Len = (st.Head+first)%int64(len(st.Ring)), count-k
+	} else {
+		k := min(n, count)
+		st.Head, st.Len = (st.Head+first+k)%int64(len(st.Ring)), count-k
+	}
+	st.Latest = eff
+	return st, true
+}
