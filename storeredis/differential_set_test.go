@@ -116,7 +116,7 @@ func TestDifferentialReservations(t *testing.T) {
 				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
 				clock := newSteppingClock(rng)
 				var booked []algorithms.Result // bookings not yet cancelled
-				var history []string            // what happened, for a failure's message
+				var history []string           // what happened, for a failure's message
 				for step := range 200 {
 					now := clock.step(rng, window)
 					history = append(history, fmt.Sprintf("step %d at %s", step, now.Format("15:04:05.000000")))
