@@ -11,7 +11,7 @@ import (
 // Algorithm is one rate-limiting algorithm together with its parameters.
 //
 // The implementations are this package's FixedWindow, SlidingLog,
-// SlidingWindow, TokenBucket and GCRA, one per Kind. Their values are small
+// CompactLog, SlidingWindow, TokenBucket and GCRA, one per Kind. Their values are small
 // and comparable, so a limiter can hold one by value.
 //
 // The interface is sealed: only this package's types implement it. Every

@@ -2,7 +2,7 @@
 // decision steps.
 //
 // Each algorithm is a small value type (FixedWindow, SlidingLog,
-// SlidingWindow, TokenBucket, GCRA) whose Decide method maps
+// CompactLog, SlidingWindow, TokenBucket, GCRA) whose Decide method maps
 // (state, now, cost) to (new state, Result). Decide reads no clock, does no
 // I/O and starts no goroutine: a store decides where state lives and how the
 // step is made atomic, the algorithm decides what the step is. Because the step

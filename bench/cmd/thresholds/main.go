@@ -109,8 +109,11 @@ func run(cfg config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	lat, err := latencyTable(ctx, c, prefix, cfg.quick, m)
+	lat, err := latencyTable(ctx, c, prefix, cfg.quick, m, algorithms.SlidingLog{Limit: 2_000_000, Window: 24 * time.Hour})
 	if err != nil {
+		return false, err
+	}
+	if _, err := latencyTable(ctx, c, prefix, cfg.quick, m, algorithms.CompactLog{Limit: algorithms.CompactLogMaxLimit, Window: 24 * time.Hour}); err != nil {
 		return false, err
 	}
 	if err := throughputTable(ctx, c, prefix, cfg.quick, trips, m); err != nil {
@@ -148,8 +151,8 @@ var scenarios = []scenario{
 // memoryRow is one scenario's measured bytes, for the table and the chart.
 type memoryRow struct {
 	scenario
-	logBytes, windowBytes, bucketBytes, gcraBytes int64
-	measuredLog                                   bool
+	logBytes, compactBytes, windowBytes, bucketBytes, gcraBytes int64
+	measuredLog                                                 bool
 }
 
 func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string, quick bool, m measured) ([]memoryRow, error) {
@@ -157,10 +160,10 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 	ks := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(keyPrefix))
 	fmt.Println("## Memory: the common estimate, measured")
 	fmt.Println()
-	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key). The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).")
+	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key), and the compact log (`compact_log`, the same decisions from a ring of 8-byte timestamps) filled the same way. The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).")
 	fmt.Println()
-	fmt.Println("| QPS × window | records | sliding log: measured | per record | common estimate | sliding window (60) | token bucket | GCRA |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| QPS × window | records | sliding log: measured | per record | common estimate | compact log | per record | sliding window (60) | token bucket | GCRA |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	var rows []memoryRow
 	for _, sc := range scenarios {
 		row := memoryRow{scenario: sc}
@@ -182,6 +185,16 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 			}
 			m[fmt.Sprintf("sliding_log.bytes_per_record.%s.%d", enc, n)] = float64(b) / float64(n)
 			_ = s.Reset(ctx, key, alg)
+
+			ring := algorithms.CompactLog{Limit: n, Window: sc.window}
+			if err := redisinfo.FillLog(ctx, s, key, ring, 0, n, logStart, 10*time.Microsecond); err != nil {
+				return nil, err
+			}
+			if row.compactBytes, err = c.MemoryUsage(ctx, s.Key(key, ring), 0).Result(); err != nil {
+				return nil, err
+			}
+			m[fmt.Sprintf("compact_log.bytes_per_record.%d", n)] = float64(row.compactBytes) / float64(n)
+			_ = s.Reset(ctx, key, ring)
 		}
 		var err error
 		sub := sc.window / 60
@@ -197,13 +210,15 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 		m["sliding_window_60.bytes_per_key"] = max(m["sliding_window_60.bytes_per_key"], float64(row.windowBytes))
 		m["token_bucket.bytes_per_key"] = max(m["token_bucket.bytes_per_key"], float64(row.bucketBytes))
 		m["gcra.bytes_per_key"] = max(m["gcra.bytes_per_key"], float64(row.gcraBytes))
-		logCell, perCell := "skipped (-quick)", "–"
+		logCell, perCell, compactCell, compactPer := "skipped (-quick)", "–", "skipped (-quick)", "–"
 		if row.measuredLog {
 			logCell = human(row.logBytes)
 			perCell = fmt.Sprintf("%.1f B", float64(row.logBytes)/float64(n))
+			compactCell = human(row.compactBytes)
+			compactPer = fmt.Sprintf("%.1f B", float64(row.compactBytes)/float64(n))
 		}
-		fmt.Printf("| %d × %d s | %s | %s | %s | %s | %s | %s | %s |\n", sc.qps, sc.window/time.Second, thousands(n), logCell, perCell,
-			human(n*100), human(row.windowBytes), human(row.bucketBytes), human(row.gcraBytes))
+		fmt.Printf("| %d × %d s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc.qps, sc.window/time.Second, thousands(n), logCell, perCell,
+			human(n*100), compactCell, compactPer, human(row.windowBytes), human(row.bucketBytes), human(row.gcraBytes))
 		rows = append(rows, row)
 	}
 	fmt.Println()
@@ -248,7 +263,8 @@ type latencyRow struct {
 	overBudgetNow bool
 }
 
-func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick bool, m measured) ([]latencyRow, error) {
+// latencyTable measures one decision of alg, a log, as its key grows.
+func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick bool, m measured, alg algorithms.Algorithm) ([]latencyRow, error) {
 	sizes := []int64{1_000, 10_000, 100_000, 300_000, 600_000, 864_000}
 	if quick {
 		sizes = sizes[:3]
@@ -259,9 +275,8 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix))
 	// One log that grows; each size then takes 2,000 admitted decisions, one
 	// caller at a time, so the log is N to N+2,000 records.
-	alg := algorithms.SlidingLog{Limit: 2_000_000, Window: 24 * time.Hour}
 	key := "latency"
-	fmt.Println("## Latency: one sliding-log decision as the log grows")
+	fmt.Printf("## Latency: one %s decision as the log grows\n", alg.Name())
 	fmt.Println()
 	fmt.Printf("Admitted decisions, one caller, %d per size. Server µs is Redis's own time per EVALSHA (INFO commandstats), the median of %d rounds of %d; p50/p99 are measured by the client over all of them, round trip included. Budget: %v on the server and %v p99 at the client.\n\n", samples, rounds, samples/rounds, serverBudget, p99Budget)
 	fmt.Println("| records N | server µs per decision | client p50 | client p99 | within budget |")
@@ -311,7 +326,7 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 			within = "**no**"
 		}
 		fmt.Printf("| %s | %.1f | %s | %s | %s |\n", thousands(n), usec, round(row.p50), round(row.p99), within)
-		m[fmt.Sprintf("sliding_log.server_us.%d", n)] = usec
+		m[fmt.Sprintf("%s.server_us.%d", alg.Name(), n)] = usec
 		rows = append(rows, row)
 	}
 	fmt.Println()

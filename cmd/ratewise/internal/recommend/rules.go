@@ -13,6 +13,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 )
 
@@ -143,7 +144,15 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 			worst(f.Overshoot), report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
 	}
 
+	compact, haveCompact := figs["compact_log"]
 	switch {
+	case in.Precision == "exact" && haveCompact && fits(in, compact):
+		d.Algorithm = "compact_log"
+		d.Reasons = append(d.Reasons,
+			"precision: exact was asked for; the compact log decides exactly as the sliding log, counting every request: "+accuracy(compact)+
+				fmt.Sprintf("; the fixed window reached %s", worst(fixed.Overshoot)),
+			fmt.Sprintf("memory: a full window is %s records, one 8-byte timestamp each: %s; the sorted-set log would take %s per key",
+				report.Int(in.Limit()), budget(compact), Bytes(log.BytesPerKey)))
 	case in.Precision == "exact" && fits(in, log):
 		d.Algorithm = "sliding_log"
 		d.Reasons = append(d.Reasons,
@@ -153,7 +162,7 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 	case in.Precision == "exact":
 		d.Algorithm = "sliding_window"
 		d.Reasons = append(d.Reasons,
-			fmt.Sprintf("budget: an exact sliding log of %s records per key does not fit: %s", report.Int(in.Limit()), budget(log)),
+			fmt.Sprintf("budget: an exact sliding log of %s records per key does not fit: %s%s", report.Int(in.Limit()), budget(log), compactMiss(in, compact, haveCompact, budget)),
 			"precision: the sliding window counter is the nearest approximation: "+accuracy(counter),
 			"memory: "+budget(counter))
 	case in.Burst > 0 && fits(in, gcra):
@@ -227,4 +236,13 @@ func Bytes(b float64) string {
 		return fmt.Sprintf("%.3g KB", b/1e3)
 	}
 	return fmt.Sprintf("%.0f B", b)
+}
+
+// compactMiss says why the compact log does not fit either, for a reason
+// that rules the exact logs out.
+func compactMiss(in Input, compact Figures, have bool, budget func(Figures) string) string {
+	if !have {
+		return fmt.Sprintf("; nor does the compact log, which takes at most %s records per key", report.Int(algorithms.CompactLogMaxLimit))
+	}
+	return "; nor does the compact log: " + budget(compact)
 }
