@@ -141,7 +141,8 @@ func CheckMaxWait(maxWait time.Duration) error {
 }
 
 // State is an algorithm's per-key state: *FixedWindowState,
-// *SlidingLogState, *SlidingWindowState, *TokenBucketState or *GCRAState.
+// *SlidingLogState, *CompactLogState, *SlidingWindowState, *TokenBucketState
+// or *GCRAState.
 // Stores keep it opaque.
 type State any
 
