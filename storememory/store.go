@@ -250,6 +250,10 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	return res, nil
 }
 
+// minShrink is the fewest entries a table must have held before a sweep
+// for the sweep to copy what is left into a smaller map.
+const minShrink = 1024
+
 // ExpiryGrace is how long an entry is kept after it stops counting, before
 // a sweep may drop it. Decisions treat an entry as gone once its ResetAfter has
 // passed on their own clock; the grace keeps it for a request whose clock
@@ -271,11 +275,23 @@ func (sh *shard) sweepIfDue(now int64) {
 	if sh.opsSinceSweep < sh.sweepAfter {
 		return
 	}
-	for _, t := range sh.tables {
+	for i := range sh.tables {
+		t := &sh.tables[i]
+		before := len(t.entries)
 		for k, e := range t.entries {
 			if e.expires <= now-int64(ExpiryGrace) {
 				delete(t.entries, k)
 			}
+		}
+		// Go maps never shrink: a table that held many more keys than it
+		// holds now is copied into a map of its present size, so memory
+		// comes back after a wave of keys has passed.
+		if before >= minShrink && len(t.entries) <= before/4 {
+			smaller := make(map[string]entry, len(t.entries))
+			for k, e := range t.entries {
+				smaller[k] = e
+			}
+			t.entries = smaller
 		}
 	}
 	sh.opsSinceSweep = 0

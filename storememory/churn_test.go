@@ -1,0 +1,48 @@
+package storememory_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+// BenchmarkChurn passes a wave of a million keys through the store at
+// once, each deciding once, then has 10,000 keys make as many decisions
+// after the wave has expired, and reports the heap after their sweeps: live-heap-MB. Keys
+// that expired are dropped by sweeps, and a table left mostly empty is
+// copied into a smaller map, so the heap follows the live keys rather than
+// the wave's peak.
+//
+//	go test -run XXX -bench Churn -benchtime 1x ./storememory
+func BenchmarkChurn(b *testing.B) {
+	ctx := context.Background()
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
+	const wave, live = 1_000_000, 10_000
+	for range b.N {
+		s := storememory.New()
+		t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+		for i := range wave {
+			if _, err := s.Decide(ctx, fmt.Sprint("wave:", i), alg, t0, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// 10,000 keys decide 100 times each long after the wave: as many
+		// decisions as the wave made, which sweeps every shard.
+		end := t0.Add(time.Hour)
+		for i := range 100 * live {
+			if _, err := s.Decide(ctx, fmt.Sprint("live:", i%live), alg, end, 1); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		b.ReportMetric(float64(m.HeapAlloc)/(1<<20), "live-heap-MB")
+		runtime.KeepAlive(s)
+	}
+}
