@@ -13,19 +13,20 @@ import (
 // Semantics and accuracy: SlidingLog's. No window of length Window ever
 // holds more than Limit admitted cost.
 //
-// Cost: at most Limit timestamps per key, 8 bytes each, in a ring that grows
-// as the key uses it, up to Limit: on Redis one string, read and written a
-// slot at a time with GETRANGE and SETRANGE, about 8 B per record against a
-// sorted set's 96–99 (go run ./bench/cmd/thresholds); in memory a slice of
-// int64. A decision reads O(1) slots, and O(log k) more when k timestamps
+// Cost: one 8-byte timestamp per unit of admitted cost still counting, in a
+// ring that grows by half as the key uses it, up to Limit (or the largest
+// Limit the key had while its timestamps counted): on Redis one string, read
+// and written a slot at a time with GETRANGE and SETRANGE, 8.2–8.7 B per
+// request of cost 1 against a sorted set's 94–106 (go run
+// ./bench/cmd/thresholds); in memory a slice of int64. A decision reads O(1) slots, and O(log k) more when k timestamps
 // expired since the key's last write, whatever the number of records. A
 // request of cost n writes n timestamps, so, unlike SlidingLog, a large
 // cost costs more than a small one: choose SlidingLog when single requests
 // weigh thousands of units.
 //
 // Changing Limit keeps the timestamps, as SlidingLog keeps its records; a
-// key whose limit was lowered keeps its larger ring until its timestamps
-// have expired. A now earlier than the latest time the key was decided at
+// key whose limit was lowered keeps its larger ring until the key is idle
+// for a window and its state goes. A now earlier than the latest time the key was decided at
 // is decided at that latest time (see Algorithm.Decide).
 type CompactLog struct {
 	Limit  int64
@@ -118,9 +119,13 @@ func (a CompactLog) Decide(state State, now time.Time, cost int64) (State, Resul
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
 	eff := t
-	if st != nil {
+	switch {
+	case st != nil:
 		eff = max(t, st.Latest)
-	} else {
+	case cost <= 0:
+		// An inspection of a key with no state: nothing to allocate.
+		return state, Result{Allowed: true, Limit: a.Limit, Remaining: a.Limit, At: time.UnixMicro(t)}
+	default:
 		st = &CompactLogState{}
 	}
 	res := Result{Limit: a.Limit, At: time.UnixMicro(eff)}
@@ -187,6 +192,7 @@ func (a CompactLog) Refund(state State, now, at time.Time, n int64) (State, bool
 	if charged <= eff-w || count == 0 {
 		return state, false
 	}
+	// count > 0: the ring is not empty, so the modulos below are safe.
 	if newest := st.at(st.Len - 1); newest == charged {
 		// The units stamped as the newest, found by bisection.
 		lo, hi := first-1, st.Len-1 // at(hi) == charged; lo < first or at(lo) < charged

@@ -50,8 +50,12 @@ func TestCompactLogIsSlidingLog(t *testing.T) {
 				if rng.IntN(4) == 0 {
 					n = 1 + rng.Int64N(limit) // more than the request took
 				}
-				logState, _ = log.Refund(logState, clock, c.at, n)
-				ringState, _ = ring.Refund(ringState, clock, c.at, n)
+				var logChanged, ringChanged bool
+				logState, logChanged = log.Refund(logState, clock, c.at, n)
+				ringState, ringChanged = ring.Refund(ringState, clock, c.at, n)
+				if logChanged != ringChanged {
+					t.Fatalf("sequence %d step %d: a refund changed the compact log: %v, the sliding log: %v", seq, step, ringChanged, logChanged)
+				}
 			}
 			cost := rng.Int64N(limit+1) - rng.Int64N(2)*limit
 			if rng.IntN(2) == 0 {
@@ -92,5 +96,13 @@ func TestCompactLogAllocations(t *testing.T) {
 	}
 	if size := len(st.(*algorithms.CompactLogState).Ring); size > 100 {
 		t.Fatalf("the ring holds %d timestamps for a limit of 100", size)
+	}
+}
+
+// Inspecting a key with no state allocates nothing.
+func TestCompactLogInspectsWithoutAllocating(t *testing.T) {
+	alg := algorithms.CompactLog{Limit: 10, Window: time.Second}
+	if allocs := testing.AllocsPerRun(100, func() { alg.Decide(nil, t0, 0) }); allocs != 0 {
+		t.Fatalf("%v allocations to inspect an empty key", allocs)
 	}
 }

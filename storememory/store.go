@@ -60,6 +60,9 @@ type shard struct {
 type table struct {
 	id      tableID
 	entries map[string]entry
+	// peak is the most entries the table held at a sweep since its map
+	// was last made (see sweepIfDue).
+	peak int
 }
 
 // tableID tells apart state that must never mix: the algorithm and its
@@ -250,8 +253,8 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	return res, nil
 }
 
-// minShrink is the fewest entries a table must have held before a sweep
-// for the sweep to copy what is left into a smaller map.
+// minShrink is the fewest entries a table must have held at a sweep for a
+// later sweep to copy what is left into a smaller map.
 const minShrink = 1024
 
 // ExpiryGrace is how long an entry is kept after it stops counting, before
@@ -277,21 +280,22 @@ func (sh *shard) sweepIfDue(now int64) {
 	}
 	for i := range sh.tables {
 		t := &sh.tables[i]
-		before := len(t.entries)
+		t.peak = max(t.peak, len(t.entries))
 		for k, e := range t.entries {
 			if e.expires <= now-int64(ExpiryGrace) {
 				delete(t.entries, k)
 			}
 		}
-		// Go maps never shrink: a table that held many more keys than it
-		// holds now is copied into a map of its present size, so memory
-		// comes back after a wave of keys has passed.
-		if before >= minShrink && len(t.entries) <= before/4 {
+		// Go maps never shrink: a table that once held many more keys than
+		// it holds now, even if they went over several sweeps, is copied
+		// into a map of its present size, so memory comes back after a
+		// wave of keys has passed.
+		if t.peak >= minShrink && len(t.entries) <= t.peak/4 {
 			smaller := make(map[string]entry, len(t.entries))
 			for k, e := range t.entries {
 				smaller[k] = e
 			}
-			t.entries = smaller
+			t.entries, t.peak = smaller, len(smaller)
 		}
 	}
 	sh.opsSinceSweep = 0

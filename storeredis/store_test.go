@@ -2,6 +2,7 @@ package storeredis_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
@@ -472,6 +473,11 @@ func TestStateOfOtherVersions(t *testing.T) {
 				"gcra":           {tat, tat + " 3", tat + " 3 " + fmt.Sprint(now.Add(time.Hour).UnixMicro()) + " 1", "9999999999999999 0 0 5", "", tat + " 0 99999999999999999999 5"},
 				"sliding_log":    {[]redis.Z{{Score: float64(now.UnixMicro()), Member: "abc"}}, []redis.Z{{Score: -5, Member: "T"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "7"}, {Score: float64(now.UnixMicro() + 1), Member: "3"}}},
 				"sliding_window": {[]redis.Z{{Score: 1, Member: "x"}, {Score: -1e15, Member: "L"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "100"}}, []redis.Z{{Score: -1e20, Member: "L"}}},
+				"compact_log": {"garbage", strings.Repeat("\xff", 40),
+					ring(2, 5, 1, 0) + strings.Repeat("\x00", 16),                               // head past the ring
+					ring(2, 0, 2, 1<<60) + strings.Repeat("\x00", 16),                           // a latest time past 2^52
+					ring(4, 0, 4, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro())),         // ring shorter than its header says
+					ring(1, 0, 1, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro()))[:8]}, // a valid ring of one
 			}
 			for _, alg := range allAlgorithms {
 				key := testKey(t) + ":" + alg.Name()
@@ -570,4 +576,13 @@ func TestNewRecordMeetsAnExpiredMember(t *testing.T) {
 			}
 		})
 	}
+}
+
+// ring returns big-endian 8-byte integers: a compact log's header, or slots.
+func ring(v ...uint64) string {
+	b := make([]byte, 0, 8*len(v))
+	for _, x := range v {
+		b = binary.BigEndian.AppendUint64(b, x)
+	}
+	return string(b)
 }

@@ -18,6 +18,7 @@ var commandSince = map[string]string{
 	"GET":             "1.0",
 	"GETRANGE":        "2.4", // the name; SUBSTR before
 	"SETRANGE":        "2.2",
+	"STRLEN":          "2.2",
 	"SET":             "2.6.12", // with PX
 	"TIME":            "2.6",
 	"PTTL":            "2.6",

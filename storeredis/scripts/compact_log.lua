@@ -29,20 +29,22 @@ local function p64(x)
   return string.char((x - b) / 256, b, c, d, e, f, g, h)
 end
 
--- compact_log_read returns the key's header, or nil for no key.
+-- compact_log_read returns the key's header, or nil for no key or a string
+-- that is not a ring of the size its header says (which an admission then
+-- overwrites).
 local function compact_log_read(key)
   local hdr = redis.call('GETRANGE', key, 0, 31)
-  if #hdr == 32 then return hdr end
-  return nil
+  if #hdr ~= 32 or redis.call('STRLEN', key) ~= 32 + 8 * u64(hdr, 1) then return nil end
+  return hdr
 end
 
 -- The ring's header fields; a header that does not hold together reads as
--- an empty ring.
+-- an empty ring with no latest time.
 local function compact_log_header(hdr)
   if not hdr then return 0, 0, 0, 0 end
   local size, head, len, latest = u64(hdr, 1), u64(hdr, 9), u64(hdr, 17), u64(hdr, 25)
-  if head >= size or len > size then return 0, 0, 0, latest end
-  return size, head, len, min(latest, 4503599627370495)
+  if head >= size or len > size or latest > 4503599627370495 then return 0, 0, 0, 0 end
+  return size, head, len, latest
 end
 
 -- The i-th timestamp stored, oldest first.
