@@ -476,7 +476,7 @@ func TestStateOfOtherVersions(t *testing.T) {
 				"compact_log": {"garbage", strings.Repeat("\xff", 40),
 					ring(2, 5, 1, 0) + strings.Repeat("\x00", 16),                               // head past the ring
 					ring(2, 0, 2, 1<<60) + strings.Repeat("\x00", 16),                           // a latest time past 2^52
-					ring(4, 0, 4, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro())),         // ring shorter than its header says
+					ring(4, 0, 4, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro())),      // ring shorter than its header says
 					ring(1, 0, 1, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro()))[:8]}, // a valid ring of one
 			}
 			for _, alg := range allAlgorithms {
