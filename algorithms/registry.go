@@ -23,6 +23,7 @@ type Kind struct {
 	name              string
 	family            Family
 	burst, subWindows bool
+	maxLimit          int64 // 0: maxCount
 	build             func(Params) Algorithm
 	is                func(Algorithm) bool // whether a value is of this kind's type
 }
@@ -41,6 +42,16 @@ func (k *Kind) TakesBurst() bool { return k.burst }
 // TakesSubWindows reports whether the algorithm takes Params.SubWindows; a
 // kind that does not requires it to be 0.
 func (k *Kind) TakesSubWindows() bool { return k.subWindows }
+
+// MaxLimit is the largest limit (or rate count, and burst) the algorithm
+// takes: 2^50 for most, CompactLogMaxLimit for the compact log, which keeps
+// one timestamp per unit.
+func (k *Kind) MaxLimit() int64 {
+	if k.maxLimit > 0 {
+		return k.maxLimit
+	}
+	return maxCount
+}
 
 // registered reports whether k was made by the registry, not a zero Kind
 // made elsewhere, which has no functions. (A copy of a registered Kind
@@ -106,7 +117,7 @@ var (
 		func(p Params) FixedWindow { return FixedWindow{Limit: p.Limit, Window: p.Window} })
 	slidingLogKind = register(Kind{name: "sliding_log", family: FamilyLog},
 		func(p Params) SlidingLog { return SlidingLog{Limit: p.Limit, Window: p.Window} })
-	compactLogKind = register(Kind{name: "compact_log", family: FamilyLog},
+	compactLogKind = register(Kind{name: "compact_log", family: FamilyLog, maxLimit: CompactLogMaxLimit},
 		func(p Params) CompactLog { return CompactLog{Limit: p.Limit, Window: p.Window} })
 	slidingWindowKind = register(Kind{name: "sliding_window", family: FamilyLog, subWindows: true},
 		func(p Params) SlidingWindow {

@@ -182,3 +182,15 @@ func TestInspectionPredictsAdmission(t *testing.T) {
 		}
 	}
 }
+
+// MaxLimit is where Validate draws the line for every kind.
+func TestMaxLimit(t *testing.T) {
+	for _, k := range algorithms.Kinds() {
+		if _, err := k.Nominal(k.MaxLimit(), time.Hour, 60); err != nil {
+			t.Errorf("%s at its MaxLimit %d: %v", k, k.MaxLimit(), err)
+		}
+		if _, err := k.Nominal(k.MaxLimit()+1, time.Hour, 60); !errors.Is(err, algorithms.ErrOutOfRange) {
+			t.Errorf("%s above its MaxLimit %d: %v, want ErrOutOfRange", k, k.MaxLimit(), err)
+		}
+	}
+}

@@ -181,10 +181,10 @@ var quotas = []struct {
 
 func realQuotas(e *env) {
 	for _, q := range quotas {
-		alg, err := e.c.kind.Nominal(q.count, q.period, subWindows)
-		if errors.Is(err, algorithms.ErrOutOfRange) && e.c.kind.Name() == "compact_log" {
-			continue // one timestamp per unit: it takes at most CompactLogMaxLimit
+		if q.count > e.c.kind.MaxLimit() {
+			continue // such as the compact log, one timestamp per unit
 		}
+		alg, err := e.c.kind.Nominal(q.count, q.period, subWindows)
 		if err != nil {
 			e.fatalf("%d per %v: %v", q.count, q.period, err)
 		}

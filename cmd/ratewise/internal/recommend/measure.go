@@ -56,8 +56,8 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 		if !perRequest {
 			records = min(records, 1000)
 		}
-		if name == "compact_log" && m.Records > algorithms.CompactLogMaxLimit {
-			continue // one timestamp per request, at most CompactLogMaxLimit
+		if m.Records > k.MaxLimit() {
+			continue // such as the compact log, one timestamp per request
 		}
 		f, err := measureCost(ctx, target, name, records, in.Window, sim.Options{Burst: in.Burst})
 		if err != nil {
