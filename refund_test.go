@@ -148,7 +148,14 @@ func TestGroup(t *testing.T) {
 // peek and its charge, the user's charge is given back in full.
 func TestGroupRefundsOnARace(t *testing.T) {
 	ctx := context.Background()
-	s := &racing{Store: storememory.New(), key: "tenant:acme"}
+	mem := storememory.New()
+	var raced atomic.Int32
+	// Another request takes all of the tenant first, once.
+	s := &onCharge{Store: mem, key: "tenant:acme", do: func(ctx context.Context, alg algorithms.Algorithm, now time.Time) {
+		if raced.CompareAndSwap(0, 1) {
+			mem.Decide(ctx, "tenant:acme", alg, now, alg.MaxCost())
+		}
+	}}
 	clock := ratewisetest.NewClock(refundStart)
 	user, _ := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2}, ratewise.WithClock(clock), ratewise.WithNamespace("user"))
 	tenant, _ := ratewise.New(s, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, ratewise.WithClock(clock), ratewise.WithNamespace("tenant"))
@@ -157,7 +164,7 @@ func TestGroupRefundsOnARace(t *testing.T) {
 	if err != nil || res.Allowed || res.Binding != 1 {
 		t.Fatalf("%+v, %v; want denied by the tenant", res, err)
 	}
-	if s.raced.Load() != 1 {
+	if raced.Load() != 1 {
 		t.Fatal("the race did not happen")
 	}
 	if got, _ := user.Peek(ctx, "ann"); got.Remaining != 2 || got.ResetAfter != 0 {
@@ -165,25 +172,23 @@ func TestGroupRefundsOnARace(t *testing.T) {
 	}
 }
 
-// racing is a store on which, the first time key is charged, another
-// request takes all of it first.
-type racing struct {
+// onCharge is a store that runs do before every charge of key, and
+// refunds as the store it wraps does.
+type onCharge struct {
 	store.Store
-	key   string
-	raced atomic.Int32
+	key string
+	do  func(ctx context.Context, alg algorithms.Algorithm, now time.Time)
 }
 
-func (r *racing) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	if key == r.key && cost > 0 && r.raced.CompareAndSwap(0, 1) {
-		if _, err := r.Store.Decide(ctx, key, alg, now, alg.MaxCost()); err != nil {
-			return algorithms.Result{}, err
-		}
+func (o *onCharge) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	if key == o.key && cost > 0 {
+		o.do(ctx, alg, now)
 	}
-	return r.Store.Decide(ctx, key, alg, now, cost)
+	return o.Store.Decide(ctx, key, alg, now, cost)
 }
 
-func (r *racing) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return r.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
+func (o *onCharge) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	return o.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
 }
 
 // A charge made with AllowWith is refunded with RefundWith, under its own
@@ -211,7 +216,8 @@ func TestRefundWith(t *testing.T) {
 func TestGroupRefundsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := &cancelOn{Store: storememory.New(), key: "tenant:acme", cancel: cancel}
+	// The context ends as the tenant is charged.
+	s := &onCharge{Store: storememory.New(), key: "tenant:acme", do: func(context.Context, algorithms.Algorithm, time.Time) { cancel() }}
 	user, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("user"))
 	tenant, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("tenant"))
 	g, _ := ratewise.NewGroup(user, tenant)
@@ -221,23 +227,4 @@ func TestGroupRefundsWhenItsContextEnds(t *testing.T) {
 	if got, _ := user.Peek(context.Background(), "ann"); got.Remaining != 5 {
 		t.Fatalf("the user's charge stayed after the context ended: %+v", got)
 	}
-}
-
-// cancelOn is a store that cancels the caller's context when key is
-// charged, and then fails as a cancelled call does.
-type cancelOn struct {
-	store.Store
-	key    string
-	cancel context.CancelFunc
-}
-
-func (c *cancelOn) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	if key == c.key && cost > 0 {
-		c.cancel()
-	}
-	return c.Store.Decide(ctx, key, alg, now, cost)
-}
-
-func (c *cancelOn) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return c.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
 }

@@ -47,6 +47,18 @@ local function mul_div(a, b, c)
   return qa * b + q, r
 end
 
+-- lowest returns a rate of count per period µs in lowest terms.
+local function lowest(count, period)
+  local g, rest = count, period -- their gcd in g after the loop
+  while rest > 0 do
+    -- Not "g, rest = rest, g % rest": gopher-lua (miniredis) assigns g
+    -- before it evaluates g % rest.
+    local m = g % rest
+    g = rest
+    rest = m
+  end
+  return count / g, period / g
+end
 
 -- bucket_used reads the state raw under the rate count per period µs and
 -- the burst: it returns k, p, q, r (the rate in lowest terms, k per p µs, and
@@ -54,17 +66,7 @@ end
 -- eff, how far the key's TAT is ahead of it, used + used_f/k µs, and the
 -- state's latest time and rate count (nil for no state).
 local function bucket_used(raw, count, period, burst)
-  -- The rate in lowest terms, k per p µs. The helpers are written out
-  -- inline rather than as closures, which Redis would create on every call.
-  local k, p = count, period -- gcd(count, period) in p after the loop
-  while k > 0 do
-    -- Not "k, p = p % k, k": gopher-lua (miniredis) assigns before it
-    -- evaluates.
-    local m = p % k
-    p = k
-    k = m
-  end
-  k, p = count / p, period / p
+  local k, p = lowest(count, period) -- k per p µs
   -- The interval is q + r/k µs.
   local q, r = floor(p / k), p % k
   local c, cap_f = mul_div(burst, r, k)
@@ -100,15 +102,7 @@ local function bucket_used(raw, count, period, burst)
         -- used, rounded up to a whole token, at this rate, but never past
         -- its TAT (rounded down to this rate's fractions).
         local a = min(tat - latest, MAXD)
-        local g, rest = scount, period -- gcd(scount, period)
-        while rest > 0 do
-          -- Not "g, rest = rest, g % rest": gopher-lua (miniredis)
-          -- assigns g before it evaluates g % rest.
-          local m = g % rest
-          g = rest
-          rest = m
-        end
-        local ok, op = scount / g, period / g
+        local ok, op = lowest(scount, period)
         local af = min(max(frac, 0), ok - 1)
         -- The tokens used, rounded up: (a × ok + af) / op, split into
         -- whole periods and the rest so that no product passes 2^53.
@@ -202,13 +196,7 @@ local function bucket_refund(_, raw, at, count, period, burst)
     -- The state was written at another rate count, whose intervals stand
     -- for what was charged: give back no more than cost of those either,
     -- rounded down to the µs.
-    local g, rest = scount, period -- gcd(scount, period)
-    while rest > 0 do
-      local m = g % rest
-      g = rest
-      rest = m
-    end
-    local ok, op = scount / g, period / g
+    local ok, op = lowest(scount, period)
     local oc = mul_div(cost, op % ok, ok)
     local old = cost * floor(op / ok) + oc
     if old < back or (old == back and back_f > 0) then back, back_f = old, 0 end
