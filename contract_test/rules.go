@@ -19,6 +19,7 @@ var rules = []rule{
 	{"matches_model", "every decision on traffic that staggers requests over many windows, with parameters whose intervals are not whole microseconds and a limit that changes while the key holds state, admits and reports Remaining exactly as the algorithm's documented semantics say", matchesModel, false},
 	{"boundary_burst", "100 requests at 13:59:59 and 100 at 14:00:00 with a limit of 100 per minute admit what the algorithm documents: 200 for the fixed window, 100 for the sliding log", boundaryBurst, false},
 	{"window_bound", "no span of length Window ever holds more admitted cost than the algorithm's documented bound (Limit for the sliding log)", windowBound, false},
+	{"denied_again", "a key that denied a request, asked again at the same instant and at steps up to the RetryAfter, by requests of cost 1 and 2 and by peeks, decides each exactly as the algorithm does (every Result field), admits nothing before the boundary and admits at it: a store that remembers denials never admits what it would deny nor denies what it would admit", deniedAgain, false},
 	{"boundaries", "a request is denied 1µs before the refill or expiry boundary and admitted exactly at it, and RetryAfter is that boundary", boundaries, false},
 	{"cost_n", "a request of cost n consumes n, is denied whole when fewer than n are available, and waits for n", costN, false},
 	{"peek_consumes_nothing", "Peek reports the state and consumes nothing", peekConsumesNothing, false},
@@ -406,6 +407,51 @@ func contextCancelled(e *env) {
 	}
 	if res := e.peek(l, "k"); res.Remaining != e.c.limit {
 		e.fatalf("after a cancelled Allow: Remaining %d, want %d", res.Remaining, e.c.limit)
+	}
+}
+
+func deniedAgain(e *env) {
+	l := e.limiter(e.c.alg)
+	alg := l.Algorithm()
+	var state algorithms.State
+	decide := func(cost int64) ratewise.Result {
+		e.t.Helper()
+		var got ratewise.Result
+		if cost == 0 {
+			got = e.peek(l, "k")
+		} else {
+			got = e.allowN(l, "k", cost)
+		}
+		var want ratewise.Result
+		state, want = alg.Decide(state, e.clock.Now(), cost)
+		if got != want {
+			e.fatalf("cost %d at %s: got %+v, the algorithm gives %+v", cost, e.at(), got, want)
+		}
+		return got
+	}
+	denied := decide(1)
+	for n := int64(0); denied.Allowed; n++ {
+		if n > 2*e.c.limit {
+			e.fatalf("%d requests at one instant were all admitted", n)
+		}
+		denied = decide(1)
+	}
+	start, boundary := e.clock.Now(), e.clock.Now().Add(denied.RetryAfter)
+	for step := range 9 {
+		e.clock.Set(start.Add((denied.RetryAfter * time.Duration(step) / 9).Truncate(time.Microsecond)))
+		for _, cost := range []int64{1, 1, min(2, alg.MaxCost()), 0, 1} {
+			if res := decide(cost); res.Allowed {
+				e.fatalf("cost %d admitted at %s, before the first denial's RetryAfter %v", cost, e.at(), denied.RetryAfter)
+			}
+		}
+	}
+	e.clock.Set(boundary.Add(-time.Microsecond))
+	if res := decide(1); res.Allowed {
+		e.fatalf("admitted 1µs before the RetryAfter of the first denial: %+v", res)
+	}
+	e.clock.Set(boundary)
+	if res := decide(1); !res.Allowed {
+		e.fatalf("denied at the RetryAfter of the first denial: %+v", res)
 	}
 }
 

@@ -26,7 +26,9 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // on the server's own clock, its default (the targets named -server-time):
 // miniredis lets the suite drive that clock (see serverClock), and real
 // Redis runs the rules that hold at any time. Real Redis is started by the
-// test on free loopback ports. A new store is one more line here.
+// test on free loopback ports. The Redis targets run with coalescing and the
+// deny cache on, as by default, and the -plain ones with both off. A new
+// store is one more line here.
 func TestContract(t *testing.T) {
 	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace)}
 	targets := []struct {
@@ -43,7 +45,9 @@ func TestContract(t *testing.T) {
 		}, clientTime},
 		{"miniredis-server-time", func(t *testing.T) store.Store {
 			m := miniredis.RunT(t)
-			return &serverClock{Store: storeredis.New(client(t, m.Addr())), m: m}
+			// The deny cache counts on the local monotonic clock, which
+			// runs with Redis's own; this target jumps Redis's clock instead.
+			return &serverClock{Store: storeredis.New(client(t, m.Addr()), storeredis.WithDenyCache(0)), m: m}
 		}, nil},
 		{"redis", func(t *testing.T) store.Store {
 			return storeredis.New(client(t, redistest.Standalone(t).Addr), storeredis.WithClientTime())
@@ -58,6 +62,24 @@ func TestContract(t *testing.T) {
 			return storeredis.New(clusterClient(t))
 		}, []contract.Option{contract.StoreClock()}},
 	}
+	// The same stores without coalescing and the deny cache, which are on
+	// by default.
+	plain := []storeredis.Option{storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
+	targets = append(targets, []struct {
+		name string
+		new  contract.Factory
+		opts []contract.Option
+	}{
+		{"miniredis-plain", func(t *testing.T) store.Store {
+			return storeredis.New(client(t, miniredis.RunT(t).Addr()), append(plain, storeredis.WithClientTime())...)
+		}, clientTime},
+		{"redis-plain", func(t *testing.T) store.Store {
+			return storeredis.New(client(t, redistest.Standalone(t).Addr), append(plain, storeredis.WithClientTime())...)
+		}, clientTime},
+		{"cluster-plain", func(t *testing.T) store.Store {
+			return storeredis.New(clusterClient(t), append(plain, storeredis.WithClientTime())...)
+		}, clientTime},
+	}...)
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) { contract.Run(t, target.new, target.opts...) })
 	}

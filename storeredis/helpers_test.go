@@ -23,7 +23,7 @@ var runID = func() string {
 // testKey returns a key unique to this test and run.
 func testKey(t *testing.T) string { return "test:" + runID + ":" + t.Name() }
 
-func newClient(t *testing.T, addr string) *redis.Client {
+func newClient(t testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { c.Close() })
 	return c

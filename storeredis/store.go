@@ -65,6 +65,10 @@ type Store struct {
 	client     Client
 	prefix     string
 	clientTime bool
+	coalesce   int        // WithCoalescing's n
+	co         *coalescer // nil when decisions are not coalesced
+	denyCache  int        // WithDenyCache's n
+	deny       *denyCache // nil when off
 }
 
 const (
@@ -214,9 +218,15 @@ const ClientTimeGrace = time.Second
 
 // New returns a store on client.
 func New(client Client, opts ...Option) *Store {
-	s := &Store{client: client, prefix: DefaultPrefix}
+	s := &Store{client: client, prefix: DefaultPrefix, coalesce: DefaultCoalescing, denyCache: DefaultDenyCache}
 	for _, o := range opts {
 		o.apply(s)
+	}
+	if s.coalesce > 0 {
+		s.co = newCoalescer(client, s.coalesce)
+	}
+	if s.denyCache > 0 {
+		s.deny = newDenyCache(s.denyCache)
 	}
 	return s
 }
@@ -257,18 +267,67 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 	return sc.run, sc.err
 }
 
-// Decide runs alg's script for key in one round trip.
+// Decide runs alg's script for key in one round trip, which it may share
+// with concurrent decisions (see WithCoalescing), or denies at once a
+// request that a recent denial still covers (see WithDenyCache).
 func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	sc, err := scriptFor(alg)
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	at, notBefore, checkAt := s.clock(now)
+	checkAt := time.Unix(0, 0) // see clock
+	if s.clientTime {
+		checkAt = now
+	}
 	if err := algorithms.CheckDecision(alg, checkAt, cost); err != nil {
 		return algorithms.Result{}, err
 	}
+	if s.deny == nil || cost <= 0 {
+		at, notBefore, _ := s.clock(now)
+		return s.decide(ctx, sc, key, alg, at, notBefore, cost)
+	}
+	var t int64 // the cache's clock
+	if s.clientTime {
+		t = now.UnixMicro()
+	} else {
+		t = monotonic()
+	}
+	if cost == 1 {
+		if res, ok := s.deny.deny(key, alg, t); ok {
+			if err := ctx.Err(); err != nil {
+				return algorithms.Result{}, err
+			}
+			return res, nil
+		}
+	}
+	gen := s.deny.generation(key)
+	at, notBefore, _ := s.clock(now)
+	res, err := s.decide(ctx, sc, key, alg, at, notBefore, cost)
+	if err == nil {
+		s.deny.remember(key, alg, res, cost, t, s.clientTime, gen)
+	}
+	return res, err
+}
+
+// decide sends one decision to Redis, alone or coalesced.
+func (s *Store) decide(ctx context.Context, sc *redis.Script, key string, alg algorithms.Algorithm, at any, notBefore, cost int64) (algorithms.Result, error) {
+	rkey := s.Key(key, alg)
+	if s.co != nil {
+		deadline, _ := ctx.Deadline()
+		b, i := s.co.join(call{key: rkey, alg: alg, at: at, notBefore: notBefore, cost: cost, deadline: deadline})
+		if b == nil {
+			defer s.co.sent()
+		} else {
+			select {
+			case <-b.done:
+			case <-ctx.Done():
+				return algorithms.Result{}, s.failure(ctx, ctx.Err())
+			}
+			return s.outcome(ctx, &b.calls[i])
+		}
+	}
 	args := appendParams(append(make([]any, 0, 6), at, cost), alg)
-	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	reply, err := sc.Run(ctx, s.client, []string{rkey}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.failure(ctx, err)
 	}
@@ -338,6 +397,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		}
 		sc, _ = setScripts.LoadOrStore(signature, redis.NewScript(src))
 	}
+	defer s.forget(key, algs...)
 	keys := make([]string, len(algs))
 	args := make([]any, 0, 2+6*len(algs))
 	args = append(args, at, cost)
@@ -371,15 +431,15 @@ var reserveScripts, refundScripts sync.Map // *algorithms.Kind → *redis.Script
 
 // driven returns the script of alg's kind with the driver given, from cache,
 // assembling it on first use.
-func driven(cache *sync.Map, alg algorithms.Algorithm, driver string) (*redis.Script, error) {
-	if sc, ok := cache.Load(alg.Kind()); ok {
+func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Script, error) {
+	if sc, ok := cache.Load(kind); ok {
 		return sc.(*redis.Script), nil
 	}
-	src, err := assemble(alg.Kind().Name(), driver)
+	src, err := assemble(kind.Name(), driver)
 	if err != nil {
-		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, alg.Kind(), err)
+		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, kind, err)
 	}
-	sc, _ := cache.LoadOrStore(alg.Kind(), redis.NewScript(src))
+	sc, _ := cache.LoadOrStore(kind, redis.NewScript(src))
 	return sc.(*redis.Script), nil
 }
 
@@ -393,10 +453,11 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	if err := algorithms.CheckRefund(alg, checkAt, at, n); err != nil {
 		return algorithms.Result{}, err
 	}
-	sc, err := driven(&refundScripts, alg, "refund.lua")
+	sc, err := driven(&refundScripts, alg.Kind(), "refund.lua")
 	if err != nil {
 		return algorithms.Result{}, err
 	}
+	defer s.forget(key, alg)
 	args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
 	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
 	if err != nil {
@@ -415,10 +476,11 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if _, err := store.CheckReserve(alg, checkAt, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	sc, err := driven(&reserveScripts, alg, "reserve.lua")
+	sc, err := driven(&reserveScripts, alg.Kind(), "reserve.lua")
 	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
+	defer s.forget(key, alg)
 	args := append(appendParams(append(make([]any, 0, 6), at, cost), alg), maxWait.Microseconds())
 	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
 	if err != nil {
@@ -439,6 +501,17 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	return res, time.Duration(delay) * time.Microsecond, nil
 }
 
+// forget drops the denials remembered for key under algs (see
+// WithDenyCache), after a change this store made to their state.
+func (s *Store) forget(key string, algs ...algorithms.Algorithm) {
+	if s.deny == nil {
+		return
+	}
+	for _, alg := range algs {
+		s.deny.forget(key, alg)
+	}
+}
+
 // serverTime is ARGV[1] when the script reads Redis's TIME: a string no
 // number formats to, boxed once.
 var serverTime any = ""
@@ -453,6 +526,7 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 	if err := alg.Validate(); err != nil {
 		return err
 	}
+	defer s.forget(key, alg)
 	if err := resetScript.Run(ctx, s.client, []string{s.Key(key, alg)}).Err(); err != nil {
 		return s.failure(ctx, err)
 	}

@@ -1,0 +1,178 @@
+// Command coalescing measures what sharing round trips between concurrent
+// decisions (storeredis.WithCoalescing) does to GCRA on a throwaway Redis,
+// side by side in one run: decisions per second, p50 and p99 latency, round
+// trips and Redis µs per decision, at several numbers of concurrent callers,
+// on one hot key (about half denied) and on 100,000 keys (none denied), for
+// coalescing off and for several round trips in flight.
+//
+//	go run ./bench/cmd/coalescing [-d 1s] [-callers 1,2,4,8,16,64]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/storeredis"
+)
+
+func main() {
+	d := flag.Duration("d", time.Second, "time per cell")
+	callerList := flag.String("callers", "1,2,4,8,16,64", "numbers of concurrent callers, comma-separated")
+	inFlight := flag.String("inflight", "0,1,2,4", "WithCoalescing values to compare, comma-separated (0 is off)")
+	flag.Parse()
+	callers, err := ints(*callerList)
+	if err == nil {
+		var modes []int
+		if modes, err = ints(*inFlight); err == nil {
+			err = run(*d, callers, modes)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "coalescing:", err)
+		os.Exit(2)
+	}
+}
+
+func ints(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a count", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+const manyKeys = 100_000
+
+func run(d time.Duration, callers, modes []int) error {
+	srv, err := redistest.Start()
+	if err != nil {
+		return err
+	}
+	defer srv.Stop()
+	ctx := context.Background()
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 2 * slices.Max(callers)})
+	defer rdb.Close()
+	trips := redistest.CountRoundTrips(rdb)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	info, _ := admin.Info(ctx, "server").Result()
+	fmt.Printf("Redis %s, %d cores, %v per cell, GCRA 1000 per minute burst 1000; `go run ./bench/cmd/coalescing`\n\n",
+		redisinfo.Field(info, "redis_version"), runtime.NumCPU(), d)
+
+	keys := make([]string, manyKeys)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	fmt.Println("| keys | callers | coalescing | decisions/s | × off | p50 | p99 | round trips/decision | Redis µs/decision |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, set := range []struct {
+		name string
+		keys []string
+	}{{"hot key", keys[:1]}, {"100,000", keys}} {
+		for _, n := range callers {
+			var off float64
+			for _, mode := range modes {
+				if err := admin.FlushAll(ctx).Err(); err != nil {
+					return err
+				}
+				admin.ConfigResetStat(ctx)
+				l, err := ratewise.New(storeredis.New(rdb, storeredis.WithCoalescing(mode)),
+					algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000})
+				if err != nil {
+					return err
+				}
+				before := trips.Load()
+				m := drive(ctx, l, set.keys, n, d)
+				if m.errors > 0 {
+					return fmt.Errorf("%d errors with %d callers, coalescing %d", m.errors, n, mode)
+				}
+				stats, err := redisinfo.CommandStats(ctx, admin)
+				if err != nil {
+					return err
+				}
+				var usec int64
+				for name, st := range stats {
+					if !redisinfo.Harness(name) {
+						usec += st.Usec
+					}
+				}
+				perSec := float64(m.decisions) / d.Seconds()
+				if mode == 0 {
+					off = perSec
+				}
+				label := "off"
+				if mode > 0 {
+					label = fmt.Sprintf("%d in flight", mode)
+				}
+				ratio := "–"
+				if off > 0 {
+					ratio = fmt.Sprintf("%.2f", perSec/off)
+				}
+				fmt.Printf("| %s | %d | %s | %.0f | %s | %v | %v | %.3f | %.2f |\n", set.name, n, label, perSec, ratio,
+					m.p50.Round(time.Microsecond), m.p99.Round(time.Microsecond),
+					float64(trips.Load()-before)/float64(m.decisions), float64(usec)/float64(m.decisions))
+			}
+		}
+	}
+	return nil
+}
+
+type measured struct {
+	decisions, errors int64
+	p50, p99          time.Duration
+}
+
+// drive runs n callers over keys for d, each deciding in a loop.
+func drive(ctx context.Context, l *ratewise.Limiter, keys []string, n int, d time.Duration) measured {
+	var done, failed atomic.Int64
+	var mu sync.Mutex
+	var all []time.Duration
+	deadline := time.Now().Add(d)
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Go(func() {
+			var lat []time.Duration
+			i := g * 7919
+			for time.Now().Before(deadline) {
+				i++
+				t := time.Now()
+				_, err := l.Allow(ctx, keys[i%len(keys)])
+				lat = append(lat, time.Since(t))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				done.Add(1)
+			}
+			mu.Lock()
+			all = append(all, lat...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	slices.Sort(all)
+	m := measured{decisions: done.Load(), errors: failed.Load()}
+	if len(all) > 0 {
+		m.p50, m.p99 = all[len(all)/2], all[len(all)*99/100]
+	}
+	return m
+}

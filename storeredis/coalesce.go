@@ -1,0 +1,340 @@
+package storeredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// DefaultCoalescing is how many round trips of decisions a store has in
+// flight at once before later decisions wait to share one (see
+// WithCoalescing).
+const DefaultCoalescing = 4
+
+// WithCoalescing sets how many round trips of decisions the store keeps in
+// flight at once; n = 0 turns coalescing off.
+//
+// While fewer than n are in flight, a decision is sent on its own, at once,
+// exactly as without coalescing, so a caller alone waits for nothing. When
+// n are in flight, later decisions queue, and as each round trip returns,
+// everything queued goes in the next one: on standalone Redis (or Sentinel)
+// one script call per algorithm decides the whole batch, reading TIME once;
+// on Redis Cluster the batch is one script call per hash slot, pipelined, so
+// each node gets one round trip. Each decision is as atomic as alone: the
+// script decides the batch's decisions one after another, each seeing the
+// state the previous left. A round trip that fails reports the error to each
+// decision in it; an error on one key (a foreign value, say) fails only that
+// decision. A caller whose ctx ends while it waits returns at once with
+// ctx's error; its decision may still be made.
+//
+// Only Decide coalesces; Reserve, Refund, DecideSet, Reset and TTL always
+// take their own round trip. Clients other than *redis.Client and
+// *redis.ClusterClient, such as *redis.Ring, are never coalesced.
+func WithCoalescing(n int) Option {
+	return optionFunc(func(s *Store) { s.coalesce = max(n, 0) })
+}
+
+// maxBatch is the most decisions one script call makes: a batch blocks
+// Redis while it runs, like any script, so a long queue is split into
+// several calls, still sent in one round trip.
+const maxBatch = 128
+
+// coalescer shares round trips between concurrent decisions (see
+// WithCoalescing).
+type coalescer struct {
+	client  Client
+	cluster bool // group by hash slot, not only by algorithm
+	limit   int  // decisions sent alone at once before decisions queue
+
+	mu       sync.Mutex
+	inFlight int    // decisions sent alone; requires mu
+	queued   *batch // requires mu; nil when nothing waits
+	draining bool   // a goroutine is sending the queue; requires mu
+}
+
+// batch is decisions that share one round trip. calls is appended to under
+// the coalescer's mu until the batch is taken to be sent; done is closed
+// when each call's res or err is set.
+type batch struct {
+	calls []call
+	done  chan struct{}
+}
+
+type call struct {
+	key       string // the Redis key
+	alg       algorithms.Algorithm
+	at        any // ARGV's now: serverTime, or µs in client-time mode
+	notBefore int64
+	cost      int64
+	deadline  time.Time // zero for none
+	res       algorithms.Result
+	err       error
+}
+
+func newCoalescer(client Client, limit int) *coalescer {
+	switch client.(type) {
+	case *redis.Client:
+		return &coalescer{client: client, limit: limit}
+	case *redis.ClusterClient:
+		return &coalescer{client: client, cluster: true, limit: limit}
+	}
+	return nil
+}
+
+// join returns nil when the caller may send its decision alone, which it
+// must then report with sent; otherwise it queues c and returns the batch
+// it joined and its index there. A decision goes alone while nothing is
+// queued and fewer than the limit are in flight; once one queues, the rest
+// queue behind it, and one goroutine sends the queue, a batch per round
+// trip, until it is empty.
+func (co *coalescer) join(c call) (*batch, int) {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	if co.queued == nil && co.inFlight < co.limit {
+		co.inFlight++
+		return nil, 0
+	}
+	if co.queued == nil {
+		co.queued = &batch{done: make(chan struct{})}
+	}
+	b := co.queued
+	b.calls = append(b.calls, c)
+	if !co.draining {
+		co.draining = true
+		go co.drain()
+	}
+	return b, len(b.calls) - 1
+}
+
+// sent ends a round trip that a caller made alone.
+func (co *coalescer) sent() {
+	co.mu.Lock()
+	co.inFlight--
+	co.mu.Unlock()
+}
+
+// drain sends what is queued, a batch per round trip, until nothing is.
+func (co *coalescer) drain() {
+	for {
+		co.mu.Lock()
+		b := co.queued
+		co.queued = nil
+		if b == nil {
+			co.draining = false
+			co.mu.Unlock()
+			return
+		}
+		co.mu.Unlock()
+		co.send(b)
+		close(b.done)
+	}
+}
+
+// group is the calls of a batch that one script call decides: one
+// algorithm kind, and on a cluster one hash slot.
+type group struct {
+	kind  *algorithms.Kind
+	slot  int
+	calls []int // indexes into the batch
+	cmd   *redis.Cmd
+}
+
+// send decides every call of b in one round trip and sets its res or err.
+func (co *coalescer) send(b *batch) {
+	var groups []*group
+	index := map[[2]any]*group{}
+	for i := range b.calls {
+		c := &b.calls[i]
+		slot := 0
+		if co.cluster {
+			slot = keySlot(c.key)
+		}
+		id := [2]any{c.alg.Kind(), slot}
+		g := index[id]
+		if g == nil || len(g.calls) == maxBatch {
+			g = &group{kind: c.alg.Kind(), slot: slot}
+			index[id] = g
+			groups = append(groups, g)
+		}
+		g.calls = append(g.calls, i)
+	}
+	ctx, cancel := batchContext(b.calls)
+	defer cancel()
+	err := co.run(ctx, b, groups)
+	for _, g := range groups {
+		co.settle(b, g, err)
+	}
+}
+
+// batchContext is the context a batch is sent with: no caller's own, since
+// a caller that gives up must not fail the others, but the latest of their
+// deadlines if every one has one, after which none is waiting.
+func batchContext(calls []call) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, c := range calls {
+		if c.deadline.IsZero() {
+			return context.Background(), func() {}
+		}
+		if c.deadline.After(latest) {
+			latest = c.deadline
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// run sends one script call per group, pipelined when there are several,
+// and sends again with EVAL, once, the calls whose script Redis did not
+// have cached. Each group's reply or error is then in its cmd; an error is
+// returned only when a script could not be assembled.
+func (co *coalescer) run(ctx context.Context, b *batch, groups []*group) error {
+	scripts := make([]*redis.Script, len(groups))
+	args := make([][]any, len(groups))
+	keys := make([][]string, len(groups))
+	for i, g := range groups {
+		var err error
+		if scripts[i], err = driven(&batchScripts, g.kind, "decide_batch.lua"); err != nil {
+			return err
+		}
+		keys[i], args[i] = batchArgs(b, g)
+	}
+	exec := func(eval bool, only []int) {
+		send := func(c redis.Scripter, i int) {
+			if eval {
+				groups[i].cmd = scripts[i].Eval(ctx, c, keys[i], args[i]...)
+			} else {
+				groups[i].cmd = scripts[i].EvalSha(ctx, c, keys[i], args[i]...)
+			}
+		}
+		if len(only) == 1 {
+			send(co.client, only[0])
+			return
+		}
+		pipe := co.client.(interface{ Pipeline() redis.Pipeliner }).Pipeline()
+		for _, i := range only {
+			send(pipe, i)
+		}
+		pipe.Exec(ctx) // each cmd holds its own error, a failed round trip's included
+	}
+	all := make([]int, len(groups))
+	for i := range all {
+		all[i] = i
+	}
+	exec(false, all)
+	var missing []int
+	for i, g := range groups {
+		if redis.HasErrorPrefix(g.cmd.Err(), "NOSCRIPT") {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		exec(true, missing)
+	}
+	return nil
+}
+
+// batchScripts are the batch scripts, by kind, assembled on first use.
+var batchScripts sync.Map // *algorithms.Kind → *redis.Script
+
+// batchArgs returns a group's KEYS and ARGV for decide_batch.lua.
+func batchArgs(b *batch, g *group) ([]string, []any) {
+	first := &b.calls[g.calls[0]]
+	width := 2 + paramCount(first.alg)
+	keys := make([]string, len(g.calls))
+	args := make([]any, 0, 3+width*len(g.calls))
+	args = append(args, first.at, 0, width)
+	for i, ci := range g.calls {
+		c := &b.calls[ci]
+		keys[i] = c.key
+		args = appendParams(append(args, c.at, c.cost), c.alg)
+	}
+	return keys, args
+}
+
+// paramCount is how many parameters appendParams appends for alg.
+func paramCount(alg algorithms.Algorithm) int {
+	n, k := 2, alg.Kind()
+	if k.TakesBurst() {
+		n++
+	}
+	if k.TakesSubWindows() {
+		n++
+	}
+	return n
+}
+
+// settle sets the res or err of each call of g from its reply, or to err
+// when the round trip failed.
+func (co *coalescer) settle(b *batch, g *group, err error) {
+	if err == nil {
+		err = g.cmd.Err()
+	}
+	if err != nil {
+		for _, ci := range g.calls {
+			b.calls[ci].err = err
+		}
+		return
+	}
+	fields, ok := g.cmd.Val().([]any)
+	if !ok || len(fields) != 5*len(g.calls) {
+		err := fmt.Errorf("%w: %w: want %d values (reply %v)", store.ErrUnavailable, ErrMalformedReply, 5*len(g.calls), g.cmd.Val())
+		for _, ci := range g.calls {
+			b.calls[ci].err = err
+		}
+		return
+	}
+	for i, ci := range g.calls {
+		c := &b.calls[ci]
+		f := fields[5*i : 5*i+5]
+		if f[0] == int64(-1) {
+			c.err = fmt.Errorf("%w: %v", store.ErrUnavailable, f[1])
+			continue
+		}
+		c.res, c.err = parseReply(f, c.alg.MaxCost(), c.notBefore)
+	}
+}
+
+// outcome is a sent call's Result, or its error classified as Decide's
+// are (see failure): a decision's own error already wraps
+// store.ErrUnavailable, a round trip's is go-redis's.
+func (s *Store) outcome(ctx context.Context, c *call) (algorithms.Result, error) {
+	if c.err != nil && !errors.Is(c.err, store.ErrUnavailable) {
+		return algorithms.Result{}, s.failure(ctx, c.err)
+	}
+	return c.res, c.err
+}
+
+// keySlot is the Redis Cluster hash slot of a key the store wrote (see
+// Store.Key): the CRC16 of its hash tag, the escaped caller's key between
+// the first "{" and the "}" after it, modulo 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return int(crc16(key) % 16384)
+}
+
+// crc16 is CRC-16/XMODEM, the checksum Redis Cluster hashes keys with.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}

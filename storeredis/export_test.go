@@ -1,0 +1,51 @@
+package storeredis
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// BatchDecision is one decision of a batch sent by DecideBatch.
+type BatchDecision struct {
+	Key  string
+	Alg  algorithms.Algorithm
+	Now  time.Time
+	Cost int64
+}
+
+// DecideBatch sends ds as one coalesced batch, in order, as the queue of
+// concurrent Decide calls would be sent, and returns each decision's Result
+// or error as Decide would. It lets tests check the batch path in a
+// deterministic order.
+func DecideBatch(ctx context.Context, s *Store, ds []BatchDecision) ([]algorithms.Result, []error) {
+	co := s.co
+	if co == nil {
+		co = newCoalescer(s.client, 1)
+	}
+	b := &batch{done: make(chan struct{})}
+	for _, d := range ds {
+		at, notBefore, _ := s.clock(d.Now)
+		b.calls = append(b.calls, call{key: s.Key(d.Key, d.Alg), alg: d.Alg, at: at, notBefore: notBefore, cost: d.Cost})
+	}
+	co.send(b)
+	res := make([]algorithms.Result, len(ds))
+	errs := make([]error, len(ds))
+	for i := range b.calls {
+		res[i], errs[i] = s.outcome(ctx, &b.calls[i])
+	}
+	return res, errs
+}
+
+// DenyCacheLen returns how many denials s remembers.
+func DenyCacheLen(s *Store) int {
+	n := 0
+	for i := range s.deny.shards {
+		sh := &s.deny.shards[i]
+		sh.mu.Lock()
+		n += len(sh.entries)
+		sh.mu.Unlock()
+	}
+	return n
+}
