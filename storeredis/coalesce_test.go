@@ -155,7 +155,9 @@ func TestCoalescedDecisionsAreExact(t *testing.T) {
 			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs()})
 			t.Cleanup(func() { c.Close() })
 			return c
-		}, func(c redis.Scripter) *redistest.RoundTrips { return redistest.CountRoundTrips(c.(*redis.ClusterClient)) }},
+		}, func(c redis.Scripter) *redistest.RoundTrips {
+			return redistest.CountRoundTrips(c.(*redis.ClusterClient))
+		}},
 	} {
 		t.Run(target.name, func(t *testing.T) {
 			client := target.client(t)
