@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,10 @@ func WithCoalescing(n int) Option {
 	return optionFunc(func(s *Store) { s.coalesce = max(n, 0) })
 }
 
+// drainers is how many goroutines send queued batches at once, so that
+// Redis runs one batch while the next is written and the last read.
+var drainers = 2
+
 // maxBatch is the most decisions one script call makes: a batch blocks
 // Redis while it runs, like any script, so a long queue is split into
 // several calls, still sent in one round trip.
@@ -51,13 +56,14 @@ const maxBatch = 128
 // WithCoalescing).
 type coalescer struct {
 	client  Client
-	cluster bool // group by hash slot, not only by algorithm
+	cluster    bool // group by hash slot, not only by algorithm
+	clientTime bool // each decision sends its own now
 	limit   int  // decisions sent alone at once before decisions queue
 
 	mu       sync.Mutex
 	inFlight int    // decisions sent alone; requires mu
 	queued   *batch // requires mu; nil when nothing waits
-	draining bool   // a goroutine is sending the queue; requires mu
+	draining int    // goroutines sending the queue; requires mu
 }
 
 // batch is decisions that share one round trip. calls is appended to under
@@ -79,12 +85,12 @@ type call struct {
 	err       error
 }
 
-func newCoalescer(client Client, limit int) *coalescer {
+func newCoalescer(client Client, limit int, clientTime bool) *coalescer {
 	switch client.(type) {
 	case *redis.Client:
-		return &coalescer{client: client, limit: limit}
+		return &coalescer{client: client, limit: limit, clientTime: clientTime}
 	case *redis.ClusterClient:
-		return &coalescer{client: client, cluster: true, limit: limit}
+		return &coalescer{client: client, cluster: true, limit: limit, clientTime: clientTime}
 	}
 	return nil
 }
@@ -107,8 +113,8 @@ func (co *coalescer) join(c call) (*batch, int) {
 	}
 	b := co.queued
 	b.calls = append(b.calls, c)
-	if !co.draining {
-		co.draining = true
+	if co.draining < drainers {
+		co.draining++
 		go co.drain()
 	}
 	return b, len(b.calls) - 1
@@ -128,7 +134,7 @@ func (co *coalescer) drain() {
 		b := co.queued
 		co.queued = nil
 		if b == nil {
-			co.draining = false
+			co.draining--
 			co.mu.Unlock()
 			return
 		}
@@ -149,15 +155,19 @@ type group struct {
 
 // send decides every call of b in one round trip and sets its res or err.
 func (co *coalescer) send(b *batch) {
+	type groupID struct {
+		kind *algorithms.Kind
+		slot int
+	}
 	var groups []*group
-	index := map[[2]any]*group{}
+	index := map[groupID]*group{}
 	for i := range b.calls {
 		c := &b.calls[i]
 		slot := 0
 		if co.cluster {
 			slot = keySlot(c.key)
 		}
-		id := [2]any{c.alg.Kind(), slot}
+		id := groupID{c.alg.Kind(), slot}
 		g := index[id]
 		if g == nil || len(g.calls) == maxBatch {
 			g = &group{kind: c.alg.Kind(), slot: slot}
@@ -203,7 +213,7 @@ func (co *coalescer) run(ctx context.Context, b *batch, groups []*group) error {
 		if scripts[i], err = driven(&batchScripts, g.kind, "decide_batch.lua"); err != nil {
 			return err
 		}
-		keys[i], args[i] = batchArgs(b, g)
+		keys[i], args[i] = batchArgs(b, g, co.clientTime)
 	}
 	exec := func(eval bool, only []int) {
 		send := func(c redis.Scripter, i int) {
@@ -243,17 +253,37 @@ func (co *coalescer) run(ctx context.Context, b *batch, groups []*group) error {
 // batchScripts are the batch scripts, by kind, assembled on first use.
 var batchScripts sync.Map // *algorithms.Kind → *redis.Script
 
-// batchArgs returns a group's KEYS and ARGV for decide_batch.lua.
-func batchArgs(b *batch, g *group) ([]string, []any) {
+// batchArgs returns a group's KEYS and ARGV for decide_batch.lua: each
+// distinct parameter set once, then for each decision the index of its
+// set, its cost and in client-time mode its now.
+func batchArgs(b *batch, g *group, clientTime bool) ([]string, []any) {
 	first := &b.calls[g.calls[0]]
-	width := 2 + paramCount(first.alg)
+	width := paramCount(first.alg)
+	var sets []algorithms.Params
+	var algs []algorithms.Algorithm // one of each set
+	index := make([]int, len(g.calls))
+	for i, ci := range g.calls {
+		alg := b.calls[ci].alg
+		j := slices.Index(sets, alg.Params())
+		if j < 0 {
+			j = len(sets)
+			sets, algs = append(sets, alg.Params()), append(algs, alg)
+		}
+		index[i] = j + 1
+	}
 	keys := make([]string, len(g.calls))
-	args := make([]any, 0, 3+width*len(g.calls))
-	args = append(args, first.at, 0, width)
+	args := make([]any, 0, 4+width*len(sets)+3*len(g.calls))
+	args = append(args, first.at, 0, len(sets), width)
+	for _, alg := range algs {
+		args = appendParams(args, alg)
+	}
 	for i, ci := range g.calls {
 		c := &b.calls[ci]
 		keys[i] = c.key
-		args = appendParams(append(args, c.at, c.cost), c.alg)
+		args = append(args, index[i], c.cost)
+		if clientTime {
+			args = append(args, c.at)
+		}
 	}
 	return keys, args
 }
@@ -297,7 +327,7 @@ func (co *coalescer) settle(b *batch, g *group, err error) {
 			c.err = fmt.Errorf("%w: %v", store.ErrUnavailable, f[1])
 			continue
 		}
-		c.res, c.err = parseReply(f, c.alg.MaxCost(), c.notBefore)
+		c.res, c.err = parseFields(f, c.alg.MaxCost(), c.notBefore)
 	}
 }
 

@@ -22,7 +22,7 @@ type BatchDecision struct {
 func DecideBatch(ctx context.Context, s *Store, ds []BatchDecision) ([]algorithms.Result, []error) {
 	co := s.co
 	if co == nil {
-		co = newCoalescer(s.client, 1)
+		co = newCoalescer(s.client, 1, s.clientTime)
 	}
 	b := &batch{done: make(chan struct{})}
 	for _, d := range ds {
@@ -49,3 +49,6 @@ func DenyCacheLen(s *Store) int {
 	}
 	return n
 }
+
+// SetDrainers sets how many batches are sent at once, for measurements.
+func SetDrainers(n int) { drainers = n }

@@ -20,11 +20,20 @@ var ErrMalformedReply = errors.New("storeredis: malformed script reply")
 // made at (the caller's now in client-time mode, else 0). It is the only place
 // replies are parsed.
 func parseReply(reply any, limit, notBefore int64) (algorithms.Result, error) {
-	bad := func(format string, args ...any) (algorithms.Result, error) {
-		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply %v)", store.ErrUnavailable, ErrMalformedReply, fmt.Sprintf(format, args...), reply)
-	}
 	fields, ok := reply.([]any)
-	if !ok || len(fields) != 5 {
+	if !ok {
+		return algorithms.Result{}, fmt.Errorf("%w: %w: want an array of 5 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
+	}
+	return parseFields(fields, limit, notBefore)
+}
+
+// parseFields is parseReply for a reply already known to be an array, such
+// as one decision's five fields in a batch's reply.
+func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error) {
+	bad := func(format string, args ...any) (algorithms.Result, error) {
+		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply %v)", store.ErrUnavailable, ErrMalformedReply, fmt.Sprintf(format, args...), fields)
+	}
+	if len(fields) != 5 {
 		return bad("want an array of 5 integers")
 	}
 	var v [5]int64

@@ -4,7 +4,10 @@
 //
 // Every decision is one EVALSHA of the algorithm's Lua script, which runs the
 // same step as the algorithm's Go Decide inside Redis, atomically: Go never
-// reads state and writes it back. A script missing from Redis's cache (after a
+// reads state and writes it back. Concurrent decisions share round trips,
+// several decided by one script call (WithCoalescing), and a repeated
+// request that a recent denial still covers is denied without one
+// (WithDenyCache). A script missing from Redis's cache (after a
 // restart, a failover or SCRIPT FLUSH) is sent again with EVAL, which runs it
 // and caches it: that one decision takes two round trips, every later one
 // takes one again.
@@ -223,7 +226,7 @@ func New(client Client, opts ...Option) *Store {
 		o.apply(s)
 	}
 	if s.coalesce > 0 {
-		s.co = newCoalescer(client, s.coalesce)
+		s.co = newCoalescer(client, s.coalesce, s.clientTime)
 	}
 	if s.denyCache > 0 {
 		s.deny = newDenyCache(s.denyCache)

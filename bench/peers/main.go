@@ -1,12 +1,17 @@
 // Command peers runs ratewise and the libraries users would pick instead in
 // one run, on the same throwaway Redis and machine, with the same quota
-// (1,000 per minute per key), and prints what each costs and ratewise's
-// ratio against it:
+// (1,000 per minute per key), and prints what each costs and the ratio of
+// each ratewise row against each other row of its group:
 //
-//   - GCRA on Redis: ratewise vs go-redis/redis_rate and throttled (CAS);
+//   - GCRA on Redis: ratewise as configured by default (coalescing and the
+//     deny cache), without the deny cache, and with neither, vs
+//     go-redis/redis_rate, redis_rate over go-redis's auto-pipeliner, and
+//     throttled (CAS);
 //   - fixed window on Redis: ratewise vs ulule/limiter;
-//   - in memory: ratewise's token bucket vs x/time/rate (one limiter per key
-//     in a sharded map) and sethvargo/go-limiter's memorystore.
+//   - the exact sliding log on Redis: the compact log vs the sorted set;
+//   - in memory: ratewise's token bucket, GCRA, fixed window and sliding
+//     logs vs x/time/rate (one limiter per key in a sharded map) and
+//     sethvargo/go-limiter's memorystore.
 //
 // This is its own module, so the peers never enter ratewise's go.mod.
 //
@@ -63,6 +68,7 @@ type contender struct {
 
 type result struct {
 	perSecHot, perSecMany float64
+	deniedHot             float64 // share of the hot key's decisions denied
 	p99Hot, p99Many       time.Duration
 	errors                int64
 	redisBytes            float64 // per key
@@ -121,9 +127,11 @@ func run(quick bool) error {
 		before := trips.Load()
 		var decisions int64
 		var n, e int64
-		n, e, r.p99Hot = drive(ctx, c, keys[:1], d)
+		var denied int64
+		n, e, denied, r.p99Hot = drive(ctx, c, keys[:1], d)
 		r.perSecHot, r.errors, decisions = float64(n)/d.Seconds(), e, n
-		n, e, r.p99Many = drive(ctx, c, keys, d)
+		r.deniedHot = float64(denied) / float64(max(n, 1))
+		n, e, _, r.p99Many = drive(ctx, c, keys, d)
 		r.perSecMany, r.errors, decisions = float64(n)/d.Seconds(), r.errors+e, decisions+n
 		if c.redisKey != nil {
 			r.trips = float64(trips.Load()-before) / float64(decisions)
@@ -154,11 +162,43 @@ func build(rdb *redis.Client) ([]contender, error) {
 	}
 	cs = append(cs, contender{group: "GCRA on Redis", name: "ratewise GCRA", ratewise: true,
 		allow: allowOf(rwGCRA), redisKey: rwKey(rwGCRA.Algorithm())})
+	// The same without the deny cache (coalescing only), and with neither:
+	// what each adds.
+	for _, v := range []struct {
+		name string
+		opts []storeredis.Option
+	}{
+		{"ratewise GCRA, no deny cache", []storeredis.Option{storeredis.WithDenyCache(0)}},
+		{"ratewise GCRA, neither", []storeredis.Option{storeredis.WithDenyCache(0), storeredis.WithCoalescing(0)}},
+	} {
+		l, err := ratewise.New(storeredis.New(rdb, v.opts...), rwGCRA.Algorithm())
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, contender{group: "GCRA on Redis", name: v.name, ratewise: true,
+			allow: allowOf(l), redisKey: rwKey(rwGCRA.Algorithm())})
+	}
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.Limit{Rate: perMinute, Burst: perMinute, Period: time.Minute}
 	cs = append(cs, contender{group: "GCRA on Redis", name: "redis_rate",
 		allow: func(ctx context.Context, key string) (bool, error) {
 			res, err := rr.Allow(ctx, key, rrLimit)
+			if err != nil {
+				return false, err
+			}
+			return res.Allowed > 0, nil
+		},
+		redisKey: func(k string) string { return "rate:" + k }})
+	// redis_rate over go-redis's auto-pipeliner: what pipelining alone gives
+	// a limiter of one script call per decision.
+	ap, err := rdb.AutoPipeline()
+	if err != nil {
+		return nil, err
+	}
+	rrPiped := redis_rate.NewLimiter(ap)
+	cs = append(cs, contender{group: "GCRA on Redis", name: "redis_rate, auto-pipelined",
+		allow: func(ctx context.Context, key string) (bool, error) {
+			res, err := rrPiped.Allow(ctx, key, rrLimit)
 			if err != nil {
 				return false, err
 			}
@@ -199,6 +239,24 @@ func build(rdb *redis.Client) ([]contender, error) {
 		},
 		redisKey: func(k string) string { return ulule.DefaultPrefix + ":" + k }})
 
+	// The exact sliding logs on Redis: the compact log against the sorted
+	// set, both ratewise's.
+	for _, v := range []struct {
+		name string
+		alg  algorithms.Algorithm
+		main bool
+	}{
+		{"ratewise compact log", algorithms.CompactLog{Limit: perMinute, Window: time.Minute}, true},
+		{"ratewise sorted-set log", algorithms.SlidingLog{Limit: perMinute, Window: time.Minute}, false},
+	} {
+		l, err := ratewise.New(storeredis.New(rdb), v.alg)
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, contender{group: "sliding log on Redis", name: v.name, ratewise: v.main,
+			allow: allowOf(l), redisKey: rwKey(v.alg)})
+	}
+
 	// Token bucket in memory.
 	rwMemory := func() func(ctx context.Context, key string) (bool, error) {
 		l, _ := ratewise.New(storememory.New(), algorithms.TokenBucket{Capacity: perMinute, Refill: algorithms.PerMinute(perMinute)})
@@ -206,6 +264,19 @@ func build(rdb *redis.Client) ([]contender, error) {
 	}
 	cs = append(cs, contender{group: "token bucket in memory", name: "ratewise token bucket", ratewise: true,
 		allow: rwMemory(), fresh: rwMemory})
+	for _, alg := range []algorithms.Algorithm{
+		algorithms.GCRA{Rate: algorithms.PerMinute(perMinute), Burst: perMinute},
+		algorithms.FixedWindow{Limit: perMinute, Window: time.Minute},
+		algorithms.SlidingLog{Limit: perMinute, Window: time.Minute},
+		algorithms.CompactLog{Limit: perMinute, Window: time.Minute},
+	} {
+		fresh := func() func(ctx context.Context, key string) (bool, error) {
+			l, _ := ratewise.New(storememory.New(), alg)
+			return allowOf(l)
+		}
+		cs = append(cs, contender{group: "token bucket in memory", name: "ratewise " + alg.Name(), ratewise: true,
+			allow: fresh(), fresh: fresh})
+	}
 	xMemory := func() func(ctx context.Context, key string) (bool, error) {
 		m := newShardedRate(rate.Every(time.Minute/perMinute), perMinute)
 		return func(_ context.Context, key string) (bool, error) { return m.allow(key), nil }
@@ -269,9 +340,9 @@ func (s *shardedRate) allow(key string) bool {
 }
 
 // drive runs callers goroutines over keys for d and returns the decisions
-// made, the errors, and the p99 latency.
-func drive(ctx context.Context, c contender, keys []string, d time.Duration) (int64, int64, time.Duration) {
-	var done, failed atomic.Int64
+// made, the errors, the denials and the p99 latency.
+func drive(ctx context.Context, c contender, keys []string, d time.Duration) (int64, int64, int64, time.Duration) {
+	var done, failed, denied atomic.Int64
 	var mu sync.Mutex
 	var all []time.Duration
 	deadline := time.Now().Add(d)
@@ -283,13 +354,16 @@ func drive(ctx context.Context, c contender, keys []string, d time.Duration) (in
 			for time.Now().Before(deadline) {
 				i++
 				t := time.Now()
-				_, err := c.allow(ctx, keys[i%len(keys)])
+				ok, err := c.allow(ctx, keys[i%len(keys)])
 				lat = append(lat, time.Since(t))
 				if err != nil {
 					failed.Add(1)
 					continue
 				}
 				done.Add(1)
+				if !ok {
+					denied.Add(1)
+				}
 			}
 			mu.Lock()
 			all = append(all, lat...)
@@ -302,7 +376,7 @@ func drive(ctx context.Context, c contender, keys []string, d time.Duration) (in
 	if len(all) > 0 {
 		p99 = all[len(all)*99/100]
 	}
-	return done.Load(), failed.Load(), p99
+	return done.Load(), failed.Load(), denied.Load(), p99
 }
 
 // commands returns every command Redis ran since RESETSTAT, scripts' inner
@@ -357,34 +431,34 @@ func heap() uint64 {
 }
 
 func printTables(cs []contender, rs map[string]result) {
-	fmt.Println("| group | limiter | decisions/s, hot key | decisions/s, 100,000 keys | p99, hot key | p99, 100,000 keys | errors | Redis B/key | Redis commands/decision | Redis µs/decision | round trips/decision | heap B/key |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	fmt.Println("| group | limiter | decisions/s, hot key | denied, hot key | decisions/s, 100,000 keys | p99, hot key | p99, 100,000 keys | errors | Redis B/key | Redis commands/decision | Redis µs/decision | round trips/decision | heap B/key |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, c := range cs {
 		r := rs[c.name]
-		fmt.Printf("| %s | %s | %.0f | %.0f | %v | %v | %d | %s | %s | %s | %s | %s |\n", c.group, c.name, r.perSecHot, r.perSecMany,
+		fmt.Printf("| %s | %s | %.0f | %.0f%% | %.0f | %v | %v | %d | %s | %s | %s | %s | %s |\n", c.group, c.name, r.perSecHot, 100*r.deniedHot, r.perSecMany,
 			r.p99Hot, r.p99Many, r.errors,
-			opt(r.redisBytes, "%.0f"), opt(r.commands, "%.2f"), opt(r.serverMicros, "%.1f"), opt(r.trips, "%.2f"), opt(r.heapBytes, "%.0f"))
+			opt(r.redisBytes, "%.0f"), opt(r.commands, "%.2f"), opt(r.serverMicros, "%.1f"), opt(r.trips, "%.3f"), opt(r.heapBytes, "%.0f"))
 	}
 	fmt.Println()
-	fmt.Println("Ratios, ratewise ÷ peer (decisions/s: above 1 is better for ratewise; latency, bytes and commands: below 1 is better):")
+	fmt.Println("Ratios, ratewise ÷ other (decisions/s: above 1 is better for ratewise; latency, bytes, commands and Redis time: below 1 is better):")
 	fmt.Println()
-	fmt.Println("| group | peer | decisions/s, hot | decisions/s, 100k keys | p99, hot | p99, 100k keys | Redis B/key | commands/decision | heap B/key |")
-	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-	for _, c := range cs {
-		if c.ratewise {
+	fmt.Println("| group | ratewise | other | decisions/s, hot | decisions/s, 100k keys | p99, hot | p99, 100k keys | Redis B/key | commands/decision | Redis µs/decision | heap B/key |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+	for _, rwc := range cs {
+		if !rwc.ratewise {
 			continue
 		}
-		var rw result
-		for _, o := range cs {
-			if o.ratewise && o.group == c.group {
-				rw = rs[o.name]
+		rw := rs[rwc.name]
+		for _, c := range cs {
+			if c.ratewise || c.group != rwc.group {
+				continue
 			}
+			p := rs[c.name]
+			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.group, rwc.name, c.name,
+				ratio(rw.perSecHot, p.perSecHot), ratio(rw.perSecMany, p.perSecMany),
+				ratio(float64(rw.p99Hot), float64(p.p99Hot)), ratio(float64(rw.p99Many), float64(p.p99Many)),
+				ratio(rw.redisBytes, p.redisBytes), ratio(rw.commands, p.commands), ratio(rw.serverMicros, p.serverMicros), ratio(rw.heapBytes, p.heapBytes))
 		}
-		p := rs[c.name]
-		fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.group, c.name,
-			ratio(rw.perSecHot, p.perSecHot), ratio(rw.perSecMany, p.perSecMany),
-			ratio(float64(rw.p99Hot), float64(p.p99Hot)), ratio(float64(rw.p99Many), float64(p.p99Many)),
-			ratio(rw.redisBytes, p.redisBytes), ratio(rw.commands, p.commands), ratio(rw.heapBytes, p.heapBytes))
 	}
 }
 

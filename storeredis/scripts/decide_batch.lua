@@ -6,11 +6,13 @@
 --
 -- KEYS[i]  decision i's key; one key may come more than once
 -- ARGV[1]  '' to decide every decision at Redis's TIME, read once, or a
---          number for client time, each decision then giving its own
+--          number for client time, each decision then giving its own now
 -- ARGV[2]  ignored (the prelude reads it as a cost)
--- ARGV[3]  w, the number of values per decision that follow
--- ARGV[4…] for each decision in turn, w values: its now (ignored on Redis's
---          clock), its cost, then its parameters (as in decide.lua)
+-- ARGV[3]  m, the number of parameter sets, and ARGV[4] w, the parameters
+--          in each (as in decide.lua: limit, window, then burst or
+--          sub-windows); then the m sets, w values each
+-- then     for each decision in turn: the index of its parameter set (from
+--          1), its cost, and in client time its now
 -- Reply    {allowed, remaining, retry_after, reset_after, at} for each
 --          decision, flattened; a decision that raised an error replies
 --          {-1, message, 0, 0, 0} instead, and the others are unaffected
@@ -19,22 +21,29 @@
 -- exactly as if each had been its own script: the batch is atomic as a
 -- whole, which is more than each needs.
 
-local w = tonumber(ARGV[3])
 local clientTime = ARGV[1] ~= ''
+local m, w = tonumber(ARGV[3]), tonumber(ARGV[4])
+local sets = {}
+for j = 0, m - 1 do
+  local b = 5 + j * w
+  local set = {}
+  for x = 1, w do set[x] = tonumber(ARGV[b + x - 1]) end
+  sets[j + 1] = set
+end
+local first, width = 5 + m * w, 2
+if clientTime then width = 3 end
 
-local function one(i, base)
-  if clientTime then now = tonumber(ARGV[base]) end
+local function one(i)
+  local base = first + (i - 1) * width
+  local p = sets[tonumber(ARGV[base])]
   cost = tonumber(ARGV[base + 1])
+  if clientTime then now = tonumber(ARGV[base + 2]) end
   need = cost
   if cost <= 0 then need = max(-cost, 1) end
   local key = KEYS[i]
   local state
   if read then state = read(key) else state = redis.call('GET', key) end
-  local p3, p4
-  if w > 4 then p3 = tonumber(ARGV[base + 4]) end
-  if w > 5 then p4 = tonumber(ARGV[base + 5]) end
-  local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state,
-    tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), p3, p4)
+  local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state, p[1], p[2], p[3], p[4])
   if new then
     if write then write(key, new, aux, aux2, aux3) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
   end
@@ -43,7 +52,7 @@ end
 
 local reply, n = {}, 0
 for i = 1, #KEYS do
-  local ok, a, b, c, d, e = pcall(one, i, 4 + (i - 1) * w)
+  local ok, a, b, c, d, e = pcall(one, i)
   if not ok then
     -- Redis 7 raises a table {err = message}; older versions a string.
     local message = a

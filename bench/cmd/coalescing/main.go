@@ -2,10 +2,11 @@
 // decisions (storeredis.WithCoalescing) does to GCRA on a throwaway Redis,
 // side by side in one run: decisions per second, p50 and p99 latency, round
 // trips and Redis µs per decision, at several numbers of concurrent callers,
-// on one hot key (about half denied) and on 100,000 keys (none denied), for
-// coalescing off and for several round trips in flight.
+// on one hot key (nearly all denied once its burst is used) and on 100,000
+// keys (none denied), for coalescing off and at several thresholds. The deny
+// cache is off, so that every decision reaches Redis; -denycache turns it on.
 //
-//	go run ./bench/cmd/coalescing [-d 1s] [-callers 1,2,4,8,16,64]
+//	go run ./bench/cmd/coalescing [-d 1s] [-callers 1,2,4,8,16,64] [-inflight 0,1,2,4]
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,7 +36,25 @@ func main() {
 	d := flag.Duration("d", time.Second, "time per cell")
 	callerList := flag.String("callers", "1,2,4,8,16,64", "numbers of concurrent callers, comma-separated")
 	inFlight := flag.String("inflight", "0,1,2,4", "WithCoalescing values to compare, comma-separated (0 is off)")
+	only := flag.String("keys", "", `"hot" or "many" to measure only one key set`)
+	denyCache := flag.Bool("denycache", false, "leave the deny cache on, as by default")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the client to this file")
 	flag.Parse()
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "coalescing:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	keySets = *only
+	if *denyCache {
+		denyCacheSize = storeredis.DefaultDenyCache
+	}
 	callers, err := ints(*callerList)
 	if err == nil {
 		var modes []int
@@ -43,6 +63,7 @@ func main() {
 		}
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "coalescing:", err)
 		os.Exit(2)
 	}
@@ -62,6 +83,12 @@ func ints(list string) ([]int, error) {
 
 const manyKeys = 100_000
 
+// keySets is -keys.
+var keySets string
+
+// denyCacheSize is the deny cache's size: 0 unless -denycache.
+var denyCacheSize int
+
 func run(d time.Duration, callers, modes []int) error {
 	srv, err := redistest.Start()
 	if err != nil {
@@ -75,8 +102,12 @@ func run(d time.Duration, callers, modes []int) error {
 	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	defer admin.Close()
 	info, _ := admin.Info(ctx, "server").Result()
-	fmt.Printf("Redis %s, %d cores, %v per cell, GCRA 1000 per minute burst 1000; `go run ./bench/cmd/coalescing`\n\n",
-		redisinfo.Field(info, "redis_version"), runtime.NumCPU(), d)
+	cache := "off"
+	if denyCacheSize > 0 {
+		cache = "on"
+	}
+	fmt.Printf("Redis %s, %d cores, %v per cell, GCRA 1000 per minute burst 1000, deny cache %s; `go run ./bench/cmd/coalescing`\n\n",
+		redisinfo.Field(info, "redis_version"), runtime.NumCPU(), d, cache)
 
 	keys := make([]string, manyKeys)
 	for i := range keys {
@@ -88,6 +119,9 @@ func run(d time.Duration, callers, modes []int) error {
 		name string
 		keys []string
 	}{{"hot key", keys[:1]}, {"100,000", keys}} {
+		if keySets == "hot" && len(set.keys) > 1 || keySets == "many" && len(set.keys) == 1 {
+			continue
+		}
 		for _, n := range callers {
 			var off float64
 			for _, mode := range modes {
@@ -95,7 +129,7 @@ func run(d time.Duration, callers, modes []int) error {
 					return err
 				}
 				admin.ConfigResetStat(ctx)
-				l, err := ratewise.New(storeredis.New(rdb, storeredis.WithCoalescing(mode)),
+				l, err := ratewise.New(storeredis.New(rdb, storeredis.WithCoalescing(mode), storeredis.WithDenyCache(denyCacheSize)),
 					algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000})
 				if err != nil {
 					return err
@@ -121,7 +155,7 @@ func run(d time.Duration, callers, modes []int) error {
 				}
 				label := "off"
 				if mode > 0 {
-					label = fmt.Sprintf("%d in flight", mode)
+					label = fmt.Sprintf("on, %d alone", mode)
 				}
 				ratio := "–"
 				if off > 0 {
