@@ -55,10 +55,10 @@ const maxBatch = 128
 // coalescer shares round trips between concurrent decisions (see
 // WithCoalescing).
 type coalescer struct {
-	client  Client
+	client     Client
 	cluster    bool // group by hash slot, not only by algorithm
 	clientTime bool // each decision sends its own now
-	limit   int  // decisions sent alone at once before decisions queue
+	limit      int  // decisions sent alone at once before decisions queue
 
 	mu       sync.Mutex
 	inFlight int    // decisions sent alone; requires mu
