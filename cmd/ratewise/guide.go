@@ -246,5 +246,5 @@ var guideReading = `## Reading the figures
 - The memory store and Redis must make the same decisions on every request;
   the run stops with an error if they do not.
 - **cmds** is the Redis commands the script ran per decision, besides the
-  one EVALSHA round trip every decision takes.
+  EVALSHA that carries it.
 `
