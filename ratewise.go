@@ -212,6 +212,9 @@ func (l *Limiter) refund(ctx context.Context, key string, alg algorithms.Algorit
 	if n <= 0 {
 		return Result{}, fmt.Errorf("%w: a refund must be > 0, got %d", ErrInvalidCost, n)
 	}
+	if pr, ok := l.store.(store.PrefixRefunder); ok && l.prefix != "" {
+		return pr.RefundPrefixed(ctx, l.prefix, key, alg, l.clock.Now(), charged.At, n)
+	}
 	return rf.Refund(ctx, l.prefix+key, alg, l.clock.Now(), charged.At, n)
 }
 
@@ -224,6 +227,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	alg, err := l.AlgorithmFor(ctx, key)
 	if err != nil {
 		return err
+	}
+	if ps, ok := l.store.(store.PrefixDecider); ok && l.prefix != "" {
+		return ps.ResetPrefixed(ctx, l.prefix, key, alg)
 	}
 	return l.store.Reset(ctx, l.prefix+key, alg)
 }
@@ -274,6 +280,11 @@ func checkAlgorithm(alg algorithms.Algorithm) error {
 func (l *Limiter) decide(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
+	}
+	if l.prefix != "" {
+		if ps, ok := l.store.(store.PrefixDecider); ok {
+			return ps.DecidePrefixed(ctx, l.prefix, key, alg, l.clock.Now(), cost) // joins no strings
+		}
 	}
 	return l.store.Decide(ctx, l.prefix+key, alg, l.clock.Now(), cost)
 }

@@ -89,11 +89,20 @@ func (a FixedWindow) Refund(state State, now, at time.Time, n int64) (State, boo
 
 // Decide runs one fixed-window step; see Algorithm.Decide.
 func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
+	st, res := a.step(stateAs[*FixedWindowState](a.Name(), state), now, cost)
+	if st == nil {
+		return nil, res
+	}
+	return st, res
+}
+
+// step is Decide on the state's own type. It returns st, updated when a
+// request is admitted, or a new state if st was nil.
+func (a FixedWindow) step(st *FixedWindowState, now time.Time, cost int64) (*FixedWindowState, Result) {
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
 	start, at := t-floorMod(t, w), t
 	var count int64
-	st := stateAs[*FixedWindowState](a.Name(), state)
 	if st != nil {
 		// A window later than now's means the clock stepped back: keep
 		// counting in it, so nothing extra gets through.
@@ -120,9 +129,6 @@ func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Resu
 	res.Remaining = max(0, a.Limit-count)
 	if count > 0 {
 		res.ResetAfter = duration(start + w - t)
-	}
-	if st == nil {
-		return nil, res
 	}
 	return st, res
 }

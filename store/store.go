@@ -126,6 +126,26 @@ type Refunder interface {
 	Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
 }
 
+// PrefixDecider is an optional capability: a store that takes a key in two
+// parts, a prefix (a limiter's namespace and its separator) and the rest, so
+// that a limiter need not join them, and allocate, on every decision. Each
+// method behaves exactly as its counterpart given prefix+key: the state is
+// one, however the key is split.
+type PrefixDecider interface {
+	// DecidePrefixed is Decide for the key prefix+key.
+	DecidePrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
+
+	// ResetPrefixed is Reset for the key prefix+key.
+	ResetPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm) error
+}
+
+// PrefixRefunder is an optional capability: Refunder with the key in two
+// parts, as PrefixDecider takes it.
+type PrefixRefunder interface {
+	// RefundPrefixed is Refund for the key prefix+key.
+	RefundPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
+}
+
 // CheckReserve checks a reservation as Decide's inputs are checked, with a
 // cost of at least 1 (a booking is a request, never an inspection), and
 // that alg can book (algorithms.Reserver).

@@ -1,22 +1,36 @@
 // Package storememory is the in-memory ratewise store, for unit tests and
 // single processes.
 //
-// It keeps each key's state in one of 256 shards, each holding one map per
-// algorithm and scope (see algorithms.Scope) behind its own mutex, so
-// unrelated keys rarely contend and there is no global lock. It
-// reads no clock: the time of every decision is the now its caller passes, so
-// a limiter with an injected clock drives it completely and tests never
-// sleep. State expires Result.ResetAfter after the decision that wrote it,
-// the moment it can no longer affect a decision; expired entries are dropped,
-// ExpiryGrace later, by an incremental sweep that costs O(1) amortised per
-// decision, so memory stays bounded under key churn without a background
-// goroutine.
+// It keeps each key's state in one of 256 shards, each holding one table per
+// algorithm and scope (see algorithms.Scope) behind its own read-write
+// lock, so unrelated keys rarely contend and there is no global lock. A
+// table is an open-addressing hash index over dense entries: a decision
+// finds its key once and updates the entry in place. The states of the
+// algorithms that pack (algorithms.Packer: the fixed window, token bucket
+// and GCRA) live inline in the entry, so that deciding allocates nothing and
+// an idle key costs about 44 bytes besides the key itself. Keys are hashed
+// and compared in two parts when a limiter has a namespace
+// (store.PrefixDecider), so nothing is joined per decision either.
+// Inspections, and the denials that a key over its limit mostly gets, change
+// nothing, so they take the read lock, or, on a packed state the shard keeps
+// denying, no lock at all: a hot key's callers do not queue.
+//
+// It reads no clock: the time of every decision is the now its caller
+// passes, so a limiter with an injected clock drives it completely and tests
+// never sleep. State expires Result.ResetAfter after the decision that wrote
+// it, the moment it can no longer affect a decision; expired entries are
+// dropped, ExpiryGrace later, by an incremental sweep that costs O(1)
+// amortised per decision, so memory stays bounded under key churn without a
+// background goroutine.
 package storememory
 
 import (
 	"context"
 	"hash/maphash"
+	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -24,49 +38,145 @@ import (
 )
 
 var (
-	_ store.Store       = (*Store)(nil)
-	_ store.TTLReporter = (*Store)(nil)
-	_ store.SetDecider  = (*Store)(nil)
-	_ store.Reserver    = (*Store)(nil)
+	_ store.Store          = (*Store)(nil)
+	_ store.TTLReporter    = (*Store)(nil)
+	_ store.SetDecider     = (*Store)(nil)
+	_ store.Reserver       = (*Store)(nil)
+	_ store.Refunder       = (*Store)(nil)
+	_ store.PrefixDecider  = (*Store)(nil)
+	_ store.PrefixRefunder = (*Store)(nil)
 )
 
 const (
 	shardCount = 256
 	// minSweepOps keeps tiny shards from being swept on every decision.
 	minSweepOps = 64
+	// minQuietSweepOps is the fewest decisions that changed nothing and
+	// found nothing expired after which a shard sweeps: a sweep takes the
+	// write lock, which a hot key's callers, deciding under the read lock or
+	// none, should seldom meet.
+	minQuietSweepOps = 1024
+	quietSample      = 16
 )
 
 // Store is the in-memory store. Its zero value is not usable; call New. It is
 // safe for concurrent use.
 type Store struct {
+	shards [shardCount]shard // first, so that shards start on a cache line
 	seed   maphash.Seed
-	shards [shardCount]shard
 }
 
+// shard is 384 bytes, six cache lines: one that every decision reads and
+// few write, one that writers write, and one per reader slot, so that a hot
+// key's denials, which take no lock and write nothing (see hot), find the
+// first in their core's cache, and readers on two cores mostly write lines
+// of their own (see TestShardLayout).
 type shard struct {
-	mu sync.Mutex
-	// tables, opsSinceSweep and sweepAfter require mu held.
-	tables        []table
-	opsSinceSweep int
-	sweepAfter    int
-	// Keeps neighbouring shards' mutexes off one cache line.
-	_ [64]byte
+	// hot is a copy of the packed state of a key the shard keeps denying,
+	// so that its denials take no lock at all. Every write lock forgets it
+	// (see lock).
+	hot atomic.Pointer[hotEntry]
+	// tables require the read lock (rlock, or mu to read) to read, and
+	// the write lock (lock) to write.
+	tables []*table
+	// sweepAfter requires mu held to write.
+	sweepAfter atomic.Int64
+	// denying is whether the last request of cost 1 decided under the write
+	// lock was denied: the next is then first inspected under the read lock
+	// (see decide).
+	denying atomic.Bool
+	// writing is set while a writer holds mu (see rlock).
+	writing atomic.Bool
+	_       [16]byte
+
+	// mu is held to write for decisions that may change state, and to read
+	// by readers that find a writer (see rlock).
+	mu sync.RWMutex
+	// opsSinceSweep counts decisions (see tick).
+	opsSinceSweep atomic.Int64
+	// lastDenied is the hash of the last key denied under the read lock: a
+	// key denied twice in a row there becomes hot.
+	lastDenied atomic.Uint64
+	_          [24]byte
+
+	// readers count the readers that hold the read lock without mu, one
+	// cache line each (see rlock).
+	readers [readerSlots]struct {
+		n atomic.Int32
+		_ [60]byte
+	}
 }
 
-// table holds one algorithm's entries for one scope. A store rarely serves
-// more than a few, so a shard finds the table by a linear scan, and the map
-// key is the bare key: 16 bytes less per entry than keying by (algorithm,
-// key).
-type table struct {
-	id      tableID
-	entries map[string]entry
-	// peak is the most entries the table held at a sweep since its map
-	// was last made (see sweepIfDue).
-	peak int
+// readerSlots is how many counters a shard's readers spread over: a
+// hot key's callers on different cores mostly count on different cache
+// lines, where one reader count, as in sync.RWMutex, would pass between
+// the cores on every decision.
+const readerSlots = 4
+
+// rlock takes the read lock: it counts the reader in a slot chosen at
+// random, and if a writer holds mu, takes mu to read instead. It returns
+// what runlock needs. The slot is counted before writing is read, and
+// writing set before a writer reads the slots (lock), so that either the
+// reader sees the writer or the writer waits for the reader.
+func (sh *shard) rlock() int {
+	i := int(rand.Uint32() % readerSlots)
+	sh.readers[i].n.Add(1)
+	if !sh.writing.Load() {
+		return i
+	}
+	sh.readers[i].n.Add(-1)
+	sh.mu.RLock()
+	return -1
+}
+
+// runlock releases what rlock took.
+func (sh *shard) runlock(i int) {
+	if i < 0 {
+		sh.mu.RUnlock()
+		return
+	}
+	sh.readers[i].n.Add(-1)
+}
+
+// excludeReaders marks mu held to write and waits for the readers that
+// hold the read lock without it. Requires sh.mu held to write.
+func (sh *shard) excludeReaders() {
+	sh.writing.Store(true)
+	for i := range sh.readers {
+		for sh.readers[i].n.Load() != 0 {
+			runtime.Gosched() // a reader holds it for one inspection
+		}
+	}
+}
+
+// unlock releases the write lock.
+func (sh *shard) unlock() {
+	sh.writing.Store(false)
+	sh.mu.Unlock()
+}
+
+// hotEntry is a packed entry as it stood when published; it never changes.
+type hotEntry struct {
+	t   *table
+	key string
+	w   algorithms.Words
+	tag int64
+}
+
+// lock takes the write lock, and forgets the hot entry, which the writer
+// may change: a decision that took no lock after this must see the write.
+func (sh *shard) lock() {
+	sh.mu.Lock()
+	sh.excludeReaders()
+	if sh.hot.Load() != nil {
+		sh.hot.Store(nil)
+	}
 }
 
 // tableID tells apart state that must never mix: the algorithm and its
-// scope.
+// scope. A store rarely serves more than a few, so a shard finds a table by
+// a linear scan, and an entry holds the bare key: 16 bytes less per entry
+// than keying by (algorithm, key).
 type tableID struct {
 	kind  *algorithms.Kind
 	scope algorithms.Scope
@@ -76,47 +186,92 @@ func idOf(alg algorithms.Algorithm) tableID {
 	return tableID{kind: alg.Kind(), scope: alg.Scope()}
 }
 
-type entry struct {
-	state   algorithms.State
-	expires int64 // Unix nanoseconds after which state no longer matters
-}
-
 // New returns an empty store.
 func New() *Store {
 	s := &Store{seed: maphash.MakeSeed()}
 	for i := range s.shards {
-		s.shards[i].sweepAfter = minSweepOps
+		s.shards[i].sweepAfter.Store(minSweepOps)
 	}
 	return s
 }
 
-func (s *Store) shard(key string) *shard {
-	return &s.shards[maphash.String(s.seed, key)%shardCount]
+// hash returns the hash of prefix+key, without joining them.
+func (s *Store) hash(prefix, key string) uint64 {
+	if prefix == "" {
+		return maphash.String(s.seed, key)
+	}
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(prefix)
+	h.WriteString(key)
+	return h.Sum64()
 }
 
-// entries returns the table for id, creating it if create is set; nil if
-// absent. Requires sh.mu held.
-func (sh *shard) entries(id tableID, create bool) map[string]entry {
+// shard returns the shard of the key whose hash is h; the table index uses
+// the hash's higher bits.
+func (s *Store) shard(h uint64) *shard { return &s.shards[h%shardCount] }
+
+// table returns the table for alg's kind and scope, creating it if create
+// is set; nil if absent. Requires a read lock, or the write lock (lock) if
+// create is set.
+func (sh *shard) table(alg algorithms.Algorithm, seed maphash.Seed, create bool) *table {
+	id := idOf(alg)
 	for _, t := range sh.tables {
 		if t.id == id {
-			return t.entries
+			return t
 		}
 	}
 	if !create {
 		return nil
 	}
-	m := make(map[string]entry)
-	sh.tables = append(sh.tables, table{id: id, entries: m})
-	return m
+	t := newTable(id, alg, seed)
+	sh.tables = append(sh.tables, t)
+	return t
 }
 
-// len returns the entries in all tables. Requires sh.mu held.
+// len returns the entries in all tables. Requires a read lock.
 func (sh *shard) len() int {
 	n := 0
 	for _, t := range sh.tables {
-		n += len(t.entries)
+		n += t.n
 	}
 	return n
+}
+
+// cursor is a key's place in a table: what find returned, and where keep
+// writes. A nil table holds nothing.
+type cursor struct {
+	t           *table
+	h           uint64
+	prefix, key string
+	slot, pos   int
+}
+
+// find looks prefix+key up in alg's table, creating the table if create is
+// set. Requires a read lock, or the write lock if create is set.
+func (sh *shard) find(h uint64, prefix, key string, alg algorithms.Algorithm, seed maphash.Seed, create bool) cursor {
+	c := cursor{t: sh.table(alg, seed, create), h: h, prefix: prefix, key: key, pos: -1}
+	if c.t != nil {
+		c.slot, c.pos = c.t.find(h, prefix, key)
+	}
+	return c
+}
+
+// state returns the key's state if it still counts at now (Unix
+// nanoseconds), or nil.
+func (c *cursor) state(now int64) algorithms.State {
+	if c.t == nil {
+		return nil
+	}
+	return c.t.state(c.pos, now)
+}
+
+// keep records the state a decision of cost at now left (see table.keep).
+// The cursor's table must exist when cost > 0.
+func (c *cursor) keep(state algorithms.State, res algorithms.Result, now, cost int64) {
+	if c.t != nil {
+		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, cost)
+	}
 }
 
 // Decide runs alg's decision step on key's state under the key's shard lock.
@@ -124,44 +279,110 @@ func (sh *shard) len() int {
 // store.ErrUnsupported; an invalid algorithm, cost or time is an error from
 // algorithms.CheckDecision.
 func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	return s.decide(ctx, "", key, alg, now, cost)
+}
+
+// DecidePrefixed is Decide for the key prefix+key (see store.PrefixDecider).
+func (s *Store) DecidePrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	return s.decide(ctx, prefix, key, alg, now, cost)
+}
+
+func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
 	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
 		return algorithms.Result{}, err
 	}
-	id := idOf(alg)
 	t := now.UnixNano()
-	sh := s.shard(key)
+	h := s.hash(prefix, key)
+	sh := s.shard(h)
+	// An inspection changes nothing, and neither does a denial of cost 1
+	// (algorithms.Algorithm.Decide) unless a log drops expired records in it
+	// (algorithms.DenialKeeper); such denials are what a key over its limit
+	// mostly sees. Both are decided under the read lock, or none for a
+	// packed state (see hot), so a hot key's callers run in parallel. A
+	// denial of cost 1 gets the Result of an inspection as a request of cost
+	// 1, which is the same.
+	if cost == 1 {
+		// A hot key's denial: the entry as it stood at the last write
+		// lock, which is the state now.
+		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, prefix, key) {
+			if res := alg.(algorithms.Packer).Inspect(hot.w, hot.tag, now, -1); !res.Allowed {
+				return res, nil // not counted (see tick)
+			}
+		}
+	}
+	if cost <= 0 || cost == 1 && sh.denying.Load() {
+		r := sh.rlock()
+		res, done, expired := sh.inspect(h, prefix, key, alg, t, now, cost)
+		sh.runlock(r)
+		if done {
+			sh.sweepIfDue(!expired, t)
+			return res, nil
+		}
+	}
 
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	entries := sh.entries(id, true)
-	state, res := alg.Decide(load(entries, key, t), now, cost)
-	keep(entries, key, state, res, t, cost)
-	sh.sweepIfDue(t)
+	sh.lock()
+	defer sh.unlock()
+	c := sh.find(h, prefix, key, alg, s.seed, true)
+	state, res := alg.Decide(c.state(t), now, cost)
+	c.keep(state, res, t, cost)
+	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
+		sh.denying.Store(d)
+	}
+	if sh.tick(false) {
+		sh.sweep(t)
+	}
 	return res, nil
 }
 
-// load returns key's state in entries, or nil when it has none or its
-// state no longer counts at t (Unix nanoseconds).
-func load(entries map[string]entry, key string, t int64) algorithms.State {
-	if e, ok := entries[key]; ok && e.expires > t {
-		return e.state
+// inspect decides a cost <= 0, or a cost of 1 as an inspection of cost -1,
+// on key's state at now (t in Unix nanoseconds), without changing anything.
+// done is false when a request of cost 1 would be admitted, which must be
+// decided under the write lock; expired is whether it found an entry that
+// no longer counts, for a sweep to drop. Requires the read lock (rlock).
+func (sh *shard) inspect(h uint64, prefix, key string, alg algorithms.Algorithm, t int64, now time.Time, cost int64) (res algorithms.Result, done, expired bool) {
+	ask := min(cost, -cost)
+	tb, pos := sh.table(alg, maphash.Seed{}, false), -1
+	if tb != nil {
+		_, pos = tb.find(h, prefix, key)
 	}
-	return nil
+	switch {
+	case pos < 0 || tb.expires(pos) <= t:
+		expired = pos >= 0
+		_, res = alg.Decide(nil, now, ask)
+	case tb.at(pos).w[0] == boxed:
+		st := *tb.box(pos, false)
+		if dk, ok := alg.(algorithms.DenialKeeper); cost > 0 && (!ok || !dk.KeepsDenied(st, now)) {
+			// A log's denial drops the records that expired, which a
+			// request with an earlier clock reading could still count: it
+			// is a write.
+			return res, false, false
+		}
+		_, res = alg.Decide(st, now, ask)
+	default:
+		// Not table.state, whose scratch state is for the write lock; and
+		// alg's own parameters, not the table's packer's.
+		e := tb.at(pos)
+		res = alg.(algorithms.Packer).Inspect(e.w, tb.tag, now, ask)
+		if cost == 1 && !res.Allowed {
+			sh.denied(h, tb, e)
+		}
+	}
+	return res, cost <= 0 || !res.Allowed, expired
 }
 
-// keep records the state a decision of cost at t left, which counts for
-// res.ResetAfter. An inspection changes nothing: not even an expired entry
-// goes, since a request whose clock reading is behind may still need it.
-func keep(entries map[string]entry, key string, state algorithms.State, res algorithms.Result, t, cost int64) {
-	switch {
-	case cost <= 0:
-	case state == nil || res.ResetAfter <= 0:
-		delete(entries, key)
-	default:
-		entries[key] = entry{state: state, expires: t + int64(res.ResetAfter)}
+// denied notes that a request of cost 1 was denied on the packed entry e,
+// whose key's hash is h, and makes it hot when the last one denied was it
+// too. Requires the read lock (rlock), so that no write comes in between.
+func (sh *shard) denied(h uint64, tb *table, e *entry) {
+	if sh.lastDenied.Load() != h {
+		sh.lastDenied.Store(h)
+		return
+	}
+	if hot := sh.hot.Load(); hot == nil || hot.t != tb || hot.key != e.key {
+		sh.hot.Store(&hotEntry{t: tb, key: e.key, w: e.w, tag: tb.tag})
 	}
 }
 
@@ -176,13 +397,16 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 		return algorithms.Result{}, 0, err
 	}
 	t := now.UnixNano()
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	entries := sh.entries(idOf(alg), true)
-	state, res, delay := r.Reserve(load(entries, key, t), now, cost, maxWait)
-	keep(entries, key, state, res, t, cost)
-	sh.sweepIfDue(t)
+	h := s.hash("", key)
+	sh := s.shard(h)
+	sh.lock()
+	defer sh.unlock()
+	c := sh.find(h, "", key, alg, s.seed, true)
+	state, res, delay := r.Reserve(c.state(t), now, cost, maxWait)
+	c.keep(state, res, t, cost)
+	if sh.tick(false) {
+		sh.sweep(t)
+	}
 	return res, delay, nil
 }
 
@@ -199,15 +423,20 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		return nil, err
 	}
 	t := now.UnixNano()
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+	h := s.hash("", key)
+	sh := s.shard(h)
+	sh.lock()
+	defer sh.unlock()
 	results := make([]algorithms.Result, len(algs))
 	states := make([]algorithms.State, len(algs))
+	cursors := make([]cursor, len(algs))
 	all := true
 	inspect := min(cost, -cost) // an inspection as the request, which changes nothing
 	for i, alg := range algs {
-		states[i] = load(sh.entries(idOf(alg), false), key, t)
+		// Each algorithm has its own table (CheckSet), so a packed state
+		// unpacked here stays as it is until it is charged below.
+		cursors[i] = sh.find(h, "", key, alg, s.seed, cost > 0)
+		states[i] = cursors[i].state(t)
 		_, results[i] = alg.Decide(states[i], now, inspect)
 		all = all && results[i].Allowed
 	}
@@ -219,16 +448,28 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 			continue // it would admit, but the set does not: not charged
 		}
 		state, res := alg.Decide(states[i], now, cost)
-		keep(sh.entries(idOf(alg), true), key, state, res, t, cost)
+		cursors[i].keep(state, res, t, cost)
 		results[i] = res
 	}
-	sh.sweepIfDue(t)
+	if sh.tick(false) {
+		sh.sweep(t)
+	}
 	return results, nil
 }
 
 // Refund gives back n units that a request admitted at time at was charged
 // (see store.Refunder), under the key's shard lock.
 func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	return s.refund(ctx, "", key, alg, now, at, n)
+}
+
+// RefundPrefixed is Refund for the key prefix+key (see
+// store.PrefixRefunder).
+func (s *Store) RefundPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	return s.refund(ctx, prefix, key, alg, now, at, n)
+}
+
+func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -236,11 +477,12 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 		return algorithms.Result{}, err
 	}
 	t := now.UnixNano()
-	sh := s.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	entries := sh.entries(idOf(alg), false)
-	state := load(entries, key, t)
+	h := s.hash(prefix, key)
+	sh := s.shard(h)
+	sh.lock()
+	defer sh.unlock()
+	c := sh.find(h, prefix, key, alg, s.seed, false)
+	state := c.state(t)
 	if state == nil {
 		_, res := alg.Decide(nil, now, 0)
 		return res, nil
@@ -248,13 +490,13 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	state, changed := alg.Refund(state, now, at, n)
 	_, res := alg.Decide(state, now, 0)
 	if changed {
-		keep(entries, key, state, res, t, n)
+		c.keep(state, res, t, n)
 	}
 	return res, nil
 }
 
 // minShrink is the fewest entries a table must have held at a sweep for a
-// later sweep to copy what is left into a smaller map.
+// later sweep to give it an index and chunk lists of its present size.
 const minShrink = 1024
 
 // ExpiryGrace is how long an entry is kept after it stops counting, before
@@ -266,44 +508,72 @@ const minShrink = 1024
 // reason.
 const ExpiryGrace = time.Second
 
-// sweepIfDue drops expired entries once the shard has seen as many decisions
-// as it kept entries after its last sweep. A sweep then visits at most twice
-// that many entries, so it costs O(1) amortised per decision, and a shard
-// holds at most its live entries plus the decisions since the last sweep.
-// The threshold is fixed at sweep time: under churn the map grows with every
-// decision, so comparing against its current size would never fire.
-// Requires sh.mu held.
-func (sh *shard) sweepIfDue(now int64) {
-	sh.opsSinceSweep++
-	if sh.opsSinceSweep < sh.sweepAfter {
-		return
-	}
-	for i := range sh.tables {
-		t := &sh.tables[i]
-		t.peak = max(t.peak, len(t.entries))
-		for k, e := range t.entries {
-			if e.expires <= now-int64(ExpiryGrace) {
-				delete(t.entries, k)
-			}
+// tick counts a decision and reports whether the shard is due a sweep: once
+// it has seen as many decisions as it kept entries after its last sweep. A
+// sweep then visits at most twice that many entries, so it costs O(1)
+// amortised per decision, and a shard holds at most its live entries plus
+// the decisions since the last sweep. The threshold is fixed at sweep time:
+// under churn the tables grow with every decision, so comparing against
+// their current size would never fire. A quiet decision, one that changed
+// nothing and found nothing expired, makes a sweep due only after
+// minQuietSweepOps, so that a hot key's callers seldom meet the write lock,
+// and a hot key's denials without a lock are not counted at all, so that
+// they write nothing shared: none of them adds an entry or finds one
+// expired.
+func (sh *shard) tick(quiet bool) bool {
+	d := int64(1)
+	if quiet {
+		// Counted a quietSample-th of the time, quietSample at once, so
+		// that a hot key's callers seldom write the count.
+		if rand.Uint32()%quietSample != 0 {
+			return false
 		}
-		// Go maps never shrink: a table that once held many more keys than
-		// it holds now, even if they went over several sweeps, is copied
-		// into a map of its present size, so memory comes back after a
-		// wave of keys has passed.
-		if t.peak >= minShrink && len(t.entries) <= t.peak/4 {
-			smaller := make(map[string]entry, len(t.entries))
-			for k, e := range t.entries {
-				smaller[k] = e
-			}
-			t.entries, t.peak = smaller, len(smaller)
-		}
+		d = quietSample
 	}
-	sh.opsSinceSweep = 0
-	sh.sweepAfter = max(sh.len(), minSweepOps)
+	n := sh.opsSinceSweep.Add(d)
+	if quiet {
+		return n >= max(sh.sweepAfter.Load(), minQuietSweepOps)
+	}
+	return n >= sh.sweepAfter.Load()
+}
+
+// sweepIfDue counts a decision made under the read lock or none, and
+// sweeps if that makes a sweep due and the write lock is free: if not, a
+// later decision will. Requires sh.mu not held.
+func (sh *shard) sweepIfDue(quiet bool, now int64) {
+	if sh.tick(quiet) && sh.mu.TryLock() {
+		// The hot entry stays: a sweep drops only entries that stopped
+		// counting, whose copies then count no more either.
+		sh.excludeReaders()
+		sh.sweep(now)
+		sh.unlock()
+	}
+}
+
+// sweep drops expired entries, if a sweep is still due. Requires the write
+// lock: mu held to write, and readers excluded.
+func (sh *shard) sweep(now int64) {
+	if sh.opsSinceSweep.Load() < sh.sweepAfter.Load() {
+		return // another decision swept since its tick
+	}
+	for _, t := range sh.tables {
+		t.sweep(now - int64(ExpiryGrace))
+	}
+	sh.opsSinceSweep.Store(0)
+	sh.sweepAfter.Store(int64(max(sh.len(), minSweepOps)))
 }
 
 // Reset forgets alg's state for key.
 func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+	return s.reset(ctx, "", key, alg)
+}
+
+// ResetPrefixed is Reset for the key prefix+key (see store.PrefixDecider).
+func (s *Store) ResetPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm) error {
+	return s.reset(ctx, prefix, key, alg)
+}
+
+func (s *Store) reset(ctx context.Context, prefix, key string, alg algorithms.Algorithm) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -313,16 +583,20 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 	if err := alg.Validate(); err != nil {
 		return err
 	}
-	id := idOf(alg)
-	sh := s.shard(key)
-	sh.mu.Lock()
-	delete(sh.entries(id, false), key)
-	sh.mu.Unlock()
+	h := s.hash(prefix, key)
+	sh := s.shard(h)
+	sh.lock()
+	defer sh.unlock()
+	if c := sh.find(h, prefix, key, alg, s.seed, false); c.pos >= 0 {
+		c.t.remove(c.slot, c.pos)
+	}
 	return nil
 }
 
 // TTL returns how long after now the store keeps alg's state for key, or 0
-// if it holds none.
+// if it holds none. A state of the algorithms that pack stops counting at a
+// whole microsecond, so its TTL is its ResetAfter less the nanoseconds of
+// the now that wrote it.
 func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
@@ -330,15 +604,15 @@ func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, n
 	if err := algorithms.CheckKind(alg); err != nil {
 		return 0, err
 	}
-	id := idOf(alg)
-	sh := s.shard(key)
-	sh.mu.Lock()
-	e, ok := sh.entries(id, false)[key]
-	sh.mu.Unlock()
-	if !ok {
+	h := s.hash("", key)
+	sh := s.shard(h)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	c := sh.find(h, "", key, alg, s.seed, false)
+	if c.pos < 0 {
 		return 0, nil
 	}
-	return max(0, time.Duration(e.expires-now.UnixNano())), nil
+	return max(0, time.Duration(c.t.expires(c.pos)-now.UnixNano())), nil
 }
 
 // Len returns the number of entries held, including expired ones that the
@@ -347,9 +621,9 @@ func (s *Store) Len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.mu.Lock()
+		sh.mu.RLock()
 		n += sh.len()
-		sh.mu.Unlock()
+		sh.mu.RUnlock()
 	}
 	return n
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,5 +154,53 @@ func TestManyKeysConcurrently(t *testing.T) {
 		if total != 3 {
 			t.Fatalf("key %d admitted %d, want 3", k, total)
 		}
+	}
+}
+
+// TestHotKeyConcurrently runs under -race: goroutines deciding, peeking at
+// and refunding one key, which soon denies without a lock (the hot entry)
+// or under the read lock, admit exactly its limit and what was refunded,
+// under every algorithm.
+func TestHotKeyConcurrently(t *testing.T) {
+	const goroutines, tries, limit = 8, 100, 50
+	for _, k := range algorithms.Kinds() {
+		alg, err := k.Nominal(limit, time.Minute, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(k.Name(), func(t *testing.T) {
+			s := storememory.New()
+			var admitted, refunded atomic.Int64
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					for i := range tries {
+						res, err := s.Decide(ctx, "hot", alg, t0, 1)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if res.Allowed {
+							admitted.Add(1)
+							if g == 0 && i%4 == 0 {
+								if _, err := s.Refund(ctx, "hot", alg, t0, res.At, 1); err != nil {
+									t.Error(err)
+									return
+								}
+								refunded.Add(1)
+							}
+						}
+						if _, err := s.Decide(ctx, "hot", alg, t0, 0); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if got, want := admitted.Load(), limit+refunded.Load(); got != want {
+				t.Fatalf("admitted %d, want the limit %d and the %d refunded", got, limit, refunded.Load())
+			}
+		})
 	}
 }

@@ -1,0 +1,138 @@
+package algorithms_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// history drives two copies of one key's state through the same random
+// requests, under two limits of one scope, with a clock that sometimes steps
+// back, and calls probe before each request with both copies, equal. probe
+// may decide on them, the same on each.
+func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algorithms.Algorithm, a, b *algorithms.State, now time.Time)) {
+	t.Helper()
+	var algs []algorithms.Algorithm
+	for _, l := range []int64{limit, 3 * limit} {
+		alg, err := k.Nominal(l, time.Second, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		algs = append(algs, alg)
+	}
+	rng := rand.New(rand.NewPCG(2, uint64(limit)))
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	var a, b algorithms.State
+	for range 2000 {
+		switch r := rng.IntN(10); {
+		case r < 6:
+			now = now.Add(time.Duration(rng.Int64N(60_000_000)))
+		case r < 7:
+			now = now.Add(-time.Duration(rng.Int64N(30_000_000)))
+		}
+		alg := algs[rng.IntN(2)]
+		probe(alg, &a, &b, now)
+		cost := 1 + rng.Int64N(alg.MaxCost())
+		if rng.IntN(2) == 0 {
+			cost = 1
+		}
+		a, _ = alg.Decide(a, now, cost)
+		b, _ = alg.Decide(b, now, cost)
+	}
+}
+
+// When KeepsDenied says so, a denial of cost 1 returns the state as it was,
+// and the Result an inspection as a request of cost 1 returns; and it says
+// so whenever the denial would change nothing.
+func TestKeepsDenied(t *testing.T) {
+	for _, k := range algorithms.Kinds() {
+		for _, limit := range []int64{7, 20} {
+			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
+				var denials, kept int
+				history(t, k, limit, func(alg algorithms.Algorithm, a, b *algorithms.State, now time.Time) {
+					keeps := alg.(algorithms.DenialKeeper).KeepsDenied(*a, now)
+					_, inspected := alg.Decide(*b, now, -1)
+					after, res := alg.Decide(*a, now, 1)
+					unchanged := reflect.DeepEqual(after, *b)
+					if !res.Allowed && keeps != unchanged {
+						t.Fatalf("at %v: KeepsDenied %v, but the denial left the state unchanged: %v (%+v, was %+v)", now, keeps, unchanged, after, *b)
+					}
+					*a = after
+					*b, _ = alg.Decide(*b, now, 1)
+					if res.Allowed {
+						return
+					}
+					denials++
+					if keeps {
+						kept++
+						if res != inspected {
+							t.Fatalf("at %v: a denial of cost 1 gave %+v, an inspection as one %+v", now, res, inspected)
+						}
+					}
+				})
+				if kept == 0 || kept == denials && k.Family() == algorithms.FamilyLog {
+					t.Fatalf("%d denials, %d kept the state: the test must see both", denials, kept)
+				}
+			})
+		}
+	}
+}
+
+// A state that packs unpacks to itself, and Inspect on the words returns
+// what Decide returns on the state; the first word is when the state stops
+// counting: from then on it decides as no state.
+func TestPackRoundTrip(t *testing.T) {
+	for _, k := range algorithms.Kinds() {
+		for _, limit := range []int64{7, 20} {
+			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
+				packed := 0
+				history(t, k, limit, func(alg algorithms.Algorithm, pa, pb *algorithms.State, now time.Time) {
+					a, b := *pa, *pb
+					p, ok := alg.(algorithms.Packer)
+					if !ok || a == nil {
+						return
+					}
+					w, tag, ok := p.Pack(a)
+					if !ok {
+						return
+					}
+					packed++
+					if got := p.Unpack(w, tag, nil); !reflect.DeepEqual(got, a) {
+						t.Fatalf("Unpack(Pack(%+v)) = %+v", a, got)
+					}
+					for _, cost := range []int64{0, -1, -alg.MaxCost()} {
+						_, want := alg.Decide(b, now, cost)
+						if got := p.Inspect(w, tag, now, cost); got != want {
+							t.Fatalf("Inspect(%v, cost %d) = %+v, Decide: %+v", now, cost, got, want)
+						}
+					}
+					end := time.UnixMicro(w[0])
+					for _, at := range []time.Time{end, end.Add(time.Second)} {
+						if at.Before(now) {
+							continue
+						}
+						_, want := alg.Decide(nil, at, 1)
+						if _, got := alg.Decide(p.Unpack(w, tag, nil), at, 1); got != want {
+							t.Fatalf("at %v, from when %+v stops counting: %+v, with no state %+v", at, a, got, want)
+						}
+					}
+				})
+				if _, isPacker := mustNominal(t, k).(algorithms.Packer); isPacker && packed == 0 {
+					t.Fatal("no state packed: the test tests nothing")
+				}
+			})
+		}
+	}
+}
+
+func mustNominal(t *testing.T, k *algorithms.Kind) algorithms.Algorithm {
+	alg, err := k.Nominal(1, time.Second, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return alg
+}

@@ -1,0 +1,114 @@
+package storememory_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+// A decision on a key the store holds allocates nothing, under every
+// algorithm, admitted or denied, peeked at, on the store alone or through a
+// limiter with a namespace: the state is updated where it lies, a packed
+// one unpacked into memory the store owns, and the namespace is hashed and
+// compared beside the key, not joined to it.
+func TestDecisionsAllocateNothing(t *testing.T) {
+	for _, k := range algorithms.Kinds() {
+		alg, err := k.Nominal(1000, time.Minute, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Run(k.Name(), func(t *testing.T) {
+			s := storememory.New()
+			// The clock stands still: requests of a log share one record,
+			// which its state then never outgrows.
+			clock := ratewisetest.NewClock(t0)
+			l, err := ratewise.New(s, alg, ratewise.WithNamespace("api"), ratewise.WithClock(clock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, key := range []string{"alice", "bob"} {
+				if _, err := l.Allow(ctx, key); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.Decide(ctx, key, alg, t0, 1); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, tc := range []struct {
+				name string
+				run  func()
+			}{
+				{"limiter/admitted", func() { l.Allow(ctx, "alice") }},
+				{"limiter/peek", func() { l.Peek(ctx, "alice") }},
+				{"store/admitted", func() { s.Decide(ctx, "alice", alg, t0, 1) }},
+				{"store/peek", func() { s.Decide(ctx, "alice", alg, t0, 0) }},
+				{"limiter/denied", func() { l.Allow(ctx, "bob") }},
+				{"store/denied", func() { s.Decide(ctx, "bob", alg, t0, 1) }},
+			} {
+				if strings.HasSuffix(tc.name, "denied") {
+					// bob has used 1 of 1000 under each name: the rest,
+					// then a few denials for the store to see he is hot.
+					l.AllowN(ctx, "bob", 999)
+					s.Decide(ctx, "bob", alg, t0, 999)
+					for range 3 {
+						tc.run()
+					}
+					if res, _ := l.Peek(ctx, "bob"); res.Remaining != 0 {
+						t.Fatalf("bob has %d left under the limiter, want 0", res.Remaining)
+					}
+					if res, _ := s.Decide(ctx, "bob", alg, t0, 0); res.Remaining != 0 {
+						t.Fatalf("bob has %d left in the store, want 0", res.Remaining)
+					}
+				}
+				if got := testing.AllocsPerRun(100, tc.run); got != 0 {
+					t.Errorf("%s: %v allocations per run, want 0", tc.name, got)
+				}
+			}
+		})
+	}
+}
+
+// A key given in two parts is the key they join to: the same state,
+// however it is split.
+func TestPrefixedKeyIsTheJoinedKey(t *testing.T) {
+	s := storememory.New()
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
+	for _, step := range []struct {
+		prefix, key string
+		remaining   int64
+	}{
+		{"", "api:alice", 9},
+		{"api:", "alice", 8},
+		{"api:alice", "", 7},
+		{"a", "pi:alice", 6},
+		{"api:", "bob", 9},
+		{"", "api:alicex", 9},
+	} {
+		res, err := s.DecidePrefixed(ctx, step.prefix, step.key, alg, t0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Remaining != step.remaining {
+			t.Fatalf("%q + %q: Remaining %d, want %d", step.prefix, step.key, res.Remaining, step.remaining)
+		}
+	}
+	at, _ := s.Decide(ctx, "api:alice", alg, t0, 0)
+	res, err := s.RefundPrefixed(ctx, "api:", "alice", alg, t0, at.At, 2)
+	if err != nil || res.Remaining != 8 {
+		t.Fatalf("RefundPrefixed: %+v, %v; want Remaining 8", res, err)
+	}
+	if err := s.ResetPrefixed(ctx, "ap", "i:alice", alg); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := s.Decide(ctx, "api:alice", alg, t0, 0); res.Remaining != 10 {
+		t.Fatalf("after ResetPrefixed: %+v, want Remaining 10", res)
+	}
+	if n := s.Len(); n != 2 {
+		t.Fatalf("%d entries, want 2: api:bob and api:alicex", n)
+	}
+}

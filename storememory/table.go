@@ -1,0 +1,326 @@
+package storememory
+
+import (
+	"hash/maphash"
+	"math"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// table holds one algorithm's entries for one scope in one shard: the
+// entries, dense at positions [0, n) in chunks, and an open-addressing index
+// (linear probing) from a key's hash to its position. A decision finds its
+// entry, or the empty slot a new one takes, with one probe sequence, and
+// then updates the entry where it lies. find, at, box and expires require
+// the shard's read lock; every other method, and any call that creates a
+// box, its write lock.
+//
+// A Go map could do neither: it gives no pointer into its values, so an
+// update is a lookup and an assignment, and a slot of a key and a boxed
+// state, with the state's own allocation, cost a GCRA key 88 bytes, where
+// an entry here is 32, plus a chunk's slack and 4 bytes per index slot.
+type table struct {
+	id tableID
+	// packer keeps the states of algorithms that pack (algorithms.Packer)
+	// inline; nil boxes every state. tag is the tag every packed entry
+	// shares, once tagged; a state with another is boxed.
+	packer algorithms.Packer
+	tag    int64
+	tagged bool
+	// scratch is a state the table owns, for a packed entry to be unpacked
+	// into, so that a decision on one allocates nothing; nil until a
+	// decision leaves one spare.
+	scratch algorithms.State
+	seed    maphash.Seed
+
+	// index slots are 0 when empty, and otherwise an entry's position plus
+	// 1 in the low bits (below len(index), a power of 2) and its hash's
+	// high bits above them, so that most probes that miss compare no key.
+	// It is at most 4/5 full (see maxLoad).
+	index  []uint32
+	chunks []*chunk
+	// boxes hold the boxed states, by position, in chunks made on first
+	// use: a table whose states all pack has none.
+	boxes []*[chunkSize]algorithms.State
+	n     int
+	// peak is the most entries the table held at a sweep since it was
+	// last shrunk (see sweep).
+	peak int
+}
+
+// chunkSize is how many entries a chunk holds: a chunk is one 1 KiB
+// allocation, so a table's slack is at most two chunks and entries never
+// move when a table grows.
+const chunkSize = 32
+
+type chunk [chunkSize]entry
+
+// entry is a key and its state: packed (algorithms.Packer), where w[0] >= 0
+// is the microsecond it stops counting from, or boxed, where w[0] is boxed
+// and w[1] the Unix nanosecond it stops counting at.
+type entry struct {
+	// key is the caller's key, or prefix+key joined when the entry was made.
+	key string
+	w   algorithms.Words
+}
+
+const (
+	boxed = -1
+	// maxPacked is the latest microsecond a packed state may stop counting
+	// at and still be a time in nanoseconds; later (no valid state is) it is
+	// boxed.
+	maxPacked = math.MaxInt64 / 1000
+	minIndex  = 8
+)
+
+// underLoad reports whether an index of size slots may hold n entries: at
+// most 4/5 full. Probe runs stay short there, as slots are 4 bytes (16 to a
+// cache line) and carry enough of the hash that a probe rarely compares a
+// key, while at 3/4 a shard's 390 keys of 100,000 would need 1,024 slots
+// rather than 512.
+func underLoad(n, size int) bool { return 5*n <= 4*size }
+
+func newTable(id tableID, alg algorithms.Algorithm, seed maphash.Seed) *table {
+	packer, _ := alg.(algorithms.Packer)
+	return &table{id: id, packer: packer, seed: seed, index: make([]uint32, minIndex)}
+}
+
+func (t *table) at(pos int) *entry { return &t.chunks[pos/chunkSize][pos%chunkSize] }
+
+// box returns where the boxed state at pos is held, making its chunk if
+// create is set; nil if it has none.
+func (t *table) box(pos int, create bool) *algorithms.State {
+	c := pos / chunkSize
+	if c >= len(t.boxes) || t.boxes[c] == nil {
+		if !create {
+			return nil
+		}
+		for len(t.boxes) <= c {
+			t.boxes = append(t.boxes, nil)
+		}
+		t.boxes[c] = new([chunkSize]algorithms.State)
+	}
+	return &t.boxes[c][pos%chunkSize]
+}
+
+// matches reports whether key is prefix+key.
+func matches(key, prefix, rest string) bool {
+	return len(key) == len(prefix)+len(rest) && key[:len(prefix)] == prefix && key[len(prefix):] == rest
+}
+
+// find returns the index slot of the entry for prefix+key, whose hash is h,
+// and its position; if there is none, the empty slot a new entry takes
+// (see insert) and -1.
+func (t *table) find(h uint64, prefix, key string) (slot, pos int) {
+	mask := uint32(len(t.index) - 1)
+	high := uint32(h>>32) &^ mask
+	for i := uint32(h>>8) & mask; ; i = (i + 1) & mask {
+		s := t.index[i]
+		if s == 0 {
+			return int(i), -1
+		}
+		if s&^mask == high {
+			p := int(s&mask) - 1
+			if matches(t.at(p).key, prefix, key) {
+				return int(i), p
+			}
+		}
+	}
+}
+
+// slotOf returns the index slot of the entry at pos, whose hash is h.
+func (t *table) slotOf(h uint64, pos int) int {
+	mask := uint32(len(t.index) - 1)
+	for i := uint32(h>>8) & mask; ; i = (i + 1) & mask {
+		if t.index[i]&mask == uint32(pos+1) {
+			return int(i)
+		}
+	}
+}
+
+func (t *table) hashAt(pos int) uint64 { return maphash.String(t.seed, t.at(pos).key) }
+
+// insert makes an entry for prefix+key, whose hash is h, at slot, the empty
+// slot find returned, and returns its position.
+func (t *table) insert(slot int, h uint64, prefix, key string) int {
+	if !underLoad(t.n+1, len(t.index)) {
+		t.reindex(2 * len(t.index))
+		slot, _ = t.find(h, prefix, key)
+	}
+	pos := t.n
+	if pos == len(t.chunks)*chunkSize {
+		t.chunks = append(t.chunks, new(chunk))
+	}
+	if prefix != "" {
+		key = prefix + key // once per entry; decisions compare the parts
+	}
+	*t.at(pos) = entry{key: key}
+	mask := uint32(len(t.index) - 1)
+	t.index[slot] = uint32(h>>32)&^mask | uint32(pos+1)
+	t.n++
+	return pos
+}
+
+// reindex rebuilds the index with size slots.
+func (t *table) reindex(size int) {
+	t.index = make([]uint32, size)
+	mask := uint32(size - 1)
+	for pos := range t.n {
+		h := t.hashAt(pos)
+		i := uint32(h>>8) & mask
+		for t.index[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.index[i] = uint32(h>>32)&^mask | uint32(pos+1)
+	}
+}
+
+// remove drops the entry at pos, whose index slot is slot; the last entry
+// takes its position.
+func (t *table) remove(slot, pos int) {
+	mask := uint32(len(t.index) - 1)
+	// Backward shift: later slots of the probe run move up unless that
+	// would put them before their home slot.
+	i := uint32(slot)
+	for j := (i + 1) & mask; t.index[j] != 0; j = (j + 1) & mask {
+		home := uint32(t.hashAt(int(t.index[j]&mask)-1)>>8) & mask
+		if (j-home)&mask >= (j-i)&mask {
+			t.index[i] = t.index[j]
+			i = j
+		}
+	}
+	t.index[i] = 0
+	last := t.n - 1
+	if pos != last {
+		ls := t.slotOf(t.hashAt(last), last)
+		t.index[ls] = t.index[ls]&^mask | uint32(pos+1)
+		*t.at(pos) = *t.at(last)
+		var moved algorithms.State
+		if b := t.box(last, false); b != nil {
+			moved = *b
+		}
+		if b := t.box(pos, moved != nil); b != nil {
+			*b = moved
+		}
+	}
+	// Cleared, so that neither the caller's key nor a state stays reachable.
+	*t.at(last) = entry{}
+	if b := t.box(last, false); b != nil {
+		*b = nil
+	}
+	t.n--
+	// A chunk is freed once two lie empty, so that one key coming and
+	// going at a boundary does not make and free a chunk each time.
+	if c := len(t.chunks) - 2; c > 0 && t.n <= c*chunkSize {
+		t.chunks[c+1] = nil
+		t.chunks = t.chunks[:c+1]
+		if len(t.boxes) > c+1 {
+			t.boxes[c+1] = nil
+			t.boxes = t.boxes[:c+1]
+		}
+	}
+}
+
+// expires returns the Unix nanosecond the entry at pos stops counting at.
+// A packed state stops counting at a whole microsecond: its decision's
+// now plus ResetAfter, less the nanoseconds of that now.
+func (t *table) expires(pos int) int64 {
+	e := t.at(pos)
+	if e.w[0] == boxed {
+		return e.w[1]
+	}
+	return e.w[0] * 1000
+}
+
+// state returns the state at pos (-1 for none) if it still counts at now
+// (Unix nanoseconds), or nil. A packed state is unpacked into the table's
+// scratch state, which the caller must not keep past the lock.
+func (t *table) state(pos int, now int64) algorithms.State {
+	if pos < 0 || t.expires(pos) <= now {
+		return nil
+	}
+	e := t.at(pos)
+	if e.w[0] == boxed {
+		return *t.box(pos, false)
+	}
+	t.scratch = t.packer.Unpack(e.w, t.tag, t.scratch)
+	return t.scratch
+}
+
+// keep records the state a decision of cost at now (Unix nanoseconds) left
+// for prefix+key, whose hash is h and whose slot and position (-1 for none)
+// find returned; it counts for res.ResetAfter. An inspection changes
+// nothing: not even an expired entry goes, since a request whose clock
+// reading is behind may still need it.
+func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now, cost int64) {
+	switch {
+	case cost <= 0:
+		return
+	case state == nil || res.ResetAfter <= 0:
+		if pos >= 0 {
+			t.remove(slot, pos)
+		}
+		return
+	}
+	if pos < 0 {
+		pos = t.insert(slot, h, prefix, key)
+	}
+	e := t.at(pos)
+	if t.packer != nil {
+		if w, tag, ok := t.packer.Pack(state); ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
+			t.tag, t.tagged = tag, true
+			e.w = w
+			if b := t.box(pos, false); b != nil {
+				*b = nil
+			}
+			if t.scratch == nil {
+				t.scratch = state // packed, it is the table's to reuse
+			}
+			return
+		}
+	}
+	if state == t.scratch {
+		t.scratch = nil // the box owns it now
+	}
+	e.w = algorithms.Words{boxed, now + int64(res.ResetAfter)}
+	*t.box(pos, true) = state
+}
+
+// sweep drops the entries that stopped counting at or before cutoff (Unix
+// nanoseconds), and shrinks a table left mostly empty.
+func (t *table) sweep(cutoff int64) {
+	t.peak = max(t.peak, t.n)
+	packed := 0
+	// Downwards, so that the entry that takes a dropped one's position has
+	// been looked at.
+	for pos := t.n - 1; pos >= 0; pos-- {
+		switch {
+		case t.expires(pos) <= cutoff:
+			t.remove(t.slotOf(t.hashAt(pos), pos), pos)
+		case t.at(pos).w[0] != boxed:
+			packed++
+		}
+	}
+	if packed == 0 {
+		// States written under another tag, as after a limit's rate count
+		// changed, pack again from their next write.
+		t.tagged = false
+	}
+	// Entries stay dense and empty chunks go as entries do, but the index
+	// and the chunk lists only grow: a table that once held many more keys
+	// than it holds now, even if they went over several sweeps, gets ones
+	// of its present size, so memory comes back after a wave of keys has
+	// passed.
+	if t.peak >= minShrink && t.n <= t.peak/4 {
+		size := minIndex
+		for !underLoad(t.n, size) {
+			size *= 2
+		}
+		t.reindex(size)
+		t.chunks = append([]*chunk(nil), t.chunks...)
+		if t.boxes != nil {
+			t.boxes = append([]*[chunkSize]algorithms.State(nil), t.boxes...)
+		}
+		t.peak = t.n
+	}
+}
