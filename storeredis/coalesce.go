@@ -18,7 +18,7 @@ import (
 // DefaultCoalescing is how many round trips of decisions a store has in
 // flight at once before later decisions wait to share one (see
 // WithCoalescing).
-const DefaultCoalescing = 4
+const DefaultCoalescing = 2
 
 // WithCoalescing sets how many round trips of decisions the store keeps in
 // flight at once; n = 0 turns coalescing off.

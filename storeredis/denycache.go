@@ -3,6 +3,7 @@ package storeredis
 import (
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -48,13 +49,16 @@ type denyCache struct {
 
 type denyShard struct {
 	mu sync.Mutex
-	// entries, limit and gen require mu held.
+	// entries and limit require mu held.
 	entries map[stateID]denial
 	limit   int
+	// n is len(entries), written under mu, so that a shard with nothing
+	// remembered, the usual case, is passed without the lock.
+	n atomic.Int64
 	// gen counts forget calls, so that a denial decided before a Reset
 	// and remembered after it is not kept.
-	gen uint64
-	_   [40]byte // keeps neighbouring shards' mutexes off one cache line
+	gen atomic.Uint64
+	_   [32]byte // keeps neighbouring shards' mutexes off one cache line
 }
 
 // stateID names one Redis key's state: what Store.Key is built from.
@@ -98,6 +102,9 @@ func monotonic() int64 { return int64(time.Since(monoStart) / time.Microsecond) 
 // at clock time t (µs), if one still holds.
 func (c *denyCache) deny(key string, alg algorithms.Algorithm, t int64) (algorithms.Result, bool) {
 	sh := c.shard(key)
+	if sh.n.Load() == 0 {
+		return algorithms.Result{}, false
+	}
 	sh.mu.Lock()
 	d, ok := sh.entries[stateID{key, alg.Kind(), alg.Scope()}]
 	sh.mu.Unlock()
@@ -115,10 +122,7 @@ func (c *denyCache) deny(key string, alg algorithms.Algorithm, t int64) (algorit
 // generation returns the key's shard's count of forget calls, read before
 // a request is sent, for remember.
 func (c *denyCache) generation(key string) uint64 {
-	sh := c.shard(key)
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	return sh.gen
+	return c.shard(key).gen.Load()
 }
 
 // remember records res, a decision of cost that Redis made for a request
@@ -131,10 +135,15 @@ func (c *denyCache) generation(key string) uint64 {
 func (c *denyCache) remember(key string, alg algorithms.Algorithm, res algorithms.Result, cost, sent int64, clientTime bool, gen uint64) {
 	id := stateID{key, alg.Kind(), alg.Scope()}
 	sh := c.shard(key)
+	keep := !res.Allowed && cost == 1
+	if !keep && sh.n.Load() == 0 {
+		return // nothing to drop
+	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if res.Allowed || cost != 1 || sh.gen != gen {
+	if !keep || sh.gen.Load() != gen {
 		delete(sh.entries, id)
+		sh.n.Store(int64(len(sh.entries)))
 		return
 	}
 	// RetryAfter and ResetAfter count from the request's now.
@@ -154,6 +163,7 @@ func (c *denyCache) remember(key string, alg algorithms.Algorithm, res algorithm
 		}
 	}
 	sh.entries[id] = d
+	sh.n.Store(int64(len(sh.entries)))
 }
 
 // forget drops what is remembered for key under alg, before a change this
@@ -163,5 +173,6 @@ func (c *denyCache) forget(key string, alg algorithms.Algorithm) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	delete(sh.entries, stateID{key, alg.Kind(), alg.Scope()})
-	sh.gen++
+	sh.n.Store(int64(len(sh.entries)))
+	sh.gen.Add(1)
 }
