@@ -30,6 +30,7 @@ var rules = []rule{
 	{"refund_concurrency", "64 goroutines that each take a unit and give it back at once leave the key full", refundConcurrency, false},
 	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset, true},
 	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation, true},
+	{"prefix_split", "a store that takes keys in two parts (store.PrefixDecider, store.PrefixRefunder) keeps one state for one joined key, however it is split, and the same state as Decide, Reset and Refund on the joined key", prefixSplit, true},
 	{"scope_isolation", "limiters of one algorithm whose windows or periods differ never share a key's state; limiters that differ only in their limit do", scopeIsolation, true},
 	{"result_fields", "Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, ResetAfter > 0 after an admission, At is not before now", resultFields, false},
 	{"state_expiry", "after ResetAfter the key is back at full capacity and the store keeps its state no longer than ResetAfter (plus the grace it documents)", stateExpiry, false},
@@ -243,6 +244,49 @@ func reset(e *env) {
 	}
 	if err := l.Reset(context.Background(), "never-used"); err != nil {
 		e.fatalf("Reset of an unknown key: %v", err)
+	}
+}
+
+func prefixSplit(e *env) {
+	ps, ok := e.store.(store.PrefixDecider)
+	if !ok {
+		e.t.Skip("the store takes keys whole")
+	}
+	ctx, alg, now := context.Background(), e.c.alg, e.clock.Now()
+	joined := "contract:" + runID + ":" + e.t.Name() + ":ab"
+	cut := len(joined) - 2 // joined[:cut] is the prefix, then "ab"
+	splits := []func() (algorithms.Result, error){
+		func() (algorithms.Result, error) { return ps.DecidePrefixed(ctx, joined[:cut], "ab", alg, now, 1) },
+		func() (algorithms.Result, error) { return ps.DecidePrefixed(ctx, joined[:cut+1], "b", alg, now, 1) },
+		func() (algorithms.Result, error) { return ps.DecidePrefixed(ctx, "", joined, alg, now, 1) },
+		func() (algorithms.Result, error) { return e.store.Decide(ctx, joined, alg, now, 1) },
+	}
+	for i, decide := range splits {
+		res, err := decide()
+		if err != nil {
+			e.fatalf("split %d: %v", i, err)
+		}
+		if want := e.c.limit - int64(i) - 1; !res.Allowed || res.Remaining != want {
+			e.fatalf("split %d, request %d on one joined key: %+v, want admitted with Remaining %d", i, i+1, res, want)
+		}
+	}
+	if pr, ok := e.store.(store.PrefixRefunder); ok && !e.cfg.storeClock {
+		res, err := e.store.Decide(ctx, joined, alg, now, 1)
+		if err != nil || !res.Allowed {
+			e.fatalf("a fifth request: %+v, %v", res, err)
+		}
+		if _, err := pr.RefundPrefixed(ctx, joined[:cut+1], "b", alg, now, res.At, 1); err != nil {
+			e.fatalf("RefundPrefixed: %v", err)
+		}
+		if res, _ := e.store.Decide(ctx, joined, alg, now, 0); res.Remaining != e.c.limit-4 {
+			e.fatalf("after refunding the fifth request split another way: Remaining %d, want %d", res.Remaining, e.c.limit-4)
+		}
+	}
+	if err := ps.ResetPrefixed(ctx, joined[:cut], "ab", alg); err != nil {
+		e.fatalf("ResetPrefixed: %v", err)
+	}
+	if res, _ := e.store.Decide(ctx, joined, alg, now, 0); res.Remaining != e.c.limit {
+		e.fatalf("after ResetPrefixed: Remaining %d on the joined key, want %d", res.Remaining, e.c.limit)
 	}
 }
 
