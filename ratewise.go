@@ -281,10 +281,8 @@ func (l *Limiter) decide(ctx context.Context, key string, alg algorithms.Algorit
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
-	if l.prefix != "" {
-		if ps, ok := l.store.(store.PrefixDecider); ok {
-			return ps.DecidePrefixed(ctx, l.prefix, key, alg, l.clock.Now(), cost) // joins no strings
-		}
+	if ps, ok := l.store.(store.PrefixDecider); ok && l.prefix != "" {
+		return ps.DecidePrefixed(ctx, l.prefix, key, alg, l.clock.Now(), cost) // joins no strings
 	}
 	return l.store.Decide(ctx, l.prefix+key, alg, l.clock.Now(), cost)
 }

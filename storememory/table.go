@@ -286,6 +286,18 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorith
 	*t.box(pos, true) = state
 }
 
+// replace puts state in place of a boxed entry's state, keeping its
+// expiry; a packed entry is left as it is.
+func (t *table) replace(pos int, state algorithms.State) {
+	if t.at(pos).w[0] != boxed || state == nil {
+		return
+	}
+	if state == t.scratch {
+		t.scratch = nil // the box owns it now
+	}
+	*t.box(pos, true) = state
+}
+
 // sweep drops the entries that stopped counting at or before cutoff (Unix
 // nanoseconds), and shrinks a table left mostly empty.
 func (t *table) sweep(cutoff int64) {
