@@ -178,7 +178,7 @@ local function bucket_step(_, raw, count, period, burst)
   -- A denial of cost 1 writes nothing (see algorithms.Algorithm.Decide).
   local new
   if cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest or scount ~= count))) then
-    new = string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count)
+    new = string.format('%d %d %d %d', eff + used, used_f, eff, count)
   end
   return allowed, remaining, retry, reset, at, new, reset, delay
 end
@@ -220,5 +220,5 @@ local function bucket_refund(_, raw, at, count, period, burst)
   else
     used, used_f = 0, 0
   end
-  return string.format('%.0f %.0f %.0f %.0f', eff + used, used_f, eff, count)
+  return string.format('%d %d %d %d', eff + used, used_f, eff, count)
 end

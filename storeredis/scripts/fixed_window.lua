@@ -23,7 +23,7 @@ local function fixed_window_step(_, raw, limit, window)
     allowed = 1
     if cost > 0 then
       count = count + cost
-      new = string.format('%.0f %.0f', start, count)
+      new = string.format('%d %d', start, count)
     end
   else
     retry = start + window - now
@@ -40,7 +40,7 @@ local function fixed_window_refund(_, raw, at, limit, window)
   s, c = tonumber(s), tonumber(c)
   -- The charge's window must be the key's, and not over.
   if not s or not c or c <= 0 or s ~= at - at % window or s + window <= now - now % window then return nil end
-  return string.format('%.0f %.0f', s, c - min(cost, c))
+  return string.format('%d %d', s, c - min(cost, c))
 end
 
 local fixed_window_read, fixed_window_write -- a string: GET and SET
