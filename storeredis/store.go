@@ -36,6 +36,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -237,7 +238,26 @@ func New(client Client, opts ...Option) *Store {
 // Key returns the Redis key that holds alg's state for key, such as
 // "ratewise:sliding_window:1m/6:{alice}" (see algorithms.Scope).
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
-	return s.prefix + alg.Kind().Name() + ":" + alg.Scope().String() + ":{" + escapeKey(key) + "}"
+	return s.prefix + alg.Kind().Name() + ":" + scopeName(alg.Scope()) + ":{" + escapeKey(key) + "}"
+}
+
+// scopeNames caches Scope.String, which formats a duration, for Key: a
+// process sees few scopes and names one on every decision. It keeps the
+// first 1,024 it sees; others are formatted each time.
+var (
+	scopeNames     sync.Map // algorithms.Scope → string
+	scopeNameCount atomic.Int64
+)
+
+func scopeName(sc algorithms.Scope) string {
+	if name, ok := scopeNames.Load(sc); ok {
+		return name.(string)
+	}
+	name := sc.String()
+	if scopeNameCount.Add(1) <= 1024 {
+		scopeNames.Store(sc, name)
+	}
+	return name
 }
 
 // escapeKey makes a key safe inside a hash tag and keeps distinct keys
