@@ -13,7 +13,9 @@
 // (store.PrefixDecider), so nothing is joined per decision either.
 // Inspections, and the denials that a key over its limit mostly gets, change
 // nothing, so they take the read lock, or, on a packed state the shard keeps
-// denying, no lock at all: a hot key's callers do not queue.
+// denying, no lock at all: a hot key's callers do not queue. Publishing such
+// a key's copy is the one allocation a decision may make, once after each
+// write to its shard.
 //
 // It reads no clock: the time of every decision is the now its caller
 // passes, so a limiter with an injected clock drives it completely and tests
