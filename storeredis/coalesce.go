@@ -15,26 +15,26 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// DefaultCoalescing is how many round trips of decisions a store has in
-// flight at once before later decisions wait to share one (see
-// WithCoalescing).
+// DefaultCoalescing is how many decisions a store sends alone at once
+// before later ones queue to share round trips (see WithCoalescing).
 const DefaultCoalescing = 2
 
-// WithCoalescing sets how many round trips of decisions the store keeps in
-// flight at once; n = 0 turns coalescing off.
+// WithCoalescing sets how many decisions the store sends alone at once
+// before later ones queue to share round trips; n = 0 turns coalescing off.
 //
-// While fewer than n are in flight, a decision is sent on its own, at once,
-// exactly as without coalescing, so a caller alone waits for nothing. When
-// n are in flight, later decisions queue, and as each round trip returns,
-// everything queued goes in the next one: on standalone Redis (or Sentinel)
-// one script call per algorithm decides the whole batch, reading TIME once;
-// on Redis Cluster the batch is one script call per hash slot, pipelined, so
-// each node gets one round trip. Each decision is as atomic as alone: the
-// script decides the batch's decisions one after another, each seeing the
-// state the previous left. A round trip that fails reports the error to each
-// decision in it; an error on one key (a foreign value, say) fails only that
-// decision. A caller whose ctx ends while it waits returns at once with
-// ctx's error; its decision may still be made.
+// While nothing is queued and fewer than n decisions are in flight alone, a
+// decision is sent on its own, at once, exactly as without coalescing, so a
+// caller alone waits for nothing. Otherwise it queues, and at most two
+// goroutines send the queue, everything queued in each round trip: on
+// standalone Redis (or Sentinel) one script call per algorithm decides the
+// whole batch, reading TIME once; on Redis Cluster the batch is one script
+// call per hash slot, pipelined, so each node gets one round trip. Each
+// decision is as atomic as alone: the script decides the batch's decisions
+// one after another, each seeing the state the previous left. A round trip
+// that fails reports the error to each decision in it; an error on one key
+// (a foreign value, say) fails only that decision. A caller whose ctx ends
+// while it waits returns at once with ctx's error; its decision may still
+// be made.
 //
 // Only Decide coalesces; Reserve, Refund, DecideSet, Reset and TTL always
 // take their own round trip. Clients other than *redis.Client and
