@@ -42,7 +42,7 @@ func (Miniredis) Open(ctx context.Context) (Instance, error) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	rt := redistest.CountRoundTrips(c)
-	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime())}, nil
+	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime(), storeredis.WithDenyCache(0))}, nil
 }
 
 type miniInstance struct {
@@ -122,7 +122,10 @@ func (r *Redis) Close() { r.client.Close() }
 func (r *Redis) Open(ctx context.Context) (Instance, error) {
 	r.runs++
 	prefix := fmt.Sprintf("%s%d:", r.prefix, r.runs)
-	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithPrefix(prefix), storeredis.WithClientTime())}
+	// The deny cache is off here and in miniredis: the figures are what
+	// each decision of an algorithm costs Redis, which a denial answered
+	// from the cache would hide.
+	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithPrefix(prefix), storeredis.WithClientTime(), storeredis.WithDenyCache(0))}
 	var err error
 	if i.baseCmds, err = r.scriptCommands(ctx); err != nil {
 		return nil, err
