@@ -292,10 +292,18 @@ func hotKeyRealClock(e *env) {
 		wg       sync.WaitGroup
 	)
 	errs := make(chan error, goroutines)
-	deadline := time.Now().Add(run)
+	// The run lasts at least run and until the key has seen 3 limits'
+	// worth of calls, so that a slow store (a Lua interpreter in Go under
+	// the race detector, sharing the machine with other targets) still
+	// reaches the limit; at most 20s.
+	start := time.Now()
+	going := func() bool {
+		since := time.Since(start)
+		return since < run || calls.Load() < 3*limit && since < 20*time.Second
+	}
 	for range goroutines {
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
+			for going() {
 				res, err := l.Allow(context.Background(), "hot")
 				if err != nil {
 					errs <- err
@@ -325,12 +333,12 @@ func hotKeyRealClock(e *env) {
 		}
 	}
 	if len(admitted) < limit {
-		e.fatalf("only %d admitted in %v with a limit of %d per %v", len(admitted), run, limit, window)
+		e.fatalf("only %d admitted in %v with a limit of %d per %v", len(admitted), time.Since(start).Round(time.Millisecond), limit, window)
 	}
 	if most, bound := maxInWindow(admitted, window), e.c.windowBound(admitted, limit, window); most > bound {
 		e.fatalf("%d admitted within %v, over the documented bound %d", most, window, bound)
 	}
-	e.t.Logf("%s: %d calls, %d admitted in %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 admissions beyond its semantics",
+	e.t.Logf("%s: %d calls, %d admitted in at least %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 admissions beyond its semantics",
 		e.t.Name(), calls.Load(), len(admitted), run, window, maxInWindow(admitted, window), limit, e.c.windowBound(admitted, limit, window))
 }
 
