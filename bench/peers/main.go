@@ -25,9 +25,7 @@ import (
 	"hash/maphash"
 	"os"
 	"runtime"
-	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -42,6 +40,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/loadgen"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storememory"
@@ -126,12 +125,14 @@ func run(quick bool) error {
 		}
 		before := trips.Load()
 		var decisions int64
-		var n, e int64
-		var denied int64
-		n, e, denied, r.p99Hot = drive(ctx, c, keys[:1], d)
+		decide := func(key string) (bool, error) { return c.allow(ctx, key) }
+		hot := loadgen.Drive(callers, keys[:1], d, decide)
+		n, e := hot.Decisions, hot.Errors
+		r.p99Hot = hot.P99
 		r.perSecHot, r.errors, decisions = float64(n)/d.Seconds(), e, n
-		r.deniedHot = float64(denied) / float64(max(n, 1))
-		n, e, _, r.p99Many = drive(ctx, c, keys, d)
+		r.deniedHot = float64(hot.Denied) / float64(max(n, 1))
+		many := loadgen.Drive(callers, keys, d, decide)
+		n, e, r.p99Many = many.Decisions, many.Errors, many.P99
 		r.perSecMany, r.errors, decisions = float64(n)/d.Seconds(), r.errors+e, decisions+n
 		if c.redisKey != nil {
 			r.trips = float64(trips.Load()-before) / float64(decisions)
@@ -337,46 +338,6 @@ func (s *shardedRate) allow(key string) bool {
 	}
 	sh.Unlock()
 	return l.Allow()
-}
-
-// drive runs callers goroutines over keys for d and returns the decisions
-// made, the errors, the denials and the p99 latency.
-func drive(ctx context.Context, c contender, keys []string, d time.Duration) (int64, int64, int64, time.Duration) {
-	var done, failed, denied atomic.Int64
-	var mu sync.Mutex
-	var all []time.Duration
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for g := range callers {
-		wg.Go(func() {
-			var lat []time.Duration
-			i := g * 7919
-			for time.Now().Before(deadline) {
-				i++
-				t := time.Now()
-				ok, err := c.allow(ctx, keys[i%len(keys)])
-				lat = append(lat, time.Since(t))
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				done.Add(1)
-				if !ok {
-					denied.Add(1)
-				}
-			}
-			mu.Lock()
-			all = append(all, lat...)
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
-	var p99 time.Duration
-	if len(all) > 0 {
-		p99 = all[len(all)*99/100]
-	}
-	return done.Load(), failed.Load(), denied.Load(), p99
 }
 
 // commands returns every command Redis ran since RESETSTAT, scripts' inner

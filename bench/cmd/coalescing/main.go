@@ -19,14 +19,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/loadgen"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
@@ -135,9 +134,9 @@ func run(d time.Duration, callers, modes []int) error {
 					return err
 				}
 				before := trips.Load()
-				m := drive(ctx, l, set.keys, n, d)
-				if m.errors > 0 {
-					return fmt.Errorf("%d errors with %d callers, coalescing %d", m.errors, n, mode)
+				m := loadgen.Drive(n, set.keys, d, allow(ctx, l))
+				if m.Errors > 0 {
+					return fmt.Errorf("%d errors with %d callers, coalescing %d", m.Errors, n, mode)
 				}
 				stats, err := redisinfo.CommandStats(ctx, admin)
 				if err != nil {
@@ -149,7 +148,7 @@ func run(d time.Duration, callers, modes []int) error {
 						usec += st.Usec
 					}
 				}
-				perSec := float64(m.decisions) / d.Seconds()
+				perSec := float64(m.Decisions) / d.Seconds()
 				if mode == 0 {
 					off = perSec
 				}
@@ -162,8 +161,8 @@ func run(d time.Duration, callers, modes []int) error {
 					ratio = fmt.Sprintf("%.2f", perSec/off)
 				}
 				fmt.Printf("| %s | %d | %s | %.0f | %s | %v | %v | %.3f | %.2f |\n", set.name, n, label, perSec, ratio,
-					m.p50.Round(time.Microsecond), m.p99.Round(time.Microsecond),
-					float64(trips.Load()-before)/float64(m.decisions), float64(usec)/float64(m.decisions))
+					m.P50.Round(time.Microsecond), m.P99.Round(time.Microsecond),
+					float64(trips.Load()-before)/float64(m.Decisions), float64(usec)/float64(m.Decisions))
 			}
 		}
 	}
@@ -228,43 +227,10 @@ func overDenial(ctx context.Context, rdb *redis.Client) error {
 	return nil
 }
 
-type measured struct {
-	decisions, errors int64
-	p50, p99          time.Duration
-}
-
-// drive runs n callers over keys for d, each deciding in a loop.
-func drive(ctx context.Context, l *ratewise.Limiter, keys []string, n int, d time.Duration) measured {
-	var done, failed atomic.Int64
-	var mu sync.Mutex
-	var all []time.Duration
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for g := range n {
-		wg.Go(func() {
-			var lat []time.Duration
-			i := g * 7919
-			for time.Now().Before(deadline) {
-				i++
-				t := time.Now()
-				_, err := l.Allow(ctx, keys[i%len(keys)])
-				lat = append(lat, time.Since(t))
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				done.Add(1)
-			}
-			mu.Lock()
-			all = append(all, lat...)
-			mu.Unlock()
-		})
+// allow is l.Allow as loadgen.Drive calls it.
+func allow(ctx context.Context, l *ratewise.Limiter) func(string) (bool, error) {
+	return func(key string) (bool, error) {
+		res, err := l.Allow(ctx, key)
+		return res.Allowed, err
 	}
-	wg.Wait()
-	slices.Sort(all)
-	m := measured{decisions: done.Load(), errors: failed.Load()}
-	if len(all) > 0 {
-		m.p50, m.p99 = all[len(all)/2], all[len(all)*99/100]
-	}
-	return m
 }

@@ -27,14 +27,13 @@ import (
 	"runtime"
 	"sort"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/loadgen"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
@@ -387,7 +386,11 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 			var decisions, tripsUsed int64
 			for _, callers := range []int{1, 16, 64} {
 				before := trips.Load()
-				n, errs := drive(ctx, l, keyNames[:keys], callers, d)
+				r := loadgen.Drive(callers, keyNames[:keys], d, func(key string) (bool, error) {
+					res, err := l.Allow(ctx, key)
+					return res.Allowed, err
+				})
+				n, errs := r.Decisions, r.Errors
 				if errs > 0 {
 					return fmt.Errorf("%s: %d errors at %d callers", alg.Name(), errs, callers)
 				}
@@ -407,29 +410,6 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 		}
 	}
 	return nil
-}
-
-// drive runs decisions on keys from callers goroutines for d and returns how
-// many completed and how many failed.
-func drive(ctx context.Context, l *ratewise.Limiter, keys []string, callers int, d time.Duration) (int64, int64) {
-	var done, failed atomic.Int64
-	deadline := time.Now().Add(d)
-	var wg sync.WaitGroup
-	for g := range callers {
-		wg.Go(func() {
-			i := g * 7919
-			for time.Now().Before(deadline) {
-				i++
-				if _, err := l.Allow(ctx, keys[i%len(keys)]); err != nil {
-					failed.Add(1)
-					continue
-				}
-				done.Add(1)
-			}
-		})
-	}
-	wg.Wait()
-	return done.Load(), failed.Load()
 }
 
 // ---- helpers ----
