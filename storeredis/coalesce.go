@@ -45,7 +45,7 @@ func WithCoalescing(n int) Option {
 
 // drainers is how many goroutines send queued batches at once, so that
 // Redis runs one batch while the next is written and the last read.
-var drainers = 2
+const drainers = 2
 
 // maxBatch is the most decisions one script call makes: a batch blocks
 // Redis while it runs, like any script, so a long queue is split into

@@ -49,6 +49,3 @@ func DenyCacheLen(s *Store) int {
 	}
 	return n
 }
-
-// SetDrainers sets how many batches are sent at once, for measurements.
-func SetDrainers(n int) { drainers = n }
