@@ -298,11 +298,7 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	checkAt := time.Unix(0, 0) // see clock
-	if s.clientTime {
-		checkAt = now
-	}
-	if err := algorithms.CheckDecision(alg, checkAt, cost); err != nil {
+	if err := algorithms.CheckDecision(alg, s.checkTime(now), cost); err != nil {
 		return algorithms.Result{}, err
 	}
 	if s.deny == nil || cost <= 0 {
@@ -381,7 +377,16 @@ func (s *Store) clock(now time.Time) (arg any, notBefore int64, checkAt time.Tim
 	if s.clientTime {
 		return now.UnixMicro(), now.UnixMicro(), now
 	}
-	return serverTime, 0, time.Unix(0, 0)
+	return serverTime, 0, s.checkTime(now)
+}
+
+// checkTime is clock's checkAt alone, which boxes nothing: Decide checks
+// its input before it knows whether the deny cache answers.
+func (s *Store) checkTime(now time.Time) time.Time {
+	if s.clientTime {
+		return now
+	}
+	return time.Unix(0, 0)
 }
 
 // setScripts are the set scripts, by the names of their kinds in order,
