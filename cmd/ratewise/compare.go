@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/replay"
+	"github.com/ratewise/ratewise/replay/workload"
 )
 
 // compareFlags are compare's flags; guide reuses them.
@@ -35,7 +35,7 @@ type compareFlags struct {
 
 func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workloads, "workload", "all", "comma-separated workloads: "+strings.Join(workload.Names, ", ")+", custom; or all")
-	fs.StringVar(&f.algs, "alg", "all", "comma-separated algorithms: "+strings.Join(sim.AlgorithmNames, ", ")+"; or all")
+	fs.StringVar(&f.algs, "alg", "all", "comma-separated algorithms: "+strings.Join(replay.AlgorithmNames, ", ")+"; or all")
 	fs.StringVar(&f.trace, "trace", "", "replay this file as well: one request per line, `<time> [<key> [<cost>]]`, time in RFC 3339 or seconds")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random workloads; the same seed gives the same traces")
 	fs.Int64Var(&f.limit, "limit", 100, "limit per window, for the custom workload and -trace")
@@ -46,7 +46,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.on, "on", 10*time.Second, "custom workload with -shape bursts: how long each burst lasts")
 	fs.DurationVar(&f.off, "off", 50*time.Second, "custom workload with -shape bursts: the pause between bursts")
 	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at -rate")
-	fs.Int64Var(&f.subWindows, "subwindows", sim.DefaultSubWindows, "sub-windows of the sliding window counter")
+	fs.Int64Var(&f.subWindows, "subwindows", replay.DefaultSubWindows, "sub-windows of the sliding window counter")
 	fs.Int64Var(&f.burst, "burst", 0, "capacity of the token bucket and burst of GCRA, for every workload; 0 means each workload's limit")
 	f.redis.register(fs, "run instead of the embedded miniredis")
 	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store; 0 skips it")
@@ -81,8 +81,8 @@ func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
 // run builds the workloads and targets the flags describe and compares.
-func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*sim.Report, error) {
-	algs, err := sim.ParseAlgorithms(f.algs)
+func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*replay.Report, error) {
+	algs, err := replay.ParseAlgorithms(f.algs)
 	if err != nil {
 		return nil, err
 	}
@@ -104,20 +104,20 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*s
 		return nil, err
 	}
 	if second == nil {
-		second = sim.Miniredis{}
+		second = replay.Miniredis{}
 	}
 	defer second.Close()
-	return f.compareOn(ctx, workloads, algs, []sim.Target{sim.Memory{}, second}, stderr, live)
+	return f.compareOn(ctx, workloads, algs, []replay.Target{replay.Memory{}, second}, stderr, live)
 }
 
 // compareOn compares on the given targets.
-func (f *compareFlags) compareOn(ctx context.Context, workloads []*workload.Workload, algs []string, targets []sim.Target, stderr io.Writer, live bool) (*sim.Report, error) {
+func (f *compareFlags) compareOn(ctx context.Context, workloads []*workload.Workload, algs []string, targets []replay.Target, stderr io.Writer, live bool) (*replay.Report, error) {
 	p := newProgress(stderr, live)
 	defer p.finish()
-	return sim.Compare(ctx, sim.Config{
-		Workloads: workloads, Algorithms: algs, Options: sim.Options{SubWindows: f.subWindows, Burst: f.burst}, Targets: targets,
+	return replay.Compare(ctx, replay.Config{
+		Workloads: workloads, Algorithms: algs, Options: replay.Options{SubWindows: f.subWindows, Burst: f.burst}, Targets: targets,
 		Timed: f.timed, TimedKeys: 10_000, SeriesPoints: 600,
-		Goroutines: func(t sim.Target) int {
+		Goroutines: func(t replay.Target) int {
 			if t.Name() == "memory" {
 				return f.concurrency
 			}

@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/replay/workload"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
+	"github.com/ratewise/ratewise/replay"
 )
 
 // guideExamples are the recommend runs docs/choosing.md shows: exact limits
@@ -45,17 +45,17 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	second, measureOn := sim.Target(sim.Miniredis{}), sim.Target(sim.Memory{})
+	second, measureOn := replay.Target(replay.Miniredis{}), replay.Target(replay.Memory{})
 	if redisTarget != nil {
 		defer redisTarget.Close()
 		second, measureOn = redisTarget, redisTarget
 	}
-	f := compareFlags{seed: 1, subWindows: sim.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16}
+	f := compareFlags{seed: 1, subWindows: replay.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16}
 	workloads, err := workload.All(f.seed)
 	if err != nil {
 		return err
 	}
-	rep, err := f.compareOn(ctx, workloads, sim.AlgorithmNames, []sim.Target{sim.Memory{}, second}, stderr, live)
+	rep, err := f.compareOn(ctx, workloads, replay.AlgorithmNames, []replay.Target{replay.Memory{}, second}, stderr, live)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprint(&b, "## Speed\n\n")
 	one.Reset()
-	timings := &sim.Report{Timings: rep.Timings, TimedLimit: rep.TimedLimit, TimedWindow: rep.TimedWindow}
+	timings := &replay.Report{Timings: rep.Timings, TimedLimit: rep.TimedLimit, TimedWindow: rep.TimedWindow}
 	if err := report.Write(&one, timings, "markdown"); err != nil {
 		return err
 	}
@@ -153,8 +153,8 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // onlyWorkload is the part of rep about one workload.
-func onlyWorkload(rep *sim.Report, name string) *sim.Report {
-	out := &sim.Report{Targets: rep.Targets}
+func onlyWorkload(rep *replay.Report, name string) *replay.Report {
+	out := &replay.Report{Targets: rep.Targets}
 	for _, wl := range rep.Workloads {
 		if wl.Name == name {
 			out.Workloads = append(out.Workloads, wl)

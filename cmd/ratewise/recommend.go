@@ -10,7 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
+	"github.com/ratewise/ratewise/replay"
 )
 
 func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -43,12 +43,12 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	if target == nil {
-		target = sim.Memory{}
+		target = replay.Memory{}
 	}
 	defer target.Close()
 	p := newProgress(stderr, isTerminal(stdout) && isTerminal(stderr))
 	n := 0
-	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, len(sim.AlgorithmNames)+1, what) })
+	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, len(replay.AlgorithmNames)+1, what) })
 	p.finish()
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func writeRecommendation(w io.Writer, in recommend.Input, m *recommend.Measureme
 		t.Header = append(t.Header, "× limit "+wl)
 	}
 	t.Header = append(t.Header, "false admits", "false denials")
-	for _, name := range sim.AlgorithmNames {
+	for _, name := range replay.AlgorithmNames {
 		f := m.Figures[name]
 		row := []string{name, recommend.Bytes(f.BytesPerKey), recommend.Bytes(f.TotalBytes(in.Keys)), report.Latency(f.P50), report.Latency(f.P99)}
 		for _, wl := range m.Workloads {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
+	"github.com/ratewise/ratewise/replay"
 )
 
 // The recommendation names the classic decision tree's pick, says in a
@@ -17,7 +17,7 @@ func TestRecommendationStatesTheClassicTree(t *testing.T) {
 	in := recommend.Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
 	m := &recommend.Measurements{Figures: map[string]recommend.Figures{}, Records: in.Limit(), Measured: in.Limit(),
 		AccuracyLimit: in.Limit(), Workloads: []string{"poisson", "boundary"}}
-	for _, name := range sim.AlgorithmNames {
+	for _, name := range replay.AlgorithmNames {
 		bytes := 200.0
 		if name == "sliding_log" {
 			bytes = 3e6

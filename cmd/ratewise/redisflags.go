@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/replay"
 )
 
 // redisFlags choose the Redis a command runs on: an address, a cluster's
@@ -27,7 +27,7 @@ func (f *redisFlags) given() bool { return f.addr != "" || f.cluster != "" || f.
 
 // open connects to the Redis the flags name, or returns nil when they name
 // none.
-func (f *redisFlags) open(ctx context.Context) (sim.Target, error) {
+func (f *redisFlags) open(ctx context.Context) (replay.Target, error) {
 	n := 0
 	for _, set := range []bool{f.addr != "", f.cluster != "", f.start} {
 		if set {
@@ -44,7 +44,7 @@ func (f *redisFlags) open(ctx context.Context) (sim.Target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("-start-redis: %w", err)
 		}
-		r, err := sim.DialRedis(ctx, srv.Addr, nil)
+		r, err := replay.DialRedis(ctx, srv.Addr, nil)
 		if err != nil {
 			srv.Stop()
 			return nil, err
@@ -55,13 +55,13 @@ func (f *redisFlags) open(ctx context.Context) (sim.Target, error) {
 	if f.cluster != "" {
 		seeds = strings.Split(f.cluster, ",")
 	}
-	return sim.DialRedis(ctx, f.addr, seeds)
+	return replay.DialRedis(ctx, f.addr, seeds)
 }
 
 // startedRedis is a Redis target on a redis-server of our own, stopped
 // with the target.
 type startedRedis struct {
-	*sim.Redis
+	*replay.Redis
 	srv *redistest.Server
 }
 

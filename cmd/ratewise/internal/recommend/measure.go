@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/replay"
+	"github.com/ratewise/ratewise/replay/workload"
 )
 
 // Caps on what Measure replays, so that a recommendation for a huge window
@@ -39,7 +39,7 @@ type Measurements struct {
 // and latency on a key holding a full window, and accuracy on workloads
 // that match the input (Poisson arrivals at 1.2× the rate, and the
 // window-boundary attack), replayed on the memory store.
-func Measure(ctx context.Context, in Input, target sim.Target, progress func(string)) (*Measurements, error) {
+func Measure(ctx context.Context, in Input, target replay.Target, progress func(string)) (*Measurements, error) {
 	m := &Measurements{Figures: map[string]Figures{}, Records: in.Limit()}
 	capRecords := int64(maxMemoryRecords)
 	if target.Name() != "memory" {
@@ -59,7 +59,7 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 		if m.Records > k.MaxLimit() {
 			continue // such as the compact log, one timestamp per request
 		}
-		f, err := measureCost(ctx, target, name, records, in.Window, sim.Options{Burst: in.Burst})
+		f, err := measureCost(ctx, target, name, records, in.Window, replay.Options{Burst: in.Burst})
 		if err != nil {
 			return nil, err
 		}
@@ -88,9 +88,9 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 	}
 	m.Workloads = []string{poisson.Name, boundary.Name}
 	progress("accuracy on the matching workloads")
-	rep, err := sim.Compare(ctx, sim.Config{
-		Workloads: []*workload.Workload{poisson, boundary}, Algorithms: sim.AlgorithmNames,
-		Options: sim.Options{Burst: scaledBurst(in.Burst, m.AccuracyLimit, m.Records)}, Targets: []sim.Target{sim.Memory{}},
+	rep, err := replay.Compare(ctx, replay.Config{
+		Workloads: []*workload.Workload{poisson, boundary}, Algorithms: replay.AlgorithmNames,
+		Options: replay.Options{Burst: scaledBurst(in.Burst, m.AccuracyLimit, m.Records)}, Targets: []replay.Target{replay.Memory{}},
 	})
 	if err != nil {
 		return nil, err
@@ -112,8 +112,8 @@ func Measure(ctx context.Context, in Input, target sim.Target, progress func(str
 // window, then times latencySamples more decisions at the same rate, each
 // of which expires the oldest record and adds one, and measures the memory
 // the key holds.
-func measureCost(ctx context.Context, target sim.Target, name string, records int64, window time.Duration, opts sim.Options) (Figures, error) {
-	alg, err := sim.Configure(name, records, window, opts)
+func measureCost(ctx context.Context, target replay.Target, name string, records int64, window time.Duration, opts replay.Options) (Figures, error) {
+	alg, err := replay.Configure(name, records, window, opts)
 	if err != nil {
 		return Figures{}, err
 	}

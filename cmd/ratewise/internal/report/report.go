@@ -14,15 +14,15 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/sim"
 	"github.com/ratewise/ratewise/internal/svgplot"
+	"github.com/ratewise/ratewise/replay"
 )
 
 // Formats lists the formats Write accepts.
 var Formats = []string{"table", "markdown", "csv", "json"}
 
 // Write renders rep to w in format, one of Formats.
-func Write(w io.Writer, rep *sim.Report, format string) error {
+func Write(w io.Writer, rep *replay.Report, format string) error {
 	switch format {
 	case "table":
 		return writeTables(w, rep, false)
@@ -117,7 +117,7 @@ func (t *Table) Write(w io.Writer, markdown bool) {
 	fmt.Fprintln(w)
 }
 
-func writeTables(w io.Writer, rep *sim.Report, markdown bool) error {
+func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 	for _, wl := range rep.Workloads {
 		summary := fmt.Sprintf("limit %d per %s; %s requests from %s active key(s) in %s; %s",
 			wl.Limit, Duration(wl.Window), Int(int64(wl.Requests)), Int(int64(wl.ActiveKeys)), Duration(wl.Duration), wl.Description)
@@ -188,17 +188,17 @@ func optional(v *float64, format string) string {
 	return fmt.Sprintf(format, *v)
 }
 
-func writeCSV(w io.Writer, rep *sim.Report) error {
+func writeCSV(w io.Writer, rep *replay.Report) error {
 	cw := csv.NewWriter(w)
 	cw.Write([]string{"workload", "limit", "window_seconds", "algorithm", "params", "requests", "admitted", "denied",
 		"max_in_window", "overshoot", "over_limit_admits", "false_admits", "false_denials",
 		"store", "bytes_per_key", "round_trips_per_decision", "commands_per_decision",
 		"decisions_per_second", "p50_us", "p99_us"})
-	info := map[string]sim.WorkloadInfo{}
+	info := map[string]replay.WorkloadInfo{}
 	for _, wl := range rep.Workloads {
 		info[wl.Name] = wl
 	}
-	timing := map[[2]string]sim.Timing{}
+	timing := map[[2]string]replay.Timing{}
 	for _, tm := range rep.Timings {
 		timing[[2]string{tm.Target, tm.Algorithm}] = tm
 	}
@@ -231,7 +231,7 @@ func writeCSV(w io.Writer, rep *sim.Report) error {
 
 // WriteCharts writes one SVG per workload into dir, named after the
 // workload, and returns the file names.
-func WriteCharts(dir string, rep *sim.Report) ([]string, error) {
+func WriteCharts(dir string, rep *replay.Report) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -253,7 +253,7 @@ func WriteCharts(dir string, rep *sim.Report) ([]string, error) {
 
 // Chart plots a workload's lines: the offered load and each algorithm's
 // admissions in the trailing window, against the limit.
-func Chart(wl sim.WorkloadInfo, lines []sim.Line) svgplot.Chart {
+func Chart(wl replay.WorkloadInfo, lines []replay.Line) svgplot.Chart {
 	c := svgplot.Chart{
 		Title:  fmt.Sprintf("%s: admitted in the trailing %s, busiest key (limit %d)", wl.Name, Duration(wl.Window), wl.Limit),
 		XLabel: "simulated time since the start",

@@ -1,12 +1,12 @@
-package sim
+package replay
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
 	"github.com/ratewise/ratewise/internal/exact"
+	"github.com/ratewise/ratewise/replay/workload"
 )
 
 func TestMeasureHandComputed(t *testing.T) {

@@ -1,4 +1,4 @@
-package sim
+package replay
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 )
 

@@ -1,11 +1,11 @@
-package sim
+package replay
 
 import (
 	"sort"
 	"time"
 
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
 	"github.com/ratewise/ratewise/internal/exact"
+	"github.com/ratewise/ratewise/replay/workload"
 )
 
 // Accuracy is what an algorithm decided on a workload, judged against the

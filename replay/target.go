@@ -1,4 +1,4 @@
-package sim
+package replay
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"runtime"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )

@@ -1,4 +1,4 @@
-package sim
+package replay
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/workload"
+	"github.com/ratewise/ratewise/replay/workload"
 )
 
 // Config says what Compare runs.
@@ -19,6 +19,10 @@ type Config struct {
 	Workloads  []*workload.Workload
 	Algorithms []string // names, see AlgorithmNames
 	Options    Options
+	// Candidates are algorithms replayed as they are configured, on every
+	// workload, after those named in Algorithms: candidate limits to judge
+	// against each workload's limit.
+	Candidates []algorithms.Algorithm
 	// Targets are the stores to run on. The first one's decisions are the
 	// reference: every other target must make exactly the same ones.
 	Targets []Target
@@ -112,6 +116,10 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 				return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 			}
 			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: alg.Params().String()})
+			jobs = append(jobs, job{w: w, alg: alg})
+		}
+		for _, alg := range cfg.Candidates {
+			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: alg.Name(), Params: alg.Params().String()})
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 	}
@@ -231,12 +239,8 @@ func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.
 	}
 	defer inst.Close()
 	s := inst.Store()
-	for i, r := range w.Requests {
-		res, err := s.Decide(ctx, w.Keys[r.Key], alg, w.Start.Add(r.At), r.Cost)
-		if err != nil {
-			return StoreFigures{}, err
-		}
-		allowed[i] = res.Allowed
+	if err := decideAll(ctx, s, w, alg, allowed, nil); err != nil {
+		return StoreFigures{}, err
 	}
 	ops, err := inst.Ops(ctx)
 	if err != nil {

@@ -1,7 +1,4 @@
-// Package sim replays workloads against rate-limiting algorithms on real
-// stores and measures what each algorithm decided and what it cost: the
-// figures behind ratewise compare and ratewise recommend.
-package sim
+package replay
 
 import (
 	"strings"

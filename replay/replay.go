@@ -1,0 +1,76 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/replay/workload"
+	"github.com/ratewise/ratewise/store"
+)
+
+// Replay runs w's requests in order through alg on s, each at its instant
+// on w's simulated clock, and returns the accuracy of the decisions: how
+// many were admitted, the most admitted for one key in any span of w's
+// window against w.Limit, and how they differ from an exact sliding log's.
+//
+// alg need not enforce w's limit: replaying candidate limits against the
+// limit w stands for shows which of them hold it. s must decide on the time
+// it is given and should start empty.
+func Replay(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm) (Accuracy, error) {
+	allowed := make([]bool, len(w.Requests))
+	if err := decideAll(ctx, s, w, alg, allowed, nil); err != nil {
+		return Accuracy{}, err
+	}
+	return Measure(w, allowed, Exact(w)), nil
+}
+
+// decideAll decides every request of w on s, recording each decision in
+// allowed, and calls progress, when set, with the fraction done every
+// progressEvery requests.
+func decideAll(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, progress func(float64)) error {
+	for i, r := range w.Requests {
+		res, err := s.Decide(ctx, w.Keys[r.Key], alg, w.Start.Add(r.At), r.Cost)
+		if err != nil {
+			return fmt.Errorf("request %d (key %s at %v): %w", i, w.Keys[r.Key], r.At, err)
+		}
+		allowed[i] = res.Allowed
+		if progress != nil && i%progressEvery == progressEvery-1 {
+			progress(float64(i+1) / float64(len(w.Requests)))
+		}
+	}
+	return nil
+}
+
+// progressEvery is how many requests a replay decides between reports of
+// its progress.
+const progressEvery = 1 << 16
+
+// StoreTarget is a Target for any store: every run calls open for a fresh,
+// empty store. It cannot count store commands or measure memory, so Compare
+// leaves those figures out for it.
+func StoreTarget(name string, open func() store.Store) Target {
+	return storeTarget{name: name, open: open}
+}
+
+type storeTarget struct {
+	name string
+	open func() store.Store
+}
+
+func (t storeTarget) Name() string   { return t.name }
+func (t storeTarget) Parallel() bool { return false }
+func (t storeTarget) Close()         {}
+
+func (t storeTarget) Open(context.Context) (Instance, error) {
+	return storeInstance{t.open()}, nil
+}
+
+type storeInstance struct{ s store.Store }
+
+func (i storeInstance) Store() store.Store               { return i.s }
+func (i storeInstance) Ops(context.Context) (Ops, error) { return Ops{Commands: -1}, nil }
+func (i storeInstance) Close()                           {}
+func (i storeInstance) BytesPerKey(context.Context, *workload.Workload, []string, algorithms.Algorithm) (float64, bool, error) {
+	return 0, false, nil
+}
