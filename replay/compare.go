@@ -31,10 +31,17 @@ type Config struct {
 	Timed      time.Duration
 	Goroutines func(Target) int
 	TimedKeys  int
+	// TimedLimit is the limit every algorithm enforces in the timed phase;
+	// the zero Limit means workload.DefaultLimit.
+	TimedLimit workload.Limit
 	// SeriesPoints is how many points each chart line has; 0 skips charts.
 	SeriesPoints int
 	// Progress, if set, is told of every finished step, one call at a time.
 	Progress func(done, total int, step string)
+	// Within, if set, is told how far a long replay has got, as a fraction,
+	// every 65,536 requests: progress inside a step. Replays may run at
+	// once, so it must be safe for concurrent use.
+	Within func(step string, frac float64)
 }
 
 // Report is everything Compare measured.
@@ -150,7 +157,12 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		run := func(j int) error {
 			jb := jobs[j]
 			allowed := make([]bool, len(jb.w.Requests))
-			figures, err := runOne(ctx, t, jb.w, jb.alg, allowed)
+			var within func(float64)
+			if cfg.Within != nil {
+				what := fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Name(), t.Name())
+				within = func(f float64) { cfg.Within(what, f) }
+			}
+			figures, err := runOne(ctx, t, jb.w, jb.alg, allowed, within)
 			if err != nil {
 				return fmt.Errorf("%s on %s, workload %s: %w", jb.alg.Name(), t.Name(), jb.w.Name, err)
 			}
@@ -206,7 +218,10 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	if cfg.Timed > 0 {
-		l := workload.DefaultLimit
+		l := cfg.TimedLimit
+		if l == (workload.Limit{}) {
+			l = workload.DefaultLimit
+		}
 		rep.TimedLimit, rep.TimedWindow = l.Count, l.Window
 		for _, t := range cfg.Targets {
 			for _, name := range cfg.Algorithms {
@@ -232,14 +247,14 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 
 // runOne replays w through alg on a fresh instance of t, recording each
 // decision in allowed, and measures what the run cost the store.
-func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.Algorithm, allowed []bool) (StoreFigures, error) {
+func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, within func(float64)) (StoreFigures, error) {
 	inst, err := t.Open(ctx)
 	if err != nil {
 		return StoreFigures{}, err
 	}
 	defer inst.Close()
 	s := inst.Store()
-	if err := decideAll(ctx, s, w, alg, allowed, nil); err != nil {
+	if err := decideAll(ctx, s, w, alg, allowed, within); err != nil {
 		return StoreFigures{}, err
 	}
 	ops, err := inst.Ops(ctx)

@@ -93,7 +93,7 @@ func TestBoundaryAttack(t *testing.T) {
 	// The bound: Limit + the most admitted in one sub-window.
 	alg, _ := Configure("sliding_window", w.Limit, w.Window, Options{})
 	allowed := make([]bool, len(w.Requests))
-	if _, err := runOne(context.Background(), Memory{}, w, alg, allowed); err != nil {
+	if _, err := runOne(context.Background(), Memory{}, w, alg, allowed, nil); err != nil {
 		t.Fatal(err)
 	}
 	var events []exact.Event
