@@ -53,6 +53,9 @@ type Report struct {
 	// TimedLimit and TimedWindow are the limit of the timed phase.
 	TimedLimit  int64         `json:"timed_limit,omitempty"`
 	TimedWindow time.Duration `json:"timed_window_ns,omitempty"`
+	// Verdicts says, per workload in the order of Workloads, which
+	// algorithm held the limit at the least cost (see Verdict).
+	Verdicts []Verdict `json:"verdicts"`
 	// Charts holds, per workload, the trailing-window admissions of the
 	// hottest key over time: the offered load first, then each algorithm.
 	Charts map[string][]Line `json:"-"`
@@ -74,7 +77,11 @@ type WorkloadInfo struct {
 type Row struct {
 	Workload  string `json:"workload"`
 	Algorithm string `json:"algorithm"`
-	Params    string `json:"params"`
+	// Params is Settings as a string, such as "100/1m in 10 sub-windows".
+	Params string `json:"params"`
+	// Settings are the parameters the algorithm ran with: the workload's
+	// limit and window, and the burst or sub-windows that Configure chose.
+	Settings algorithms.Params `json:"-"`
 	Accuracy
 	Stores []StoreFigures `json:"stores"`
 }
@@ -83,10 +90,14 @@ type Row struct {
 type StoreFigures struct {
 	Target string `json:"store"`
 	// BytesPerKey is measured memory per key held; nil when the store
-	// cannot report it.
+	// cannot report it (miniredis, whose MEMORY USAGE is no guide to
+	// Redis's). See Instance.BytesPerKey for how each target measures it.
 	BytesPerKey *float64 `json:"bytes_per_key"`
-	// KeysHeld is how many keys held state at the end of the run, or how
-	// many of them were sampled for BytesPerKey.
+	// KeysHeld is how many keys BytesPerKey is the average of: the keys
+	// sampled with MEMORY USAGE on Redis; on the memory store,
+	// FixedStateKeys for an algorithm of fixed-size state, or the keys the
+	// replay on copies of the workload's keys left; 0 when nothing was
+	// measured.
 	KeysHeld int `json:"keys_measured"`
 	// RoundTripsPerDecision and CommandsPerDecision count network round
 	// trips and the commands run inside Redis per decision; commands is nil
@@ -122,11 +133,11 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 			}
-			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: alg.Params().String()})
+			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: alg.Params().String(), Settings: alg.Params()})
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 		for _, alg := range cfg.Candidates {
-			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: alg.Name(), Params: alg.Params().String()})
+			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: alg.Name(), Params: alg.Params().String(), Settings: alg.Params()})
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 	}
@@ -217,6 +228,8 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}
 
+	rep.Verdicts = verdicts(rep)
+
 	if cfg.Timed > 0 {
 		l := cfg.TimedLimit
 		if l == (workload.Limit{}) {
@@ -246,7 +259,8 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 }
 
 // runOne replays w through alg on a fresh instance of t, recording each
-// decision in allowed, and measures what the run cost the store.
+// decision in allowed, and measures what the run cost the store. A target
+// that is KeyParallel replays its keys on several goroutines.
 func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, within func(float64)) (StoreFigures, error) {
 	inst, err := t.Open(ctx)
 	if err != nil {
@@ -254,7 +268,11 @@ func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.
 	}
 	defer inst.Close()
 	s := inst.Store()
-	if err := decideAll(ctx, s, w, alg, allowed, within); err != nil {
+	goroutines := 1
+	if kp, ok := t.(KeyParallel); ok {
+		goroutines = kp.ReplayGoroutines()
+	}
+	if err := decideAll(ctx, s, w, alg, allowed, within, goroutines); err != nil {
 		return StoreFigures{}, err
 	}
 	ops, err := inst.Ops(ctx)
@@ -267,12 +285,12 @@ func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.
 		c := float64(ops.Commands) / n
 		f.CommandsPerDecision = &c
 	}
-	perKey, ok, err := inst.BytesPerKey(ctx, w, activeKeys(w), alg)
+	perKey, measured, err := inst.BytesPerKey(ctx, w, activeKeys(w), alg)
 	if err != nil {
 		return StoreFigures{}, err
 	}
-	if ok {
-		f.BytesPerKey = &perKey
+	if measured > 0 {
+		f.BytesPerKey, f.KeysHeld = &perKey, measured
 	}
 	return f, nil
 }

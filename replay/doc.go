@@ -16,7 +16,8 @@
 // Compare does the same for many workloads, algorithms and stores at once,
 // checks that every store makes the same decisions, measures memory and
 // store commands per decision, and times every algorithm on the real
-// clock. Its Report holds the figures ratewise compare prints.
+// clock. Its Report holds the figures ratewise compare prints, and a
+// Verdict per workload: which algorithm held the limit at the least cost.
 //
 // Every store must decide on the time it is given (client time), so that a
 // replay is exact and repeatable: the memory store does, and so does the

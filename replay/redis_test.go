@@ -48,6 +48,10 @@ func TestRealRedisTargets(t *testing.T) {
 			if s.BytesPerKey == nil || *s.BytesPerKey <= 0 {
 				t.Errorf("%s on %s: no memory measured", r.Algorithm, s.Target)
 			}
+			// The workload has one key, which MEMORY USAGE is asked about.
+			if s.KeysHeld != 1 {
+				t.Errorf("%s on %s: memory measured over %d keys, want 1", r.Algorithm, s.Target, s.KeysHeld)
+			}
 			if s.CommandsPerDecision == nil || *s.CommandsPerDecision < 1 {
 				t.Errorf("%s on %s: commands per decision %v, want >= 1", r.Algorithm, s.Target, s.CommandsPerDecision)
 			}

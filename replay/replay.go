@@ -3,6 +3,9 @@ package replay
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/replay/workload"
@@ -19,7 +22,7 @@ import (
 // it is given and should start empty.
 func Replay(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm) (Accuracy, error) {
 	allowed := make([]bool, len(w.Requests))
-	if err := decideAll(ctx, s, w, alg, allowed, nil); err != nil {
+	if err := decideAll(ctx, s, w, alg, allowed, nil, 1); err != nil {
 		return Accuracy{}, err
 	}
 	return Measure(w, allowed, Exact(w)), nil
@@ -28,18 +31,60 @@ func Replay(ctx context.Context, s store.Store, w *workload.Workload, alg algori
 // decideAll decides every request of w on s, recording each decision in
 // allowed, and calls progress, when set, with the fraction done every
 // progressEvery requests.
-func decideAll(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, progress func(float64)) error {
-	for i, r := range w.Requests {
+//
+// With goroutines > 1 it decides on that many goroutines, each taking the
+// keys k with k % goroutines its own and deciding their requests in the
+// trace's order. A store decides on the time it is given and keys share no
+// state, so the decisions are those of a replay in order; only the order
+// in which different keys' decisions reach the store changes. progress may
+// then be called from several goroutines.
+func decideAll(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, progress func(float64), goroutines int) error {
+	decide := func(ctx context.Context, i int) error {
+		r := w.Requests[i]
 		res, err := s.Decide(ctx, w.Keys[r.Key], alg, w.Start.Add(r.At), r.Cost)
 		if err != nil {
 			return fmt.Errorf("request %d (key %s at %v): %w", i, w.Keys[r.Key], r.At, err)
 		}
 		allowed[i] = res.Allowed
-		if progress != nil && i%progressEvery == progressEvery-1 {
-			progress(float64(i+1) / float64(len(w.Requests)))
-		}
+		return nil
 	}
-	return nil
+	goroutines = min(goroutines, len(w.Keys))
+	if goroutines <= 1 {
+		for i := range w.Requests {
+			if err := decide(ctx, i); err != nil {
+				return err
+			}
+			if progress != nil && i%progressEvery == progressEvery-1 {
+				progress(float64(i+1) / float64(len(w.Requests)))
+			}
+		}
+		return nil
+	}
+	// Each goroutine's share, as indices into w.Requests in order.
+	shares := make([][]int, goroutines)
+	for i, r := range w.Requests {
+		g := int(r.Key) % goroutines
+		shares[g] = append(shares[g], i)
+	}
+	var done atomic.Int64
+	g, gctx := errgroup.WithContext(ctx)
+	for _, share := range shares {
+		g.Go(func() error {
+			for _, i := range share {
+				if err := gctx.Err(); err != nil {
+					return err
+				}
+				if err := decide(gctx, i); err != nil {
+					return err
+				}
+				if n := done.Add(1); progress != nil && n%progressEvery == 0 {
+					progress(float64(n) / float64(len(w.Requests)))
+				}
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }
 
 // progressEvery is how many requests a replay decides between reports of
@@ -71,6 +116,6 @@ type storeInstance struct{ s store.Store }
 func (i storeInstance) Store() store.Store               { return i.s }
 func (i storeInstance) Ops(context.Context) (Ops, error) { return Ops{Commands: -1}, nil }
 func (i storeInstance) Close()                           {}
-func (i storeInstance) BytesPerKey(context.Context, *workload.Workload, []string, algorithms.Algorithm) (float64, bool, error) {
-	return 0, false, nil
+func (i storeInstance) BytesPerKey(context.Context, *workload.Workload, []string, algorithms.Algorithm) (float64, int, error) {
+	return 0, 0, nil
 }

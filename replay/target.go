@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/replay/workload"
@@ -26,6 +27,22 @@ type Target interface {
 	Close()
 }
 
+// KeyParallel is implemented by a Target on which one run may decide the
+// requests of different keys at once: a store reached over the network,
+// where a replay that waits for each round trip in turn leaves the server
+// idle. A run partitions the keys among ReplayGoroutines goroutines, each
+// deciding its keys' requests in the trace's order; since a store decides
+// on the time it is given and keys share no state, the decisions are those
+// of a replay in order. A Target that does not implement it replays on one
+// goroutine, as the memory store must: its expiry sweeps, run at the time
+// of whichever decision makes one due, are shared by many keys, so a key
+// replayed ahead of the others could sweep away state another still
+// counts.
+type KeyParallel interface {
+	// ReplayGoroutines is how many goroutines a run decides on.
+	ReplayGoroutines() int
+}
+
 // An Instance is one run's store and what it can measure about itself.
 type Instance interface {
 	Store() store.Store
@@ -33,9 +50,10 @@ type Instance interface {
 	// when the store has no commands to count.
 	Ops(ctx context.Context) (Ops, error)
 	// BytesPerKey measures the memory the store holds per key after a run
-	// of w, whose active keys are keys. ok is false when the store cannot
-	// tell.
-	BytesPerKey(ctx context.Context, w *workload.Workload, keys []string, alg algorithms.Algorithm) (perKey float64, ok bool, err error)
+	// of alg on w, whose active keys are keys, busiest first. measured is
+	// how many keys the figure is the average of; 0 when the store cannot
+	// tell, and then perKey is 0 too.
+	BytesPerKey(ctx context.Context, w *workload.Workload, keys []string, alg algorithms.Algorithm) (perKey float64, measured int, err error)
 	Close()
 }
 
@@ -71,18 +89,33 @@ func (m *memoryInstance) Ops(context.Context) (Ops, error) { return Ops{Commands
 
 func (m *memoryInstance) Close() {}
 
-// Measuring a few keys' few hundred bytes would drown in the heap's noise,
-// so BytesPerKey replays the workload on enough copies of its keys to hold
-// at least minMeasuredKeys, within a budget of decisions.
+// FixedStateKeys is how many keys the memory target measures an algorithm
+// of fixed-size state over (see Memory's BytesPerKey): enough that the
+// store's tables, whose sizes grow in steps, are about as full at every
+// measurement, so one algorithm gets one figure on every workload and run.
+const FixedStateKeys = 1 << 16
+
+// Measuring a log's few keys' few hundred bytes would drown in the heap's
+// noise, so BytesPerKey replays the workload on enough copies of its keys
+// to hold at least minMeasuredKeys, within a budget of decisions.
 const (
 	minMeasuredKeys  = 2560 // ten per shard
 	maxMeasureReplay = 300_000
 )
 
-// BytesPerKey replays w on a fresh store, on copies of its keys, and
-// returns the growth of the live heap divided by the entries the store
-// holds at the end.
-func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, _ []string, alg algorithms.Algorithm) (float64, bool, error) {
+// BytesPerKey returns the growth of the live heap, per key, of a fresh
+// store holding keys of alg's state.
+//
+// An algorithm whose state does not grow with requests (every family but
+// algorithms.FamilyLog) holds the same state for a key whatever the
+// workload, so it is measured the same way every time: FixedStateKeys keys
+// of 12-byte names, each after one decision. A log's state depends on the
+// traffic, so w is replayed on copies of its keys and the growth divided
+// by the entries the store holds at the end.
+func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, _ []string, alg algorithms.Algorithm) (float64, int, error) {
+	if alg.Kind().Family() != algorithms.FamilyLog {
+		return fixedStateBytes(ctx, alg, w.Start)
+	}
 	copies := 1
 	if active := w.ActiveKeys(); active < minMeasuredKeys {
 		copies = (minMeasuredKeys + active - 1) / active
@@ -101,7 +134,7 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 	for c := range copies {
 		for _, r := range w.Requests {
 			if _, err := s.Decide(ctx, names[c][r.Key], alg, w.Start.Add(r.At), r.Cost); err != nil {
-				return 0, false, err
+				return 0, 0, err
 			}
 		}
 	}
@@ -113,9 +146,30 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 	n := s.Len()
 	runtime.KeepAlive(s)
 	if n == 0 || grown <= 0 {
-		return 0, false, nil
+		return 0, 0, nil
 	}
-	return float64(grown) / float64(n), true, nil
+	return float64(grown) / float64(n), n, nil
+}
+
+// fixedStateBytes is the heap growth per key of a fresh store after one
+// decision of alg, at now, on each of FixedStateKeys keys, less the size of
+// the empty store. The names have one width, so each costs the same.
+func fixedStateBytes(ctx context.Context, alg algorithms.Algorithm, now time.Time) (float64, int, error) {
+	base := heapAfterGC()
+	s := storememory.New()
+	empty := heapAfterGC() - base
+	for i := range FixedStateKeys {
+		if _, err := s.Decide(ctx, fmt.Sprintf("k%011d", i), alg, now, 1); err != nil {
+			return 0, 0, err
+		}
+	}
+	grown := int64(heapAfterGC()) - int64(base) - int64(empty)
+	n := s.Len()
+	runtime.KeepAlive(s)
+	if n == 0 || grown <= 0 {
+		return 0, 0, nil
+	}
+	return float64(grown) / float64(n), n, nil
 }
 
 func heapAfterGC() uint64 {

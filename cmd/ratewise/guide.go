@@ -13,44 +13,58 @@ import (
 
 	"github.com/ratewise/ratewise/replay/workload"
 
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 	"github.com/ratewise/ratewise/replay"
 )
 
-// guideExamples are the recommend runs docs/choosing.md shows: exact limits
-// at the sizes where a sorted-set log's memory (QPS × window records of
-// about 100 B each) starts to matter, and the two approximate branches.
-var guideExamples = []recommend.Input{
-	{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000},
-	{QPS: 2000, Window: time.Minute, Precision: "exact", Keys: 10},
-	{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000},
-	{QPS: 20000, Window: 10 * time.Second, Precision: "approx", Keys: 100_000},
-	{QPS: 50, Window: time.Second, Precision: "approx", Keys: 10_000, Burst: 20},
+// guideExamples are the recommend questions docs/choosing.md shows, as
+// command lines: a login limit, exact limits at the sizes where a
+// sorted-set log's memory (QPS × window records of about 100 B each) starts
+// to matter, an API gateway's approximate limit beyond one Redis, a burst,
+// and a calendar quota. The README's example is among them.
+var guideExamples = [][]string{
+	{"--qps", "5/15m", "--precision", "exact", "--keys", "100000"},
+	{"--qps", "100", "--window", "1m", "--precision", "exact", "--keys", "1000"},
+	{"--qps", "5000", "--window", "1m", "--precision", "exact", "--keys", "100"},
+	{"--qps", "10", "--window", "24h", "--precision", "exact", "--keys", "100000"},
+	{"--qps", "20000", "--window", "1s", "--precision", "approx", "--keys", "100"},
+	{"--qps", "50", "--window", "1s", "--precision", "approx", "--keys", "10000", "--burst", "20"},
+	{"--qps", "10000/month", "--calendar", "month", "--keys", "100000"},
 }
 
 func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newCommand("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. docs/choosing.md is generated with\n-start-redis, so that its memory figures are Redis's.", stdout)
+	fs := newCommand("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. It runs on a throwaway redis-server\nwhen one is on the PATH, so that its memory figures are Redis's.", stdout)
 	var out string
 	var timed time.Duration
 	var rf redisFlags
 	fs.StringVar(&out, "out", "docs", "the docs directory: writes choosing.md and img/choosing/*.svg")
 	fs.DurationVar(&timed, "time", 500*time.Millisecond, "timed phase per algorithm and store")
-	rf.register(fs.FlagSet, "run compare (instead of miniredis) and recommend's examples")
+	rf.register(fs.FlagSet, "run compare and recommend's examples", forGuide)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	live := isTerminal(stdout) && isTerminal(stderr)
-	redisTarget, err := rf.open(ctx)
+	redisTarget, described, err := rf.open(ctx)
 	if err != nil {
 		return err
 	}
-	second, measureOn := replay.Target(replay.Miniredis{}), replay.Target(replay.Memory{})
+	second := replay.Target(replay.Miniredis{})
 	if redisTarget != nil {
 		defer redisTarget.Close()
-		second, measureOn = redisTarget, redisTarget
+		second = redisTarget
 	}
-	f := compareFlags{seed: 1, subWindows: replay.DefaultSubWindows, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16}
+	// The recommend examples run as a user runs them, on the store the
+	// guide was asked for.
+	var storeArgs []string
+	switch {
+	case rf.addr != "":
+		storeArgs = []string{"--redis", rf.addr}
+	case rf.cluster != "":
+		storeArgs = []string{"--cluster", rf.cluster}
+	case redisTarget == nil:
+		storeArgs = []string{"--memory-store"}
+	}
+	f := compareFlags{seed: 1, timed: timed, concurrency: runtime.GOMAXPROCS(0), redisWorkers: 16}
 	workloads, err := workload.All(f.seed)
 	if err != nil {
 		return err
@@ -67,10 +81,10 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	command := "go run ./cmd/ratewise guide " + strings.Join(args, " ")
 	where := "the in-memory store and an in-process miniredis"
 	switch {
-	case rf.start:
+	case redisTarget != nil && rf.addr == "" && rf.cluster == "":
 		where = "the in-memory store and a real Redis, a throwaway redis-server the guide started"
 	case redisTarget != nil:
-		where = "the in-memory store and a real Redis (" + redisTarget.Name() + ")"
+		where = "the in-memory store and " + described
 	}
 	var b bytes.Buffer
 	fmt.Fprintf(&b, guideIntro, strings.TrimSpace(command), where)
@@ -91,31 +105,20 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprint(&b, guideTree)
 	if redisTarget != nil {
-		fmt.Fprint(&b, "The examples below measure memory and latency on the same real Redis, with `--start-redis`.\n\n")
+		fmt.Fprint(&b, "The examples below run `ratewise recommend` as printed, each on a throwaway redis-server of its own: "+
+			"memory is what Redis reports for a full window, and time is Redis's own time per decision.\n\n")
 	} else {
 		fmt.Fprint(&b, "The examples below measure memory and latency on the in-memory store's Go heap; `--redis ADDR` or `--start-redis` measures a real Redis, "+
 			"where a sorted-set record costs many times more ([benchmarks.md](benchmarks.md) has the Redis figures, from `go run ./bench/cmd/thresholds`).\n\n")
 	}
-	for _, in := range guideExamples {
-		in.MemoryBudget, in.LatencyBudget = 1e9, time.Millisecond
-		m, err := recommend.Measure(ctx, in, measureOn, func(string) {})
-		if err != nil {
-			return err
+	for _, example := range guideExamples {
+		args := append([]string{"recommend"}, example...)
+		args = append(args, storeArgs...)
+		var out, errOut bytes.Buffer
+		if code := run(ctx, args, &out, &errOut); code != 0 {
+			return fmt.Errorf("%s: %s", strings.Join(args, " "), strings.TrimSpace(errOut.String()))
 		}
-		d, err := recommend.Decide(in, m.Figures)
-		if err != nil {
-			return err
-		}
-		cmd := fmt.Sprintf("go run ./cmd/ratewise recommend --qps %g --window %s --precision %s --keys %d", in.QPS, report.Duration(in.Window), in.Precision, in.Keys)
-		if in.Burst > 0 {
-			cmd += fmt.Sprintf(" --burst %d", in.Burst)
-		}
-		if redisTarget != nil {
-			cmd += " --start-redis"
-		}
-		var out bytes.Buffer
-		writeRecommendation(&out, in, m, d)
-		fmt.Fprintf(&b, "```console\n$ %s\n%s\n```\n\n", cmd, bytes.TrimRight(out.Bytes(), "\n"))
+		fmt.Fprintf(&b, "```console\n$ go run ./cmd/ratewise %s\n%s\n```\n\n", strings.Join(args, " "), bytes.TrimRight(out.Bytes(), "\n"))
 	}
 
 	fmt.Fprint(&b, guideWorkloads)
@@ -165,6 +168,11 @@ func onlyWorkload(rep *replay.Report, name string) *replay.Report {
 			out.Rows = append(out.Rows, r)
 		}
 	}
+	for _, v := range rep.Verdicts {
+		if v.Workload == name {
+			out.Verdicts = append(out.Verdicts, v)
+		}
+	}
 	return out
 }
 
@@ -186,20 +194,35 @@ recommendations by `+"`ratewise recommend`"+`, both run on %[2]s.
 
 var guideTree = `## The decision tree, measured
 
-` + "`ratewise recommend`" + ` takes the rate each key may reach (` + "`--qps`" + `), the
-window, the precision you need, the number of keys active at once and an
-optional burst, and applies the classic decision tree to measured figures:
+` + "`ratewise recommend`" + ` takes the rate each key may reach (` + "`--qps`" + `, a number per
+second or a count per period such as ` + "`5/15m`" + `), the window, the precision you
+need, the number of keys active at once, an optional burst and an optional
+calendar period, and tries the answers to that question in order, checking
+each against the memory budget (` + "`--memory`" + `, default 1 GB, for every key's
+full window) and the time budget (` + "`--latency`" + `, default 1 ms, for the
+store's own time per decision):
 
-1. **Exact** → the sliding log, when a full window of QPS × window records
-   per key, times the keys, fits the memory budget (` + "`--memory`" + `, default
-   1 GB) and a decision on a full log stays within the latency budget
-   (` + "`--latency`" + `, default 1 ms). Otherwise the sliding window counter, the
-   nearest approximation, with its measured error.
-2. **Approximate with a burst** → GCRA, whose burst is its own parameter.
-3. **Approximate** → the sliding window counter when it fits the budget,
-   otherwise GCRA.
+1. **A calendar quota** (` + "`--calendar day`" + ` or ` + "`month`" + `) → the fixed window,
+   whose windows of 24 hours are UTC days, with the boundary cost stated.
+2. **Exact** → the compact log (8 bytes per request), then the sliding log
+   on a sorted set; with a burst below the limit, either one beside GCRA as
+   a set of limits. When no exact log fits, the sliding window counter and
+   then GCRA, each said to be approximate, with its measured excess and its
+   worst case.
+3. **Approximate with a burst** → GCRA, then the token bucket: a burst is
+   their own parameter.
+4. **Approximate** → the sliding window counter, then GCRA.
 
-It then says where this machine's measurements disagree with the classic
+Every rejected answer is listed with the budget it failed and the figure
+that failed it; when nothing fits, the closest answer is named. Memory is
+what the store reports for a full window, and time the median of five
+samples of the store's own time per decision (Redis's ` + "`INFO commandstats`" + `), so
+the same question gets the same answer on every run; a figure within a
+margin of its budget (10% for memory, 25% for time) is called out, since
+another run may answer differently there. On Redis, it then measures what
+one Redis process serves of the answer and sizes a cluster for QPS × keys
+at 50% utilisation, with a warning when one key alone is a large share of a
+node. Last, it says where the measurements disagree with the classic
 thresholds (the sorted set unsuitable above QPS 1,000 with a window over
 10 s; the counter suited up to QPS 10,000).
 
@@ -229,22 +252,18 @@ sharing this machine's cores.
 
 var guideReading = `## Reading the figures
 
-- **max in window** is the most any one key had admitted within any span of
-  the window's length, wherever the span starts; **× limit** is that over
-  the limit. An exact limiter never exceeds 1.00.
-- **false admits** and **false denials** compare each decision with the one
-  an exact sliding log makes on the same trace: admitted where the log
-  denied, and denied where the log admitted. An algorithm that admits too
-  early often denies later requests the log would have admitted, so the two
-  tend to travel together.
-- **B/key** is measured, not estimated: on the memory store, the growth of
-  the Go heap divided by the keys the store holds (replayed on at least
-  2,560 copies of the workload's keys, so that one key's few hundred bytes
-  are not lost in the heap's noise); on Redis, ` + "`MEMORY USAGE`" + ` averaged over
-  up to 1,000 keys; on miniredis, miniredis's own estimate of its Go
-  structures, which is not what Redis would use.
+- Each table's legend says what its columns mean and how each figure was
+  measured; its verdict names the algorithm that held the limit at the
+  least cost, and the cheaper one that did not, if any.
+- **B/key** is measured, not estimated: on Redis, ` + "`MEMORY USAGE`" + ` averaged over
+  up to 1,000 keys; on the memory store, the growth of the Go heap, over
+  65,536 keys for a state of fixed size (so that one such state gives one
+  figure on every workload) and over copies of the workload's keys for a
+  state that grows with traffic. miniredis reports no memory: its own
+  estimate of its Go structures is not what Redis would use.
 - The memory store and Redis must make the same decisions on every request;
   the run stops with an error if they do not.
-- **cmds** is the Redis commands the script ran per decision, besides the
-  EVALSHA that carries it.
+- An algorithm that admits too early often denies later requests an exact
+  log would have admitted, so false admits and false denials tend to travel
+  together.
 `

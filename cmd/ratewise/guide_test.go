@@ -37,7 +37,7 @@ func TestChoosingDocIsGenerated(t *testing.T) {
 			report.Fixed2(r.Overshoot), report.Int(r.FalseAdmits), report.Int(r.FalseDenials)}, " | ") + " | "
 		section := sectionOf(string(doc), "#### "+r.Workload+"\n")
 		if !strings.Contains(section, want) {
-			t.Errorf("docs/choosing.md, workload %s: no row starting %q; regenerate with go run ./cmd/ratewise guide -start-redis", r.Workload, want)
+			t.Errorf("docs/choosing.md, workload %s: no row starting %q; regenerate with go run ./cmd/ratewise guide", r.Workload, want)
 		}
 	}
 	for _, name := range workload.Names {

@@ -2,10 +2,18 @@
 //
 //	ratewise compare    replay workloads against every algorithm and print what each admitted and cost
 //	ratewise recommend  recommend an algorithm for a rate, window and precision, with the measurements behind it
-//	ratewise guide      regenerate docs/choosing.md and its charts (with -start-redis)
+//	ratewise guide      regenerate docs/choosing.md and its charts
+//	ratewise version    print ratewise's version, the revision it was built from and the Go version
 //
-// With no flags, compare runs on an embedded default, the in-memory store
-// and an in-process miniredis, and needs no server:
+// 'ratewise help <command>' or 'ratewise <command> help' prints a command's
+// flags.
+//
+// By default compare, recommend and guide measure a real Redis: given none
+// of -redis, -cluster, -start-redis, -memory-store and -miniredis, they
+// start a throwaway redis-server of their own when one is on the PATH.
+// Without one, compare runs the in-memory store and the embedded miniredis,
+// and recommend measures the in-memory store, and each says so in its
+// output. So neither needs a server:
 //
 //	go run ./cmd/ratewise compare
 //
@@ -20,7 +28,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -39,8 +51,14 @@ commands:
   compare    replay workloads against every algorithm; print what each admitted and cost
   recommend  recommend an algorithm for --qps, --window and --precision, with the measurements behind it
   guide      regenerate docs/choosing.md and its charts
+  version    print ratewise's version, the revision it was built from and the Go version
 
-Run 'ratewise <command> -h' for a command's flags.
+compare, recommend and guide measure a throwaway redis-server of their own
+when redis-server is on the PATH, unless given -redis, -cluster,
+-memory-store or -miniredis; without one, an in-process store, as their
+output says.
+
+Run 'ratewise help <command>' for a command's flags.
 `
 
 func main() {
@@ -63,6 +81,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
+	switch {
+	case len(args) == 2 && isHelp(args[0]):
+		// "ratewise help compare" is "ratewise compare -h".
+		args = []string{args[1], "-h"}
+	case len(args) == 2 && args[1] == "help":
+		args = []string{args[0], "-h"}
+	}
 	var err error
 	switch args[0] {
 	case "compare":
@@ -71,11 +96,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = recommendCmd(ctx, args[1:], stdout, stderr)
 	case "guide":
 		err = guide(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
-		return 0
+	case "version":
+		err = versionCmd(args[1:], stdout)
 	default:
-		err = usagef("unknown command %q (known: compare, recommend, guide)", args[0])
+		if isHelp(args[0]) {
+			fmt.Fprint(stdout, usage)
+			return 0
+		}
+		err = usagef("unknown command %q (known: compare, recommend, guide, version)", args[0])
 	}
 	switch {
 	case err == nil:
@@ -84,8 +112,80 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	// One line, whatever the error says.
-	fmt.Fprintf(stderr, "ratewise %s: %s\n", args[0], strings.Join(strings.Fields(err.Error()), " "))
+	fmt.Fprintf(stderr, "ratewise %s: %s\n", args[0], oneLine(err.Error()))
 	return 2
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "help", "-h", "-help", "--help":
+		return true
+	}
+	return false
+}
+
+// oneLine puts msg on one line, without the "ratewise: " that the
+// library's errors start with: the line already starts "ratewise <command>:",
+// and an error wrapped in context ("timing gcra on redis: ratewise: store
+// unavailable") would say it twice.
+func oneLine(msg string) string {
+	msg = strings.Join(strings.Fields(msg), " ")
+	for {
+		trimmed := strings.TrimPrefix(msg, "ratewise: ")
+		trimmed = strings.ReplaceAll(trimmed, ": ratewise: ", ": ")
+		if trimmed == msg {
+			return msg
+		}
+		msg = trimmed
+	}
+}
+
+func versionCmd(args []string, stdout io.Writer) error {
+	fs := newCommand("version", "Prints ratewise's module version, the VCS revision and commit time it was built from,\nand the Go version that built it.", stdout)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	fmt.Fprint(stdout, version())
+	return nil
+}
+
+// version describes the binary from its build information: the module
+// version ("(devel)" for a build from a checkout), the revision and commit
+// time when the build recorded them, and the Go version.
+func version() string {
+	v, revision, at, modified := "(devel)", "", "", false
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if info.Main.Version != "" {
+			v = info.Main.Version
+		}
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				revision = s.Value
+			case "vcs.time":
+				at = s.Value
+			case "vcs.modified":
+				modified = s.Value == "true"
+			}
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ratewise %s\n", v)
+	switch {
+	case revision == "":
+		fmt.Fprintln(&b, "revision unknown")
+	default:
+		fmt.Fprintf(&b, "revision %s", revision)
+		if at != "" {
+			fmt.Fprintf(&b, ", committed %s", at)
+		}
+		if modified {
+			fmt.Fprint(&b, ", with uncommitted changes")
+		}
+		fmt.Fprintln(&b)
+	}
+	fmt.Fprintf(&b, "%s %s/%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return b.String()
 }
 
 // command is a subcommand's flags: parse errors come back as one line
@@ -114,10 +214,48 @@ func (c *command) parse(args []string) error {
 			c.PrintDefaults()
 			return err
 		}
-		return usagef("%v (run 'ratewise %s -h' for the flags)", err, c.Name())
+		return usagef("%s (run 'ratewise %s -h' for the flags)", c.explain(err), c.Name())
 	}
 	if c.NArg() > 0 {
 		return usagef("unexpected argument %q (run 'ratewise %s -h' for the flags)", c.Arg(0), c.Name())
 	}
 	return nil
+}
+
+// explain returns the flag package's parse error, which says only "parse
+// error" of a duration without a unit, such as -time 5, rewritten for
+// every duration flag to say what a duration looks like:
+//
+//	-time "5": want a duration with a unit, such as 500ms or 2s
+//
+// The flag package's message is "invalid value %q for flag -%s: %v"; any
+// other is returned as it is.
+func (c *command) explain(err error) string {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "invalid value ")
+	if !ok {
+		return msg
+	}
+	value, qerr := strconv.QuotedPrefix(rest)
+	if qerr != nil {
+		return msg
+	}
+	rest, ok = strings.CutPrefix(rest[len(value):], " for flag -")
+	if !ok {
+		return msg
+	}
+	name, _, _ := strings.Cut(rest, ": ")
+	fl := c.Lookup(name)
+	if fl == nil {
+		return msg
+	}
+	if g, ok := fl.Value.(flag.Getter); !ok || !isDuration(g.Get()) {
+		return msg
+	}
+	return fmt.Sprintf("-%s %s: want a duration with a unit, such as 500ms or 2s", name, value)
+}
+
+func isDuration(v any) bool {
+	_, ok := v.(time.Duration)
+	return ok
 }

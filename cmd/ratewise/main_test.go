@@ -6,12 +6,15 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
-	"github.com/ratewise/ratewise/algorithms"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/replay"
 )
 
 func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -30,6 +33,11 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 	l.Close()
 	badTrace := filepath.Join(t.TempDir(), "bad.log")
 	os.WriteFile(badTrace, []byte("2026-06-01T10:00:00Z alice\nnot-a-time\n"), 0o644)
+	// A directory cannot be made under a file.
+	notADir := filepath.Join(t.TempDir(), "file")
+	os.WriteFile(notADir, nil, 0o644)
+	// Flags that make a compare quick, were it to run.
+	quick := []string{"compare", "--workload", "boundary", "--alg", "fixed_window", "--time", "0"}
 
 	cases := []struct {
 		name string
@@ -40,16 +48,31 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
 		{"unknown workload", []string{"compare", "--workload", "tsunami"}, `unknown workload "tsunami"`},
 		{"unknown algorithm", []string{"compare", "--alg", "leaky_sieve"}, `unknown algorithm "leaky_sieve"`},
-		{"bad duration", []string{"compare", "--window", "soon"}, `invalid value "soon" for flag -window`},
-		{"negative timed phase", []string{"compare", "--time", "-1s"}, "-time must be >= 0"},
+		{"empty algorithm list", []string{"compare", "--workload", "boundary", "--time", "0", "--alg", ""},
+			"-alg is empty: give comma-separated algorithms (" + strings.Join(replay.AlgorithmNames, ", ") + ") or all"},
+		{"bad duration", []string{"compare", "--window", "soon"}, `-window "soon": want a duration with a unit, such as 500ms or 2s`},
+		{"duration without a unit", []string{"compare", "--time", "5"}, `-time "5": want a duration with a unit, such as 500ms or 2s`},
+		{"recommend duration without a unit", []string{"recommend", "--latency", "1"}, `-latency "1": want a duration with a unit`},
+		{"guide duration without a unit", []string{"guide", "--time", "5"}, `-time "5": want a duration with a unit`},
+		{"negative timed phase", []string{"compare", "--time", "-1s"}, "-time must be >= 0, got -1s"},
+		{"zero concurrency", []string{"compare", "--concurrency", "0"}, "-concurrency must be >= 1, got 0"},
+		{"zero redis concurrency", []string{"compare", "--redis-concurrency", "0"}, "-redis-concurrency must be >= 1, got 0"},
+		{"unwritable chart directory", append(quick, "--svg", filepath.Join(notADir, "charts")), `-svg "` + filepath.Join(notADir, "charts") + `": cannot write charts there`},
 		{"bad rate", []string{"compare", "--workload", "custom", "--rate", "lots"}, `rate "lots"`},
 		{"zero limit", []string{"compare", "--workload", "custom", "--limit", "0"}, "limit must be > 0"},
 		{"missing trace", []string{"compare", "--trace", "/nonexistent/trace.log"}, "cannot read the trace"},
 		{"malformed trace", []string{"compare", "--trace", badTrace}, "bad.log:2"},
-		{"unreachable redis", []string{"compare", "--redis", closed}, closed},
+		{"unreachable redis", []string{"compare", "--redis", closed}, "ratewise compare: store unavailable: " + closed},
+		{"redis without a port", []string{"compare", "--redis", "localhost"}, `-redis "localhost": want host:port or a URL`},
+		{"malformed redis URL", []string{"compare", "--redis", "redis://:hunter2@127.0.0.1:port"}, "-redis: not a valid URL"},
+		{"redis URL with a bad database", []string{"compare", "--redis", "redis://127.0.0.1:6379/first"}, `-redis redis://127.0.0.1:6379/first: invalid database number: "first"`},
+		{"malformed cluster URL", []string{"compare", "--cluster", "redis://:hunter2@127.0.0.1:port"}, "-cluster: not a valid URL"},
 		{"unreachable cluster", []string{"compare", "--cluster", closed}, closed},
 		{"unknown format", []string{"compare", "--format", "xml"}, `unknown format "xml"`},
-		{"two redises", []string{"compare", "--start-redis", "--redis", closed}, "give one of -redis, -cluster and -start-redis"},
+		{"two redises", []string{"compare", "--start-redis", "--redis", closed}, "-redis and -start-redis: give only one of -redis, -cluster, -start-redis, -memory-store or -miniredis"},
+		{"two in-process stores", []string{"compare", "--memory-store", "--miniredis"}, "-memory-store and -miniredis: give only one of"},
+		{"recommend on two stores", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory-store", "--start-redis"},
+			"-start-redis and -memory-store: give only one of -redis, -cluster, -start-redis or -memory-store"},
 		{"stray argument", []string{"compare", "boundary"}, `unexpected argument "boundary"`},
 		{"recommend without precision", []string{"recommend", "--qps", "10", "--window", "1m"}, "--precision must be exact or approx"},
 		{"recommend bad qps", []string{"recommend", "--qps", "-3", "--window", "1m", "--precision", "exact"}, "--qps must be > 0"},
@@ -65,16 +88,20 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 			if stdout != "" {
 				t.Errorf("stdout should be empty, got %q", stdout)
 			}
-			lines := strings.Split(strings.TrimSuffix(stderr, "\n"), "\n")
-			last := lines[len(lines)-1]
-			// Progress lines may precede the error; the error is one line.
-			for _, l := range lines[:len(lines)-1] {
-				if !strings.HasPrefix(l, "ratewise: [") {
-					t.Errorf("stderr has more than the error line: %q", stderr)
-				}
+			// The error is one line, and every mistake here is found
+			// before anything runs: no progress lines precede it.
+			if strings.Count(stderr, "\n") != 1 {
+				t.Errorf("stderr has more than the error line: %q", stderr)
 			}
+			last := strings.TrimSuffix(stderr, "\n")
 			if !strings.HasPrefix(last, "ratewise ") || !strings.Contains(last, c.says) {
 				t.Errorf("error line %q does not say %q", last, c.says)
+			}
+			if strings.Contains(strings.TrimPrefix(last, "ratewise "), "ratewise: ") {
+				t.Errorf("error line %q repeats the ratewise: prefix", last)
+			}
+			if strings.Contains(last, "hunter2") {
+				t.Errorf("error line %q shows the password", last)
 			}
 			if strings.Contains(stderr, "goroutine ") || strings.Contains(stderr, "panic") {
 				t.Errorf("stack trace on stderr: %s", stderr)
@@ -84,7 +111,7 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 }
 
 func TestCompareCSVAndJSON(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "compare", "--workload", "boundary", "--time", "0", "--format", "csv")
+	code, stdout, stderr := runCLI(t, "compare", "--workload", "boundary", "--time", "0", "--format", "csv", "--miniredis")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -109,7 +136,7 @@ func TestCompareCSVAndJSON(t *testing.T) {
 		t.Errorf("stderr (not a terminal) should carry plain progress lines, got %q", stderr)
 	}
 
-	code, stdout, stderr = runCLI(t, "compare", "--workload", "custom", "--shape", "steady", "--rate", "3/s", "--limit", "100", "--keys", "3", "--duration", "2m", "--alg", "gcra,sliding_log", "--time", "0", "--format", "json")
+	code, stdout, stderr = runCLI(t, "compare", "--workload", "custom", "--shape", "steady", "--rate", "3/s", "--limit", "100", "--keys", "3", "--duration", "2m", "--alg", "gcra,sliding_log", "--time", "0", "--format", "json", "--miniredis")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -130,7 +157,7 @@ func TestCompareCSVAndJSON(t *testing.T) {
 
 func TestCompareWritesCharts(t *testing.T) {
 	dir := t.TempDir()
-	code, _, stderr := runCLI(t, "compare", "--workload", "boundary,steady-at", "--alg", "fixed_window", "--time", "0", "--svg", dir)
+	code, _, stderr := runCLI(t, "compare", "--workload", "boundary,steady-at", "--alg", "fixed_window", "--time", "0", "--svg", dir, "--memory-store")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -150,5 +177,85 @@ func TestHelpExitsZero(t *testing.T) {
 		if code, stdout, _ := runCLI(t, args...); code != 0 || !strings.Contains(stdout, "usage: ratewise") {
 			t.Errorf("%v: exit %d, stdout %q", args, code, stdout)
 		}
+	}
+}
+
+// "ratewise version" says what was built; "ratewise help <command>" and
+// "ratewise <command> help" print the command's usage, as -h does.
+func TestVersionAndCommandHelp(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "version")
+	if code != 0 {
+		t.Fatalf("version: exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"ratewise ", "revision ", runtime.Version()} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("version says %q, not %q", stdout, want)
+		}
+	}
+	for _, args := range [][]string{
+		{"compare", "help"}, {"help", "compare"}, {"recommend", "help"}, {"help", "recommend"},
+		{"guide", "help"}, {"help", "guide"}, {"version", "help"}, {"help", "version"},
+	} {
+		name := args[0]
+		if name == "help" {
+			name = args[1]
+		}
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 || !strings.HasPrefix(stdout, "usage: ratewise "+name+" [flags]") || stderr != "" {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q; want ratewise %s -h's usage", args, code, stdout, stderr, name)
+		}
+	}
+	if code, stdout, _ := runCLI(t, "help"); code != 0 || !strings.Contains(stdout, "  version ") {
+		t.Errorf("help: exit %d; the usage does not list version: %q", code, stdout)
+	}
+}
+
+// The timed phase enforces -limit per -window over -keys keys, when -keys
+// is given.
+func TestCompareTimedPhaseHonoursTheLimit(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "compare", "--workload", "steady-at", "--alg", "gcra", "--limit", "7", "--window", "2s", "--keys", "3",
+		"--time", "50ms", "--format", "json", "--memory-store")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rep struct {
+		TimedLimit  int64 `json:"timed_limit"`
+		TimedWindow int64 `json:"timed_window_ns"`
+		Timed       []struct {
+			Store, Algorithm string
+			Keys             int
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("json: %v\n%s", err, stdout)
+	}
+	if rep.TimedLimit != 7 || rep.TimedWindow != 2e9 {
+		t.Errorf("timed phase limit: got %d per %dns, want 7 per 2s", rep.TimedLimit, rep.TimedWindow)
+	}
+	if len(rep.Timed) != 1 {
+		t.Fatalf("timed entries: got %+v, want gcra on the memory store alone", rep.Timed)
+	}
+	for _, tm := range rep.Timed {
+		if tm.Keys != 3 {
+			t.Errorf("%s on %s timed over %d keys, want 3", tm.Algorithm, tm.Store, tm.Keys)
+		}
+	}
+}
+
+// A step that replays many requests reports how far it has got, not only
+// when it is done.
+func TestProgressInsideALongStep(t *testing.T) {
+	old := withinEvery
+	withinEvery = 0
+	t.Cleanup(func() { withinEvery = old })
+	// 200 keys at 20/s for 20 s: 80,000 requests, more than one report's
+	// worth.
+	code, _, stderr := runCLI(t, "compare", "--memory-store", "--workload", "custom", "--alg", "gcra",
+		"--rate", "20/s", "--keys", "200", "--duration", "20s", "--time", "0", "--format", "csv")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "custom: gcra on memory: ") || !strings.Contains(stderr, "% of its requests") {
+		t.Fatalf("no progress inside the step:\n%s", stderr)
 	}
 }

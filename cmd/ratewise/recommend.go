@@ -2,124 +2,185 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
-	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 	"github.com/ratewise/ratewise/replay"
 )
 
+const recommendSummary = "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason and every rejection: memory for a full window, the\nstore's time per decision, accuracy on matching workloads, and what one Redis serves."
+
+// question is recommend's flags that describe the question, as opposed to
+// the store it is measured on.
+type question struct {
+	in          recommend.Input
+	qps, memory string
+}
+
+func (q *question) register(fs *command) {
+	fs.StringVar(&q.qps, "qps", "", "the rate each key may reach: requests per second (0.5), or a count per period as the library reads it (5/15m, 100/min, 10000/day, 10000/month) (required)")
+	fs.DurationVar(&q.in.Window, "window", 0, "the window the limit is counted over, such as 1m; defaults to the period of a --qps written as count/period")
+	fs.StringVar(&q.in.Precision, "precision", "", "exact or approx (required, except with --calendar)")
+	fs.Int64Var(&q.in.Keys, "keys", 1, "keys active at once")
+	fs.Int64Var(&q.in.Burst, "burst", 0, "the most requests a key may send at once, at most the window's limit; 0 means a whole window's limit")
+	fs.StringVar(&q.in.Calendar, "calendar", "", "day or month: a quota that resets at the start of each calendar day (UTC) or month, rather than counting any window")
+	fs.StringVar(&q.memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB, 4GB or 1GiB")
+	fs.DurationVar(&q.in.LatencyBudget, "latency", time.Millisecond, "budget for the store's time per decision")
+}
+
+// input checks the parsed flags and returns the question.
+func (q *question) input() (recommend.Input, error) {
+	in := q.in
+	var err error
+	if in.MemoryBudget, err = parseBytes(q.memory); err != nil {
+		return in, err
+	}
+	if err := parseQPS(&in, q.qps); err != nil {
+		return in, err
+	}
+	return in, in.Validate()
+}
+
+// questionOf reads a question from recommend's command line, without the
+// store flags.
+func questionOf(args []string) (recommend.Input, error) {
+	fs := newCommand("recommend", recommendSummary, io.Discard)
+	var q question
+	q.register(fs)
+	if err := fs.parse(args); err != nil {
+		return recommend.Input{}, err
+	}
+	return q.input()
+}
+
 func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newCommand("recommend", "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason: memory for QPS×window records, decision latency at\nthat size, and accuracy on a matching workload, measured on this machine.", stdout)
+	fs := newCommand("recommend", recommendSummary, stdout)
 	var (
-		in     recommend.Input
-		memory string
-		rf     redisFlags
+		q  question
+		rf redisFlags
 	)
-	fs.Float64Var(&in.QPS, "qps", 0, "requests per second each key may make (required)")
-	fs.DurationVar(&in.Window, "window", 0, "the window the limit is counted over, such as 1m (required)")
-	fs.StringVar(&in.Precision, "precision", "", "exact or approx (required)")
-	fs.Int64Var(&in.Keys, "keys", 1, "keys active at once")
-	fs.Int64Var(&in.Burst, "burst", 0, "the most requests a key may send at once; 0 means a whole window's limit")
-	fs.StringVar(&memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB or 4GB")
-	fs.DurationVar(&in.LatencyBudget, "latency", time.Millisecond, "budget for a decision's p99 latency")
-	rf.register(fs.FlagSet, "measure memory and latency (instead of on the memory store)")
+	q.register(fs)
+	rf.register(fs.FlagSet, "measure memory and latency", forRecommend)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	var err error
-	if in.MemoryBudget, err = parseBytes(memory); err != nil {
-		return err
-	}
-	if err := in.Validate(); err != nil {
-		return err
-	}
-	target, err := rf.open(ctx)
+	in, err := q.input()
 	if err != nil {
 		return err
 	}
-	if target == nil {
-		target = replay.Memory{}
+	target, where, err := rf.open(ctx)
+	if err != nil {
+		return err
 	}
 	defer target.Close()
 	p := newProgress(stderr, isTerminal(stdout) && isTerminal(stderr))
 	n := 0
-	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, len(replay.AlgorithmNames)+1, what) })
-	p.finish()
+	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, len(replay.AlgorithmNames)+2, what) })
 	if err != nil {
+		p.finish()
 		return err
 	}
 	d, err := recommend.Decide(in, m.Figures)
 	if err != nil {
+		p.finish()
 		return err
 	}
-	writeRecommendation(stdout, in, m, d)
+	var capacity *recommend.Capacity
+	if _, onRedis := target.(interface{ Client() redis.UniversalClient }); onRedis {
+		n++
+		p.step(n, len(replay.AlgorithmNames)+2, "capacity of one Redis")
+		c, err := measureCapacity(ctx, in, d, target)
+		if err != nil {
+			p.finish()
+			return err
+		}
+		capacity = &c
+	}
+	p.finish()
+	recommend.Write(stdout, in, m, d, capacity, where)
 	return nil
 }
 
-func writeRecommendation(w io.Writer, in recommend.Input, m *recommend.Measurements, d recommend.Decision) {
-	fmt.Fprintf(w, "Recommendation: %s, for %s requests per %s per key (QPS %g), %s, %s key(s)",
-		d.Algorithm, report.Int(in.Limit()), report.Duration(in.Window), in.QPS, in.Precision, report.Int(in.Keys))
-	if in.Burst > 0 {
-		fmt.Fprintf(w, ", bursts of %s", report.Int(in.Burst))
+// measureCapacity measures what one Redis serves of the recommended
+// algorithm, or of the closest one when nothing fits.
+func measureCapacity(ctx context.Context, in recommend.Input, d recommend.Decision, target replay.Target) (recommend.Capacity, error) {
+	name := d.Algorithm
+	if name == "" {
+		name = strings.SplitN(d.Closest, ",", 2)[0]
 	}
-	fmt.Fprint(w, "\n\n")
-	fmt.Fprintln(w, "Why:")
-	for _, r := range d.Reasons {
-		fmt.Fprintf(w, "- %s.\n", r)
+	name = strings.Split(name, " + ")[0]
+	alg, err := replay.Configure(name, in.Limit(), in.Window, replay.Options{Burst: in.Burst})
+	if err != nil {
+		return recommend.Capacity{}, err
 	}
-	fmt.Fprintf(w, "\nThe classic decision tree (%s) picks %s.\n", recommend.ClassicTree, d.Classic)
-	if len(d.Disagreements) > 0 {
-		fmt.Fprintln(w, "Where this machine's measurements disagree with the classic thresholds:")
-		for _, r := range d.Disagreements {
-			fmt.Fprintf(w, "- %s.\n", r)
-		}
-	}
-	store := m.Figures["gcra"].Store
-	fmt.Fprintf(w, "\nMeasured on %s with a full window on one key", store)
-	if store == "memory" {
-		fmt.Fprint(w, " (the in-memory store's Go heap; -start-redis or -redis ADDR measures a real Redis)")
-	}
-	if m.Measured < m.Records {
-		fmt.Fprintf(w, " (the sliding log filled with %s of its %s records: its memory scaled linearly, its latency measured at that size)", report.Int(m.Measured), report.Int(m.Records))
-	}
-	fmt.Fprintf(w, "; accuracy on %s with a limit of %s per %s, each algorithm configured as in compare",
-		strings.Join(m.Workloads, " and "), report.Int(m.AccuracyLimit), report.Duration(in.Window))
-	if in.Burst > 0 {
-		fmt.Fprintf(w, ", the token bucket and GCRA with a burst of %s", report.Int(in.Burst))
-		if m.AccuracyLimit < m.Records {
-			fmt.Fprint(w, " scaled with the limit")
-		}
-	}
-	fmt.Fprint(w, ":\n\n")
-	t := &report.Table{Left: 1, Header: []string{"algorithm", "B/key", "for " + report.Int(in.Keys) + " keys", "p50", "p99"}}
-	for _, wl := range m.Workloads {
-		t.Header = append(t.Header, "× limit "+wl)
-	}
-	t.Header = append(t.Header, "false admits", "false denials")
-	for _, name := range replay.AlgorithmNames {
-		f := m.Figures[name]
-		row := []string{name, recommend.Bytes(f.BytesPerKey), recommend.Bytes(f.TotalBytes(in.Keys)), report.Latency(f.P50), report.Latency(f.P99)}
-		for _, wl := range m.Workloads {
-			row = append(row, fmt.Sprintf("%.2f", f.Overshoot[wl]))
-		}
-		t.Add(append(row, report.Int(f.FalseAdmits), report.Int(f.FalseDenials))...)
-	}
-	t.Write(w, false)
+	return recommend.MeasureCapacity(ctx, target, alg)
 }
 
-// parseBytes reads a size such as 512MB, 4GB, 1GiB or 1000000.
+// parseQPS reads --qps into in: a number of requests per second, or a count
+// per period as algorithms.ParseRate reads it, whose period is the window
+// unless --window gives one. "N/month" is a calendar month's quota.
+func parseQPS(in *recommend.Input, s string) error {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return usagef("--qps is required: requests per second, such as 0.5, or a count per period, such as 5/15m")
+	}
+	count, period, isRate := strings.Cut(s, "/")
+	if !isRate {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
+			return usagef("--qps %q: want requests per second, such as 0.5, or a count per period, such as 5/15m", s)
+		}
+		in.QPS = v
+		if in.Window == 0 {
+			switch in.Calendar {
+			case recommend.Day:
+				in.Window = 24 * time.Hour
+			case recommend.Month:
+				in.Window = recommend.MonthWindow
+			}
+		}
+		return nil
+	}
+	var r algorithms.Rate
+	switch strings.TrimSpace(period) {
+	case "month", "months", "mo":
+		n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
+		if err != nil || n <= 0 {
+			return usagef("--qps %q: the count must be a positive whole number", s)
+		}
+		r = algorithms.Rate{Count: n, Period: recommend.MonthWindow}
+		if in.Calendar == "" {
+			return usagef("--qps %q: a month has no fixed length; for a quota per calendar month, add --calendar month", s)
+		}
+	default:
+		var err error
+		if r, err = algorithms.ParseRate(s); err != nil {
+			return usagef("--qps: %v", err)
+		}
+	}
+	in.QPS = float64(r.Count) / r.Period.Seconds()
+	if in.Window == 0 {
+		in.Window = r.Period
+	}
+	return nil
+}
+
+// parseBytes reads a size such as 512MB, 4GB, 1GiB or 1000000, in any
+// case: 512mb is 512MB.
 func parseBytes(s string) (int64, error) {
 	units := []struct {
 		suffix string
 		n      float64
-	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1}}
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}}
 	mult := 1.0
-	num := strings.TrimSpace(s)
+	num := strings.ToUpper(strings.TrimSpace(s))
 	for _, u := range units {
 		if v, ok := strings.CutSuffix(num, u.suffix); ok {
 			num, mult = strings.TrimSpace(v), u.n
@@ -128,7 +189,7 @@ func parseBytes(s string) (int64, error) {
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v <= 0 || v*mult > 1<<62 {
-		return 0, usagef("-memory %q: want a positive size such as 512MB or 4GB", s)
+		return 0, usagef("-memory %q: want a positive size such as 512MB, 4GB or 1GiB", s)
 	}
 	return int64(v * mult), nil
 }

@@ -60,10 +60,15 @@ func All(seed uint64) ([]*Workload, error) {
 // Spec describes a custom workload.
 type Spec struct {
 	Limit Limit
-	// Rate is each key's request rate, per second.
+	// Rate is each key's average request rate, per second, whatever the
+	// Shape: over the trace, each key sends about Rate × Duration.
 	Rate float64
-	// Shape is "steady" (evenly spaced), "poisson" or "bursts" (Rate while
-	// on, nothing while off).
+	// Shape is "steady" (evenly spaced), "poisson" or "bursts": Rate
+	// compressed into the bursts, Rate × (On+Off)/On while on and nothing
+	// while off. With a Rate of 300/min, On 10s and Off 50s, each burst
+	// sends 300 at 1800/min. The bursts start at a seeded random phase
+	// in [0, On+Off), the same for every key, as in a traffic spike, so
+	// that they do not all begin on window boundaries.
 	Shape    string
 	On, Off  time.Duration
 	Duration time.Duration
@@ -89,12 +94,27 @@ func Custom(spec Spec) (*Workload, error) {
 		return nil, fmt.Errorf("%w: duration must be > 0, got %v", ErrInvalid, spec.Duration)
 	case spec.Keys <= 0:
 		return nil, fmt.Errorf("%w: keys must be > 0, got %d", ErrInvalid, spec.Keys)
+	case spec.Shape == "bursts" && (spec.On <= 0 || spec.Off < 0):
+		return nil, fmt.Errorf("%w: bursts need --on > 0 and --off >= 0, got %v and %v", ErrInvalid, spec.On, spec.Off)
 	}
 	if n := spec.Rate * spec.Duration.Seconds() * float64(spec.Keys); n > maxRequests {
 		return nil, fmt.Errorf("%w: %.0f requests is more than the %d a trace may hold; lower the rate, duration or keys", ErrInvalid, n, maxRequests)
 	}
-	desc := fmt.Sprintf("%d key(s), %s at %g/s each", spec.Keys, spec.Shape, spec.Rate)
+	desc := fmt.Sprintf("%d key(s), %s at %s each", spec.Keys, spec.Shape, perMinute(spec.Rate))
+	// A burst sends perBurst on average: each sends the whole part of
+	// the running total, so that the mean is exact over whole periods.
+	var period, phase time.Duration
+	var perBurst float64
+	if spec.Shape == "bursts" {
+		period = spec.On + spec.Off
+		perBurst = spec.Rate * period.Seconds()
+		desc = fmt.Sprintf("%d key(s), bursts: %s on average, %s for %s every %s",
+			spec.Keys, perMinute(spec.Rate), perMinute(perBurst/spec.On.Seconds()), shortDuration(spec.On), shortDuration(period))
+	}
 	b := newBuilder("custom", desc, spec.Limit, spec.Duration, spec.Keys, spec.Seed)
+	if spec.Shape == "bursts" {
+		phase = time.Duration(b.rng.Int64N(int64(period)))
+	}
 	for k := range spec.Keys {
 		switch spec.Shape {
 		case "steady":
@@ -106,17 +126,39 @@ func Custom(spec Spec) (*Workload, error) {
 		case "poisson":
 			b.poisson(k, 0, spec.Duration, spec.Rate, nil)
 		case "bursts":
-			if spec.On <= 0 || spec.Off < 0 {
-				return nil, fmt.Errorf("%w: bursts need --on > 0 and --off >= 0, got %v and %v", ErrInvalid, spec.On, spec.Off)
-			}
-			for start := time.Duration(0); start < spec.Duration; start += spec.On + spec.Off {
-				b.even(k, start, min(start+spec.On, spec.Duration), spec.Rate)
+			// The burst under way at 0, if any, began a period before
+			// phase; the part of it before 0 is cut off, as is the part
+			// of the last burst after the end, which together make one.
+			for j, start := 0.0, phase-period; start < spec.Duration; j, start = j+1, start+period {
+				n := int64(math.Floor((j+1)*perBurst)) - int64(math.Floor(j*perBurst))
+				for i := range n {
+					if at := start + time.Duration(int64(spec.On)*i/n); at >= 0 && at < spec.Duration {
+						b.add(at, k, 1)
+					}
+				}
 			}
 		default:
 			return nil, fmt.Errorf("%w: unknown shape %q (known: steady, poisson, bursts)", ErrInvalid, spec.Shape)
 		}
 	}
 	return b.done(), nil
+}
+
+// perMinute prints a rate given per second as per minute: "300/min".
+func perMinute(perSecond float64) string {
+	return strconv.FormatFloat(perSecond*60, 'g', 4, 64) + "/min"
+}
+
+// shortDuration prints d without zero units: "1m", not "1m0s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // ParseRate reads a rate such as "150/min", "2/s", "10/1h", "2.5/s" or

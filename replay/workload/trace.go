@@ -17,8 +17,14 @@ import (
 // separated by spaces, tabs or commas. <time> is an RFC 3339 timestamp or a
 // number of seconds since the Unix epoch (so offsets such as 0.25 from the
 // start of a recording work too); <key> defaults to "trace" and <cost> to 1.
-// Blank lines and lines starting with # are skipped. Requests need not be in
+// Blank lines and lines starting with # are skipped, and so is a header
+// such as "time,key,cost" on the first other line. Requests need not be in
 // order. Every algorithm replays the trace with limit l.
+//
+// The trace keeps its own instants: its Start is the first request's
+// instant rounded down to a multiple of l.Window since the Unix epoch, where
+// fixed windows start, so its Duration is the span from the first request
+// to the last plus less than one window.
 func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
@@ -31,12 +37,18 @@ func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 	var rows []raw
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	firstLine := true
 	for line := 1; sc.Scan(); line++ {
 		text := strings.TrimSpace(sc.Text())
 		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
 		fields := strings.FieldsFunc(text, func(r rune) bool { return r == ' ' || r == '\t' || r == ',' })
+		header := firstLine && isHeader(fields)
+		firstLine = false
+		if header {
+			continue
+		}
 		if len(fields) > 3 {
 			return nil, fmt.Errorf("%w: %s:%d: want <time> [<key> [<cost>]], got %d fields", ErrInvalid, name, line, len(fields))
 		}
@@ -76,9 +88,14 @@ func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 			last = r.at
 		}
 	}
-	// Keeping the trace's own instants, measured from the start of its first
-	// day, keeps its position against fixed-window boundaries.
-	start := first.Truncate(24 * time.Hour)
+	// Rounding in microseconds since the Unix epoch, as the fixed window
+	// counts its windows; time.Truncate would round since year 1.
+	w, us := l.Window.Microseconds(), first.UnixMicro()
+	off := us % w
+	if off < 0 {
+		off += w
+	}
+	start := time.UnixMicro(us - off).UTC()
 	b := newBuilder("trace", "", l, last.Sub(start)+time.Microsecond, 0, 0)
 	b.w.Start = start
 	index := map[string]int{}
@@ -93,6 +110,25 @@ func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 	}
 	b.w.Description = fmt.Sprintf("%s: %d requests from %d key(s) over %v", name, len(rows), len(b.w.Keys), last.Sub(first).Round(time.Millisecond))
 	return b.done(), nil
+}
+
+// isHeader reports whether fields, a trace's first line, are a header such
+// as "time,key,cost" rather than a request: the first is not a time, and
+// either it is a usual name for a time column or no field holds a digit.
+func isHeader(fields []string) bool {
+	if _, err := parseTime(fields[0]); err == nil {
+		return false
+	}
+	switch strings.ToLower(strings.Trim(fields[0], `"'`)) {
+	case "time", "timestamp", "ts", "at", "date", "datetime", "when", "t":
+		return true
+	}
+	for _, f := range fields {
+		if strings.ContainsAny(f, "0123456789") {
+			return false
+		}
+	}
+	return true
 }
 
 func parseTime(s string) (time.Time, error) {

@@ -210,10 +210,15 @@ func Boundary(l Limit, boundaries int) (*Workload, error) {
 		return nil, fmt.Errorf("%w: boundaries must be > 0, got %d", ErrInvalid, boundaries)
 	}
 	edge := min(time.Second, l.Window/2)
-	b := newBuilder("boundary", fmt.Sprintf("one key, %d requests in the %v before each of %d window boundaries and %d in the %v after", l.Count, edge, boundaries, l.Count, edge), l, time.Duration(2*boundaries)*l.Window, 1, 0)
+	// Fixed windows start at multiples of their length since the Unix
+	// epoch; Start is one for any window that divides a day, and the first
+	// such multiple after it otherwise.
+	w := l.Window.Microseconds()
+	offset := time.Duration((w-Start.UnixMicro()%w)%w) * time.Microsecond
+	b := newBuilder("boundary", fmt.Sprintf("one key, %d requests in the %v before each of %d window boundaries and %d in the %v after", l.Count, edge, boundaries, l.Count, edge), l, offset+time.Duration(2*boundaries)*l.Window, 1, 0)
 	rate := float64(l.Count) / edge.Seconds()
 	for i := range boundaries {
-		at := time.Duration(2*i+1) * l.Window
+		at := offset + time.Duration(2*i+1)*l.Window
 		b.even(0, at-edge, at, rate)
 		b.even(0, at, at+edge, rate)
 	}

@@ -119,6 +119,43 @@ func TestReadTrace(t *testing.T) {
 	}
 }
 
+// A CSV header on the first line is skipped; an unparsable line anywhere
+// else, or a first line that holds figures, is still an error naming the
+// file and line.
+func TestReadTraceSkipsAHeader(t *testing.T) {
+	l := Limit{Count: 10, Window: time.Minute}
+	cases := []struct {
+		name, in string
+		// err is what the error must say; "" means no error.
+		err string
+	}{
+		{"csv header", "time,key,cost\n1780308000,alice,2\n1780308001,bob,1\n", ""},
+		{"header after a comment", "# exported\n\ntimestamp\tuser\n1780308000\talice\n1780308001\tbob\n", ""},
+		{"quoted header", "\"time\",\"key\"\n1780308000,alice\n1780308001,bob\n", ""},
+		{"named time column with digits", "ts,key2\n1780308000,alice\n1780308001,bob\n", ""},
+		{"header on a later line", "1780308000,alice\ntime,key,cost\n", "t.csv:2"},
+		{"second header", "time,key\ntime,key\n", "t.csv:2"},
+		{"first line holds figures", "1780308000x,alice\n1780308001,bob\n", "t.csv:1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			w, err := ReadTrace(strings.NewReader(c.in), "t.csv", l)
+			if c.err != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("got %v, want ErrInvalid saying %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := w.Keys, []string{"alice", "bob"}; !reflect.DeepEqual(got, want) {
+				t.Fatalf("keys: got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 func TestInvalidInput(t *testing.T) {
 	l := Limit{Count: 10, Window: time.Minute}
 	cases := []struct {
@@ -141,7 +178,7 @@ func TestInvalidInput(t *testing.T) {
 		}},
 		{"bad rate", func() error { _, err := ParseRate("fast"); return err }},
 		{"bad rate period", func() error { _, err := ParseRate("3/fortnight"); return err }},
-		{"bad trace time", func() error { _, err := ReadTrace(strings.NewReader("yesterday\n"), "t", l); return err }},
+		{"bad trace time", func() error { _, err := ReadTrace(strings.NewReader("1 k\nyesterday\n"), "t", l); return err }},
 		{"bad trace cost", func() error { _, err := ReadTrace(strings.NewReader("1 k -2\n"), "t", l); return err }},
 		{"cost above limit", func() error { _, err := ReadTrace(strings.NewReader("1 k 11\n"), "t", l); return err }},
 		{"empty trace", func() error { _, err := ReadTrace(strings.NewReader("# nothing\n"), "t", l); return err }},
@@ -159,5 +196,78 @@ func TestParseRate(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("ParseRate(%q): got %v, %v; want %v", in, got, err, want)
 		}
+	}
+}
+
+// --rate is each key's average rate for every shape: bursts compress it
+// into their on-periods, and start at a seeded phase, not on a window
+// boundary.
+func TestCustomRateIsTheAverageForEveryShape(t *testing.T) {
+	const perMinute = 300.0
+	for _, shape := range []string{"steady", "poisson", "bursts"} {
+		t.Run(shape, func(t *testing.T) {
+			spec := Spec{Limit: Limit{Count: 100, Window: time.Minute}, Rate: perMinute / 60, Shape: shape,
+				On: 10 * time.Second, Off: 50 * time.Second, Duration: 10 * time.Minute, Keys: 20, Seed: 1}
+			w, err := Custom(spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := float64(len(w.Requests)) / float64(spec.Keys) / spec.Duration.Minutes()
+			if d := got/perMinute - 1; d < -0.02 || d > 0.02 {
+				t.Fatalf("mean rate per key: got %.1f/min, want %.0f/min within 2%%", got, perMinute)
+			}
+		})
+	}
+}
+
+func TestCustomBurstsAreCompressedAndPhased(t *testing.T) {
+	spec := Spec{Limit: Limit{Count: 100, Window: time.Minute}, Rate: 5, Shape: "bursts",
+		On: 10 * time.Second, Off: 50 * time.Second, Duration: 10 * time.Minute, Keys: 3, Seed: 1}
+	w, err := Custom(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := w.Description, "3 key(s), bursts: 300/min on average, 1800/min for 10s every 1m"; got != want {
+		t.Errorf("description: got %q, want %q", got, want)
+	}
+	perKey := map[int32][]time.Duration{}
+	for _, r := range w.Requests {
+		perKey[r.Key] = append(perKey[r.Key], r.At)
+	}
+	first := perKey[0]
+	for k, at := range perKey {
+		if !reflect.DeepEqual(at, first) {
+			t.Fatalf("key %d's requests differ from key 0's: bursts must be simultaneous", k)
+		}
+	}
+	// Split key 0's requests into bursts at the pauses: each lasts less
+	// than On, and each that the trace's ends do not cut sends 300, at
+	// 1800/min.
+	var bursts [][]time.Duration
+	for i, at := range first {
+		if i == 0 || at-first[i-1] > spec.Off/2 {
+			bursts = append(bursts, nil)
+		}
+		bursts[len(bursts)-1] = append(bursts[len(bursts)-1], at)
+	}
+	for i, b := range bursts {
+		if span := b[len(b)-1] - b[0]; span >= spec.On {
+			t.Errorf("burst %d lasts %v, longer than %v", i, span, spec.On)
+		}
+		cut := b[0] < spec.On || b[len(b)-1] > spec.Duration-spec.On
+		if !cut && len(b) != 300 {
+			t.Errorf("burst %d at %v: %d requests, want 300", i, b[0], len(b))
+		}
+	}
+	if first[0]%time.Minute == 0 {
+		t.Errorf("the bursts start on a minute boundary (%v): want a random phase", first[0])
+	}
+	spec.Seed = 2
+	w2, err := Custom(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2.Requests[0].At == w.Requests[0].At {
+		t.Errorf("seeds 1 and 2 start the bursts at the same phase, %v", w.Requests[0].At)
 	}
 }

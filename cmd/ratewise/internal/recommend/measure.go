@@ -2,45 +2,78 @@ package recommend
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/replay"
 	"github.com/ratewise/ratewise/replay/workload"
+	"github.com/ratewise/ratewise/storememory"
+	"github.com/ratewise/ratewise/storeredis"
 )
 
 // Caps on what Measure replays, so that a recommendation for a huge window
 // still takes seconds: a sliding log is filled with at most this many
 // records and its memory scaled linearly beyond, and the matching
-// workloads are scaled down to at most maxAccuracyRequests requests.
+// workloads use a limit of at most maxAccuracyLimit.
 const (
-	maxMemoryRecords    = 1_000_000
-	maxRedisRecords     = 50_000
-	maxAccuracyRequests = 2_000_000
-	latencySamples      = 2000
+	maxMemoryRecords = 1_000_000
+	maxRedisRecords  = 5_000
+	maxAccuracyLimit = 25_000
+	// timeSamples batches of timeBatch decisions each give a time's median
+	// and spread.
+	timeSamples = 5
+	timeBatch   = 200
 )
+
+// WorkloadNames are the workloads accuracy is measured on: Poisson arrivals
+// at 1.2× the rate, the window-boundary attack, and the sliding window
+// counter's worst case (the limit at the end of one sub-window and again
+// when that sub-window drops out).
+var WorkloadNames = []string{"poisson", "boundary", "worst"}
 
 // Measurements are the figures behind a recommendation and how they were
 // taken.
 type Measurements struct {
 	Figures map[string]Figures
+	// Store names the target the costs were measured on.
+	Store string
 	// Records is the number of records a full window holds; Measured how
-	// many were filled to measure the sliding log.
+	// many were filled to measure the logs.
 	Records, Measured int64
 	// AccuracyLimit is the limit of the matching workloads, the input's
-	// limit or a scaled-down one; Workloads names them.
+	// limit or a scaled-down one.
 	AccuracyLimit int64
-	Workloads     []string
 }
 
-// Measure measures every algorithm at the input's size on target: memory
-// and latency on a key holding a full window, and accuracy on workloads
-// that match the input (Poisson arrivals at 1.2× the rate, and the
-// window-boundary attack), replayed on the memory store.
+// Measure measures every algorithm at the input's size: memory and time on
+// target (Cost) and accuracy on the matching workloads (Accuracy).
 func Measure(ctx context.Context, in Input, target replay.Target, progress func(string)) (*Measurements, error) {
-	m := &Measurements{Figures: map[string]Figures{}, Records: in.Limit()}
+	m, err := Cost(ctx, in, target, progress)
+	if err != nil {
+		return nil, err
+	}
+	progress("accuracy on the matching workloads")
+	if err := Accuracy(ctx, in, m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// Cost measures memory and time per decision of every algorithm on a key
+// holding a full window, on target.
+func Cost(ctx context.Context, in Input, target replay.Target, progress func(string)) (*Measurements, error) {
+	m := &Measurements{Figures: map[string]Figures{}, Store: target.Name(), Records: in.Limit()}
 	capRecords := int64(maxMemoryRecords)
 	if target.Name() != "memory" {
 		capRecords = maxRedisRecords
@@ -48,7 +81,10 @@ func Measure(ctx context.Context, in Input, target replay.Target, progress func(
 	m.Measured = min(m.Records, capRecords)
 	for _, k := range algorithms.Kinds() {
 		name := k.Name()
-		progress(fmt.Sprintf("memory and latency of %s on %s", name, target.Name()))
+		if m.Records > k.MaxLimit() {
+			continue // such as the compact log, one timestamp per request
+		}
+		progress(fmt.Sprintf("memory and time of %s on %s", name, target.Name()))
 		// Only a log of requests grows with the records; the others hold
 		// the same state after a thousand requests as after a million.
 		perRequest := k.Family() == algorithms.FamilyLog && !k.TakesSubWindows()
@@ -56,10 +92,7 @@ func Measure(ctx context.Context, in Input, target replay.Target, progress func(
 		if !perRequest {
 			records = min(records, 1000)
 		}
-		if m.Records > k.MaxLimit() {
-			continue // such as the compact log, one timestamp per request
-		}
-		f, err := measureCost(ctx, target, name, records, in.Window, replay.Options{Burst: in.Burst})
+		f, err := measureCost(ctx, target, name, records, in.Window)
 		if err != nil {
 			return nil, err
 		}
@@ -69,51 +102,20 @@ func Measure(ctx context.Context, in Input, target replay.Target, progress func(
 		}
 		m.Figures[name] = f
 	}
-
-	m.AccuracyLimit = m.Records
-	if 4*m.AccuracyLimit > maxAccuracyRequests {
-		m.AccuracyLimit = maxAccuracyRequests / 4
-	}
-	// The token bucket and GCRA compute in exact integers, which bounds
-	// burst × window in microseconds.
-	m.AccuracyLimit = max(1, min(m.AccuracyLimit, (1<<51)/in.Window.Microseconds()))
-	l := workload.Limit{Count: m.AccuracyLimit, Window: in.Window}
-	poisson, err := workload.Poisson(l, 1.2, 3, 1)
-	if err != nil {
-		return nil, err
-	}
-	boundary, err := workload.Boundary(l, 1)
-	if err != nil {
-		return nil, err
-	}
-	m.Workloads = []string{poisson.Name, boundary.Name}
-	progress("accuracy on the matching workloads")
-	rep, err := replay.Compare(ctx, replay.Config{
-		Workloads: []*workload.Workload{poisson, boundary}, Algorithms: replay.AlgorithmNames,
-		Options: replay.Options{Burst: scaledBurst(in.Burst, m.AccuracyLimit, m.Records)}, Targets: []replay.Target{replay.Memory{}},
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range rep.Rows {
-		f := m.Figures[r.Algorithm]
-		if f.Overshoot == nil {
-			f.Overshoot = map[string]float64{}
-		}
-		f.Overshoot[r.Workload] = r.Overshoot
-		f.FalseAdmits += r.FalseAdmits
-		f.FalseDenials += r.FalseDenials
-		m.Figures[r.Algorithm] = f
-	}
 	return m, nil
 }
 
+// redisClient is a target that runs on Redis and can be asked about it.
+type redisClient interface {
+	Client() redis.UniversalClient
+}
+
 // measureCost fills one key with records requests evenly spread over one
-// window, then times latencySamples more decisions at the same rate, each
-// of which expires the oldest record and adds one, and measures the memory
-// the key holds.
-func measureCost(ctx context.Context, target replay.Target, name string, records int64, window time.Duration, opts replay.Options) (Figures, error) {
-	alg, err := replay.Configure(name, records, window, opts)
+// window, measures the memory the key holds, then times timeSamples batches
+// of decisions at the same rate, each of which expires the oldest record
+// and adds one.
+func measureCost(ctx context.Context, target replay.Target, name string, records int64, window time.Duration) (Figures, error) {
+	alg, err := replay.Configure(name, records, window, replay.Options{})
 	if err != nil {
 		return Figures{}, err
 	}
@@ -133,28 +135,177 @@ func measureCost(ctx context.Context, target replay.Target, name string, records
 			return Figures{}, err
 		}
 	}
-	perKey, ok, err := inst.BytesPerKey(ctx, fill, fill.Keys, alg)
+	perKey, measured, err := inst.BytesPerKey(ctx, fill, fill.Keys, alg)
 	if err != nil {
 		return Figures{}, err
 	}
-	if !ok {
+	if measured == 0 {
 		return Figures{}, fmt.Errorf("%s cannot report memory for %s", target.Name(), name)
 	}
-	gap := window / time.Duration(records)
-	lat := make([]time.Duration, latencySamples)
-	for i := range lat {
-		at := fill.Start.Add(window + time.Duration(i)*gap)
-		t0 := time.Now()
-		if _, err := s.Decide(ctx, key, alg, at, 1); err != nil {
-			return Figures{}, err
-		}
-		lat[i] = time.Since(t0)
+	var client redis.UniversalClient
+	if rc, ok := target.(redisClient); ok {
+		client = rc.Client()
 	}
-	sort.Slice(lat, func(a, b int) bool { return lat[a] < lat[b] })
-	return Figures{
-		Algorithm: name, BytesPerKey: perKey, Store: target.Name(),
-		P50: lat[len(lat)/2], P99: lat[len(lat)*99/100],
-	}, nil
+	gap := window / time.Duration(records)
+	next := 0
+	samples := make([]time.Duration, timeSamples)
+	for i := range samples {
+		var before int64
+		var calls0 int64
+		if client != nil {
+			if calls0, before, err = evalshaStats(ctx, client); err != nil {
+				return Figures{}, err
+			}
+		}
+		t0 := time.Now()
+		for range timeBatch {
+			at := fill.Start.Add(window + time.Duration(next)*gap)
+			next++
+			if _, err := s.Decide(ctx, key, alg, at, 1); err != nil {
+				return Figures{}, err
+			}
+		}
+		samples[i] = time.Since(t0) / timeBatch
+		if client != nil {
+			calls1, after, err := evalshaStats(ctx, client)
+			if err != nil {
+				return Figures{}, err
+			}
+			if calls1 <= calls0 {
+				return Figures{}, fmt.Errorf("INFO commandstats counted no EVALSHA for %s", name)
+			}
+			samples[i] = time.Duration(after-before) * time.Microsecond / time.Duration(calls1-calls0)
+		}
+	}
+	return Figures{Algorithm: name, BytesPerKey: perKey, Store: target.Name(), Time: spreadOf(samples)}, nil
+}
+
+func spreadOf(samples []time.Duration) Spread {
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	return Spread{Median: s[len(s)/2], Min: s[0], Max: s[len(s)-1], Samples: len(s)}
+}
+
+// evalshaStats sums EVALSHA's calls and microseconds over every master.
+func evalshaStats(ctx context.Context, c redis.UniversalClient) (calls, usec int64, err error) {
+	var mu sync.Mutex
+	err = eachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		stats, err := redisinfo.CommandStats(ctx, n)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		calls += stats["evalsha"].Calls
+		usec += stats["evalsha"].Usec
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return 0, 0, fmt.Errorf("INFO commandstats: %w", err)
+	}
+	return calls, usec, nil
+}
+
+func eachMaster(ctx context.Context, c redis.UniversalClient, fn func(context.Context, *redis.Client) error) error {
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		return c.ForEachMaster(ctx, fn)
+	case *redis.Client:
+		return fn(ctx, c)
+	}
+	return fmt.Errorf("cannot read the INFO of a %T", c)
+}
+
+// Accuracy replays the matching workloads against every algorithm m has
+// figures for, on the in-memory store, and records how each did. The
+// workloads are generated from a fixed seed, so the figures are exact and
+// the same on every run.
+func Accuracy(ctx context.Context, in Input, m *Measurements) error {
+	// The token bucket and GCRA compute in exact integers, which bounds
+	// burst × window in microseconds.
+	m.AccuracyLimit = max(1, min(m.Records, maxAccuracyLimit, (1<<51)/in.Window.Microseconds()))
+	l := workload.Limit{Count: m.AccuracyLimit, Window: in.Window}
+	poisson, err := workload.Poisson(l, 1.2, 3, 1)
+	if err != nil {
+		return err
+	}
+	boundary, err := workload.Boundary(l, 1)
+	if err != nil {
+		return err
+	}
+	worst := worstCase(l, subWindowsFor(in.Window))
+	var names []string
+	for name := range m.Figures {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	type result struct {
+		name string
+		wl   string
+		acc  replay.Accuracy
+		err  error
+	}
+	var (
+		wg      sync.WaitGroup
+		results = make(chan result, len(names)*3)
+		sem     = make(chan struct{}, 2)
+	)
+	for _, name := range names {
+		alg, err := replay.Configure(name, l.Count, l.Window, replay.Options{Burst: scaledBurst(in.Burst, m.AccuracyLimit, m.Records)})
+		if err != nil {
+			return err
+		}
+		for _, w := range []*workload.Workload{poisson, boundary, worst} {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				acc, err := replay.Replay(ctx, storememory.New(), w, alg)
+				results <- result{name, w.Name, acc, err}
+			}()
+		}
+	}
+	wg.Wait()
+	close(results)
+	for r := range results {
+		if r.err != nil {
+			return fmt.Errorf("%s on %s: %w", r.name, r.wl, r.err)
+		}
+		f := m.Figures[r.name]
+		if f.Overshoot == nil {
+			f.Overshoot = map[string]float64{}
+		}
+		f.Overshoot[r.wl] = r.acc.Overshoot
+		f.FalseAdmits += r.acc.FalseAdmits
+		f.FalseDenials += r.acc.FalseDenials
+		m.Figures[r.name] = f
+	}
+	return nil
+}
+
+// worstCase is the sliding window counter's worst case for l split into
+// n sub-windows: the limit at the last microsecond of a sub-window, and
+// the limit again the instant that sub-window drops out, Window−Window/n
+// later, twice the limit within one window.
+func worstCase(l workload.Limit, n int64) *workload.Workload {
+	sub := l.Window.Microseconds() / n
+	// Sub-windows start at multiples of their length since the Unix epoch.
+	first := (sub - workload.Start.UnixMicro()%sub) % sub
+	at1 := time.Duration(first+sub-1) * time.Microsecond
+	at2 := time.Duration(first)*time.Microsecond + l.Window
+	w := &workload.Workload{
+		Name:        "worst",
+		Description: fmt.Sprintf("one key, %d requests at the end of a sub-window of %v and %d more %v later", l.Count, time.Duration(sub)*time.Microsecond, l.Count, at2-at1),
+		Limit:       l.Count, Window: l.Window, Start: workload.Start, Duration: at2 + time.Microsecond,
+		Keys: []string{"user:1"},
+	}
+	for _, at := range []time.Duration{at1, at2} {
+		for range l.Count {
+			w.Requests = append(w.Requests, workload.Request{At: at, Key: 0, Cost: 1})
+		}
+	}
+	return w
 }
 
 // scaledBurst scales a burst with a limit that was scaled down from full to
@@ -165,3 +316,127 @@ func scaledBurst(burst, scaled, full int64) int64 {
 	}
 	return max(1, burst*scaled/full)
 }
+
+// Capacity is what one Redis serves of one algorithm, from the CPU time
+// Redis spent per decision under load.
+type Capacity struct {
+	Algorithm string
+	// OneAtATime and Coalesced are decisions per second of one Redis
+	// process's CPU: each decision its own round trip, and decisions
+	// coalesced into shared round trips (storeredis.WithCoalescing).
+	OneAtATime, Coalesced float64
+}
+
+// capacityRun is how long each capacity sample drives load.
+const capacityRun = 300 * time.Millisecond
+
+// MeasureCapacity drives alg on target's Redis from many goroutines over
+// 10,000 keys, one decision per round trip and then coalesced, and divides
+// the decisions by the CPU time Redis spent on them (INFO cpu): what one
+// Redis process serves, whoever else shares the machine. The figure for
+// each mode is the median of three runs.
+func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.Algorithm) (Capacity, error) {
+	rc, ok := target.(redisClient)
+	if !ok {
+		return Capacity{}, fmt.Errorf("capacity is measured on Redis, not on %s", target.Name())
+	}
+	c := rc.Client()
+	var id [4]byte
+	rand.Read(id[:])
+	prefix := "ratewise-recommend:" + hex.EncodeToString(id[:]) + ":"
+	defer eachMaster(context.Background(), c, func(ctx context.Context, n *redis.Client) error {
+		redisinfo.DeleteKeys(ctx, n, prefix)
+		return nil
+	})
+	keys := make([]string, 10_000)
+	for i := range keys {
+		keys[i] = "user:" + strconv.Itoa(i)
+	}
+	out := Capacity{Algorithm: alg.Name()}
+	for _, mode := range []struct {
+		coalescing, callers int
+		into                *float64
+	}{{0, 16, &out.OneAtATime}, {storeredis.DefaultCoalescing, 64, &out.Coalesced}} {
+		s := storeredis.New(c, storeredis.WithPrefix(prefix), storeredis.WithDenyCache(0), storeredis.WithCoalescing(mode.coalescing))
+		var runs []float64
+		for range 3 {
+			v, err := driveCPU(ctx, c, s, alg, keys, mode.callers)
+			if err != nil {
+				return Capacity{}, err
+			}
+			runs = append(runs, v)
+		}
+		slices.Sort(runs)
+		*mode.into = runs[1]
+	}
+	return out, nil
+}
+
+// driveCPU runs decisions from callers goroutines for capacityRun and
+// returns decisions per second of Redis CPU.
+func driveCPU(ctx context.Context, c redis.UniversalClient, s *storeredis.Store, alg algorithms.Algorithm, keys []string, callers int) (float64, error) {
+	cpu0, err := redisCPU(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	var (
+		n        atomic.Int64
+		stop     atomic.Bool
+		wg       sync.WaitGroup
+		firstErr atomic.Value
+	)
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; !stop.Load(); i += callers {
+				if _, err := s.Decide(ctx, keys[i%len(keys)], alg, time.Now(), 1); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					stop.Store(true)
+					return
+				}
+				n.Add(1)
+			}
+		}()
+	}
+	time.Sleep(capacityRun)
+	stop.Store(true)
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return 0, err
+	}
+	cpu1, err := redisCPU(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	if cpu1 <= cpu0 {
+		return 0, fmt.Errorf("INFO cpu did not advance over %v of load", capacityRun)
+	}
+	return float64(n.Load()) / (cpu1 - cpu0), nil
+}
+
+// redisCPU sums used_cpu_user and used_cpu_sys over every master.
+func redisCPU(ctx context.Context, c redis.UniversalClient) (float64, error) {
+	var mu sync.Mutex
+	total := 0.0
+	err := eachMaster(ctx, c, func(ctx context.Context, n *redis.Client) error {
+		info, err := n.Info(ctx, "cpu").Result()
+		if err != nil {
+			return err
+		}
+		for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
+			v, err := strconv.ParseFloat(strings.TrimSpace(redisinfo.Field(info, f)), 64)
+			if err != nil {
+				return fmt.Errorf("INFO cpu: %s: %v", f, err)
+			}
+			mu.Lock()
+			total += v
+			mu.Unlock()
+		}
+		return nil
+	})
+	return total, err
+}
+
+// algorithmOrder is the registry's order, in which tables list algorithms.
+var algorithmOrder = algorithms.Names()

@@ -3,14 +3,23 @@
 // to about 1,000 QPS with a window up to about 10 s, a sliding window
 // counter up to about 10,000 QPS, a token bucket or GCRA beyond) into rules
 // over measured figures: given a rate, a window, a precision and a number
-// of keys, it picks an algorithm and gives the measurements behind each
-// reason, and says where the classic thresholds disagree with them.
+// of keys, it tries the candidates that answer the question in order,
+// checks each against the memory and time budgets, and gives the figures
+// behind every choice and every rejection.
+//
+// The figures a rule compares with a budget are robust ones: memory is
+// what the store reports for a full window (exact on Redis), and time is
+// the median of repeated samples of the store's own time per decision
+// (Redis's INFO commandstats), so the same question gets the same answer on
+// every run, except where a figure lies within a stated margin of a budget,
+// which the decision then says.
 package recommend
 
 import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -20,6 +29,16 @@ import (
 // ErrInvalid is wrapped by every error about recommend's input.
 var ErrInvalid = errors.New("recommend: invalid input")
 
+// Calendar periods a quota may reset at.
+const (
+	Day   = "day"
+	Month = "month"
+)
+
+// MonthWindow is the window that stands for a calendar month in Input: the
+// rate "N/month" is N per 30 days.
+const MonthWindow = 30 * 24 * time.Hour
+
 // Input is what the user asks for.
 type Input struct {
 	QPS       float64       // requests per second each key may make
@@ -27,8 +46,12 @@ type Input struct {
 	Precision string        // "exact" or "approx"
 	Keys      int64         // keys active at once
 	Burst     int64         // the most requests a key may send at once; 0 for a whole window's limit
+	// Calendar is "day" or "month" for a quota that resets at the start of
+	// each calendar day or month (UTC) rather than counting any window;
+	// Window is then 24h or MonthWindow.
+	Calendar string
 	// MemoryBudget is the most memory the limiter's state may take, in
-	// bytes; LatencyBudget the slowest p99 a decision may take.
+	// bytes; LatencyBudget the longest a decision may take in the store.
 	MemoryBudget  int64
 	LatencyBudget time.Duration
 }
@@ -47,18 +70,44 @@ func (in Input) Validate() error {
 		return fmt.Errorf("%w: --qps %g over --window %v is less than one request", ErrInvalid, in.QPS, in.Window)
 	case in.Limit() > 1<<40:
 		return fmt.Errorf("%w: --qps %g over --window %v is %d requests, too many to keep a record of", ErrInvalid, in.QPS, in.Window, in.Limit())
-	case in.Precision != "exact" && in.Precision != "approx":
+	case in.Calendar == "" && in.Precision != "exact" && in.Precision != "approx":
 		return fmt.Errorf("%w: --precision must be exact or approx, got %q", ErrInvalid, in.Precision)
+	case in.Calendar != "" && in.Calendar != Day && in.Calendar != Month:
+		return fmt.Errorf("%w: --calendar must be day or month, got %q", ErrInvalid, in.Calendar)
+	case in.Calendar == Day && in.Window != 24*time.Hour:
+		return fmt.Errorf("%w: --calendar day counts whole UTC days: give the quota per day, such as --qps 10000/day, and no other --window (got %v)", ErrInvalid, in.Window)
+	case in.Calendar == Month && in.Window != MonthWindow:
+		return fmt.Errorf("%w: --calendar month counts whole calendar months: give the quota per month, such as --qps 10000/month, and no other --window (got %v)", ErrInvalid, in.Window)
 	case in.Keys < 1:
 		return fmt.Errorf("%w: --keys must be >= 1, got %d", ErrInvalid, in.Keys)
 	case in.Burst < 0:
 		return fmt.Errorf("%w: --burst must be >= 0, got %d", ErrInvalid, in.Burst)
+	case in.Burst > in.Limit():
+		return fmt.Errorf("%w: --burst %d exceeds the limit of %d per %s: a key can never send more at once than a whole window allows; raise the limit or lower the burst",
+			ErrInvalid, in.Burst, in.Limit(), report.Duration(in.Window))
 	case in.MemoryBudget <= 0:
 		return fmt.Errorf("%w: --memory must be > 0, got %d", ErrInvalid, in.MemoryBudget)
 	case in.LatencyBudget <= 0:
 		return fmt.Errorf("%w: --latency must be > 0, got %v", ErrInvalid, in.LatencyBudget)
 	}
 	return nil
+}
+
+// limitsBurst reports whether the input asks for bursts below a whole
+// window's limit, which a window counter cannot enforce on its own.
+func (in Input) limitsBurst() bool { return in.Burst > 0 && in.Burst < in.Limit() }
+
+// Spread is a figure measured several times: the median and the range.
+type Spread struct {
+	Median, Min, Max time.Duration
+	Samples          int
+}
+
+func (s Spread) String() string {
+	if s.Samples <= 1 {
+		return report.Latency(s.Median)
+	}
+	return fmt.Sprintf("%s (median of %d samples, %s–%s)", report.Latency(s.Median), s.Samples, report.Latency(s.Min), report.Latency(s.Max))
 }
 
 // Figures are what was measured for one algorithm at the input's size.
@@ -69,8 +118,10 @@ type Figures struct {
 	BytesPerKey  float64
 	Store        string
 	Extrapolated bool
-	// P50 and P99 are decision latencies on a key with a full window.
-	P50, P99 time.Duration
+	// Time is the store's own time per decision on a key with a full
+	// window: Redis's time inside EVALSHA from INFO commandstats, or the
+	// in-memory store's time per call.
+	Time Spread
 	// Overshoot is the most admitted in any window over the limit, on each
 	// matching workload; FalseAdmits and FalseDenials are totals against an
 	// exact sliding log over those workloads.
@@ -91,129 +142,371 @@ const (
 	classicCounterQPS      = 10000
 )
 
+// Margins within which a figure is called close to its budget: memory is
+// measured exactly but scaled from a sample of keys and records; time is
+// the median of a few samples on a machine shared with other work.
+const (
+	memoryMargin = 0.10
+	timeMargin   = 0.25
+)
+
 // ClassicTree states, in a phrase, the classic decision tree that
 // Decision.Classic follows.
-var ClassicTree = fmt.Sprintf("exact: a sliding log; approximate: a sliding window counter up to QPS %s, a token bucket or GCRA above",
+var ClassicTree = fmt.Sprintf("calendar quotas: a fixed window; exact: a sliding log; approximate: a sliding window counter up to QPS %s, a token bucket or GCRA above",
 	report.Int(classicCounterQPS))
 
 // Decision is a recommendation with its reasons.
 type Decision struct {
+	// Algorithm is the recommendation: one algorithm's name, or two joined
+	// by " + " for a set of limits checked together. It is empty when
+	// nothing fits the budgets; Closest then names the nearest candidate.
 	Algorithm string
-	Reasons   []string
+	// Config is the recommendation as Go code.
+	Config  string
+	Reasons []string
+	// Rejected says, for each candidate tried before the recommendation,
+	// which budget it failed and by how much.
+	Rejected []string
+	// Close lists figures within the margin of a budget: on another run or
+	// another machine, the answer may differ there.
+	Close   []string
+	Closest string
 	// Classic is what the classic decision tree would pick; Disagreements
 	// say where the measurements part from the classic thresholds.
 	Classic       string
 	Disagreements []string
 }
 
-// classicPick is the classic decision tree's pick: the sliding log for an
-// exact count (Decide weighs its QPS and window thresholds against the
-// measurements), the sliding window counter for an approximate one up to
-// classicCounterQPS, and GCRA (a leaky bucket) above it.
+// classicPick is the classic decision tree's pick.
 func classicPick(in Input) string {
-	if in.Precision == "exact" {
+	switch {
+	case in.Calendar != "":
+		return "fixed_window"
+	case in.Precision == "exact":
 		return "sliding_log"
-	}
-	if in.QPS > classicCounterQPS {
+	case in.QPS > classicCounterQPS:
 		return "gcra"
 	}
 	return "sliding_window"
 }
 
-// fits reports whether an algorithm's measured cost is within the budgets.
-func fits(in Input, f Figures) bool {
-	return f.TotalBytes(in.Keys) <= float64(in.MemoryBudget) && f.P99 <= in.LatencyBudget
+// candidate is one answer to the question: an algorithm, or a set of two
+// limits checked together.
+type candidate struct {
+	algs []string
+	// exact is whether the candidate counts exactly what was asked.
+	exact bool
+}
+
+func (c candidate) name() string { return strings.Join(c.algs, " + ") }
+
+// candidates lists the answers to the question in the order they are
+// preferred. An exact count with a smaller burst is the exact log and GCRA
+// as a set; the approximations follow the exact candidates, so that an
+// exact question falls back to the nearest approximation.
+func candidates(in Input, figs map[string]Figures) []candidate {
+	withBurst := func(algs ...string) []string {
+		if in.limitsBurst() {
+			return append(algs, "gcra")
+		}
+		return algs
+	}
+	var out []candidate
+	add := func(exact bool, algs ...string) {
+		for _, a := range algs {
+			if _, ok := figs[a]; !ok {
+				return // such as the compact log beyond its largest limit
+			}
+		}
+		out = append(out, candidate{algs: algs, exact: exact})
+	}
+	switch {
+	case in.Calendar != "":
+		add(true, withBurst("fixed_window")...)
+	case in.Precision == "exact":
+		add(true, withBurst("compact_log")...)
+		add(true, withBurst("sliding_log")...)
+		add(false, withBurst("sliding_window")...)
+		add(false, "gcra")
+	case in.Burst > 0:
+		add(true, "gcra")
+		add(true, "token_bucket")
+	default:
+		add(true, "sliding_window")
+		add(true, "gcra")
+	}
+	return out
+}
+
+// verdict is a candidate checked against the budgets.
+type verdict struct {
+	c              candidate
+	bytes, perKey  float64
+	time           Spread
+	store          string
+	extrapolated   bool
+	failed, close_ []string
+	// over is how far over its worst budget the candidate is: at most 1
+	// when it fits.
+	over float64
+}
+
+func check(in Input, c candidate, figs map[string]Figures) verdict {
+	v := verdict{c: c}
+	for _, a := range c.algs {
+		f := figs[a]
+		v.perKey += f.BytesPerKey
+		v.time.Median += f.Time.Median
+		v.time.Min += f.Time.Min
+		v.time.Max += f.Time.Max
+		v.time.Samples = f.Time.Samples
+		v.store = f.Store
+		v.extrapolated = v.extrapolated || f.Extrapolated
+	}
+	v.bytes = v.perKey * float64(in.Keys)
+	mem := v.bytes / float64(in.MemoryBudget)
+	tm := float64(v.time.Median) / float64(in.LatencyBudget)
+	v.over = max(mem, tm)
+	memText := fmt.Sprintf("%s for %s keys (%s per key on %s%s) against the %s budget",
+		Bytes(v.bytes), report.Int(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)))
+	timeText := fmt.Sprintf("a decision takes %s in %s against the %s budget", v.time, v.store, report.Latency(in.LatencyBudget))
+	if mem > 1 {
+		v.failed = append(v.failed, "memory: "+memText)
+	}
+	if tm > 1 {
+		v.failed = append(v.failed, "time: "+timeText)
+	}
+	if math.Abs(mem-1) <= memoryMargin {
+		v.close_ = append(v.close_, fmt.Sprintf("%s's memory, %s, is within %.0f%% of the budget", c.name(), memText, 100*memoryMargin))
+	}
+	if math.Abs(tm-1) <= timeMargin || (v.time.Min <= in.LatencyBudget && in.LatencyBudget <= v.time.Max) {
+		v.close_ = append(v.close_, fmt.Sprintf("%s's time, %s, is within %.0f%% of the budget or its samples straddle it", c.name(), timeText, 100*timeMargin))
+	}
+	return v
 }
 
 // Decide applies the rules to the figures, keyed by algorithm name. It
-// needs figures for sliding_log, sliding_window, gcra and fixed_window.
+// needs figures for fixed_window, sliding_log, sliding_window, gcra and
+// token_bucket; compact_log is a candidate when its figures are there.
 func Decide(in Input, figs map[string]Figures) (Decision, error) {
-	for _, name := range []string{"fixed_window", "sliding_log", "sliding_window", "gcra"} {
+	for _, name := range []string{"fixed_window", "sliding_log", "sliding_window", "gcra", "token_bucket"} {
 		if _, ok := figs[name]; !ok {
 			return Decision{}, fmt.Errorf("recommend: no figures for %s", name)
 		}
 	}
-	log, counter, gcra, fixed := figs["sliding_log"], figs["sliding_window"], figs["gcra"], figs["fixed_window"]
 	d := Decision{Classic: classicPick(in)}
-	budget := func(f Figures) string {
-		return fmt.Sprintf("%s per key on %s%s; %s for %s keys against a budget of %s; p99 %v against %v",
-			Bytes(f.BytesPerKey), f.Store, extrapolated(f), Bytes(f.TotalBytes(in.Keys)), report.Int(in.Keys), Bytes(float64(in.MemoryBudget)), report.Latency(f.P99), report.Latency(in.LatencyBudget))
-	}
-	accuracy := func(f Figures) string {
-		return fmt.Sprintf("at most %s the limit in any window on the matching workloads, %s false admits and %s false denials against an exact log",
-			worst(f.Overshoot), report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
-	}
-
-	compact, haveCompact := figs["compact_log"]
-	switch {
-	case in.Precision == "exact" && haveCompact && fits(in, compact):
-		d.Algorithm = "compact_log"
-		d.Reasons = append(d.Reasons,
-			"precision: exact was asked for; the compact log decides exactly as the sliding log, counting every request: "+accuracy(compact)+
-				fmt.Sprintf("; the fixed window reached %s", worst(fixed.Overshoot)),
-			fmt.Sprintf("memory: a full window is %s records, one 8-byte timestamp each: %s; the sorted-set log would take %s per key",
-				report.Int(in.Limit()), budget(compact), Bytes(log.BytesPerKey)))
-	case in.Precision == "exact" && fits(in, log):
-		d.Algorithm = "sliding_log"
-		d.Reasons = append(d.Reasons,
-			"precision: exact was asked for, and only the sliding log counts every request: "+accuracy(log)+
-				fmt.Sprintf("; the fixed window reached %s", worst(fixed.Overshoot)),
-			fmt.Sprintf("memory: a full window is %s records, %s", report.Int(in.Limit()), budget(log)))
-	case in.Precision == "exact":
-		d.Algorithm = "sliding_window"
-		d.Reasons = append(d.Reasons,
-			fmt.Sprintf("budget: an exact sliding log of %s records per key does not fit: %s%s", report.Int(in.Limit()), budget(log), compactMiss(in, compact, haveCompact, budget)),
-			"precision: the sliding window counter is the nearest approximation: "+accuracy(counter),
-			"memory: "+budget(counter))
-	case in.Burst > 0 && fits(in, gcra):
-		d.Algorithm = "gcra"
-		d.Reasons = append(d.Reasons,
-			fmt.Sprintf("burst: bursts of at most %s at a sustained %g per second are exactly GCRA's two parameters (GCRA{Rate: %s per %s, Burst: %s}); a window counter admits its whole limit of %s at once",
-				report.Int(in.Burst), in.QPS, report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Burst), report.Int(in.Limit())),
-			"precision: "+accuracy(gcra),
-			"memory: "+budget(gcra))
-	case fits(in, counter):
-		d.Algorithm = "sliding_window"
-		d.Reasons = append(d.Reasons,
-			"precision: approximate was asked for; the sliding window counter keeps the window's meaning: "+accuracy(counter)+
-				fmt.Sprintf("; the fixed window reached %s", worst(fixed.Overshoot)),
-			"memory: "+budget(counter)+"; it does not grow with the rate")
-	default:
-		d.Algorithm = "gcra"
-		d.Reasons = append(d.Reasons,
-			"budget: the sliding window counter does not fit: "+budget(counter),
-			"memory: GCRA keeps one timestamp per key: "+budget(gcra),
-			"precision: "+accuracy(gcra))
-	}
-
-	// Where the classic thresholds and the measurements part.
-	if in.Precision == "exact" {
-		classicOK := !(in.QPS > classicSortedSetQPS && in.Window > classicSortedSetWindow)
-		measuredOK := fits(in, log)
-		switch {
-		case !classicOK && measuredOK:
-			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
-				"the classic thresholds rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s with p99 %v, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
-				report.Int(classicSortedSetQPS), report.Duration(classicSortedSetWindow), report.Int(in.Limit()), Bytes(log.BytesPerKey), report.Latency(log.P99), report.Int(in.Keys)))
-		case classicOK && !measuredOK:
-			d.Disagreements = append(d.Disagreements, fmt.Sprintf(
-				"the classic thresholds allow the sorted set at QPS %g over %v, but for %s keys it needs %s, over the %s budget: a threshold on QPS and window alone ignores the number of keys",
-				in.QPS, report.Duration(in.Window), report.Int(in.Keys), Bytes(log.TotalBytes(in.Keys)), Bytes(float64(in.MemoryBudget))))
+	var chosen *verdict
+	var tried []verdict
+	for _, c := range candidates(in, figs) {
+		v := check(in, c, figs)
+		tried = append(tried, v)
+		d.Close = append(d.Close, v.close_...)
+		if len(v.failed) == 0 {
+			chosen = &v
+			break
 		}
-	} else if in.QPS > classicCounterQPS && fits(in, counter) {
-		d.Disagreements = append(d.Disagreements, fmt.Sprintf(
-			"the classic thresholds send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and p99 %v whatever the rate, so QPS alone does not rule it out",
-			report.Int(classicCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.P99)))
+		d.Rejected = append(d.Rejected, fmt.Sprintf("%s: %s", c.name(), strings.Join(v.failed, "; ")))
 	}
+	if chosen == nil {
+		best := tried[0]
+		for _, v := range tried[1:] {
+			if v.over < best.over {
+				best = v
+			}
+		}
+		d.Closest = fmt.Sprintf("%s, at %.2f× its tightest budget", best.c.name(), best.over)
+		d.Reasons = append(d.Reasons, "budget: no candidate fits both the memory and the time budget; raise a budget, or lower the rate, window or keys")
+		d.Config = configOf(in, best.c)
+		d.Disagreements = disagreements(in, figs)
+		return d, nil
+	}
+	d.Algorithm = chosen.c.name()
+	d.Config = configOf(in, chosen.c)
+	d.Reasons = reasons(in, *chosen, figs)
+	d.Disagreements = disagreements(in, figs)
 	return d, nil
 }
 
-func extrapolated(f Figures) string {
-	if f.Extrapolated {
-		return " (measured on fewer records and scaled linearly)"
+// reasons explains the chosen candidate.
+func reasons(in Input, v verdict, figs map[string]Figures) []string {
+	fixed, counter := figs["fixed_window"], figs["sliding_window"]
+	budget := fmt.Sprintf("%s for %s keys (%s per key on %s%s) within the %s budget; a decision takes %s in %s, within %s",
+		Bytes(v.bytes), report.Int(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)),
+		v.time, v.store, report.Latency(in.LatencyBudget))
+	var out []string
+	main := v.c.algs[0]
+	f := figs[main]
+	switch {
+	case in.Calendar == Day:
+		out = append(out, fmt.Sprintf("calendar: a quota per UTC day resets at midnight, which is what a fixed window of 24h does: its windows start at multiples of the window since the Unix epoch, so each one is a UTC day. "+
+			"Its boundary cost is the calendar quota's own: a key may use the whole quota just before midnight and again just after, %s in a short span (measured on the boundary attack)",
+			overshootOn(fixed, "boundary")))
+	case in.Calendar == Month:
+		out = append(out, fmt.Sprintf("calendar: a calendar month has no fixed length, so name the month in the key (\"user:1001:2026-12\"), which starts every month at zero, and count it with a fixed window of 31 days. "+
+			"Its boundary cost: a key may use the whole quota at the end of one month and again at the start of the next, %s in a short span (measured on the boundary attack); "+
+			"and the window's own boundaries, every 31 days since the Unix epoch, can fall inside a month and give that month's key a second quota. "+
+			"If that matters, %s",
+			overshootOn(fixed, "boundary"), exactMonth(figs)))
+	case v.c.exact && in.Precision == "exact":
+		what := "the sliding log counts every request"
+		if main == "compact_log" {
+			what = fmt.Sprintf("the compact log decides exactly as the sliding log, one 8-byte timestamp per request, against %s per key for the sorted-set log", Bytes(figs["sliding_log"].BytesPerKey))
+		}
+		out = append(out, fmt.Sprintf("precision: exact was asked for, and %s: %s; the fixed window reached %s", what, accuracy(f), worst(fixed.Overshoot)))
+	case in.Precision == "exact":
+		out = append(out, fmt.Sprintf("precision: exact was asked for, but no exact log fits (see the rejections); %s is the nearest approximation, and it is not exact: %s",
+			main, accuracy(f)))
+	case in.Burst > 0:
+		out = append(out, fmt.Sprintf("burst: bursts of at most %s at a sustained %s per %s are exactly GCRA's two parameters; a window counter admits its whole limit of %s at once: %s",
+			report.Int(in.Burst), report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Limit()), accuracy(f)))
+	case main == "sliding_window":
+		out = append(out, "precision: approximate was asked for; the sliding window counter keeps the window's meaning: "+accuracy(f))
+	default:
+		out = append(out, fmt.Sprintf("precision: approximate was asked for, and the sliding window counter does not fit (see the rejections); GCRA keeps one timestamp per key: %s", accuracy(f)))
+	}
+	if len(v.c.algs) > 1 {
+		out = append(out, fmt.Sprintf("burst: a window counter admits its whole limit at once; with GCRA{Rate: %s per %s, Burst: %s} beside it, as a ratewise.Set, a key sends at most %s at once and both limits hold; GCRA adds %s per key",
+			report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Burst), report.Int(in.Burst), Bytes(figs["gcra"].BytesPerKey)))
+	}
+	if main != "sliding_window" && in.Calendar == "" && !(v.c.exact && in.Precision == "exact") {
+		out = append(out, "the sliding window counter, for comparison: "+accuracy(counter))
+	}
+	out = append(out, "cost: "+budget)
+	return out
+}
+
+// disagreements says where the classic thresholds and the measurements part.
+func disagreements(in Input, figs map[string]Figures) []string {
+	log, counter := figs["sliding_log"], figs["sliding_window"]
+	fits := func(f Figures) bool {
+		return f.TotalBytes(in.Keys) <= float64(in.MemoryBudget) && f.Time.Median <= in.LatencyBudget
+	}
+	var out []string
+	switch {
+	case in.Calendar != "":
+	case in.Precision == "exact":
+		classicOK := !(in.QPS > classicSortedSetQPS && in.Window > classicSortedSetWindow)
+		measuredOK := fits(log)
+		switch {
+		case !classicOK && measuredOK:
+			out = append(out, fmt.Sprintf(
+				"the classic thresholds rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s and a decision %s, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
+				report.Int(classicSortedSetQPS), report.Duration(classicSortedSetWindow), report.Int(in.Limit()), Bytes(log.BytesPerKey), report.Latency(log.Time.Median), report.Int(in.Keys)))
+		case classicOK && !measuredOK:
+			out = append(out, fmt.Sprintf(
+				"the classic thresholds allow the sorted set at QPS %g over %v, but for %s keys it needs %s against the %s budget, and a decision takes %s: a threshold on QPS and window alone ignores the number of keys",
+				in.QPS, report.Duration(in.Window), report.Int(in.Keys), Bytes(log.TotalBytes(in.Keys)), Bytes(float64(in.MemoryBudget)), report.Latency(log.Time.Median)))
+		}
+	case in.QPS > classicCounterQPS && fits(counter):
+		out = append(out, fmt.Sprintf(
+			"the classic thresholds send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and a decision %s whatever the rate, so QPS alone does not rule it out",
+			report.Int(classicCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.Time.Median)))
+	}
+	return out
+}
+
+// configOf writes a candidate as Go code.
+func configOf(in Input, c candidate) string {
+	limit, window := goInt(in.Limit()), goDuration(in.Window)
+	if in.Calendar == Month {
+		window = "31 * 24 * time.Hour"
+	}
+	var parts []string
+	for _, a := range c.algs {
+		switch a {
+		case "fixed_window":
+			parts = append(parts, fmt.Sprintf("algorithms.FixedWindow{Limit: %s, Window: %s}", limit, window))
+		case "sliding_log":
+			parts = append(parts, fmt.Sprintf("algorithms.SlidingLog{Limit: %s, Window: %s}", limit, window))
+		case "compact_log":
+			parts = append(parts, fmt.Sprintf("algorithms.CompactLog{Limit: %s, Window: %s}", limit, window))
+		case "sliding_window":
+			parts = append(parts, fmt.Sprintf("algorithms.SlidingWindow{Limit: %s, Window: %s, SubWindows: %d}", limit, window, subWindowsFor(in.Window)))
+		case "gcra", "token_bucket":
+			burst := in.Burst
+			if burst == 0 {
+				burst = in.Limit()
+			}
+			rate := fmt.Sprintf("algorithms.Rate{Count: %s, Period: %s}", limit, window)
+			if a == "gcra" {
+				parts = append(parts, fmt.Sprintf("algorithms.GCRA{Rate: %s, Burst: %s}", rate, goInt(burst)))
+			} else {
+				parts = append(parts, fmt.Sprintf("algorithms.TokenBucket{Capacity: %s, Refill: %s}", goInt(burst), rate))
+			}
+		}
+	}
+	code := strings.Join(parts, ", ")
+	if len(parts) > 1 {
+		return "ratewise.NewSet(store, []algorithms.Algorithm{" + code + "})"
+	}
+	return code
+}
+
+// goInt writes n as a Go literal, with underscores between thousands.
+func goInt(n int64) string { return strings.ReplaceAll(report.Int(n), ",", "_") }
+
+// subWindowsFor is the sub-window count the measurements use for window:
+// the default, or the largest smaller count that divides it evenly.
+func subWindowsFor(window time.Duration) int64 {
+	n := int64(DefaultSubWindows)
+	for ; n > 1; n-- {
+		if window%time.Duration(n) == 0 && (window/time.Duration(n))%time.Microsecond == 0 {
+			break
+		}
+	}
+	return n
+}
+
+// DefaultSubWindows is the sliding window counter's sub-window count in
+// the measurements and the recommended configuration.
+const DefaultSubWindows = 10
+
+// goDuration writes d as a Go expression.
+func goDuration(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "24 * time.Hour"}, {time.Hour, "time.Hour"}, {time.Minute, "time.Minute"}, {time.Second, "time.Second"}, {time.Millisecond, "time.Millisecond"}} {
+		if d%u.d == 0 {
+			if d == u.d {
+				return u.name
+			}
+			return fmt.Sprintf("%d * %s", d/u.d, u.name)
+		}
+	}
+	return fmt.Sprintf("%d * time.Microsecond", d/time.Microsecond)
+}
+
+func extrapolatedText(e bool) string {
+	if e {
+		return ", measured on fewer records and scaled linearly"
 	}
 	return ""
 }
+
+// accuracy says how close an algorithm came to the limit on every matching
+// workload.
+func accuracy(f Figures) string {
+	var parts []string
+	for _, wl := range WorkloadNames {
+		if v, ok := f.Overshoot[wl]; ok {
+			parts = append(parts, fmt.Sprintf("%.2f× on %s", v, wl))
+		}
+	}
+	return fmt.Sprintf("at most %s the limit in any window (%s), %s false admits and %s false denials against an exact log",
+		worst(f.Overshoot), strings.Join(parts, ", "), report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
+}
+
+// exactMonth says what counting a month exactly costs: a log of 31 days on
+// the month's key.
+func exactMonth(figs map[string]Figures) string {
+	if c, ok := figs["compact_log"]; ok {
+		return fmt.Sprintf("a compact log of 31 days on the month's key counts the month exactly, at %s per key (a sorted-set log: %s)", Bytes(c.BytesPerKey), Bytes(figs["sliding_log"].BytesPerKey))
+	}
+	return fmt.Sprintf("a sliding log of 31 days on the month's key counts the month exactly, at %s per key", Bytes(figs["sliding_log"].BytesPerKey))
+}
+
+func overshootOn(f Figures, wl string) string { return fmt.Sprintf("%.2f×", f.Overshoot[wl]) }
 
 func worst(over map[string]float64) string {
 	w := 0.0
@@ -238,11 +531,5 @@ func Bytes(b float64) string {
 	return fmt.Sprintf("%.0f B", b)
 }
 
-// compactMiss says why the compact log does not fit either, for a reason
-// that rules the exact logs out.
-func compactMiss(in Input, compact Figures, have bool, budget func(Figures) string) string {
-	if !have {
-		return fmt.Sprintf("; nor does the compact log, which takes at most %s records per key", report.Int(algorithms.CompactLogMaxLimit))
-	}
-	return "; nor does the compact log: " + budget(compact)
-}
+// CompactLogMaxLimit is the largest limit the compact log takes.
+const CompactLogMaxLimit = algorithms.CompactLogMaxLimit

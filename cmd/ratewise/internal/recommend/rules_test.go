@@ -8,11 +8,12 @@ import (
 )
 
 // figures returns synthetic measurements: the sliding log costs logBytes
-// per key, the others a few hundred bytes, every decision 1µs at p99.
+// per key, the others a few hundred bytes, every decision 1µs.
 func figures(logBytes float64) map[string]Figures {
 	f := func(name string, bytes, over float64) Figures {
-		return Figures{Algorithm: name, BytesPerKey: bytes, Store: "memory", P50: time.Microsecond / 2, P99: time.Microsecond,
-			Overshoot: map[string]float64{"poisson": over, "boundary": over}}
+		return Figures{Algorithm: name, BytesPerKey: bytes, Store: "memory",
+			Time:      Spread{Median: time.Microsecond, Min: time.Microsecond, Max: time.Microsecond, Samples: 5},
+			Overshoot: map[string]float64{"poisson": over, "boundary": over, "worst": 2}}
 	}
 	return map[string]Figures{
 		"fixed_window":   f("fixed_window", 200, 2),
@@ -34,6 +35,10 @@ func TestDecide(t *testing.T) {
 		disagree string
 	}{
 		{"exact and small", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000}, 60e3, "sliding_log", ""},
+		{"exact with a burst", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20}, 60e3, "sliding_log + gcra", ""},
+		{"exact with a burst of the whole limit", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 6000}, 60e3, "sliding_log", ""},
+		{"calendar day", Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000}, 60e3, "fixed_window", ""},
+		{"calendar month", Input{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1000}, 60e3, "fixed_window", ""},
 		{"exact over the memory budget", Input{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000}, 8e6, "sliding_window", "ignores the number of keys"},
 		{"exact above the classic QPS threshold, within budget", Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10}, 3e6, "sliding_log", "rule the sorted set out"},
 		{"exact above the classic QPS threshold but a short window", Input{QPS: 5000, Window: 10 * time.Second, Precision: "exact", Keys: 10}, 5e5, "sliding_log", ""},
@@ -69,18 +74,82 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// A log over the time budget is rejected with the figure and the budget
+// it failed, and the fallback is the nearest approximation, which says it
+// is not exact.
 func TestDecideSlowLogFallsBack(t *testing.T) {
 	figs := figures(1e3)
 	slow := figs["sliding_log"]
-	slow.P99 = 5 * time.Millisecond
+	slow.Time = Spread{Median: 5 * time.Millisecond, Min: 4 * time.Millisecond, Max: 6 * time.Millisecond, Samples: 5}
 	figs["sliding_log"] = slow
 	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
 	d, err := Decide(in, figs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Algorithm != "sliding_window" || !strings.Contains(d.Reasons[0], "does not fit") {
+	if d.Algorithm != "sliding_window" || !strings.Contains(d.Reasons[0], "not exact") {
 		t.Fatalf("a log over the latency budget: got %s, %q", d.Algorithm, d.Reasons)
+	}
+	if len(d.Rejected) != 1 || !strings.Contains(d.Rejected[0], "sliding_log: time: a decision takes 5ms") || !strings.Contains(d.Rejected[0], "against the 1ms budget") {
+		t.Fatalf("the rejection does not name the budget with the figure: %q", d.Rejected)
+	}
+}
+
+// The fallback is checked against the same budgets: when nothing fits, the
+// decision says so and names the closest candidate.
+func TestDecideNothingFits(t *testing.T) {
+	figs := figures(1e6)
+	for name, f := range figs {
+		f.BytesPerKey = 2e3
+		f.Time.Median = 2 * time.Millisecond
+		figs[name] = f
+	}
+	gcra := figs["gcra"]
+	gcra.Time.Median = 1500 * time.Microsecond
+	figs["gcra"] = gcra
+	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	d, err := Decide(in, figs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Algorithm != "" || !strings.HasPrefix(d.Closest, "gcra, at 1.50×") {
+		t.Fatalf("nothing fits: got %q, closest %q", d.Algorithm, d.Closest)
+	}
+	if len(d.Rejected) != 3 {
+		t.Fatalf("want every candidate rejected with its reason, got %q", d.Rejected)
+	}
+}
+
+// A figure within the margin of its budget is reported, since the answer
+// may change there on another run.
+func TestDecideSaysWhenCloseToABudget(t *testing.T) {
+	figs := figures(1e3)
+	log := figs["sliding_log"]
+	log.Time = Spread{Median: 900 * time.Microsecond, Min: 850 * time.Microsecond, Max: 1100 * time.Microsecond, Samples: 5}
+	figs["sliding_log"] = log
+	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	d, err := Decide(in, figs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Algorithm != "sliding_log" || len(d.Close) != 1 || !strings.Contains(d.Close[0], "sliding_log's time") {
+		t.Fatalf("got %s, close %q", d.Algorithm, d.Close)
+	}
+}
+
+// The compact log is preferred for an exact count when it is measured.
+func TestDecidePrefersTheCompactLog(t *testing.T) {
+	figs := figures(60e3)
+	c := figs["sliding_log"]
+	c.Algorithm, c.BytesPerKey = "compact_log", 5e3
+	figs["compact_log"] = c
+	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	d, err := Decide(in, figs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Algorithm != "compact_log" || d.Config != "algorithms.CompactLog{Limit: 6_000, Window: time.Minute}" {
+		t.Fatalf("got %s, %s", d.Algorithm, d.Config)
 	}
 }
 
@@ -93,6 +162,9 @@ func TestValidate(t *testing.T) {
 		"keys":      func(in *Input) { in.Keys = 0 },
 		"burst":     func(in *Input) { in.Burst = -1 },
 		"tiny":      func(in *Input) { in.QPS = 0.1 },
+		"big burst": func(in *Input) { in.Burst = 2 },
+		"calendar":  func(in *Input) { in.Calendar = "week" },
+		"day":       func(in *Input) { in.Calendar = Day },
 	} {
 		in := ok
 		mutate(&in)

@@ -9,11 +9,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/svgplot"
 	"github.com/ratewise/ratewise/replay"
 )
@@ -121,10 +123,23 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 	for _, wl := range rep.Workloads {
 		summary := fmt.Sprintf("limit %d per %s; %s requests from %s active key(s) in %s; %s",
 			wl.Limit, Duration(wl.Window), Int(int64(wl.Requests)), Int(int64(wl.ActiveKeys)), Duration(wl.Duration), wl.Description)
+		var rows []replay.Row
+		for _, r := range rep.Rows {
+			if r.Workload == wl.Name {
+				rows = append(rows, r)
+			}
+		}
+		params := Params(wl, rows)
 		if markdown {
 			fmt.Fprintf(w, "#### %s\n\n%s.\n\n", wl.Name, strings.ToUpper(summary[:1])+summary[1:])
+			if params != "" {
+				fmt.Fprintf(w, "Parameters: %s.\n\n", params)
+			}
 		} else {
 			fmt.Fprintf(w, "%s: %s\n", wl.Name, summary)
+			if params != "" {
+				fmt.Fprintf(w, "parameters: %s\n", params)
+			}
 		}
 		t := &Table{Left: 1, Header: []string{"algorithm", "admitted", "denied", "max in " + Duration(wl.Window), "× limit", "false admits", "false denials"}}
 		for _, name := range rep.Targets {
@@ -133,11 +148,17 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 				t.Header = append(t.Header, name+" cmds")
 			}
 		}
-		for _, r := range rep.Rows {
-			if r.Workload != wl.Name {
-				continue
+		names := map[string]int{}
+		for _, r := range rows {
+			names[r.Algorithm]++
+		}
+		for _, r := range rows {
+			label := r.Algorithm
+			if names[r.Algorithm] > 1 {
+				// Candidates of one algorithm differ by their parameters.
+				label += " " + r.Params
 			}
-			cells := []string{r.Algorithm, Int(r.Admitted), Int(r.Denied), Int(r.MaxInWindow),
+			cells := []string{label, Int(r.Admitted), Int(r.Denied), Int(r.MaxInWindow),
 				Fixed2(r.Overshoot), Int(r.FalseAdmits), Int(r.FalseDenials)}
 			for _, s := range r.Stores {
 				cells = append(cells, optional(s.BytesPerKey, "%.0f"))
@@ -148,6 +169,34 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 			t.Add(cells...)
 		}
 		t.Write(w, markdown)
+		for _, v := range rep.Verdicts {
+			if v.Workload != wl.Name {
+				continue
+			}
+			if markdown {
+				fmt.Fprintf(w, "**Verdict:** %s\n\n", strings.TrimSpace(v.Text+" "+v.CheaperText))
+				continue
+			}
+			writeWrapped(w, "verdict: ", v.Text)
+			if v.CheaperText != "" {
+				writeWrapped(w, "         ", v.CheaperText)
+			}
+		}
+		legend := Legend(wl, rows, rep.Targets)
+		if markdown {
+			for _, l := range legend {
+				fmt.Fprintf(w, "- %s\n", l)
+			}
+		} else {
+			for i, l := range legend {
+				prefix := "legend:  "
+				if i > 0 {
+					prefix = "         "
+				}
+				writeWrapped(w, prefix, l)
+			}
+		}
+		fmt.Fprintln(w)
 	}
 	if len(rep.Timings) > 0 {
 		first := rep.Timings[0]
@@ -165,6 +214,133 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 		t.Write(w, markdown)
 	}
 	return nil
+}
+
+// lineWidth is the width the notes under a table are wrapped to, so that
+// they read on a terminal of 120 columns, as wide as a table with one Redis.
+const lineWidth = 120
+
+// writeWrapped writes text after prefix, wrapped at word boundaries to
+// lineWidth, continuation lines indented as far as prefix.
+func writeWrapped(w io.Writer, prefix, text string) {
+	indent := strings.Repeat(" ", utf8.RuneCountInString(prefix))
+	line := prefix
+	empty := true
+	for _, word := range strings.Fields(text) {
+		if !empty && utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) > lineWidth {
+			fmt.Fprintln(w, line)
+			line, empty = indent, true
+		}
+		if !empty {
+			line += " "
+		}
+		line += word
+		empty = false
+	}
+	fmt.Fprintln(w, line)
+}
+
+// Params describes the parameters of a workload's rows beyond what they
+// share, such as "limit 100 per 1m; sliding_window: 10 sub-windows of 6s;
+// token_bucket and gcra: burst 100": the limit every algorithm enforces,
+// then each setting with the algorithms that have it. A row whose limit or
+// window differs from the workload's, a candidate, has its own. "" when rows
+// carry no settings (a report read back from JSON).
+func Params(wl replay.WorkloadInfo, rows []replay.Row) string {
+	var order []string
+	byWhat := map[string][]string{}
+	shared := false
+	for _, r := range rows {
+		p := r.Settings
+		if p == (algorithms.Params{}) {
+			continue
+		}
+		var what []string
+		if p.Limit != wl.Limit || p.Window != wl.Window {
+			what = append(what, fmt.Sprintf("limit %d per %s", p.Limit, Duration(p.Window)))
+		} else {
+			shared = true
+		}
+		if p.SubWindows > 0 {
+			what = append(what, fmt.Sprintf("%d sub-windows of %s", p.SubWindows, Duration(p.Window/time.Duration(p.SubWindows))))
+		}
+		if p.Burst > 0 {
+			what = append(what, fmt.Sprintf("burst %d", p.Burst))
+		}
+		if len(what) == 0 {
+			continue
+		}
+		key := strings.Join(what, ", ")
+		if _, ok := byWhat[key]; !ok {
+			order = append(order, key)
+		}
+		if !slices.Contains(byWhat[key], r.Algorithm) {
+			byWhat[key] = append(byWhat[key], r.Algorithm)
+		}
+	}
+	var parts []string
+	if shared {
+		parts = append(parts, fmt.Sprintf("limit %d per %s", wl.Limit, Duration(wl.Window)))
+	}
+	for _, what := range order {
+		parts = append(parts, andList(byWhat[what])+": "+what)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// andList joins names as "a", "a and b" or "a, b and c".
+func andList(names []string) string {
+	if len(names) <= 1 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// Legend explains each column of a workload's table in a sentence, for the
+// targets the table has columns for; rows are the workload's, to name the
+// algorithms whose memory is measured by replaying the workload. Wrapped
+// to 120 columns it takes 6 lines for two targets.
+func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []string {
+	win := Duration(wl.Window)
+	lines := []string{
+		fmt.Sprintf("admitted, denied: decisions of each kind. max in %s: the most admitted for one key in any span of %s.", win, win),
+		fmt.Sprintf("× limit: max in %s over the limit; an exact limiter never exceeds 1.00. "+
+			"false admits, false denials: against an exact sliding log on the same trace.", win),
+	}
+	var logs []string
+	for _, r := range rows {
+		if k, err := algorithms.Lookup(r.Algorithm); err == nil && k.Family() == algorithms.FamilyLog && !slices.Contains(logs, r.Algorithm) {
+			logs = append(logs, r.Algorithm)
+		}
+	}
+	var stores []string
+	cmds := false
+	for _, t := range targets {
+		switch t {
+		case "memory":
+			line := fmt.Sprintf("memory B/key: Go heap growth per key over %s fresh keys after one decision", Int(replay.FixedStateKeys))
+			if len(logs) > 0 {
+				line += fmt.Sprintf("; for %s (state grows with traffic), over this workload replayed on copies of its keys", andList(logs))
+			}
+			lines = append(lines, line+".")
+		case "redis", "cluster":
+			stores = append(stores, fmt.Sprintf("%s B/key: MEMORY USAGE over ≤%s busiest keys.", t, Int(replay.MaxSampledKeys)))
+			cmds = true
+		case "miniredis":
+			stores = append(stores, "miniredis B/key: – (cannot measure Redis memory).")
+			cmds = true
+		default:
+			stores = append(stores, t+" B/key: – (cannot measure memory).")
+			cmds = true
+		}
+	}
+	if cmds {
+		stores = append(stores, "cmds: Redis commands per decision besides the EVALSHA.")
+	}
+	if len(stores) > 0 {
+		lines = append(lines, strings.Join(stores, " "))
+	}
+	return lines
 }
 
 // Fixed2 prints v with two decimals, as ratios are shown.
@@ -188,19 +364,21 @@ func optional(v *float64, format string) string {
 	return fmt.Sprintf(format, *v)
 }
 
+// csvHeader is the CSV's columns. Each record is one of two sections,
+// named in its first column: "replay", one algorithm on one workload on one
+// store, and "timed", one algorithm timed on one store; a column that does
+// not apply to a section is empty.
+var csvHeader = []string{"section", "workload", "limit", "window_seconds", "algorithm", "params", "requests", "admitted", "denied",
+	"max_in_window", "overshoot", "over_limit_admits", "false_admits", "false_denials",
+	"store", "bytes_per_key", "keys_measured", "round_trips_per_decision", "commands_per_decision",
+	"goroutines", "keys", "decisions", "decisions_per_second", "p50_us", "p99_us"}
+
 func writeCSV(w io.Writer, rep *replay.Report) error {
 	cw := csv.NewWriter(w)
-	cw.Write([]string{"workload", "limit", "window_seconds", "algorithm", "params", "requests", "admitted", "denied",
-		"max_in_window", "overshoot", "over_limit_admits", "false_admits", "false_denials",
-		"store", "bytes_per_key", "round_trips_per_decision", "commands_per_decision",
-		"decisions_per_second", "p50_us", "p99_us"})
+	cw.Write(csvHeader)
 	info := map[string]replay.WorkloadInfo{}
 	for _, wl := range rep.Workloads {
 		info[wl.Name] = wl
-	}
-	timing := map[[2]string]replay.Timing{}
-	for _, tm := range rep.Timings {
-		timing[[2]string{tm.Target, tm.Algorithm}] = tm
 	}
 	num := func(v *float64) string {
 		if v == nil {
@@ -208,22 +386,30 @@ func writeCSV(w io.Writer, rep *replay.Report) error {
 		}
 		return strconv.FormatFloat(*v, 'f', 2, 64)
 	}
+	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
+	seconds := func(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) }
 	for _, r := range rep.Rows {
 		wl := info[r.Workload]
 		for _, s := range r.Stores {
-			rec := []string{r.Workload, strconv.FormatInt(wl.Limit, 10), strconv.FormatFloat(wl.Window.Seconds(), 'f', -1, 64),
-				r.Algorithm, r.Params, strconv.FormatInt(r.Requests, 10), strconv.FormatInt(r.Admitted, 10), strconv.FormatInt(r.Denied, 10),
-				strconv.FormatInt(r.MaxInWindow, 10), strconv.FormatFloat(r.Overshoot, 'f', 4, 64), strconv.FormatInt(r.OverLimit, 10),
-				strconv.FormatInt(r.FalseAdmits, 10), strconv.FormatInt(r.FalseDenials, 10),
-				s.Target, num(s.BytesPerKey), strconv.FormatFloat(s.RoundTripsPerDecision, 'f', 4, 64), num(s.CommandsPerDecision)}
-			if tm, ok := timing[[2]string{s.Target, r.Algorithm}]; ok {
-				rec = append(rec, strconv.FormatFloat(tm.PerSecond, 'f', 0, 64),
-					strconv.FormatFloat(float64(tm.P50)/1e3, 'f', 3, 64), strconv.FormatFloat(float64(tm.P99)/1e3, 'f', 3, 64))
-			} else {
-				rec = append(rec, "", "", "")
+			keys := ""
+			if s.KeysHeld > 0 {
+				keys = strconv.Itoa(s.KeysHeld)
 			}
-			cw.Write(rec)
+			cw.Write([]string{"replay", r.Workload, i64(wl.Limit), seconds(wl.Window),
+				r.Algorithm, r.Params, i64(r.Requests), i64(r.Admitted), i64(r.Denied),
+				i64(r.MaxInWindow), strconv.FormatFloat(r.Overshoot, 'f', 4, 64), i64(r.OverLimit),
+				i64(r.FalseAdmits), i64(r.FalseDenials),
+				s.Target, num(s.BytesPerKey), keys, strconv.FormatFloat(s.RoundTripsPerDecision, 'f', 4, 64), num(s.CommandsPerDecision),
+				"", "", "", "", "", ""})
 		}
+	}
+	for _, tm := range rep.Timings {
+		cw.Write([]string{"timed", "", i64(rep.TimedLimit), seconds(rep.TimedWindow),
+			tm.Algorithm, "", "", "", "",
+			"", "", "", "", "",
+			tm.Target, "", "", "", "",
+			strconv.Itoa(tm.Goroutines), strconv.Itoa(tm.Keys), i64(tm.Decisions), strconv.FormatFloat(tm.PerSecond, 'f', 0, 64),
+			strconv.FormatFloat(float64(tm.P50)/1e3, 'f', 3, 64), strconv.FormatFloat(float64(tm.P99)/1e3, 'f', 3, 64)})
 	}
 	cw.Flush()
 	return cw.Error()

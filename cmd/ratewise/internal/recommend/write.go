@@ -1,0 +1,164 @@
+package recommend
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
+)
+
+// utilisation is the share of one Redis process's CPU that capacity
+// planning fills, leaving the rest for peaks, replication and failover.
+const utilisation = 0.5
+
+// Headline is the recommendation's first line: what was asked and what is
+// recommended, with no measured figure in it, so that it is the same on
+// every run that decides the same.
+func Headline(in Input, d Decision) string {
+	what := d.Algorithm
+	if what == "" {
+		what = "nothing fits the budgets; the closest is " + d.Closest
+	}
+	var b strings.Builder
+	switch in.Calendar {
+	case Day:
+		fmt.Fprintf(&b, "Recommendation: %s, for %s requests per calendar day (UTC) per key", what, report.Int(in.Limit()))
+	case Month:
+		fmt.Fprintf(&b, "Recommendation: %s, for %s requests per calendar month per key", what, report.Int(in.Limit()))
+	default:
+		fmt.Fprintf(&b, "Recommendation: %s, for %s requests per %s per key (QPS %.6g), %s", what, report.Int(in.Limit()), report.Duration(in.Window), in.QPS, in.Precision)
+	}
+	fmt.Fprintf(&b, ", %s key(s)", report.Int(in.Keys))
+	if in.Burst > 0 {
+		fmt.Fprintf(&b, ", bursts of %s", report.Int(in.Burst))
+	}
+	return b.String()
+}
+
+// Write prints the recommendation, its reasons and rejections, the
+// capacity it needs, and the measurements behind it. where describes the
+// store the costs were measured on; capacity is nil when they were not
+// measured on Redis.
+func Write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacity, where string) {
+	fmt.Fprintf(w, "%s\n\n    %s\n\n", Headline(in, d), d.Config)
+	fmt.Fprintln(w, "Why:")
+	for _, r := range d.Reasons {
+		fmt.Fprintf(w, "- %s.\n", r)
+	}
+	if len(d.Rejected) > 0 {
+		fmt.Fprintln(w, "\nRejected, in the order tried:")
+		for _, r := range d.Rejected {
+			fmt.Fprintf(w, "- %s.\n", r)
+		}
+	}
+	if len(d.Close) > 0 {
+		fmt.Fprintln(w, "\nClose to a budget, where another run or machine may answer differently:")
+		for _, r := range d.Close {
+			fmt.Fprintf(w, "- %s.\n", r)
+		}
+	}
+	writeCapacity(w, in, m, d, capacity)
+	fmt.Fprintf(w, "\nThe classic decision tree (%s) picks %s.\n", ClassicTree, d.Classic)
+	if len(d.Disagreements) > 0 {
+		fmt.Fprintln(w, "Where these measurements disagree with the classic thresholds:")
+		for _, r := range d.Disagreements {
+			fmt.Fprintf(w, "- %s.\n", r)
+		}
+	}
+
+	fmt.Fprintf(w, "\nMeasured on %s, with a full window on one key", where)
+	if m.Measured < m.Records {
+		fmt.Fprintf(w, " (the logs filled with %s of their %s records: memory scaled linearly, time measured at that size)", report.Int(m.Measured), report.Int(m.Records))
+	}
+	if m.Store == "memory" {
+		fmt.Fprint(w, "; time is the store's time per call")
+	} else {
+		fmt.Fprint(w, "; time is Redis's own time per EVALSHA (INFO commandstats), without the network round trip")
+	}
+	fmt.Fprintf(w, "; accuracy replayed on the in-memory store with a limit of %s per %s", report.Int(m.AccuracyLimit), report.Duration(in.Window))
+	if in.Burst > 0 {
+		fmt.Fprintf(w, ", the token bucket and GCRA with a burst of %s", report.Int(in.Burst))
+		if m.AccuracyLimit < m.Records {
+			fmt.Fprint(w, " scaled with the limit")
+		}
+	}
+	fmt.Fprint(w, ":\n\n")
+	t := &report.Table{Left: 1, Header: []string{"algorithm", "B/key", "for " + report.Int(in.Keys) + " keys", "time", "spread"}}
+	for _, wl := range WorkloadNames {
+		t.Header = append(t.Header, "× "+wl)
+	}
+	t.Header = append(t.Header, "false admits", "false denials")
+	for _, name := range m.names() {
+		f := m.Figures[name]
+		row := []string{name, Bytes(f.BytesPerKey), Bytes(f.TotalBytes(in.Keys)), report.Latency(f.Time.Median),
+			report.Latency(f.Time.Min) + "–" + report.Latency(f.Time.Max)}
+		for _, wl := range WorkloadNames {
+			row = append(row, fmt.Sprintf("%.2f", f.Overshoot[wl]))
+		}
+		t.Add(append(row, report.Int(f.FalseAdmits), report.Int(f.FalseDenials))...)
+	}
+	t.Write(w, false)
+	fmt.Fprintf(w, "time: median of %d samples of %d decisions, with the fastest and slowest sample. "+
+		"× poisson, × boundary, × worst: the most admitted in any window over the limit, on Poisson arrivals at 1.2× the rate, "+
+		"the window-boundary attack, and the sliding window counter's worst case (the limit at the end of one sub-window and again when it drops out); "+
+		"an exact limiter never exceeds 1.00. False admits and denials compare every decision with an exact sliding log's.\n", timeSamples, timeBatch)
+}
+
+// names lists the measured algorithms in the registry's order.
+func (m *Measurements) names() []string {
+	var out []string
+	for _, name := range algorithmOrder {
+		if _, ok := m.Figures[name]; ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func writeCapacity(w io.Writer, in Input, m *Measurements, d Decision, c *Capacity) {
+	need := in.QPS * float64(in.Keys)
+	fmt.Fprintf(w, "\nCapacity: %s keys at up to %.6g requests per second each is %s decisions per second at the limit",
+		report.Int(in.Keys), in.QPS, perSecond(need))
+	if c == nil {
+		name := d.Algorithm
+		if name == "" {
+			name = strings.SplitN(d.Closest, ",", 2)[0]
+		}
+		name = strings.Split(name, " + ")[0]
+		if f, ok := m.Figures[name]; ok && f.Time.Median > 0 {
+			fmt.Fprintf(w, "; the in-memory store decides %s in %s, %s decisions per second on one core of one process. "+
+				"What one Redis serves is measured on Redis: run without --memory-store where redis-server is installed, or with --redis ADDR.\n",
+				name, report.Latency(f.Time.Median), perSecond(1/f.Time.Median.Seconds()))
+		} else {
+			fmt.Fprintln(w, ".")
+		}
+		return
+	}
+	masters := func(capacity float64) int { return max(1, int(math.Ceil(need/(utilisation*capacity)))) }
+	fmt.Fprintf(w, ". One Redis process served %s at %s decisions per second of its CPU one decision per round trip, and %s coalesced (storeredis.WithCoalescing, on by default; median of 3 runs of %v). "+
+		"At %.0f%% utilisation that is %d master(s) one at a time, %d coalesced",
+		c.Algorithm, perSecond(c.OneAtATime), perSecond(c.Coalesced), capacityRun, 100*utilisation, masters(c.OneAtATime), masters(c.Coalesced))
+	if masters(c.Coalesced) > 1 {
+		fmt.Fprint(w, ": a Redis Cluster, whose keys spread over the masters by hash slot")
+	}
+	fmt.Fprintln(w, ".")
+	switch share := in.QPS / c.OneAtATime; {
+	case share > utilisation:
+		fmt.Fprintf(w, "Hot key: one key at %.6g requests per second is %.0f%% of what one Redis process serves one at a time, and a key lives on one master whatever the cluster's size. "+
+			"Split the key (for example per region or per app instance, each with its share of the limit) or limit locally in front of Redis.\n", in.QPS, 100*share)
+	case share > 0.1:
+		fmt.Fprintf(w, "Hot key: one key at %.6g requests per second takes %.0f%% of one master by itself; every key lives on one master.\n", in.QPS, 100*share)
+	}
+	fmt.Fprintln(w, "Requests beyond the limit are cheaper: a denial is remembered (storeredis.WithDenyCache, on by default), and the same key's requests are answered from it without a round trip until it may be admitted again.")
+}
+
+// perSecond prints a rate to three significant figures with separators.
+func perSecond(v float64) string {
+	if v >= 1000 {
+		p := math.Pow(10, math.Floor(math.Log10(v))-2)
+		return report.Int(int64(math.Round(v/p) * p))
+	}
+	return fmt.Sprintf("%.3g", v)
+}
