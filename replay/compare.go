@@ -124,6 +124,9 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 	rep := &Report{Charts: map[string][]Line{}}
 	var jobs []job
 	for _, w := range cfg.Workloads {
+		if len(w.Requests) == 0 {
+			return nil, fmt.Errorf("%w: workload %s has no requests", workload.ErrInvalid, w.Name)
+		}
 		rep.Workloads = append(rep.Workloads, WorkloadInfo{
 			Name: w.Name, Description: w.Description, Limit: w.Limit, Window: w.Window, Duration: w.Duration,
 			Requests: len(w.Requests), Keys: len(w.Keys), ActiveKeys: w.ActiveKeys(),

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/roundtrips"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -37,6 +37,6 @@ func DialRedisClient(ctx context.Context, name string, client redis.UniversalCli
 	var id [4]byte
 	rand.Read(id[:])
 	r.prefix = "ratewise-compare:" + hex.EncodeToString(id[:]) + ":"
-	r.rt = redistest.CountRoundTrips(client)
+	r.rt = roundtrips.Count(client)
 	return r, nil
 }

@@ -2,8 +2,6 @@ package replay
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -14,7 +12,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redisinfo"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/roundtrips"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
@@ -43,14 +41,14 @@ func (Miniredis) Open(ctx context.Context) (Instance, error) {
 		return nil, fmt.Errorf("miniredis: %w", err)
 	}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
-	rt := redistest.CountRoundTrips(c)
+	rt := roundtrips.Count(c)
 	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime(), storeredis.WithDenyCache(0), storeredis.WithCoalescing(0))}, nil
 }
 
 type miniInstance struct {
 	m  *miniredis.Miniredis
 	c  *redis.Client
-	rt *redistest.RoundTrips
+	rt *roundtrips.Counter
 	s  *storeredis.Store
 }
 
@@ -81,7 +79,7 @@ func (i *miniInstance) Close() {
 type Redis struct {
 	name   string
 	client redis.UniversalClient
-	rt     *redistest.RoundTrips
+	rt     *roundtrips.Counter
 	prefix string
 	runs   int
 }
@@ -89,29 +87,11 @@ type Redis struct {
 // DialRedis connects to the Redis at addr, or to the cluster with the
 // given seed addresses, and checks that it answers.
 func DialRedis(ctx context.Context, addr string, cluster []string) (*Redis, error) {
-	r := &Redis{}
 	if len(cluster) > 0 {
-		r.name = "cluster"
-		r.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster, DialTimeout: 2 * time.Second})
-	} else {
-		r.name = "redis"
-		r.client = redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second})
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster, DialTimeout: 2 * time.Second})
+		return DialRedisClient(ctx, "cluster", c, strings.Join(cluster, ","))
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	if err := r.client.Ping(ctx).Err(); err != nil {
-		r.client.Close()
-		where := addr
-		if len(cluster) > 0 {
-			where = strings.Join(cluster, ",")
-		}
-		return nil, fmt.Errorf("%w: %s: %v", store.ErrUnavailable, where, err)
-	}
-	var id [4]byte
-	rand.Read(id[:])
-	r.prefix = "ratewise-compare:" + hex.EncodeToString(id[:]) + ":"
-	r.rt = redistest.CountRoundTrips(r.client)
-	return r, nil
+	return DialRedisClient(ctx, "redis", redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second}), addr)
 }
 
 // Name returns "redis" or "cluster".

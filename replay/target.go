@@ -116,6 +116,9 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 	if alg.Kind().Family() != algorithms.FamilyLog {
 		return fixedStateBytes(ctx, alg, w.Start)
 	}
+	if len(w.Requests) == 0 {
+		return 0, 0, nil // no key holds state
+	}
 	copies := 1
 	if active := w.ActiveKeys(); active < minMeasuredKeys {
 		copies = (minMeasuredKeys + active - 1) / active

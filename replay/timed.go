@@ -15,6 +15,7 @@ import (
 type Timing struct {
 	Target     string        `json:"store"`
 	Algorithm  string        `json:"algorithm"`
+	Params     string        `json:"params"`
 	Goroutines int           `json:"goroutines"`
 	Keys       int           `json:"keys"`
 	Decisions  int64         `json:"decisions"`
@@ -81,7 +82,7 @@ func Time(ctx context.Context, t Target, alg algorithms.Algorithm, d time.Durati
 		return Timing{}, err
 	}
 	return Timing{
-		Target: t.Name(), Algorithm: alg.Name(), Goroutines: goroutines, Keys: keys,
+		Target: t.Name(), Algorithm: alg.Name(), Params: alg.Params().String(), Goroutines: goroutines, Keys: keys,
 		Decisions: total.n, PerSecond: float64(total.n) / elapsed.Seconds(),
 		P50: total.quantile(0.50), P99: total.quantile(0.99),
 	}, nil

@@ -131,6 +131,13 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*r
 	if err != nil {
 		return nil, "", err
 	}
+	if f.subWindows > 0 {
+		for _, w := range workloads {
+			if _, err := replay.Configure("sliding_window", w.Limit, w.Window, replay.Options{SubWindows: f.subWindows}); err != nil {
+				return nil, "", usagef("-subwindows %d, workload %s: %v", f.subWindows, w.Name, err)
+			}
+		}
+	}
 	if f.svg != "" {
 		if err := checkWritable(f.svg); err != nil {
 			return nil, "", err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -78,7 +79,7 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
-	command := "go run ./cmd/ratewise guide " + strings.Join(args, " ")
+	command := "go run ./cmd/ratewise guide " + strings.Join(redacted(args), " ")
 	where := "the in-memory store and an in-process miniredis"
 	switch {
 	case redisTarget != nil && rf.addr == "" && rf.cluster == "":
@@ -105,8 +106,12 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprint(&b, guideTree)
 	if redisTarget != nil {
-		fmt.Fprint(&b, "The examples below run `ratewise recommend` as printed, each on a throwaway redis-server of its own: "+
-			"memory is what Redis reports for a full window, and time is Redis's own time per decision.\n\n")
+		where := "each on a throwaway redis-server of its own"
+		if len(storeArgs) > 0 {
+			where = "on the Redis the guide was given"
+		}
+		fmt.Fprintf(&b, "The examples below run `ratewise recommend` as printed, %s: "+
+			"memory is what Redis reports for a full window, and time is Redis's own time per decision.\n\n", where)
 	} else {
 		fmt.Fprint(&b, "The examples below measure memory and latency on the in-memory store's Go heap; `--redis ADDR` or `--start-redis` measures a real Redis, "+
 			"where a sorted-set record costs many times more ([benchmarks.md](benchmarks.md) has the Redis figures, from `go run ./bench/cmd/thresholds`).\n\n")
@@ -118,7 +123,7 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if code := run(ctx, args, &out, &errOut); code != 0 {
 			return fmt.Errorf("%s: %s", strings.Join(args, " "), strings.TrimSpace(errOut.String()))
 		}
-		fmt.Fprintf(&b, "```console\n$ go run ./cmd/ratewise %s\n%s\n```\n\n", strings.Join(args, " "), bytes.TrimRight(out.Bytes(), "\n"))
+		fmt.Fprintf(&b, "```console\n$ go run ./cmd/ratewise %s\n%s\n```\n\n", strings.Join(redacted(args), " "), bytes.TrimRight(out.Bytes(), "\n"))
 	}
 
 	fmt.Fprint(&b, guideWorkloads)
@@ -153,6 +158,24 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "ratewise: wrote %s and %d charts in %s\n", path, len(rep.Workloads), imgDir)
 	return nil
+}
+
+// redacted is a command line as the guide prints it: the address of a
+// Redis, which may hold a password, becomes ADDR.
+func redacted(args []string) []string {
+	out := slices.Clone(args)
+	for i, a := range out {
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || (name != "redis" && name != "cluster") {
+			continue
+		}
+		if hasValue {
+			out[i] = a[:strings.Index(a, "=")+1] + "ADDR"
+		} else if i+1 < len(out) {
+			out[i+1] = "ADDR"
+		}
+	}
+	return out
 }
 
 // onlyWorkload is the part of rep about one workload.

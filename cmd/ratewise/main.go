@@ -133,6 +133,11 @@ func oneLine(msg string) string {
 	for {
 		trimmed := strings.TrimPrefix(msg, "ratewise: ")
 		trimmed = strings.ReplaceAll(trimmed, ": ratewise: ", ": ")
+		// The packages' sentinel errors name the package for a Go caller;
+		// on the command line the message after them says it all.
+		for _, sentinel := range []string{"recommend: invalid input: ", "workload: invalid parameter: ", "replay: invalid option: "} {
+			trimmed = strings.ReplaceAll(trimmed, sentinel, "")
+		}
 		if trimmed == msg {
 			return msg
 		}

@@ -46,6 +46,10 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 		says string
 	}{
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"sub-windows that do not split the window", []string{"compare", "--memory-store", "--workload", "boundary", "--subwindows", "7"}, "-subwindows 7, workload boundary: 7 sub-windows do not split"},
+		{"custom workload without a request", []string{"compare", "--memory-store", "--workload", "custom", "--rate", "1/h", "--shape", "poisson", "--duration", "1m"}, "sends no request"},
+		{"recommend burst above the limit", []string{"recommend", "--memory-store", "--qps", "600/min", "--precision", "approx", "--burst", "100000"}, "recommend: --burst 100000 exceeds the limit of 600 per 1m"},
+		{"recommend limit not whole", []string{"recommend", "--memory-store", "--qps", "1.4", "--window", "1s", "--precision", "approx"}, "a limit is a whole count"},
 		{"unknown workload", []string{"compare", "--workload", "tsunami"}, `unknown workload "tsunami"`},
 		{"unknown algorithm", []string{"compare", "--alg", "leaky_sieve"}, `unknown algorithm "leaky_sieve"`},
 		{"empty algorithm list", []string{"compare", "--workload", "boundary", "--time", "0", "--alg", ""},
@@ -222,8 +226,8 @@ func TestCompareTimedPhaseHonoursTheLimit(t *testing.T) {
 		TimedLimit  int64 `json:"timed_limit"`
 		TimedWindow int64 `json:"timed_window_ns"`
 		Timed       []struct {
-			Store, Algorithm string
-			Keys             int
+			Store, Algorithm, Params string
+			Keys                     int
 		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
@@ -238,6 +242,10 @@ func TestCompareTimedPhaseHonoursTheLimit(t *testing.T) {
 	for _, tm := range rep.Timed {
 		if tm.Keys != 3 {
 			t.Errorf("%s on %s timed over %d keys, want 3", tm.Algorithm, tm.Store, tm.Keys)
+		}
+		// What the timed algorithm itself enforced.
+		if tm.Params != "7/2s burst 7" {
+			t.Errorf("%s on %s timed with %q, want 7/2s burst 7", tm.Algorithm, tm.Store, tm.Params)
 		}
 	}
 }

@@ -82,7 +82,18 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	defer target.Close()
 	p := newProgress(stderr, isTerminal(stdout) && isTerminal(stderr))
 	n := 0
-	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, len(replay.AlgorithmNames)+2, what) })
+	_, onRedis := target.(interface{ Client() redis.UniversalClient })
+	// A step per algorithm measured, one for accuracy, one for capacity.
+	steps := 1
+	for _, k := range algorithms.Kinds() {
+		if in.Limit() <= k.MaxLimit() {
+			steps++
+		}
+	}
+	if onRedis {
+		steps++
+	}
+	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, steps, what) })
 	if err != nil {
 		p.finish()
 		return err
@@ -93,9 +104,9 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	var capacity *recommend.Capacity
-	if _, onRedis := target.(interface{ Client() redis.UniversalClient }); onRedis {
+	if onRedis {
 		n++
-		p.step(n, len(replay.AlgorithmNames)+2, "capacity of one Redis")
+		p.step(n, steps, "capacity of one Redis")
 		c, err := measureCapacity(ctx, in, d, target)
 		if err != nil {
 			p.finish()
@@ -111,12 +122,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // measureCapacity measures what one Redis serves of the recommended
 // algorithm, or of the closest one when nothing fits.
 func measureCapacity(ctx context.Context, in recommend.Input, d recommend.Decision, target replay.Target) (recommend.Capacity, error) {
-	name := d.Algorithm
-	if name == "" {
-		name = strings.SplitN(d.Closest, ",", 2)[0]
-	}
-	name = strings.Split(name, " + ")[0]
-	alg, err := replay.Configure(name, in.Limit(), in.Window, replay.Options{Burst: in.Burst})
+	alg, err := recommend.Configured(in, strings.Split(d.Answer(), " + ")[0])
 	if err != nil {
 		return recommend.Capacity{}, err
 	}

@@ -1,62 +1,14 @@
 package redistest
 
 import (
-	"context"
-	"sync/atomic"
-
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/internal/roundtrips"
 )
 
-// RoundTrips counts the round trips a go-redis client makes: each command
-// sent alone, and each pipeline. Connection setup (HELLO, CLIENT SETINFO,
-// AUTH, SELECT on a new pooled connection) is not counted, so the count
-// measures what the caller's operations cost.
-type RoundTrips struct {
-	n atomic.Int64
-}
+// RoundTrips counts the round trips a go-redis client makes (see
+// roundtrips.Counter).
+type RoundTrips = roundtrips.Counter
 
 // CountRoundTrips adds a counting hook to c.
-func CountRoundTrips(c interface{ AddHook(redis.Hook) }) *RoundTrips {
-	r := &RoundTrips{}
-	c.AddHook(roundTripHook{r})
-	return r
-}
-
-// Load returns the round trips so far.
-func (r *RoundTrips) Load() int64 { return r.n.Load() }
-
-// Reset sets the count to 0.
-func (r *RoundTrips) Reset() { r.n.Store(0) }
-
-func isSetup(cmd redis.Cmder) bool {
-	switch cmd.Name() {
-	case "hello", "client", "auth", "select":
-		return true
-	}
-	return false
-}
-
-type roundTripHook struct{ r *RoundTrips }
-
-func (h roundTripHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h roundTripHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if !isSetup(cmd) {
-			h.r.n.Add(1)
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func (h roundTripHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			if !isSetup(c) {
-				h.r.n.Add(1)
-				break
-			}
-		}
-		return next(ctx, cmds)
-	}
-}
+func CountRoundTrips(c interface{ AddHook(redis.Hook) }) *RoundTrips { return roundtrips.Count(c) }

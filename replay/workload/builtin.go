@@ -141,6 +141,9 @@ func Custom(spec Spec) (*Workload, error) {
 			return nil, fmt.Errorf("%w: unknown shape %q (known: steady, poisson, bursts)", ErrInvalid, spec.Shape)
 		}
 	}
+	if len(b.w.Requests) == 0 {
+		return nil, fmt.Errorf("%w: %s for %v sends no request; raise the rate, the duration or the keys", ErrInvalid, perMinute(spec.Rate), spec.Duration)
+	}
 	return b.done(), nil
 }
 

@@ -21,10 +21,9 @@ import (
 // such as "time,key,cost" on the first other line. Requests need not be in
 // order. Every algorithm replays the trace with limit l.
 //
-// The trace keeps its own instants: its Start is the first request's
-// instant rounded down to a multiple of l.Window since the Unix epoch, where
-// fixed windows start, so its Duration is the span from the first request
-// to the last plus less than one window.
+// The trace keeps its own instants, to the microsecond: its Start is the
+// first request's instant, and its Duration the span to the last request
+// (plus a microsecond, so that the last one falls inside it).
 func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
@@ -88,14 +87,10 @@ func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 			last = r.at
 		}
 	}
-	// Rounding in microseconds since the Unix epoch, as the fixed window
-	// counts its windows; time.Truncate would round since year 1.
-	w, us := l.Window.Microseconds(), first.UnixMicro()
-	off := us % w
-	if off < 0 {
-		off += w
-	}
-	start := time.UnixMicro(us - off).UTC()
+	// Every request keeps its own instant, Start plus its offset, so the
+	// trace keeps its place against fixed windows and sub-windows, which
+	// start at multiples of their length since the Unix epoch.
+	start := time.UnixMicro(first.UnixMicro()).UTC()
 	b := newBuilder("trace", "", l, last.Sub(start)+time.Microsecond, 0, 0)
 	b.w.Start = start
 	index := map[string]int{}

@@ -176,6 +176,10 @@ func TestInvalidInput(t *testing.T) {
 			_, err := Custom(Spec{Limit: l, Rate: 1e6, Shape: "steady", Duration: time.Hour, Keys: 100})
 			return err
 		}},
+		{"no request at all", func() error {
+			_, err := Custom(Spec{Limit: l, Rate: 1.0 / 3600, Shape: "poisson", Duration: time.Minute, Keys: 1, Seed: 1})
+			return err
+		}},
 		{"bad rate", func() error { _, err := ParseRate("fast"); return err }},
 		{"bad rate period", func() error { _, err := ParseRate("3/fortnight"); return err }},
 		{"bad trace time", func() error { _, err := ReadTrace(strings.NewReader("1 k\nyesterday\n"), "t", l); return err }},

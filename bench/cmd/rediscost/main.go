@@ -26,6 +26,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redissession"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -40,7 +41,7 @@ func main() {
 }
 
 func run(addr string) error {
-	session, err := redisinfo.Open(addr, "rediscost", 32)
+	session, err := redissession.Open(addr, "rediscost", 32)
 	if err != nil {
 		return err
 	}

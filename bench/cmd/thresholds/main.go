@@ -35,6 +35,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/loadgen"
 	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redissession"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -76,7 +77,7 @@ func run(cfg config) (bool, error) {
 			return false, err
 		}
 	}
-	session, err := redisinfo.Open(cfg.addr, "thresholds", 128)
+	session, err := redissession.Open(cfg.addr, "thresholds", 128)
 	if err != nil {
 		return false, err
 	}

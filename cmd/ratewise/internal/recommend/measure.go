@@ -92,7 +92,7 @@ func Cost(ctx context.Context, in Input, target replay.Target, progress func(str
 		if !perRequest {
 			records = min(records, 1000)
 		}
-		f, err := measureCost(ctx, target, name, records, in.Window)
+		f, err := measureCost(ctx, target, name, records, in.Window, replay.Options{SubWindows: in.Options().SubWindows})
 		if err != nil {
 			return nil, err
 		}
@@ -114,8 +114,8 @@ type redisClient interface {
 // window, measures the memory the key holds, then times timeSamples batches
 // of decisions at the same rate, each of which expires the oldest record
 // and adds one.
-func measureCost(ctx context.Context, target replay.Target, name string, records int64, window time.Duration) (Figures, error) {
-	alg, err := replay.Configure(name, records, window, replay.Options{})
+func measureCost(ctx context.Context, target replay.Target, name string, records int64, window time.Duration, opts replay.Options) (Figures, error) {
+	alg, err := replay.Configure(name, records, window, opts)
 	if err != nil {
 		return Figures{}, err
 	}
@@ -233,7 +233,13 @@ func Accuracy(ctx context.Context, in Input, m *Measurements) error {
 	if err != nil {
 		return err
 	}
-	worst := worstCase(l, subWindowsFor(in.Window))
+	opts := in.Options()
+	opts.Burst = scaledBurst(in.Burst, m.AccuracyLimit, m.Records)
+	counter, err := replay.Configure("sliding_window", l.Count, l.Window, opts)
+	if err != nil {
+		return err
+	}
+	worst := worstCase(l, counter.Params().SubWindows)
 	var names []string
 	for name := range m.Figures {
 		names = append(names, name)
@@ -251,7 +257,7 @@ func Accuracy(ctx context.Context, in Input, m *Measurements) error {
 		sem     = make(chan struct{}, 2)
 	)
 	for _, name := range names {
-		alg, err := replay.Configure(name, l.Count, l.Window, replay.Options{Burst: scaledBurst(in.Burst, m.AccuracyLimit, m.Records)})
+		alg, err := replay.Configure(name, l.Count, l.Window, opts)
 		if err != nil {
 			return err
 		}
@@ -324,8 +330,11 @@ type Capacity struct {
 	// OneAtATime and Coalesced are decisions per second of one Redis
 	// process's CPU: each decision its own round trip, and decisions
 	// coalesced into shared round trips (storeredis.WithCoalescing).
-	OneAtATime, Coalesced float64
+	OneAtATime, Coalesced Rate
 }
+
+// Rate is a rate measured several times: the median and the range.
+type Rate struct{ Median, Min, Max float64 }
 
 // capacityRun is how long each capacity sample drives load.
 const capacityRun = 300 * time.Millisecond
@@ -355,7 +364,7 @@ func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.A
 	out := Capacity{Algorithm: alg.Name()}
 	for _, mode := range []struct {
 		coalescing, callers int
-		into                *float64
+		into                *Rate
 	}{{0, 16, &out.OneAtATime}, {storeredis.DefaultCoalescing, 64, &out.Coalesced}} {
 		s := storeredis.New(c, storeredis.WithPrefix(prefix), storeredis.WithDenyCache(0), storeredis.WithCoalescing(mode.coalescing))
 		var runs []float64
@@ -367,7 +376,7 @@ func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.A
 			runs = append(runs, v)
 		}
 		slices.Sort(runs)
-		*mode.into = runs[1]
+		*mode.into = Rate{Median: runs[1], Min: runs[0], Max: runs[2]}
 	}
 	return out, nil
 }

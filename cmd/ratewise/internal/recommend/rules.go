@@ -24,6 +24,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
+	"github.com/ratewise/ratewise/replay"
 )
 
 // ErrInvalid is wrapped by every error about recommend's input.
@@ -35,9 +36,12 @@ const (
 	Month = "month"
 )
 
-// MonthWindow is the window that stands for a calendar month in Input: the
-// rate "N/month" is N per 30 days.
-const MonthWindow = 30 * 24 * time.Hour
+// MonthWindow is the window that stands for a calendar month in Input, the
+// longest month: the rate "N/month" is N per 31 days.
+const MonthWindow = 31 * 24 * time.Hour
+
+// monthSubWindows splits MonthWindow into UTC days.
+const monthSubWindows = 31
 
 // Input is what the user asks for.
 type Input struct {
@@ -68,6 +72,9 @@ func (in Input) Validate() error {
 		return fmt.Errorf("%w: --window must be at least 1ms, got %v", ErrInvalid, in.Window)
 	case in.Limit() < 1:
 		return fmt.Errorf("%w: --qps %g over --window %v is less than one request", ErrInvalid, in.QPS, in.Window)
+	case math.Abs(in.QPS*in.Window.Seconds()-float64(in.Limit())) > 1e-3*float64(in.Limit()):
+		return fmt.Errorf("%w: --qps %g over --window %v is %.4g requests, and a limit is a whole count: give the rate as a count per period, such as --qps %d/%s",
+			ErrInvalid, in.QPS, in.Window, in.QPS*in.Window.Seconds(), max(1, in.Limit()), report.Duration(in.Window))
 	case in.Limit() > 1<<40:
 		return fmt.Errorf("%w: --qps %g over --window %v is %d requests, too many to keep a record of", ErrInvalid, in.QPS, in.Window, in.Limit())
 	case in.Calendar == "" && in.Precision != "exact" && in.Precision != "approx":
@@ -91,6 +98,22 @@ func (in Input) Validate() error {
 		return fmt.Errorf("%w: --latency must be > 0, got %v", ErrInvalid, in.LatencyBudget)
 	}
 	return nil
+}
+
+// Options are the options the algorithms are measured and configured with:
+// a calendar month's counter has one sub-window per UTC day.
+func (in Input) Options() replay.Options {
+	o := replay.Options{Burst: in.Burst}
+	if in.Calendar == Month {
+		o.SubWindows = monthSubWindows
+	}
+	return o
+}
+
+// Configured returns the named algorithm as the recommendation configures
+// it for in: the limit per window, the burst and the sub-windows.
+func Configured(in Input, name string) (algorithms.Algorithm, error) {
+	return replay.Configure(name, in.Limit(), in.Window, in.Options())
 }
 
 // limitsBurst reports whether the input asks for bursts below a whole
@@ -159,7 +182,8 @@ var ClassicTree = fmt.Sprintf("calendar quotas: a fixed window; exact: a sliding
 type Decision struct {
 	// Algorithm is the recommendation: one algorithm's name, or two joined
 	// by " + " for a set of limits checked together. It is empty when
-	// nothing fits the budgets; Closest then names the nearest candidate.
+	// nothing fits the budgets; Closest then names the nearest candidate,
+	// and ClosestOver how far over its tightest budget it is.
 	Algorithm string
 	// Config is the recommendation as Go code.
 	Config  string
@@ -169,12 +193,22 @@ type Decision struct {
 	Rejected []string
 	// Close lists figures within the margin of a budget: on another run or
 	// another machine, the answer may differ there.
-	Close   []string
-	Closest string
+	Close       []string
+	Closest     string
+	ClosestOver float64
 	// Classic is what the classic decision tree would pick; Disagreements
 	// say where the measurements part from the classic thresholds.
 	Classic       string
 	Disagreements []string
+}
+
+// Answer is the recommendation, or the closest candidate when nothing
+// fits.
+func (d Decision) Answer() string {
+	if d.Algorithm == "" {
+		return d.Closest
+	}
+	return d.Algorithm
 }
 
 // classicPick is the classic decision tree's pick.
@@ -221,8 +255,10 @@ func candidates(in Input, figs map[string]Figures) []candidate {
 		out = append(out, candidate{algs: algs, exact: exact})
 	}
 	switch {
-	case in.Calendar != "":
+	case in.Calendar == Day:
 		add(true, withBurst("fixed_window")...)
+	case in.Calendar == Month:
+		add(true, withBurst("sliding_window")...)
 	case in.Precision == "exact":
 		add(true, withBurst("compact_log")...)
 		add(true, withBurst("sliding_log")...)
@@ -314,8 +350,9 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 				best = v
 			}
 		}
-		d.Closest = fmt.Sprintf("%s, at %.2f× its tightest budget", best.c.name(), best.over)
-		d.Reasons = append(d.Reasons, "budget: no candidate fits both the memory and the time budget; raise a budget, or lower the rate, window or keys")
+		d.Closest, d.ClosestOver = best.c.name(), best.over
+		d.Reasons = append(d.Reasons, fmt.Sprintf("budget: no candidate fits both the memory and the time budget; the closest, %s, is at %.2f× its tightest budget. Raise a budget, or lower the rate, window or keys",
+			best.c.name(), best.over))
 		d.Config = configOf(in, best.c)
 		d.Disagreements = disagreements(in, figs)
 		return d, nil
@@ -342,11 +379,12 @@ func reasons(in Input, v verdict, figs map[string]Figures) []string {
 			"Its boundary cost is the calendar quota's own: a key may use the whole quota just before midnight and again just after, %s in a short span (measured on the boundary attack)",
 			overshootOn(fixed, "boundary")))
 	case in.Calendar == Month:
-		out = append(out, fmt.Sprintf("calendar: a calendar month has no fixed length, so name the month in the key (\"user:1001:2026-12\"), which starts every month at zero, and count it with a fixed window of 31 days. "+
-			"Its boundary cost: a key may use the whole quota at the end of one month and again at the start of the next, %s in a short span (measured on the boundary attack); "+
-			"and the window's own boundaries, every 31 days since the Unix epoch, can fall inside a month and give that month's key a second quota. "+
-			"If that matters, %s",
-			overshootOn(fixed, "boundary"), exactMonth(figs)))
+		out = append(out, fmt.Sprintf("calendar: a month has no fixed length, and a fixed window's boundaries, at multiples of its length since the Unix epoch, cannot follow it: "+
+			"a fixed window of 31 days resets inside almost every month and gives the key a second quota there. "+
+			"Name the month in the key (\"user:1001:2026-12\"), so that every month starts at zero, and count it with a sliding window counter of 31 days in 31 sub-windows of one UTC day: "+
+			"a request stops counting 30 to 31 days after it was made, never within its own month, so the counter counts the whole month exactly, in at most 31 counters. "+
+			"Its boundary cost is the calendar quota's own: a key may use the whole quota at the end of one month and again at the start of the next, %s in a short span (the fixed window on the boundary attack)",
+			overshootOn(fixed, "boundary")))
 	case v.c.exact && in.Precision == "exact":
 		what := "the sliding log counts every request"
 		if main == "compact_log" {
@@ -357,8 +395,9 @@ func reasons(in Input, v verdict, figs map[string]Figures) []string {
 		out = append(out, fmt.Sprintf("precision: exact was asked for, but no exact log fits (see the rejections); %s is the nearest approximation, and it is not exact: %s",
 			main, accuracy(f)))
 	case in.Burst > 0:
-		out = append(out, fmt.Sprintf("burst: bursts of at most %s at a sustained %s per %s are exactly GCRA's two parameters; a window counter admits its whole limit of %s at once: %s",
-			report.Int(in.Burst), report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Limit()), accuracy(f)))
+		out = append(out, fmt.Sprintf("burst: bursts of at most %s at a sustained %s per %s are exactly the two parameters of %s, while a window counter admits its whole limit of %s at once. "+
+			"%s itself admits up to the burst plus the rate within one window: %s",
+			report.Int(in.Burst), report.Int(in.Limit()), report.Duration(in.Window), main, report.Int(in.Limit()), main, accuracy(f)))
 	case main == "sliding_window":
 		out = append(out, "precision: approximate was asked for; the sliding window counter keeps the window's meaning: "+accuracy(f))
 	default:
@@ -383,6 +422,8 @@ func disagreements(in Input, figs map[string]Figures) []string {
 	}
 	var out []string
 	switch {
+	case in.Calendar == Month:
+		out = append(out, "the classic tree gives calendar quotas to the fixed window; that holds for a day, whose windows of 24h are UTC days, but no fixed window follows the months")
 	case in.Calendar != "":
 	case in.Precision == "exact":
 		classicOK := !(in.QPS > classicSortedSetQPS && in.Window > classicSortedSetWindow)
@@ -405,15 +446,22 @@ func disagreements(in Input, figs map[string]Figures) []string {
 	return out
 }
 
-// configOf writes a candidate as Go code.
+// configOf writes a candidate as Go code, configured as Configured does.
 func configOf(in Input, c candidate) string {
-	limit, window := goInt(in.Limit()), goDuration(in.Window)
+	window := goDuration(in.Window)
 	if in.Calendar == Month {
 		window = "31 * 24 * time.Hour"
 	}
 	var parts []string
-	for _, a := range c.algs {
-		switch a {
+	for _, name := range c.algs {
+		alg, err := Configured(in, name)
+		if err != nil {
+			parts = append(parts, fmt.Sprintf("/* %s: %v */", name, err))
+			continue
+		}
+		p := alg.Params()
+		limit := goInt(p.Limit)
+		switch name {
 		case "fixed_window":
 			parts = append(parts, fmt.Sprintf("algorithms.FixedWindow{Limit: %s, Window: %s}", limit, window))
 		case "sliding_log":
@@ -421,18 +469,11 @@ func configOf(in Input, c candidate) string {
 		case "compact_log":
 			parts = append(parts, fmt.Sprintf("algorithms.CompactLog{Limit: %s, Window: %s}", limit, window))
 		case "sliding_window":
-			parts = append(parts, fmt.Sprintf("algorithms.SlidingWindow{Limit: %s, Window: %s, SubWindows: %d}", limit, window, subWindowsFor(in.Window)))
-		case "gcra", "token_bucket":
-			burst := in.Burst
-			if burst == 0 {
-				burst = in.Limit()
-			}
-			rate := fmt.Sprintf("algorithms.Rate{Count: %s, Period: %s}", limit, window)
-			if a == "gcra" {
-				parts = append(parts, fmt.Sprintf("algorithms.GCRA{Rate: %s, Burst: %s}", rate, goInt(burst)))
-			} else {
-				parts = append(parts, fmt.Sprintf("algorithms.TokenBucket{Capacity: %s, Refill: %s}", goInt(burst), rate))
-			}
+			parts = append(parts, fmt.Sprintf("algorithms.SlidingWindow{Limit: %s, Window: %s, SubWindows: %d}", limit, window, p.SubWindows))
+		case "gcra":
+			parts = append(parts, fmt.Sprintf("algorithms.GCRA{Rate: algorithms.Rate{Count: %s, Period: %s}, Burst: %s}", limit, window, goInt(p.Burst)))
+		case "token_bucket":
+			parts = append(parts, fmt.Sprintf("algorithms.TokenBucket{Capacity: %s, Refill: algorithms.Rate{Count: %s, Period: %s}}", goInt(p.Burst), limit, window))
 		}
 	}
 	code := strings.Join(parts, ", ")
@@ -444,22 +485,6 @@ func configOf(in Input, c candidate) string {
 
 // goInt writes n as a Go literal, with underscores between thousands.
 func goInt(n int64) string { return strings.ReplaceAll(report.Int(n), ",", "_") }
-
-// subWindowsFor is the sub-window count the measurements use for window:
-// the default, or the largest smaller count that divides it evenly.
-func subWindowsFor(window time.Duration) int64 {
-	n := int64(DefaultSubWindows)
-	for ; n > 1; n-- {
-		if window%time.Duration(n) == 0 && (window/time.Duration(n))%time.Microsecond == 0 {
-			break
-		}
-	}
-	return n
-}
-
-// DefaultSubWindows is the sliding window counter's sub-window count in
-// the measurements and the recommended configuration.
-const DefaultSubWindows = 10
 
 // goDuration writes d as a Go expression.
 func goDuration(d time.Duration) string {
@@ -495,15 +520,6 @@ func accuracy(f Figures) string {
 	}
 	return fmt.Sprintf("at most %s the limit in any window (%s), %s false admits and %s false denials against an exact log",
 		worst(f.Overshoot), strings.Join(parts, ", "), report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
-}
-
-// exactMonth says what counting a month exactly costs: a log of 31 days on
-// the month's key.
-func exactMonth(figs map[string]Figures) string {
-	if c, ok := figs["compact_log"]; ok {
-		return fmt.Sprintf("a compact log of 31 days on the month's key counts the month exactly, at %s per key (a sorted-set log: %s)", Bytes(c.BytesPerKey), Bytes(figs["sliding_log"].BytesPerKey))
-	}
-	return fmt.Sprintf("a sliding log of 31 days on the month's key counts the month exactly, at %s per key", Bytes(figs["sliding_log"].BytesPerKey))
 }
 
 func overshootOn(f Figures, wl string) string { return fmt.Sprintf("%.2f×", f.Overshoot[wl]) }

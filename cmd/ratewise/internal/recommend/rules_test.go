@@ -1,10 +1,15 @@
 package recommend
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/storememory"
 )
 
 // figures returns synthetic measurements: the sliding log costs logBytes
@@ -38,7 +43,7 @@ func TestDecide(t *testing.T) {
 		{"exact with a burst", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20}, 60e3, "sliding_log + gcra", ""},
 		{"exact with a burst of the whole limit", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 6000}, 60e3, "sliding_log", ""},
 		{"calendar day", Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000}, 60e3, "fixed_window", ""},
-		{"calendar month", Input{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1000}, 60e3, "fixed_window", ""},
+		{"calendar month", Input{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1000}, 60e3, "sliding_window", "no fixed window follows the months"},
 		{"exact over the memory budget", Input{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000}, 8e6, "sliding_window", "ignores the number of keys"},
 		{"exact above the classic QPS threshold, within budget", Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10}, 3e6, "sliding_log", "rule the sorted set out"},
 		{"exact above the classic QPS threshold but a short window", Input{QPS: 5000, Window: 10 * time.Second, Precision: "exact", Keys: 10}, 5e5, "sliding_log", ""},
@@ -112,8 +117,8 @@ func TestDecideNothingFits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Algorithm != "" || !strings.HasPrefix(d.Closest, "gcra, at 1.50×") {
-		t.Fatalf("nothing fits: got %q, closest %q", d.Algorithm, d.Closest)
+	if d.Algorithm != "" || d.Closest != "gcra" || d.ClosestOver != 1.5 {
+		t.Fatalf("nothing fits: got %q, closest %q at %.2f×", d.Algorithm, d.Closest, d.ClosestOver)
 	}
 	if len(d.Rejected) != 3 {
 		t.Fatalf("want every candidate rejected with its reason, got %q", d.Rejected)
@@ -182,5 +187,56 @@ func TestBytes(t *testing.T) {
 		if got := Bytes(in); got != want {
 			t.Errorf("Bytes(%g): got %q, want %q", in, got, want)
 		}
+	}
+}
+
+// The configuration recommended for a calendar month's quota, on a key
+// named after the month, admits exactly the quota in every month of a
+// year of steady traffic; the fixed window of 31 days it replaces resets
+// inside months and admits more.
+func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
+	in := Input{QPS: 100 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	if err := in.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Decide(in, figures(1e3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recommended, err := Configured(in, d.Algorithm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := recommended.Params(); p.SubWindows > 0 && !strings.Contains(d.Config, fmt.Sprintf("SubWindows: %d", p.SubWindows)) {
+		t.Fatalf("the printed configuration %s is not the one measured, %v", d.Config, p)
+	}
+	perMonth := func(alg algorithms.Algorithm) map[string]int {
+		s := storememory.New()
+		admitted := map[string]int{}
+		for at := time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC); at.Year() == 2026; at = at.Add(time.Hour) {
+			month := at.Format("2006-01")
+			res, err := s.Decide(context.Background(), "user:1001:"+month, alg, at, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Allowed {
+				admitted[month]++
+			}
+		}
+		return admitted
+	}
+	for month, n := range perMonth(recommended) {
+		if n != 100 {
+			t.Errorf("%s: %s admitted %d in %s, want the quota, 100", d.Algorithm, d.Config, n, month)
+		}
+	}
+	over := 0
+	for _, n := range perMonth(algorithms.FixedWindow{Limit: 100, Window: MonthWindow}) {
+		if n > 100 {
+			over++
+		}
+	}
+	if over == 0 {
+		t.Errorf("a fixed window of 31 days admitted no more than the quota in any month: the test shows nothing")
 	}
 }

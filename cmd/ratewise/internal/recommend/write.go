@@ -122,11 +122,7 @@ func writeCapacity(w io.Writer, in Input, m *Measurements, d Decision, c *Capaci
 	fmt.Fprintf(w, "\nCapacity: %s keys at up to %.6g requests per second each is %s decisions per second at the limit",
 		report.Int(in.Keys), in.QPS, perSecond(need))
 	if c == nil {
-		name := d.Algorithm
-		if name == "" {
-			name = strings.SplitN(d.Closest, ",", 2)[0]
-		}
-		name = strings.Split(name, " + ")[0]
+		name := strings.Split(d.Answer(), " + ")[0]
 		if f, ok := m.Figures[name]; ok && f.Time.Median > 0 {
 			fmt.Fprintf(w, "; the in-memory store decides %s in %s, %s decisions per second on one core of one process. "+
 				"What one Redis serves is measured on Redis: run without --memory-store where redis-server is installed, or with --redis ADDR.\n",
@@ -137,14 +133,26 @@ func writeCapacity(w io.Writer, in Input, m *Measurements, d Decision, c *Capaci
 		return
 	}
 	masters := func(capacity float64) int { return max(1, int(math.Ceil(need/(utilisation*capacity)))) }
-	fmt.Fprintf(w, ". One Redis process served %s at %s decisions per second of its CPU one decision per round trip, and %s coalesced (storeredis.WithCoalescing, on by default; median of 3 runs of %v). "+
-		"At %.0f%% utilisation that is %d master(s) one at a time, %d coalesced",
-		c.Algorithm, perSecond(c.OneAtATime), perSecond(c.Coalesced), capacityRun, 100*utilisation, masters(c.OneAtATime), masters(c.Coalesced))
-	if masters(c.Coalesced) > 1 {
+	mastersText := func(r Rate) string {
+		lo, mid, hi := masters(r.Max), masters(r.Median), masters(r.Min)
+		if lo == hi {
+			return fmt.Sprintf("%d", mid)
+		}
+		return fmt.Sprintf("%d (%d–%d over the runs)", mid, lo, hi)
+	}
+	fmt.Fprintf(w, ". One Redis process served %s at %s decisions per second of its CPU one decision per round trip (%s–%s over 3 runs of %v), and %s coalesced (%s–%s; storeredis.WithCoalescing, on by default), "+
+		"on 10,000 keys filling from empty: a busy key's decision costs Redis more, as the time column shows",
+		c.Algorithm, perSecond(c.OneAtATime.Median), perSecond(c.OneAtATime.Min), perSecond(c.OneAtATime.Max), capacityRun,
+		perSecond(c.Coalesced.Median), perSecond(c.Coalesced.Min), perSecond(c.Coalesced.Max))
+	if strings.Contains(d.Answer(), " + ") {
+		fmt.Fprint(w, "; this is the set's first limit alone, and the set decides both in one round trip, at about the sum of their times")
+	}
+	fmt.Fprintf(w, ". At %.0f%% utilisation that is %s master(s) one at a time, %s coalesced", 100*utilisation, mastersText(c.OneAtATime), mastersText(c.Coalesced))
+	if masters(c.Coalesced.Median) > 1 {
 		fmt.Fprint(w, ": a Redis Cluster, whose keys spread over the masters by hash slot")
 	}
 	fmt.Fprintln(w, ".")
-	switch share := in.QPS / c.OneAtATime; {
+	switch share := in.QPS / c.OneAtATime.Median; {
 	case share > utilisation:
 		fmt.Fprintf(w, "Hot key: one key at %.6g requests per second is %.0f%% of what one Redis process serves one at a time, and a key lives on one master whatever the cluster's size. "+
 			"Split the key (for example per region or per app instance, each with its share of the limit) or limit locally in front of Redis.\n", in.QPS, 100*share)

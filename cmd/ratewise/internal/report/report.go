@@ -207,11 +207,19 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 		} else {
 			fmt.Fprintln(w, title)
 		}
-		t := &Table{Left: 2, Header: []string{"store", "algorithm", "goroutines", "decisions", "decisions/s", "p50", "p99"}}
+		t := &Table{Left: 2, Header: []string{"store", "algorithm", "params", "goroutines", "decisions", "decisions/s", "p50", "p99"}}
 		for _, tm := range rep.Timings {
-			t.Add(tm.Target, tm.Algorithm, strconv.Itoa(tm.Goroutines), Int(tm.Decisions), Int(int64(tm.PerSecond)), Latency(tm.P50), Latency(tm.P99))
+			t.Add(tm.Target, tm.Algorithm, tm.Params, strconv.Itoa(tm.Goroutines), Int(tm.Decisions), Int(int64(tm.PerSecond)), Latency(tm.P50), Latency(tm.P99))
 		}
 		t.Write(w, markdown)
+		legend := "goroutines decide at once, each on its share of the keys, on the real clock; decisions/s is their total; p50 and p99 are each decision's latency as the caller saw it, " +
+			"on this machine, with the store (and Redis, if any) sharing its cores. Speed is for comparing algorithms side by side in one run, not a capacity figure."
+		if markdown {
+			fmt.Fprintf(w, "%s\n\n", legend)
+		} else {
+			writeWrapped(w, "legend:  ", legend)
+			fmt.Fprintln(w)
+		}
 	}
 	return nil
 }
@@ -324,7 +332,7 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 			}
 			lines = append(lines, line+".")
 		case "redis", "cluster":
-			stores = append(stores, fmt.Sprintf("%s B/key: MEMORY USAGE over ≤%s busiest keys.", t, Int(replay.MaxSampledKeys)))
+			stores = append(stores, fmt.Sprintf("%s B/key: MEMORY USAGE over ≤%s busiest keys, of the state as the workload left it (a state kept as text grows by a few bytes with its numbers).", t, Int(replay.MaxSampledKeys)))
 			cmds = true
 		case "miniredis":
 			stores = append(stores, "miniredis B/key: – (cannot measure Redis memory).")

@@ -1,0 +1,52 @@
+// Package redissession opens the connection to Redis that ratewise's
+// measuring commands share: to a given server, or to a throwaway
+// redis-server it starts.
+package redissession
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/roundtrips"
+)
+
+// Session is a measuring command's connection to Redis: a client whose round
+// trips are counted, and a prefix of its own for every key it writes.
+type Session struct {
+	Client     *redis.Client
+	RoundTrips *roundtrips.Counter
+	Prefix     string
+	close      func()
+}
+
+// Open connects to the Redis at addr, or to a throwaway redis-server it
+// starts when addr is empty, with a pool of poolSize connections; keys are
+// to go under name plus a unique suffix. Close deletes them and stops what
+// Open started.
+func Open(addr, name string, poolSize int) (*Session, error) {
+	stop := func() {}
+	if addr == "" {
+		srv, err := redistest.Start()
+		if err != nil {
+			return nil, err
+		}
+		stop, addr = srv.Stop, srv.Addr
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize})
+	s := &Session{Client: c, RoundTrips: roundtrips.Count(c), Prefix: fmt.Sprintf("%s:%d:", name, time.Now().UnixNano())}
+	s.close = func() {
+		redisinfo.DeleteKeys(context.Background(), c, s.Prefix)
+		c.Close()
+		stop()
+	}
+	return s, nil
+}
+
+// Close deletes the session's keys, closes its client and stops the server
+// Open started, if any.
+func (s *Session) Close() { s.close() }
