@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"sync"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -158,6 +159,30 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 // decision of alg, at now, on each of FixedStateKeys keys, less the size of
 // the empty store. The names have one width, so each costs the same.
 func fixedStateBytes(ctx context.Context, alg algorithms.Algorithm, now time.Time) (float64, int, error) {
+	// One fixed-size state gives one figure: measure each configuration
+	// once per process.
+	id := alg.Name() + " " + alg.Params().String()
+	if f, ok := fixedStateCache.Load(id); ok {
+		f := f.(fixedFigure)
+		return f.perKey, f.keys, nil
+	}
+	perKey, keys, err := measureFixedState(ctx, alg, now)
+	if err == nil && keys > 0 {
+		fixedStateCache.Store(id, fixedFigure{perKey, keys})
+	}
+	return perKey, keys, err
+}
+
+// fixedStateCache holds fixedStateBytes's figures by algorithm and
+// parameters.
+var fixedStateCache sync.Map
+
+type fixedFigure struct {
+	perKey float64
+	keys   int
+}
+
+func measureFixedState(ctx context.Context, alg algorithms.Algorithm, now time.Time) (float64, int, error) {
 	base := heapAfterGC()
 	s := storememory.New()
 	empty := heapAfterGC() - base

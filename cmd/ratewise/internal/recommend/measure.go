@@ -28,8 +28,8 @@ import (
 // workloads use a limit of at most maxAccuracyLimit.
 const (
 	maxMemoryRecords = 1_000_000
-	maxRedisRecords  = 5_000
-	maxAccuracyLimit = 25_000
+	maxRedisRecords  = 2_000
+	maxAccuracyLimit = 10_000
 	// timeSamples batches of timeBatch decisions each give a time's median
 	// and spread.
 	timeSamples = 5
