@@ -239,47 +239,43 @@ type decision struct {
 	binding int
 }
 
-// decide runs the limiter, or the Set, with the decision timeout. A store
-// that does not answer in time is abandoned, not waited for: its call
-// finishes in the background and its answer is dropped.
+// decide runs the limiter, or the Set, with the decision timeout on its
+// context. Every store honours its context (the store contract requires
+// it), so the call returns by the deadline; with the Redis store, given
+// the client settings docs/redis.md recommends.
 func (m *Middleware) decide(parent context.Context, key string, algs []algorithms.Algorithm, cost int64) (decision, error) {
-	run := func(ctx context.Context) (decision, error) {
-		if m.set == nil {
-			res, err := m.limiter.AllowWith(ctx, key, algs[0], cost)
-			return decision{res: res, results: []ratewise.Result{res}}, err
-		}
-		sr, err := m.set.AllowN(ctx, key, cost)
-		if err != nil {
-			return decision{}, err
-		}
-		// The binding limit's Result is the Set's answer: denied, it is
-		// the limit with the longest wait, the Set's RetryAfter.
-		return decision{res: sr.Results[sr.Binding], results: sr.Results, binding: sr.Binding}, nil
+	ctx := parent
+	if m.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(parent, m.timeout)
+		defer cancel()
 	}
-	if m.timeout <= 0 {
-		return run(parent)
+	d, err := m.run(ctx, key, algs, cost)
+	switch {
+	case err == nil:
+		return d, nil
+	case parent.Err() != nil:
+		// The request's own context ended, not the store.
+		return decision{}, parent.Err()
+	case ctx.Err() != nil && !errors.Is(err, ratewise.ErrStoreUnavailable):
+		return decision{}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, err)
 	}
-	ctx, cancel := context.WithTimeout(parent, m.timeout)
-	defer cancel()
-	type answer struct {
-		d   decision
-		err error
+	return decision{}, err
+}
+
+// run asks the limiter, or the Set.
+func (m *Middleware) run(ctx context.Context, key string, algs []algorithms.Algorithm, cost int64) (decision, error) {
+	if m.set == nil {
+		res, err := m.limiter.AllowWith(ctx, key, algs[0], cost)
+		return decision{res: res, results: []ratewise.Result{res}}, err
 	}
-	done := make(chan answer, 1)
-	go func() {
-		d, err := run(ctx)
-		done <- answer{d, err}
-	}()
-	select {
-	case a := <-done:
-		return a.d, a.err
-	case <-ctx.Done():
-		if err := parent.Err(); err != nil {
-			// The request's own context ended, not the store.
-			return decision{}, err
-		}
-		return decision{}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, ctx.Err())
+	sr, err := m.set.AllowN(ctx, key, cost)
+	if err != nil {
+		return decision{}, err
 	}
+	// The binding limit's Result is the Set's answer: denied, it is the
+	// limit with the longest wait, the Set's RetryAfter.
+	return decision{res: sr.Results[sr.Binding], results: sr.Results, binding: sr.Binding}, nil
 }
 
 // storeFailure reports whether err is a failure of the store, which the

@@ -21,8 +21,24 @@ func ExampleNew() {
 	defer m.Close()
 	addr := m.Addr()
 
-	rdb := redis.NewClient(&redis.Options{Addr: addr}) // or a ClusterClient, Ring, ...
-	limiter, err := ratewise.New(storeredis.New(rdb), algorithms.SlidingLog{Limit: 3, Window: time.Minute})
+	// A limiter's client: deadlines honoured on the socket, every wait
+	// shorter than the request's budget for a decision (here 100ms), and
+	// no retry that could charge a decision twice. For a ClusterClient,
+	// also ClusterStateReloadInterval: time.Second.
+	rdb := redis.NewClient(&redis.Options{
+		Addr:                  addr,
+		ContextTimeoutEnabled: true,
+		DialTimeout:           30 * time.Millisecond,
+		DialerRetries:         1,
+		DialerRetryTimeout:    10 * time.Millisecond,
+		ReadTimeout:           50 * time.Millisecond,
+		WriteTimeout:          50 * time.Millisecond,
+		PoolTimeout:           50 * time.Millisecond,
+		MaxRetries:            -1,
+	})
+	warn := func(err error) { fmt.Println(err) } // or log it
+	s := storeredis.New(rdb, storeredis.WithWarnings(100*time.Millisecond, warn))
+	limiter, err := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute})
 	if err != nil {
 		panic(err)
 	}

@@ -73,6 +73,8 @@ type Store struct {
 	co         *coalescer // nil when decisions are not coalesced
 	denyCache  int        // WithDenyCache's n
 	deny       *denyCache // nil when off
+	warnBudget time.Duration
+	warn       func(error) // WithWarnings's hook, or nil
 }
 
 const (
@@ -231,6 +233,11 @@ func New(client Client, opts ...Option) *Store {
 	}
 	if s.denyCache > 0 {
 		s.deny = newDenyCache(s.denyCache)
+	}
+	if s.warn != nil {
+		for _, w := range CheckClient(client, s.warnBudget) {
+			s.warn(w)
+		}
 	}
 	return s
 }
