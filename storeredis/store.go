@@ -591,9 +591,18 @@ func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, _
 // ctx has ended (a deadline or cancellation), ErrUnavailable otherwise. A
 // timeout of the client's own, such as a dial or read timeout, is not the
 // caller's deadline: it is ErrUnavailable, and the timeout is kept only as
-// text, so errors.Is(err, context.DeadlineExceeded) stays false for it.
+// text, so errors.Is(err, context.DeadlineExceeded) stays false for it. An
+// error at or after ctx's deadline is the caller's deadline, even before
+// ctx reports it.
 func (s *Store) failure(ctx context.Context, err error) error {
-	if ctxErr := ctx.Err(); ctxErr != nil {
+	ctxErr := ctx.Err()
+	if deadline, ok := ctx.Deadline(); ok && ctxErr == nil && !time.Now().Before(deadline) {
+		// With ContextTimeoutEnabled the socket's deadline is the
+		// context's, and it can fire a moment before the context's own
+		// timer marks the context done: the caller's deadline all the same.
+		ctxErr = context.DeadlineExceeded
+	}
+	if ctxErr != nil {
 		if errors.Is(err, ctxErr) {
 			return err
 		}
