@@ -1,6 +1,7 @@
 package ratewise
 
-// Option configures a Limiter. Defaults: no namespace, the system clock.
+// Option configures a Limiter. Defaults: no namespace, the system clock, no
+// observer.
 type Option interface {
 	apply(*Limiter)
 }

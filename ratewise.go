@@ -41,6 +41,9 @@ type Limiter struct {
 	clock             Clock
 	// limits chooses a key's algorithm; nil means alg for every key.
 	limits LimitFunc
+	// observer hears of every decision; nil for none, the default, which
+	// costs nothing on the hot path.
+	observer Observer
 }
 
 // LimitFunc chooses the algorithm, and so the limit, for a key: tiers,
@@ -281,6 +284,17 @@ func (l *Limiter) decide(ctx context.Context, key string, alg algorithms.Algorit
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
+	if l.observer == nil {
+		return l.decideStore(ctx, key, alg, cost)
+	}
+	start := time.Now()
+	res, err := l.decideStore(ctx, key, alg, cost)
+	observe(ctx, l.observer, start, key, alg, cost, res, err)
+	return res, err
+}
+
+// decideStore asks the store for one decision.
+func (l *Limiter) decideStore(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
 	if ps, ok := l.store.(store.PrefixDecider); ok && l.prefix != "" {
 		return ps.DecidePrefixed(ctx, l.prefix, key, alg, l.clock.Now(), cost) // joins no strings
 	}

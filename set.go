@@ -33,6 +33,8 @@ type Set struct {
 	algs   []algorithms.Algorithm
 	prefix string
 	clock  Clock
+	// observer hears of every decision; nil for none (see WithObserver).
+	observer Observer
 }
 
 // SetResult is the outcome of one decision over a Set.
@@ -59,8 +61,8 @@ type SetResult struct {
 // store.SetDecider, as the memory and Redis stores do. It fails as New does
 // for each algorithm, with ErrUnsupported for a store that cannot decide
 // sets, and with store.ErrSharedState for two algorithms of one kind and
-// scope, which would count against one state. WithClock and WithNamespace
-// apply as to a Limiter.
+// scope, which would count against one state. WithClock, WithNamespace and
+// WithObserver apply as to a Limiter.
 func NewSet(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Set, error) {
 	if s == nil {
 		return nil, ErrNilStore
@@ -84,7 +86,7 @@ func NewSet(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Set, e
 	if err := store.CheckSet(algs, time.Unix(0, 0), 0); err != nil {
 		return nil, err
 	}
-	return &Set{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), prefix: l.prefix, clock: l.clock}, nil
+	return &Set{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), prefix: l.prefix, clock: l.clock, observer: l.observer}, nil
 }
 
 // Allow is shorthand for AllowN(ctx, key, 1).
@@ -126,6 +128,31 @@ func (s *Set) decide(ctx context.Context, key string, cost int64) (SetResult, er
 	if key == "" {
 		return SetResult{}, ErrEmptyKey
 	}
+	if s.observer == nil {
+		return s.decideStore(ctx, key, cost)
+	}
+	start := time.Now()
+	sr, err := s.decideStore(ctx, key, cost)
+	e := DecisionEvent{
+		Source:       SourceSet,
+		Algorithm:    s.algs[sr.Binding],
+		Binding:      sr.Binding,
+		Key:          key,
+		Cost:         peekCost(cost),
+		Peek:         cost <= 0,
+		Allowed:      err == nil && sr.Allowed,
+		StoreLatency: time.Since(start),
+		Err:          err,
+	}
+	if err == nil {
+		e.Result = sr.Results[sr.Binding]
+	}
+	s.observer.ObserveDecision(ctx, e)
+	return sr, err
+}
+
+// decideStore asks the store for one decision over the Set.
+func (s *Set) decideStore(ctx context.Context, key string, cost int64) (SetResult, error) {
 	results, err := s.store.DecideSet(ctx, s.prefix+key, s.algs, s.clock.Now(), cost)
 	if err != nil {
 		return SetResult{}, err

@@ -138,7 +138,14 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // book runs one booking under alg, which has been checked.
 func (l *Limiter) book(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
 	start := l.clock.Now()
+	var began time.Time
+	if l.observer != nil {
+		began = time.Now()
+	}
 	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, start, n, maxWait)
+	if l.observer != nil {
+		observe(ctx, l.observer, began, key, alg, n, res, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -39,13 +39,15 @@ type Middleware struct {
 	denied  func(http.ResponseWriter, *http.Request, ratewise.Result)
 	failed  func(http.ResponseWriter, *http.Request, error)
 	onError func(*http.Request, error)
-	policy  FailurePolicy
-	timeout time.Duration
-	headers headerSet
-	name    string
-	body    string
-	exempt  func(*http.Request) bool
-	dryRun  func(*http.Request, ratewise.Result)
+	// observer hears of every degraded decision; nil for none.
+	observer Observer
+	policy   FailurePolicy
+	timeout  time.Duration
+	headers  headerSet
+	name     string
+	body     string
+	exempt   func(*http.Request) bool
+	dryRun   func(*http.Request, ratewise.Result)
 	// noKey answers a request its KeyFunc cannot name (ErrNoKey): with
 	// this status, by letting it through unlimited (NoKeyUnlimited), or,
 	// when unset (noKeyDefault), with the failure handler.
@@ -206,7 +208,13 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			m.onError(r, err)
 			var ok bool
-			if res, ok = m.policy.decide(r, key, cost, err); !ok {
+			res, ok = m.policy.decide(r, key, cost, err)
+			if m.observer != nil {
+				// Failing open answers with no Result, and lets the
+				// request through.
+				m.observeDegraded(r, d.timedOut, ok && (res.Allowed || res == (ratewise.Result{})), err)
+			}
+			if !ok {
 				fail(&StoreError{Err: err, policy: m.policy})
 				return
 			}
@@ -237,6 +245,25 @@ type decision struct {
 	res     ratewise.Result
 	results []ratewise.Result
 	binding int
+	// timedOut reports a decision that failed because the decision
+	// timeout passed.
+	timedOut bool
+}
+
+// observeDegraded reports the policy's answer to a store failure, err, to
+// the observer, which is not nil.
+func (m *Middleware) observeDegraded(r *http.Request, timedOut, allowed bool, err error) {
+	reason := ReasonUnavailable
+	if timedOut {
+		reason = ReasonTimeout
+	}
+	m.observer.ObserveDegraded(r.Context(), DegradedEvent{
+		Policy:  m.policy.name(),
+		Reason:  reason,
+		Allowed: allowed,
+		Quota:   m.name,
+		Err:     err,
+	})
 }
 
 // decide runs the limiter, or the Set, with the decision timeout on its
@@ -258,9 +285,11 @@ func (m *Middleware) decide(parent context.Context, key string, algs []algorithm
 		// The request's own context ended, not the store.
 		return decision{}, parent.Err()
 	case ctx.Err() != nil && !errors.Is(err, ratewise.ErrStoreUnavailable):
-		return decision{}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, err)
+		return decision{timedOut: true}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, err)
 	}
-	return decision{}, err
+	// A store that gave up on the decision's deadline itself, with an
+	// error of its own, timed out too.
+	return decision{timedOut: ctx.Err() != nil}, err
 }
 
 // run asks the limiter, or the Set.

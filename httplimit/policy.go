@@ -19,6 +19,8 @@ type FailurePolicy interface {
 	// must be failed.
 	decide(r *http.Request, key string, cost int64, err error) (ratewise.Result, bool)
 	check(l *ratewise.Limiter) error
+	// name is the policy's DegradedEvent.Policy.
+	name() string
 }
 
 type failClosed struct {
@@ -38,6 +40,8 @@ func FailClosed(status int, retryAfter time.Duration) FailurePolicy {
 func (p failClosed) decide(*http.Request, string, int64, error) (ratewise.Result, bool) {
 	return ratewise.Result{}, false
 }
+
+func (failClosed) name() string { return PolicyFailClosed }
 
 func (p failClosed) check(*ratewise.Limiter) error {
 	switch {
@@ -64,6 +68,8 @@ func (failOpen) decide(*http.Request, string, int64, error) (ratewise.Result, bo
 
 func (failOpen) check(*ratewise.Limiter) error { return nil }
 
+func (failOpen) name() string { return PolicyFailOpen }
+
 type fallback struct{ local *ratewise.Limiter }
 
 // Fallback decides with local while the store fails: typically a limiter on
@@ -79,6 +85,8 @@ func (p fallback) decide(r *http.Request, key string, cost int64, _ error) (rate
 	res, err := p.local.AllowN(r.Context(), key, cost)
 	return res, err == nil
 }
+
+func (fallback) name() string { return PolicyFallback }
 
 func (p fallback) check(l *ratewise.Limiter) error {
 	if p.local == nil {

@@ -1,0 +1,5 @@
+//go:build !race
+
+package ratewise_test
+
+const raceEnabled = false

@@ -1,0 +1,122 @@
+package ratewise
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// Observer hears of every decision a Limiter or Set asks its store for, to
+// feed metrics or traces. Give one to New or NewSet with WithObserver.
+//
+// ObserveDecision runs on the caller's goroutine after the store answers
+// and before the decision is returned, so it must be quick and must not
+// block: count, record a histogram sample, and return. It may be called by
+// many goroutines at once.
+//
+// Label metrics with the event's Source, Algorithm.Name(), Binding, Allowed
+// and whether Err is nil, never with Key: keys are users, IPs and paths,
+// unbounded in number, and a metric per key exhausts any metrics backend.
+type Observer interface {
+	ObserveDecision(ctx context.Context, e DecisionEvent)
+}
+
+// Sources of a DecisionEvent.
+const (
+	SourceLimiter = "limiter"
+	SourceSet     = "set"
+)
+
+// DecisionEvent is one decision an Observer hears of: each Allow, Peek and
+// Wait step, and each booking (Reserve, and Wait with an algorithm that
+// books). A Group's limiters report their own decisions, peeks included.
+// Input rejected before the store is asked, such as an empty key or a cost
+// above the limit, is not reported; a refund is not a decision.
+type DecisionEvent struct {
+	// Source is SourceLimiter or SourceSet.
+	Source string
+	// Algorithm is the binding limit's algorithm: the key's (see
+	// Limiter.AlgorithmFor) for a Limiter, Binding's for a Set. Its Name
+	// and String describe it; String carries the parameters, such as
+	// "gcra 10/1s burst 20".
+	Algorithm algorithms.Algorithm
+	// Binding is the index of the binding limit in a Set (see
+	// SetResult.Binding), and 0 for a Limiter or a Set's error.
+	Binding int
+	// Key is the key as the caller gave it, without the namespace. Never
+	// use it as a metric label (see Observer).
+	Key string
+	// Cost is the request's cost; for a peek, the cost it asked about
+	// (1 for Peek, n for PeekN).
+	Cost int64
+	// Peek reports an inspection (Peek, PeekN), which charges nothing.
+	Peek bool
+	// Allowed is Result.Allowed: false for a denial and for an error.
+	Allowed bool
+	// Result is the decision's (the binding limit's for a Set); zero when
+	// Err is not nil.
+	Result Result
+	// StoreLatency is how long the store took to answer, on the system's
+	// monotonic clock whatever WithClock says, error or not.
+	StoreLatency time.Duration
+	// Err is the store's error, nil for a decision. It wraps
+	// ErrStoreUnavailable when the store failed, or is ctx's error.
+	Err error
+}
+
+// WithObserver makes the limiter, or the Set, report every decision to o
+// (see Observer and DecisionEvent). For example, to count decisions by
+// algorithm and outcome:
+//
+//	type metrics struct{ decisions *prometheus.CounterVec }
+//
+//	func (m metrics) ObserveDecision(_ context.Context, e ratewise.DecisionEvent) {
+//		outcome := "allowed"
+//		switch {
+//		case e.Err != nil:
+//			outcome = "error"
+//		case !e.Allowed:
+//			outcome = "denied"
+//		}
+//		m.decisions.WithLabelValues(e.Algorithm.Name(), outcome).Inc()
+//	}
+//
+//	l, err := ratewise.New(s, alg, ratewise.WithObserver(metrics{vec}))
+//
+// Without an observer, the default, a decision reads no extra clock and
+// allocates nothing more (BenchmarkObserver). A nil o means none.
+func WithObserver(o Observer) Option {
+	return optionFunc(func(l *Limiter) { l.observer = o })
+}
+
+// observe reports a Limiter's decision that took since start to o, which
+// is not nil. cost is the store's: <= 0 for a peek.
+func observe(ctx context.Context, o Observer, start time.Time, key string, alg algorithms.Algorithm, cost int64, res Result, err error) {
+	e := DecisionEvent{
+		Source:       SourceLimiter,
+		Algorithm:    alg,
+		Key:          key,
+		Cost:         peekCost(cost),
+		Peek:         cost <= 0,
+		Allowed:      err == nil && res.Allowed,
+		StoreLatency: time.Since(start),
+		Err:          err,
+	}
+	if err == nil {
+		e.Result = res
+	}
+	o.ObserveDecision(ctx, e)
+}
+
+// peekCost is the cost a decision asked about, from the store's cost: a
+// negative cost -n inspects for n, and 0 for 1 (algorithms.Algorithm.Decide).
+func peekCost(cost int64) int64 {
+	switch {
+	case cost < 0:
+		return -cost
+	case cost == 0:
+		return 1
+	}
+	return cost
+}
