@@ -4,44 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
-
-// fullListener returns the address of a listener whose accept queue is full
-// (backlog 0, one connection waiting, none accepted), so that every further
-// connect times out, as a Redis overwhelmed by new connections does. (A copy
-// of storeredis's, which its test package keeps to itself.)
-func fullListener(t *testing.T) string {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Listen(fd, 0); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := fmt.Sprintf("127.0.0.1:%d", sa.(*syscall.SockaddrInet4).Port)
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return addr
-}
 
 // TestFullAcceptQueueIsUnavailable: a server whose accept queue is full,
 // reached through a Limiter with the recommended client settings by 8
@@ -53,7 +23,7 @@ func fullListener(t *testing.T) string {
 // the classification of one call on the store; this one adds the Limiter,
 // concurrent callers, the recommended settings and the time bound.
 func TestFullAcceptQueueIsUnavailable(t *testing.T) {
-	addr := fullListener(t)
+	addr := redistest.FullListener(t)
 	o := clientOptions(addr)
 	for _, tc := range []struct {
 		name  string

@@ -546,6 +546,3 @@ func Bytes(b float64) string {
 	}
 	return fmt.Sprintf("%.0f B", b)
 }
-
-// CompactLogMaxLimit is the largest limit the compact log takes.
-const CompactLogMaxLimit = algorithms.CompactLogMaxLimit
