@@ -281,15 +281,29 @@ func (m *Middleware) decide(parent context.Context, key string, algs []algorithm
 	switch {
 	case err == nil:
 		return d, nil
-	case parent.Err() != nil:
+	case ended(parent):
 		// The request's own context ended, not the store.
-		return decision{}, parent.Err()
-	case ctx.Err() != nil && !errors.Is(err, ratewise.ErrStoreUnavailable):
+		if err := parent.Err(); err != nil {
+			return decision{}, err
+		}
+		return decision{}, context.DeadlineExceeded
+	case ctx != parent && ended(ctx) && !errors.Is(err, ratewise.ErrStoreUnavailable):
 		return decision{timedOut: true}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, err)
 	}
 	// A store that gave up on the decision's deadline itself, with an
 	// error of its own, timed out too.
-	return decision{timedOut: ctx.Err() != nil}, err
+	return decision{timedOut: ctx != parent && ended(ctx)}, err
+}
+
+// ended reports whether ctx is done or its deadline has passed: a socket
+// deadline taken from ctx can fire a moment before ctx's own timer marks it
+// done.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
 }
 
 // run asks the limiter, or the Set.
