@@ -40,7 +40,10 @@ type shard struct {
 	// lastDenied is the hash of the last key denied under the read lock: a
 	// key denied twice in a row there becomes hot.
 	lastDenied atomic.Uint64
-	_          [24]byte
+	// once holds the admissions made with a request ID (see once.go). It
+	// requires the write lock.
+	once onceTable
+	_    [8]byte
 
 	// readers count the readers that hold the read lock without mu, one
 	// cache line each (see rlock).

@@ -195,9 +195,26 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
 		return algorithms.Result{}, err
 	}
+	id, once, err := requestID(ctx, cost)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
 	t := now.UnixNano()
 	h := s.hash(prefix, key)
 	sh := s.shard(h)
+	if once {
+		k := onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
+		sh.lock()
+		defer sh.unlock()
+		if r, ok := sh.once.find(k, t); ok {
+			return r.results[0], nil
+		}
+		res := sh.decideLocked(s.seed, h, prefix, key, alg, now, t, cost)
+		if res.Allowed {
+			sh.once.keep(k, t, 0, res)
+		}
+		return res, nil
+	}
 	// An inspection changes nothing, and neither does a denial of cost 1
 	// (algorithms.Algorithm.Decide) unless a log drops expired records in it
 	// (algorithms.DenialKeeper); such denials are what a key over its limit
@@ -226,7 +243,12 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 
 	sh.lock()
 	defer sh.unlock()
-	c := sh.find(h, prefix, key, alg, s.seed, true)
+	return sh.decideLocked(s.seed, h, prefix, key, alg, now, t, cost), nil
+}
+
+// decideLocked decides under the write lock.
+func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
+	c := sh.find(h, prefix, key, alg, seed, true)
 	state, res := alg.Decide(c.state(t), now, cost)
 	c.keep(state, res, t, cost)
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
@@ -235,7 +257,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	if sh.tick(false) {
 		sh.sweep(t)
 	}
-	return res, nil
+	return res
 }
 
 // inspect decides a cost <= 0, or a cost of 1 as an inspection of cost -1,
@@ -297,14 +319,27 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
+	id, once, err := requestID(ctx, cost)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
 	t := now.UnixNano()
 	h := s.hash("", key)
 	sh := s.shard(h)
 	sh.lock()
 	defer sh.unlock()
+	k := onceKey{t: idOf(alg), op: onceDecide, key: key, id: id}
+	if once {
+		if rec, ok := sh.once.find(k, t); ok {
+			return rec.results[0], rec.delay, nil
+		}
+	}
 	c := sh.find(h, "", key, alg, s.seed, true)
 	state, res, delay := r.Reserve(c.state(t), now, cost, maxWait)
 	c.keep(state, res, t, cost)
+	if once && res.Allowed {
+		sh.once.keep(k, t, delay, res)
+	}
 	if sh.tick(false) {
 		sh.sweep(t)
 	}
@@ -323,11 +358,21 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	if err := store.CheckSet(algs, now, cost); err != nil {
 		return nil, err
 	}
+	id, once, err := requestID(ctx, cost)
+	if err != nil {
+		return nil, err
+	}
 	t := now.UnixNano()
 	h := s.hash("", key)
 	sh := s.shard(h)
 	sh.lock()
 	defer sh.unlock()
+	k := onceKey{t: idOf(algs[0]), op: onceSet, key: key, id: id}
+	if once {
+		if rec, ok := sh.once.find(k, t); ok {
+			return append([]algorithms.Result(nil), rec.results...), nil
+		}
+	}
 	results := make([]algorithms.Result, len(algs))
 	states := make([]algorithms.State, len(algs))
 	cursors := make([]cursor, len(algs))
@@ -351,6 +396,9 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		state, res := alg.Decide(states[i], now, cost)
 		cursors[i].keep(state, res, t, cost)
 		results[i] = res
+	}
+	if once && all {
+		sh.once.keep(k, t, 0, append([]algorithms.Result(nil), results...)...)
 	}
 	if sh.tick(false) {
 		sh.sweep(t)
@@ -377,11 +425,22 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	if err := algorithms.CheckRefund(alg, now, at, n); err != nil {
 		return algorithms.Result{}, err
 	}
+	id, once, err := requestID(ctx, n)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
 	t := now.UnixNano()
 	h := s.hash(prefix, key)
 	sh := s.shard(h)
 	sh.lock()
 	defer sh.unlock()
+	var k onceKey
+	if once {
+		k = onceKey{t: idOf(alg), op: onceRefund, key: prefix + key, id: id}
+		if rec, ok := sh.once.find(k, t); ok {
+			return rec.results[0], nil
+		}
+	}
 	c := sh.find(h, prefix, key, alg, s.seed, false)
 	state := c.state(t)
 	if state == nil {
@@ -393,6 +452,9 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
 		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, n)
+	}
+	if once && changed {
+		sh.once.keep(k, t, 0, res)
 	}
 	return res, nil
 }

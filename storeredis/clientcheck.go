@@ -80,7 +80,7 @@ func CheckClient(client Client, budget time.Duration) []error {
 			s.dialRetries, s.dial, s.dialRetryWait, time.Duration(s.dialRetries+1)*s.dial+time.Duration(s.dialRetries)*s.dialRetryWait, budget)
 	}
 	if s.retries > 0 {
-		warn("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice; -1 turns retries off", s.retries)
+		out = append(out, fmt.Errorf("%w: %w", ErrUnsafeClient, &retriesWarning{s.retries}))
 	}
 	if s.cluster && (s.clusterReloads <= 0 || s.clusterReloads > clusterReloadBound) {
 		warn("ClusterStateReloadInterval is %v: the client learns of a failover only from a MOVED or ASK reply or at that interval, and a dead master answers neither; about 1s finds a promoted replica within a second", s.clusterReloads)
@@ -88,9 +88,18 @@ func CheckClient(client Client, budget time.Duration) []error {
 	return out
 }
 
+// retriesWarning is CheckClient's warning about MaxRetries, which New
+// leaves out when the store gives every request an ID (WithRequestIDs).
+type retriesWarning struct{ retries int }
+
+func (w *retriesWarning) Error() string {
+	return fmt.Sprintf("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice, unless the store gives requests IDs (WithRequestIDs); -1 turns retries off", w.retries)
+}
+
 // WithWarnings has New check the client once with CheckClient against
-// budget and call warn with each warning, for example to log it. It never
-// changes the client.
+// budget and call warn with each warning, for example to log it. With
+// WithRequestIDs, retries charge once, and MaxRetries is not reported. It
+// never changes the client.
 func WithWarnings(budget time.Duration, warn func(error)) Option {
 	return optionFunc(func(s *Store) {
 		s.warnBudget, s.warn = budget, warn

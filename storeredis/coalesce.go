@@ -76,6 +76,7 @@ type batch struct {
 
 type call struct {
 	key       string // the Redis key
+	once      string // its once key, or ""
 	alg       algorithms.Algorithm
 	at        any // ARGV's now: serverTime, or µs in client-time mode
 	notBefore int64
@@ -255,7 +256,8 @@ var batchScripts sync.Map // *algorithms.Kind → *redis.Script
 
 // batchArgs returns a group's KEYS and ARGV for decide_batch.lua: each
 // distinct parameter set once, then for each decision the index of its
-// set, its cost and in client-time mode its now.
+// set, its cost, the index of its once key in KEYS (0 for none) and in
+// client-time mode its now.
 func batchArgs(b *batch, g *group, clientTime bool) ([]string, []any) {
 	first := &b.calls[g.calls[0]]
 	width := paramCount(first.alg)
@@ -271,8 +273,8 @@ func batchArgs(b *batch, g *group, clientTime bool) ([]string, []any) {
 		}
 		index[i] = j + 1
 	}
-	keys := make([]string, len(g.calls))
-	args := make([]any, 0, 4+width*len(sets)+3*len(g.calls))
+	keys := make([]string, len(g.calls), 2*len(g.calls))
+	args := make([]any, 0, 4+width*len(sets)+4*len(g.calls))
 	args = append(args, first.at, 0, len(sets), width)
 	for _, alg := range algs {
 		args = appendParams(args, alg)
@@ -280,7 +282,12 @@ func batchArgs(b *batch, g *group, clientTime bool) ([]string, []any) {
 	for i, ci := range g.calls {
 		c := &b.calls[ci]
 		keys[i] = c.key
-		args = append(args, index[i], c.cost)
+		onceIndex := 0
+		if c.once != "" {
+			keys = append(keys, c.once)
+			onceIndex = len(keys)
+		}
+		args = append(args, index[i], c.cost, onceIndex)
 		if clientTime {
 			args = append(args, c.at)
 		}
@@ -336,7 +343,7 @@ func (co *coalescer) settle(b *batch, g *group, err error) {
 // store.ErrUnavailable, a round trip's is go-redis's.
 func (s *Store) outcome(ctx context.Context, c *call) (algorithms.Result, error) {
 	if c.err != nil && !errors.Is(c.err, store.ErrUnavailable) {
-		return algorithms.Result{}, s.failure(ctx, c.err)
+		return algorithms.Result{}, s.decisionFailure(ctx, c.err)
 	}
 	return c.res, c.err
 }

@@ -49,3 +49,9 @@ func DenyCacheLen(s *Store) int {
 	}
 	return n
 }
+
+// OnceKey is the once key of a decision on key under alg with request ID id
+// (see scripts/once.lua).
+func OnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {
+	return s.Key(key, alg) + onceDecide + id
+}

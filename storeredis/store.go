@@ -75,6 +75,7 @@ type Store struct {
 	deny       *denyCache // nil when off
 	warnBudget time.Duration
 	warn       func(error) // WithWarnings's hook, or nil
+	requestIDs bool        // WithRequestIDs
 }
 
 const (
@@ -236,6 +237,9 @@ func New(client Client, opts ...Option) *Store {
 	}
 	if s.warn != nil {
 		for _, w := range CheckClient(client, s.warnBudget) {
+			if rw := (*retriesWarning)(nil); s.requestIDs && errors.As(w, &rw) {
+				continue // retries apply a request once
+			}
 			s.warn(w)
 		}
 	}
@@ -308,6 +312,9 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	if err := algorithms.CheckDecision(alg, s.checkTime(now), cost); err != nil {
 		return algorithms.Result{}, err
 	}
+	if err := store.CheckRequestID(ctx); err != nil {
+		return algorithms.Result{}, err
+	}
 	if s.deny == nil || cost <= 0 {
 		at, notBefore, _ := s.clock(now)
 		return s.decide(ctx, sc, key, alg, at, notBefore, cost)
@@ -335,27 +342,40 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	return res, err
 }
 
-// decide sends one decision to Redis, alone or coalesced.
+// decide sends one decision to Redis, alone or coalesced, with a once key
+// if it carries a request ID (already checked) and charges.
 func (s *Store) decide(ctx context.Context, sc *redis.Script, key string, alg algorithms.Algorithm, at any, notBefore, cost int64) (algorithms.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, err // not sent
+	}
 	rkey := s.Key(key, alg)
+	once, _ := s.onceKey(ctx, rkey, onceDecide, cost > 0)
+	if once != "" {
+		// The first outcome, which a retry returns, was decided earlier.
+		notBefore = 0
+	}
 	if s.co != nil {
 		deadline, _ := ctx.Deadline()
-		b, i := s.co.join(call{key: rkey, alg: alg, at: at, notBefore: notBefore, cost: cost, deadline: deadline})
+		b, i := s.co.join(call{key: rkey, once: once, alg: alg, at: at, notBefore: notBefore, cost: cost, deadline: deadline})
 		if b == nil {
 			defer s.co.sent()
 		} else {
 			select {
 			case <-b.done:
 			case <-ctx.Done():
-				return algorithms.Result{}, s.failure(ctx, ctx.Err())
+				return algorithms.Result{}, s.decisionFailure(ctx, ctx.Err())
 			}
 			return s.outcome(ctx, &b.calls[i])
 		}
 	}
 	args := appendParams(append(make([]any, 0, 6), at, cost), alg)
-	reply, err := sc.Run(ctx, s.client, []string{rkey}, args...).Result()
+	keys := []string{rkey}
+	if once != "" {
+		keys = append(keys, once)
+	}
+	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
-		return algorithms.Result{}, s.failure(ctx, err)
+		return algorithms.Result{}, s.decisionFailure(ctx, err)
 	}
 	return parseReply(reply, alg.MaxCost(), notBefore)
 }
@@ -432,8 +452,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		}
 		sc, _ = setScripts.LoadOrStore(signature, redis.NewScript(src))
 	}
-	defer s.forget(key, algs...)
-	keys := make([]string, len(algs))
+	keys := make([]string, len(algs), len(algs)+1)
 	args := make([]any, 0, 2+6*len(algs))
 	args = append(args, at, cost)
 	for i, alg := range algs {
@@ -443,9 +462,20 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		args = appendParams(append(args, index[alg.Kind()], 0), alg)
 		args[n+1] = len(args) - n - 2
 	}
+	once, err := s.onceKey(ctx, keys[0], onceSet, cost > 0)
+	if err != nil {
+		return nil, err
+	}
+	if once != "" {
+		keys, notBefore = append(keys, once), 0
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // not sent
+	}
+	defer s.forget(key, algs...)
 	reply, err := sc.(*redis.Script).Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
-		return nil, s.failure(ctx, err)
+		return nil, s.decisionFailure(ctx, err)
 	}
 	fields, ok := reply.([]any)
 	if !ok || len(fields) != 5*len(algs) {
@@ -492,11 +522,22 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	if err != nil {
 		return algorithms.Result{}, err
 	}
+	keys := []string{s.Key(key, alg)}
+	once, err := s.onceKey(ctx, keys[0], onceRefund, true)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	if once != "" {
+		keys, notBefore = append(keys, once), 0
+	}
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, err // not sent
+	}
 	defer s.forget(key, alg)
 	args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
-	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
-		return algorithms.Result{}, s.failure(ctx, err)
+		return algorithms.Result{}, s.decisionFailure(ctx, err)
 	}
 	return parseReply(reply, alg.MaxCost(), notBefore)
 }
@@ -515,11 +556,22 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
+	keys := []string{s.Key(key, alg)}
+	once, err := s.onceKey(ctx, keys[0], onceDecide, true)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	if once != "" {
+		keys, notBefore = append(keys, once), 0
+	}
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, 0, err // not sent
+	}
 	defer s.forget(key, alg)
 	args := append(appendParams(append(make([]any, 0, 6), at, cost), alg), maxWait.Microseconds())
-	reply, err := sc.Run(ctx, s.client, []string{s.Key(key, alg)}, args...).Result()
+	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
-		return algorithms.Result{}, 0, s.failure(ctx, err)
+		return algorithms.Result{}, 0, s.decisionFailure(ctx, err)
 	}
 	fields, ok := reply.([]any)
 	if !ok || len(fields) != 6 {

@@ -6,13 +6,21 @@
 -- and SET … PX for aux µs (see ttl_ms). The driver is top-level code, not a
 -- function, and the string state needs no closures: a script rebuilds every
 -- closure it defines on each call.
+--
+-- KEYS[2], if given, is the request's once key (see once.lua).
+-- requires: once.lua
 
-local key = KEYS[1]
+local key, once = KEYS[1], KEYS[2]
+local seen = once_seen(once)
+if seen then return seen end
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
 local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state,
   tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
 if new then
   if write then write(key, new, aux, aux2, aux3) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
+end
+if once and allowed == 1 and cost > 0 then
+  once_keep(once, {allowed, remaining, retry, reset, at}, reset)
 end
 return {allowed, remaining, retry, reset, at}

@@ -3,11 +3,13 @@
 -- the step files of the set's kinds and "local kinds = {{<name>_read,
 -- <name>_step, <name>_write}, ...}".
 --
--- KEYS[i]  limit i's state
+-- KEYS[i]  limit i's state, for each of the n limits; KEYS[n + 1], if
+--          given, the request's once key (see once.lua)
 -- ARGV[1]  now, ARGV[2] cost (see prelude.lua)
 -- ARGV[3…] for each limit in turn: its kind's index in kinds, the number m
 --          of its parameters, then its m parameters (as in decide.lua)
 -- Reply    {allowed, remaining, retry_after, reset_after, at} for each limit
+-- requires: once.lua
 --
 -- Every step runs first, writing nothing. If all admit, each writes what it
 -- returned: every limit is charged. If any denies, only the denying steps
@@ -15,14 +17,17 @@
 -- latest time), and each admitting limit is decided again at cost 0, an
 -- inspection, for its uncharged result.
 
-local n = #KEYS
-local limits, pos = {}, 3
-for i = 1, n do
+local n, limits, pos = 0, {}, 3
+while ARGV[pos] do
   local kind, m = kinds[tonumber(ARGV[pos])], tonumber(ARGV[pos + 1])
   local p = {}
   for j = 1, m do p[j] = tonumber(ARGV[pos + 1 + j]) end
-  limits[i], pos = {kind = kind, p = p}, pos + 2 + m
+  n = n + 1
+  limits[n], pos = {kind = kind, p = p}, pos + 2 + m
 end
+local once = KEYS[n + 1]
+local seen = once_seen(once)
+if seen then return seen end
 
 local function run(i)
   local l = limits[i]
@@ -56,8 +61,10 @@ if cost > 0 then
   end
 end
 
-local reply = {}
+local reply, longest = {}, 0
 for i = 1, n do
   for j = 1, 5 do reply[#reply + 1] = results[i][j] end
+  longest = max(longest, results[i][4])
 end
+if once and all and cost > 0 then once_keep(once, reply, longest) end
 return reply

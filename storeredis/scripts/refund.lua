@@ -3,6 +3,9 @@
 -- <name>_write, <name>_refund".
 --
 -- KEYS[1]   the key's state, as in decide.lua
+-- KEYS[2]   if given, the refund's once key (see once.lua): a refund that
+--           changed the state is kept, and not applied again
+-- requires: once.lua
 -- ARGV[1]   now (see prelude.lua)
 -- ARGV[2]   the units to give back (the prelude's cost)
 -- ARGV[3]   the time the refunded request was charged at, its Result.At, µs
@@ -14,7 +17,9 @@
 -- string); the key is then inspected, and keeps its state for the
 -- inspection's reset_after, or loses it at once if that is 0.
 
-local key = KEYS[1]
+local key, once = KEYS[1], KEYS[2]
+local seen = once_seen(once)
+if seen then return seen end
 local at = tonumber(ARGV[3])
 local p1, p2, p3, p4 = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local state
@@ -33,5 +38,8 @@ if new then
   else
     redis.call('SET', key, new, 'PX', ttl_ms(reset))
   end
+end
+if once and new then
+  once_keep(once, {allowed, remaining, retry, reset, when}, reset)
 end
 return {allowed, remaining, retry, reset, when}

@@ -7,8 +7,12 @@
 -- ARGV[6]   the longest wait the booking accepts, µs
 -- Reply     {allowed, remaining, retry_after, reset_after, at, delay}: delay
 --           is the wait until the booked request's turn
+-- KEYS[2]   if given, the request's once key (see once.lua)
+-- requires: once.lua
 
-local key = KEYS[1]
+local key, once = KEYS[1], KEYS[2]
+local seen = once_seen(once)
+if seen then return seen end
 slack = tonumber(ARGV[6])
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
@@ -16,5 +20,8 @@ local allowed, remaining, retry, reset, at, new, aux, delay = step(key, state,
   tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
 if new then
   if write then write(key, new, aux) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
+end
+if once and allowed == 1 then
+  once_keep(once, {allowed, remaining, retry, reset, at, delay}, reset)
 end
 return {allowed, remaining, retry, reset, at, delay}

@@ -1,0 +1,43 @@
+package ratewise
+
+import (
+	"context"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/ratewise/ratewise/store"
+)
+
+// ErrMaybeDecided is wrapped, beside ErrStoreUnavailable or the context's
+// error, when a request reached the store and no answer came back: it may
+// have been decided and charged. Retry it with the same request ID
+// (WithRequestID) to get the first outcome instead of a second charge. An
+// error without it means nothing was decided. It is store.ErrMaybeDecided.
+var ErrMaybeDecided = store.ErrMaybeDecided
+
+// ErrInvalidRequestID is returned for a request ID that is empty or longer
+// than store.MaxRequestIDLen bytes. It is store.ErrInvalidRequestID.
+var ErrInvalidRequestID = store.ErrInvalidRequestID
+
+// WithRequestID returns a copy of ctx that makes the decisions made with it
+// (Allow, AllowN, a Set's, Wait's booking, and Refund) apply at most once:
+// while what the first admission charged counts, a request with the same ID
+// on the same key and limit returns the first admission's Result and
+// charges nothing. Denials are not remembered. The stores of this module
+// keep it (store.Idempotent); see store.WithRequestID for the whole rule.
+//
+// Give each request its own ID, such as NewRequestID's or an HTTP request's
+// Idempotency-Key, and reuse it only to retry that request:
+//
+//	ctx = ratewise.WithRequestID(ctx, ratewise.NewRequestID())
+//	res, err := limiter.Allow(ctx, user)
+//	if errors.Is(err, ratewise.ErrMaybeDecided) {
+//		res, err = limiter.Allow(ctx, user) // the first outcome, if there was one
+//	}
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return store.WithRequestID(ctx, id)
+}
+
+// NewRequestID returns a new request ID: a ULID, which is unique, sorts by
+// time and is 26 bytes long.
+func NewRequestID() string { return ulid.Make().String() }

@@ -1,0 +1,74 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrMaybeDecided is wrapped, with ErrUnavailable or the caller's context
+// error, when a request reached the store and its answer did not come back:
+// a read timed out, the connection closed after the request was sent, or
+// the caller's deadline passed while it waited. The store may have decided
+// it, and charged it. An error without it means nothing was decided.
+//
+// A request that carries a request ID (WithRequestID) can be retried with
+// the same ID: a store that applied it returns the first outcome, one that
+// did not decides it now. Without an ID, retrying such a request may charge
+// it twice.
+var ErrMaybeDecided = errors.New("ratewise: request may have been decided")
+
+// ErrInvalidRequestID is wrapped by the error a store returns for a request
+// ID that is empty or longer than MaxRequestIDLen bytes.
+var ErrInvalidRequestID = errors.New("ratewise: invalid request ID")
+
+// MaxRequestIDLen is the longest request ID, in bytes.
+const MaxRequestIDLen = 128
+
+type requestIDKey struct{}
+
+// WithRequestID returns a copy of ctx that carries id, which identifies one
+// request across its retries. A store that charges a request with an ID
+// (Decide, DecideSet or Reserve with a cost above 0) applies the ID at most
+// once per state: while what the first admission charged still counts (its
+// Result.ResetAfter), a request with the same ID on the same key and
+// algorithm (or set, for DecideSet) returns the first admission's results
+// and charges nothing. A denial is not remembered, so a denied request
+// retried later is decided afresh, and Limiter.Wait can carry one ID.
+// Inspections (a cost of 0 or less) ignore the ID. A Refund with an ID gives
+// back at most once, likewise, and returns the first refund's Result.
+//
+// Any string of 1 to MaxRequestIDLen bytes will do, such as a ULID or an
+// HTTP request's Idempotency-Key. Use one ID per request: two requests with
+// one ID are charged once.
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestID returns the request ID ctx carries (WithRequestID), and whether
+// it carries one.
+func RequestID(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(requestIDKey{}).(string)
+	return id, ok
+}
+
+// CheckRequestID returns nil if ctx carries no request ID or a valid one,
+// and an error wrapping ErrInvalidRequestID otherwise.
+func CheckRequestID(ctx context.Context) error {
+	id, ok := RequestID(ctx)
+	if !ok {
+		return nil
+	}
+	if id == "" || len(id) > MaxRequestIDLen {
+		return fmt.Errorf("%w: %d bytes, want 1 to %d", ErrInvalidRequestID, len(id), MaxRequestIDLen)
+	}
+	return nil
+}
+
+// Idempotent is an optional capability: a store that applies a request that
+// carries a request ID at most once, as WithRequestID describes, and checks
+// the ID with CheckRequestID. A store without it ignores request IDs.
+type Idempotent interface {
+	// AppliesRequestIDs does nothing; its presence is the promise.
+	AppliesRequestIDs()
+}

@@ -1,0 +1,95 @@
+package storememory
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// Request IDs (store.WithRequestID): a shard remembers each admission made
+// with an ID, under the write lock that decides it, for as long as what it
+// charged counts (its ResetAfter, plus ExpiryGrace), and answers a request
+// with the same ID from there.
+
+// onceOp tells apart what one ID may be applied to on one state: a
+// decision (Decide, Reserve), a set's decision and a refund.
+type onceOp uint8
+
+const (
+	onceDecide onceOp = iota
+	onceSet
+	onceRefund
+)
+
+type onceKey struct {
+	t   tableID // the algorithm's, or a set's first algorithm's
+	op  onceOp
+	key string // prefix+key
+	id  string
+}
+
+// onceRecord is what the first admission returned.
+type onceRecord struct {
+	results []algorithms.Result
+	delay   time.Duration
+	expires int64 // Unix nanoseconds
+}
+
+// onceTable is a shard's records. Its zero value is empty.
+type onceTable struct {
+	m          map[onceKey]onceRecord
+	sweepAfter int
+}
+
+// requestID returns ctx's request ID, whether the request is to be applied
+// once (it has an ID and charges), and the error for an invalid ID.
+func requestID(ctx context.Context, cost int64) (string, bool, error) {
+	id, ok := store.RequestID(ctx)
+	if !ok {
+		return "", false, nil
+	}
+	if err := store.CheckRequestID(ctx); err != nil {
+		return "", false, err
+	}
+	return id, cost > 0, nil
+}
+
+// find returns the record of k if it still counts at now (Unix
+// nanoseconds).
+func (o *onceTable) find(k onceKey, now int64) (onceRecord, bool) {
+	r, ok := o.m[k]
+	if !ok || r.expires <= now {
+		return onceRecord{}, false
+	}
+	return r, true
+}
+
+// keep records an admission, to count until the latest ResetAfter of its
+// results (at least a microsecond, as on Redis), plus ExpiryGrace. Records
+// that stopped counting go when the table has doubled since the last sweep.
+func (o *onceTable) keep(k onceKey, now int64, delay time.Duration, results ...algorithms.Result) {
+	if o.m == nil {
+		o.m = make(map[onceKey]onceRecord)
+		o.sweepAfter = minSweepOps
+	}
+	reset := time.Microsecond
+	for _, r := range results {
+		reset = max(reset, r.ResetAfter)
+	}
+	o.m[k] = onceRecord{results: results, delay: delay, expires: now + int64(reset) + int64(ExpiryGrace)}
+	if len(o.m) >= o.sweepAfter {
+		for k, r := range o.m {
+			if r.expires <= now {
+				delete(o.m, k)
+			}
+		}
+		o.sweepAfter = max(2*len(o.m), minSweepOps)
+	}
+}
+
+var _ store.Idempotent = (*Store)(nil)
+
+// AppliesRequestIDs marks the store as store.Idempotent.
+func (s *Store) AppliesRequestIDs() {}

@@ -1,0 +1,23 @@
+-- once.lua: request IDs (store.WithRequestID). A request that carries an ID
+-- names one more key, its once key: the state's key followed by the ID, in
+-- the same hash tag and so the same Redis Cluster slot. An admission made
+-- with it stores its reply there, for as long as what it charged counts (its
+-- reset_after, plus the prelude's grace); a request that finds the key
+-- returns that reply and decides nothing. A denial stores nothing.
+
+-- once_seen returns the reply kept under k, or nil when k is nil or empty.
+local function once_seen(k)
+  if not k then return nil end
+  local v = redis.call('GET', k)
+  if not v then return nil end
+  local r = {}
+  for f in string.gmatch(v, '%-?%d+') do r[#r + 1] = tonumber(f) end
+  return r
+end
+
+-- once_keep keeps reply, a list of integers, under k for us µs.
+local function once_keep(k, reply, us)
+  local s = {}
+  for i = 1, #reply do s[i] = string.format('%d', reply[i]) end
+  redis.call('SET', k, table.concat(s, ' '), 'PX', ttl_ms(us))
+end
