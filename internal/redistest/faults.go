@@ -231,6 +231,54 @@ func (c *ReplicatedCluster) form() error {
 	}
 }
 
+// WaitReplicated waits until every replica has applied every write its
+// master had made when WaitReplicated was called. Replication is
+// asynchronous: a write a master has acknowledged may not yet be on its
+// replica when the master dies, and a failover then forgets it; what
+// WaitReplicated has seen through survives one.
+func (c *ReplicatedCluster) WaitReplicated(ctx context.Context) error {
+	for i, m := range c.Masters {
+		want, err := replOffset(ctx, m, "master_repl_offset")
+		if err != nil {
+			return err
+		}
+		for _, r := range c.Replicas[i] {
+			for {
+				got, err := replOffset(ctx, r, "slave_repl_offset")
+				if err != nil {
+					return err
+				}
+				if got >= want {
+					break
+				}
+				if err := sleepCtx(ctx, 5*time.Millisecond); err != nil {
+					return fmt.Errorf("redistest: %s stayed at offset %d of its master's %d: %w", r.Addr, got, want, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// replOffset reads one replication offset of INFO replication on s.
+func replOffset(ctx context.Context, s *Server, field string) (int64, error) {
+	cl := redis.NewClient(&redis.Options{Addr: s.Addr, MaxRetries: -1})
+	defer cl.Close()
+	info, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return 0, fmt.Errorf("redistest: INFO replication on %s: %w", s.Addr, err)
+	}
+	n, err := strconv.ParseInt(infoFields(info)[field], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("redistest: %s of %s: %w", field, s.Addr, err)
+	}
+	return n, nil
+}
+
+// InfoField returns one field of an INFO or CLUSTER INFO reply, such as
+// "role" or "cluster_state", or "" when the reply has none.
+func InfoField(info, name string) string { return infoFields(info)[name] }
+
 func infoFields(info string) map[string]string {
 	fields := map[string]string{}
 	for _, line := range strings.Split(info, "\n") {
