@@ -22,6 +22,7 @@ type clientSettings struct {
 	contextTimeout                bool
 	dial, read, write, poolWait   time.Duration
 	retries, dialRetries          int
+	redirects                     int // a ClusterClient's MaxRedirects
 	dialRetryWait, clusterReloads time.Duration
 	cluster                       bool
 }
@@ -36,7 +37,7 @@ func settingsOf(c Client) (clientSettings, bool) {
 		o := c.Options()
 		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
 			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout,
-			clusterReloads: o.ClusterStateReloadInterval, cluster: true}, true
+			clusterReloads: o.ClusterStateReloadInterval, cluster: true, redirects: o.MaxRedirects}, true
 	case *redis.Ring:
 		o := c.Options()
 		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
@@ -80,7 +81,10 @@ func CheckClient(client Client, budget time.Duration) []error {
 			s.dialRetries, s.dial, s.dialRetryWait, time.Duration(s.dialRetries+1)*s.dial+time.Duration(s.dialRetries)*s.dialRetryWait, budget)
 	}
 	if s.retries > 0 {
-		out = append(out, fmt.Errorf("%w: %w", ErrUnsafeClient, &retriesWarning{s.retries}))
+		out = append(out, fmt.Errorf("%w: %w", ErrUnsafeClient, &retriesWarning{option: "MaxRetries", n: s.retries}))
+	}
+	if s.cluster && s.redirects > 0 {
+		out = append(out, fmt.Errorf("%w: %w", ErrUnsafeClient, &retriesWarning{option: "MaxRedirects", n: s.redirects}))
 	}
 	if s.cluster && (s.clusterReloads <= 0 || s.clusterReloads > clusterReloadBound) {
 		warn("ClusterStateReloadInterval is %v: the client learns of a failover only from a MOVED or ASK reply or at that interval, and a dead master answers neither; about 1s finds a promoted replica within a second", s.clusterReloads)
@@ -88,12 +92,19 @@ func CheckClient(client Client, budget time.Duration) []error {
 	return out
 }
 
-// retriesWarning is CheckClient's warning about MaxRetries, which New
-// leaves out when the store gives every request an ID (WithRequestIDs).
-type retriesWarning struct{ retries int }
+// retriesWarning is CheckClient's warning about a setting that resends
+// commands, which New leaves out when the store gives every request an ID
+// (WithRequestIDs).
+type retriesWarning struct {
+	option string // MaxRetries, or a ClusterClient's MaxRedirects
+	n      int
+}
 
 func (w *retriesWarning) Error() string {
-	return fmt.Sprintf("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice, unless the store gives requests IDs (WithRequestIDs); -1 turns retries off", w.retries)
+	if w.option == "MaxRedirects" {
+		return fmt.Sprintf("MaxRedirects is %d: besides following MOVED and ASK, a ClusterClient sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice; give requests IDs (WithRequestIDs), since -1 would also stop it following a resharding", w.n)
+	}
+	return fmt.Sprintf("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice, unless the store gives requests IDs (WithRequestIDs); -1 turns retries off", w.n)
 }
 
 // WithWarnings has New check the client once with CheckClient against
