@@ -40,7 +40,12 @@ func stall(t *testing.T, srv *redistest.Server, d time.Duration, errp *error) <-
 func TestStalledServer(t *testing.T) {
 	const deadline = 100 * time.Millisecond
 	srv := startServer(t, true)
-	rdb := newClient(t, clientOptions(srv.Addr))
+	// The client's own timeouts are the backstop of callers without a
+	// deadline, here 500 ms; these callers' deadlines are tighter, and
+	// only ContextTimeoutEnabled makes the socket keep them.
+	o := clientOptions(srv.Addr)
+	o.ReadTimeout, o.WriteTimeout = 500*time.Millisecond, 500*time.Millisecond
+	rdb := newClient(t, o)
 	lim := newLimiter(t, storeredis.New(rdb))
 	decide := func(key string) (ratewise.Result, error) {
 		return withDeadline(deadline, func(ctx context.Context) (ratewise.Result, error) { return lim.Allow(ctx, key) })
