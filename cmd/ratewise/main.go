@@ -3,6 +3,7 @@
 //	ratewise compare    replay workloads against every algorithm and print what each admitted and cost
 //	ratewise recommend  recommend an algorithm for a rate, window and precision, with the measurements behind it
 //	ratewise guide      regenerate docs/choosing.md and its charts
+//	ratewise doctor     check that the Redis store runs as documented on a Redis, such as a managed one
 //	ratewise version    print ratewise's version, the revision it was built from and the Go version
 //
 // 'ratewise help <command>' or 'ratewise <command> help' prints a command's
@@ -17,7 +18,8 @@
 //
 //	go run ./cmd/ratewise compare
 //
-// Every error prints one line and exits with status 2.
+// Every error prints one line and exits with status 2. doctor exits with
+// status 1 when a check fails.
 package main
 
 import (
@@ -51,6 +53,7 @@ commands:
   compare    replay workloads against every algorithm; print what each admitted and cost
   recommend  recommend an algorithm for --qps, --window and --precision, with the measurements behind it
   guide      regenerate docs/choosing.md and its charts
+  doctor     check a Redis, such as a managed one, for the Redis store: what works, what to change
   version    print ratewise's version, the revision it was built from and the Go version
 
 compare, recommend and guide measure a throwaway redis-server of their own
@@ -96,6 +99,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = recommendCmd(ctx, args[1:], stdout, stderr)
 	case "guide":
 		err = guide(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		err = doctor(ctx, args[1:], stdout)
 	case "version":
 		err = versionCmd(args[1:], stdout)
 	default:
@@ -103,13 +108,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprint(stdout, usage)
 			return 0
 		}
-		err = usagef("unknown command %q (known: compare, recommend, guide, version)", args[0])
+		err = usagef("unknown command %q (known: compare, recommend, guide, doctor, version)", args[0])
 	}
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, flag.ErrHelp):
 		return 0
+	case errors.Is(err, errCheckFailed):
+		return 1 // the report says which
 	}
 	// One line, whatever the error says.
 	fmt.Fprintf(stderr, "ratewise %s: %s\n", args[0], oneLine(err.Error()))

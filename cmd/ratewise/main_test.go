@@ -199,6 +199,7 @@ func TestVersionAndCommandHelp(t *testing.T) {
 	for _, args := range [][]string{
 		{"compare", "help"}, {"help", "compare"}, {"recommend", "help"}, {"help", "recommend"},
 		{"guide", "help"}, {"help", "guide"}, {"version", "help"}, {"help", "version"},
+		{"doctor", "help"}, {"help", "doctor"},
 	} {
 		name := args[0]
 		if name == "help" {
@@ -209,8 +210,10 @@ func TestVersionAndCommandHelp(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want ratewise %s -h's usage", args, code, stdout, stderr, name)
 		}
 	}
-	if code, stdout, _ := runCLI(t, "help"); code != 0 || !strings.Contains(stdout, "  version ") {
-		t.Errorf("help: exit %d; the usage does not list version: %q", code, stdout)
+	for _, name := range []string{"version", "doctor"} {
+		if code, stdout, _ := runCLI(t, "help"); code != 0 || !strings.Contains(stdout, "  "+name+" ") {
+			t.Errorf("help: exit %d; the usage does not list %s: %q", code, name, stdout)
+		}
 	}
 }
 
