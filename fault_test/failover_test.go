@@ -183,18 +183,18 @@ func (e *errorKinds) total() int64 {
 //     promoted;
 //   - one succeeds within recoveryBound of the kill and afterPromotionBound
 //     of the promotion, and then every key, on every master, is decided
-//     again.
+//     again;
+//   - no decision on the surviving masters' keys fails between the kill
+//     and the cluster's reporting itself down
+//     (live_errors_before_cluster_fail), coalescing on (the default): a
+//     decision never shares a round trip with the dead master's keys.
 //
 // The store's deny cache is off: it would deny the spent keys from memory,
 // and the dead master's keys would never reach Redis to show the failover.
 //
 // The figures also show what is not asserted: the whole cluster refuses
 // commands (CLUSTERDOWN) from when the survivors mark the master failed
-// until the promotion, and with coalescing on (the default) decisions on
-// the surviving masters' keys fail from the kill on too
-// (live_errors_before_cluster_fail), since a coalesced round trip that
-// reaches several nodes returns only once go-redis has finished retrying
-// the dead node's share.
+// until the promotion, so decisions on every master's keys fail then.
 func TestClusterFailover(t *testing.T) {
 	const (
 		deadline = 100 * time.Millisecond
@@ -392,6 +392,9 @@ func TestClusterFailover(t *testing.T) {
 	}
 	if deadErrs.total() == 0 {
 		t.Errorf("no decision on the dead master's keys failed, so the kill was not tested")
+	}
+	if n := liveErrsBeforeDown.Load(); n > 0 {
+		t.Errorf("%d decisions on the surviving masters' keys failed after the kill, before the cluster reported itself down, want 0 (live_errors=%s)", n, &liveErrs)
 	}
 	if promoted == 0 {
 		t.Fatalf("the dead master's replica was not promoted within %v", recoveryBound+time.Second)

@@ -203,17 +203,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	h := s.hash(prefix, key)
 	sh := s.shard(h)
 	if once {
-		k := onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
-		sh.lock()
-		defer sh.unlock()
-		if r, ok := sh.once.find(k, t); ok {
-			return r.results[0], nil
-		}
-		res := sh.decideLocked(s.seed, h, prefix, key, alg, now, t, cost)
-		if res.Allowed {
-			sh.once.keep(k, t, 0, res)
-		}
-		return res, nil
+		return s.decideOnce(sh, h, prefix, key, id, alg, now, t, cost), nil
 	}
 	// An inspection changes nothing, and neither does a denial of cost 1
 	// (algorithms.Algorithm.Decide) unless a log drops expired records in it
@@ -244,6 +234,23 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	sh.lock()
 	defer sh.unlock()
 	return sh.decideLocked(s.seed, h, prefix, key, alg, now, t, cost), nil
+}
+
+// decideOnce decides a request with a request ID that charges: the first
+// admission with the ID, or a decision that it records if it admits. Not
+// in decide, whose one deferred unlock stays open-coded.
+func (s *Store) decideOnce(sh *shard, h uint64, prefix, key, id string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
+	k := onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
+	sh.lock()
+	defer sh.unlock()
+	if r, ok := sh.once.find(k, t); ok {
+		return r.results[0]
+	}
+	res := sh.decideLocked(s.seed, h, prefix, key, alg, now, t, cost)
+	if res.Allowed {
+		sh.once.keep(k, t, 0, res)
+	}
+	return res
 }
 
 // decideLocked decides under the write lock.

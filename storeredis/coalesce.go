@@ -27,14 +27,15 @@ const DefaultCoalescing = 2
 // caller alone waits for nothing. Otherwise it queues, and at most two
 // goroutines send the queue, everything queued in each round trip: on
 // standalone Redis (or Sentinel) one script call per algorithm decides the
-// whole batch, reading TIME once; on Redis Cluster the batch is one script
-// call per hash slot, pipelined, so each node gets one round trip. Each
-// decision is as atomic as alone: the script decides the batch's decisions
-// one after another, each seeing the state the previous left. A round trip
-// that fails reports the error to each decision in it; an error on one key
-// (a foreign value, say) fails only that decision. A caller whose ctx ends
-// while it waits returns at once with ctx's error; its decision may still
-// be made.
+// whole batch, reading TIME once. On Redis Cluster each master has a queue
+// of its own, with its own two goroutines, and its batch is one script call
+// per hash slot, pipelined: a master that is down or stalled delays and
+// fails only the decisions on its own keys. Each decision is as atomic as
+// alone: the script decides the batch's decisions one after another, each
+// seeing the state the previous left. A round trip that fails reports the
+// error to each decision in it; an error on one key (a foreign value, say)
+// fails only that decision. A caller whose ctx ends while it waits returns
+// at once with ctx's error; its decision may still be made.
 //
 // Only Decide coalesces; Reserve, Refund, DecideSet, Reset and TTL always
 // take their own round trip. Clients other than *redis.Client and
@@ -43,7 +44,7 @@ func WithCoalescing(n int) Option {
 	return optionFunc(func(s *Store) { s.coalesce = max(n, 0) })
 }
 
-// drainers is how many goroutines send queued batches at once, so that
+// drainers is how many goroutines send a queue's batches at once, so that
 // Redis runs one batch while the next is written and the last read.
 const drainers = 2
 
@@ -54,16 +55,34 @@ const maxBatch = 128
 
 // coalescer shares round trips between concurrent decisions (see
 // WithCoalescing).
+//
+// A cluster's decisions queue by the master that serves their key, as the
+// client's view of the slots has it when they join: a batch is then one
+// node's round trip, and a queue's goroutines wait only for their node, so
+// a node that fails or stalls (go-redis retries a dead node's share of a
+// pipeline before the pipeline returns) holds up neither the decisions of
+// other nodes that would have shared its batch nor the goroutines that
+// send theirs. A key whose slot moved after it joined is still decided in
+// its batch: the pipeline routes each script call by its slot.
 type coalescer struct {
 	client     Client
-	cluster    bool // group by hash slot, not only by algorithm
-	clientTime bool // each decision sends its own now
-	limit      int  // decisions sent alone at once before decisions queue
+	cluster    *redis.ClusterClient // nil unless the client is one
+	clientTime bool                 // each decision sends its own now
+	limit      int                  // decisions sent alone at once before decisions queue
 
 	mu       sync.Mutex
-	inFlight int    // decisions sent alone; requires mu
-	queued   *batch // requires mu; nil when nothing waits
-	draining int    // goroutines sending the queue; requires mu
+	inFlight int               // decisions sent alone; requires mu
+	waiting  int               // queues whose batch is not yet taken; requires mu
+	single   queue             // the only queue of a client other than a cluster's; requires mu
+	nodes    map[string]*queue // a cluster's queues by master address ("" when unknown), while in use; requires mu
+}
+
+// queue is the decisions waiting for one node's next round trip and the
+// goroutines sending them. Its fields require the coalescer's mu.
+type queue struct {
+	node     string
+	queued   *batch // nil when nothing waits
+	draining int    // goroutines sending the queue
 }
 
 // batch is decisions that share one round trip. calls is appended to under
@@ -87,11 +106,11 @@ type call struct {
 }
 
 func newCoalescer(client Client, limit int, clientTime bool) *coalescer {
-	switch client.(type) {
+	switch c := client.(type) {
 	case *redis.Client:
 		return &coalescer{client: client, limit: limit, clientTime: clientTime}
 	case *redis.ClusterClient:
-		return &coalescer{client: client, cluster: true, limit: limit, clientTime: clientTime}
+		return &coalescer{client: client, cluster: c, limit: limit, clientTime: clientTime, nodes: map[string]*queue{}}
 	}
 	return nil
 }
@@ -100,25 +119,51 @@ func newCoalescer(client Client, limit int, clientTime bool) *coalescer {
 // must then report with sent; otherwise it queues c and returns the batch
 // it joined and its index there. A decision goes alone while nothing is
 // queued and fewer than the limit are in flight; once one queues, the rest
-// queue behind it, and one goroutine sends the queue, a batch per round
-// trip, until it is empty.
+// queue behind it, on a cluster in their master's queue, and up to
+// drainers goroutines per queue send it, a batch per round trip, until it
+// is empty.
 func (co *coalescer) join(c call) (*batch, int) {
 	co.mu.Lock()
-	defer co.mu.Unlock()
-	if co.queued == nil && co.inFlight < co.limit {
+	if co.waiting == 0 && co.inFlight < co.limit {
 		co.inFlight++
+		co.mu.Unlock()
 		return nil, 0
 	}
-	if co.queued == nil {
-		co.queued = &batch{done: make(chan struct{})}
+	q := &co.single
+	if co.cluster != nil {
+		// The lookup reads the client's cached slots (it loads them if it
+		// has none yet), outside mu; queuing is right however the
+		// coalescer changed meanwhile.
+		co.mu.Unlock()
+		node := co.master(c.key)
+		co.mu.Lock()
+		if q = co.nodes[node]; q == nil {
+			q = &queue{node: node}
+			co.nodes[node] = q
+		}
 	}
-	b := co.queued
+	defer co.mu.Unlock()
+	if q.queued == nil {
+		q.queued = &batch{done: make(chan struct{})}
+		co.waiting++
+	}
+	b := q.queued
 	b.calls = append(b.calls, c)
-	if co.draining < drainers {
-		co.draining++
-		go co.drain()
+	if q.draining < drainers {
+		q.draining++
+		go co.drain(q)
 	}
 	return b, len(b.calls) - 1
+}
+
+// master is the address of the cluster node serving key, or "" if the
+// client cannot tell.
+func (co *coalescer) master(key string) string {
+	node, err := co.cluster.MasterForKey(context.Background(), key)
+	if err != nil {
+		return ""
+	}
+	return node.Options().Addr
 }
 
 // sent ends a round trip that a caller made alone.
@@ -128,17 +173,23 @@ func (co *coalescer) sent() {
 	co.mu.Unlock()
 }
 
-// drain sends what is queued, a batch per round trip, until nothing is.
-func (co *coalescer) drain() {
+// drain sends what q queues, a batch per round trip, until nothing is, and
+// forgets a cluster node's queue when it is idle: nodes come and go with
+// failovers.
+func (co *coalescer) drain(q *queue) {
 	for {
 		co.mu.Lock()
-		b := co.queued
-		co.queued = nil
+		b := q.queued
 		if b == nil {
-			co.draining--
+			q.draining--
+			if q.draining == 0 && q != &co.single {
+				delete(co.nodes, q.node)
+			}
 			co.mu.Unlock()
 			return
 		}
+		q.queued = nil
+		co.waiting--
 		co.mu.Unlock()
 		co.send(b)
 		close(b.done)
@@ -165,7 +216,7 @@ func (co *coalescer) send(b *batch) {
 	for i := range b.calls {
 		c := &b.calls[i]
 		slot := 0
-		if co.cluster {
+		if co.cluster != nil {
 			slot = keySlot(c.key)
 		}
 		id := groupID{c.alg.Kind(), slot}

@@ -278,3 +278,107 @@ func TestQueuedCallerHonoursItsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCoalescedStallStaysOnItsNode pauses one master of a cluster (CLIENT
+// PAUSE) and queues decisions on its keys until they hold every goroutine
+// that sends its queued decisions: decisions on the other masters' keys,
+// which queue too, since one decision on the paused master is in flight
+// alone at the limit of WithCoalescing(1), are decided within a bound far
+// below the pause.
+func TestCoalescedStallStaysOnItsNode(t *testing.T) {
+	const (
+		pause = time.Second
+		bound = 250 * time.Millisecond
+	)
+	cl := redistest.SharedCluster(t)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { cc.Close() })
+	s := storeredis.New(cc, storeredis.WithCoalescing(1))
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(100_000), Burst: 100_000}
+	ctx := context.Background()
+	paused := cl.Servers[0].Addr
+	var stalledKeys, liveKeys []string
+	liveMasters := map[string]bool{}
+	for i := 0; len(stalledKeys) < 3 || len(liveKeys) < 16; i++ {
+		key := fmt.Sprintf("%s:%d", testKey(t), i)
+		node, err := cc.MasterForKey(ctx, s.Key(key, alg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch addr := node.Options().Addr; {
+		case addr == paused && len(stalledKeys) < 3:
+			stalledKeys = append(stalledKeys, key)
+		case addr != paused && len(liveKeys) < 16:
+			liveKeys = append(liveKeys, key)
+			liveMasters[addr] = true
+		}
+	}
+	for _, key := range append(stalledKeys, liveKeys...) { // loads the script everywhere
+		if _, err := s.Decide(ctx, key, alg, time.Now(), 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	if err := newClient(t, paused).Do(ctx, "CLIENT", "PAUSE", pause.Milliseconds()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	pausedAt := time.Now()
+	var stalledDone atomic.Int64
+	stalled := make(chan error, len(stalledKeys))
+	t.Cleanup(func() {
+		for range stalledKeys {
+			if err := <-stalled; err != nil {
+				t.Errorf("a decision on the paused master: %v", err)
+			}
+		}
+	})
+	decideStalled := func(key string, until string, ready func(alone, queued, senders int) bool) {
+		go func() {
+			_, err := s.Decide(ctx, key, alg, time.Now(), 1)
+			stalledDone.Add(1)
+			stalled <- err
+		}()
+		for start := time.Now(); ; time.Sleep(time.Millisecond) {
+			alone, queued, senders := storeredis.Coalescing(s)
+			if ready(alone, queued, senders) {
+				return
+			}
+			if time.Since(start) > pause/4 {
+				t.Fatalf("the paused master's decisions did not reach %s: alone=%d queued=%d senders=%d", until, alone, queued, senders)
+			}
+		}
+	}
+	decideStalled(stalledKeys[0], "one in flight alone", func(alone, queued, senders int) bool { return alone == 1 })
+	decideStalled(stalledKeys[1], "one sender", func(alone, queued, senders int) bool { return senders == 1 && queued == 0 })
+	decideStalled(stalledKeys[2], "two senders", func(alone, queued, senders int) bool { return senders == 2 && queued == 0 })
+
+	const each = 8
+	var slowest atomic.Int64
+	var wg sync.WaitGroup
+	for _, key := range liveKeys {
+		wg.Go(func() {
+			for range each {
+				start := time.Now()
+				_, err := s.Decide(ctx, key, alg, time.Now(), 1)
+				took := time.Since(start)
+				if err != nil {
+					t.Errorf("a decision on a live master: %v", err)
+					return
+				}
+				for old := slowest.Load(); int64(took) > old && !slowest.CompareAndSwap(old, int64(took)); old = slowest.Load() {
+				}
+			}
+		})
+	}
+	wg.Wait()
+	live := time.Since(pausedAt)
+	alone, _, _ := storeredis.Coalescing(s)
+	t.Logf("%d decisions on %d live masters' keys in %v of a %v pause, the slowest %v (bound %v)",
+		len(liveKeys)*each, len(liveMasters), live.Round(time.Millisecond), pause, time.Duration(slowest.Load()).Round(time.Microsecond), bound)
+	if got := time.Duration(slowest.Load()); got > bound {
+		t.Fatalf("a decision on a live master's key took %v while another master was paused, want at most %v", got, bound)
+	}
+	if n := stalledDone.Load(); n > 0 || alone != 1 {
+		t.Fatalf("%d decisions on the paused master returned and %d were in flight alone by the end, want 0 and 1: the pause did not cover the live decisions", n, alone)
+	}
+}

@@ -55,3 +55,23 @@ func DenyCacheLen(s *Store) int {
 func OnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {
 	return s.Key(key, alg) + onceDecide + id
 }
+
+// Coalescing returns how many of s's decisions are in flight alone, how
+// many are queued and not yet taken to be sent, and how many goroutines
+// send queued decisions, so that tests can sequence concurrent callers.
+func Coalescing(s *Store) (alone, queued, senders int) {
+	co := s.co
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	count := func(q *queue) {
+		if q.queued != nil {
+			queued += len(q.queued.calls)
+		}
+		senders += q.draining
+	}
+	count(&co.single)
+	for _, q := range co.nodes {
+		count(q)
+	}
+	return co.inFlight, queued, senders
+}
