@@ -233,7 +233,18 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 
 	sh.lock()
 	defer sh.unlock()
-	return sh.decideLocked(s.seed, h, prefix, key, alg, now, t, cost), nil
+	// decideLocked, inline: a call here costs a hot key's admissions
+	// about 5%.
+	c := sh.find(h, prefix, key, alg, s.seed, true)
+	state, res := alg.Decide(c.state(t), now, cost)
+	c.keep(state, res, t, cost)
+	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
+		sh.denying.Store(d)
+	}
+	if sh.tick(false) {
+		sh.sweep(t)
+	}
+	return res, nil
 }
 
 // decideOnce decides a request with a request ID that charges: the first
