@@ -70,6 +70,11 @@ func requestIDOnce(e *env) {
 	}
 	for e.allow(l, "k").Allowed {
 	}
+	// Denials of other requests, which a store may remember, do not hide
+	// a retried admission.
+	if again, err := l.AllowN(id("a"), "k", n); err != nil || again != first {
+		e.fatalf("AllowN(%d) with ID a on a key that just denied others: %+v, %v; want the first outcome %+v", n, again, err, first)
+	}
 	denied, err := l.Allow(id("c"), "k")
 	if err != nil || denied.Allowed {
 		e.fatalf("Allow with ID c on a full key: %+v, %v", denied, err)
@@ -184,6 +189,20 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 	if err != nil || again != res || delay2 != delay {
 		e.fatalf("the booking retried with its ID: %+v, delay %v, %v; want %+v, delay %v", again, delay2, err, res, delay)
 	}
+	// The ID names the request, booked or decided: Allow returns the
+	// booking, and a booking with the ID of an admission its admission,
+	// with no wait.
+	if got, err := l.Allow(id("book"), "k"); err != nil || got != res {
+		e.fatalf("Allow with a booking's ID: %+v, %v; want the booking %+v", got, err, res)
+	}
+	other := e.limiter(e.c.alg)
+	decided, err := other.Allow(id("decided"), "k")
+	if err != nil || !decided.Allowed {
+		e.fatalf("Allow with ID decided: %+v, %v", decided, err)
+	}
+	if got, d, err := rs.Reserve(id("decided"), other.prefix+"k", e.c.alg, e.clock.Now(), 1, e.c.window); err != nil || got != decided || d != 0 {
+		e.fatalf("a booking with an admission's ID: %+v, delay %v, %v; want the admission %+v, no delay", got, d, err, decided)
+	}
 	next, delay3, err := rs.Reserve(context.Background(), key, e.c.alg, e.clock.Now(), 1, e.c.window)
 	if err != nil || !next.Allowed || delay3 != e.c.costBack(2) {
 		e.fatalf("the next booking after a retried one: %+v, delay %v, %v; want a delay of %v (one booking ahead)", next, delay3, err, e.c.costBack(2))
@@ -214,5 +233,31 @@ func requestIDRefund(e *env, id func(string) context.Context) {
 	}
 	if got, want := e.peek(l, "k"), e.peek(l, "twin"); got != want {
 		e.fatalf("a refund retried with its ID left %+v, one refund %+v", got, want)
+	}
+
+	// An admission given back by a refund with its ID is charged again
+	// when the request is retried, and that admission can be refunded in
+	// turn.
+	admitted, err := l.Allow(id("again"), "k")
+	if err != nil || !admitted.Allowed {
+		e.fatalf("Allow with ID again: %+v, %v", admitted, err)
+	}
+	e.allow(l, "twin")
+	for round := range 2 {
+		if _, err := l.Refund(id("again"), "k", admitted, 1); err != nil {
+			e.fatalf("Refund %d with ID again: %v", round+1, err)
+		}
+		if _, err := l.Refund(context.Background(), "twin", admitted, 1); err != nil {
+			e.fatalf("Refund on the twin: %v", err)
+		}
+		if got, want := e.peek(l, "k"), e.peek(l, "twin"); got != want {
+			e.fatalf("refund %d of an admission with ID again left %+v; the twin %+v", round+1, got, want)
+		}
+		if admitted, err = l.Allow(id("again"), "k"); err != nil || !admitted.Allowed {
+			e.fatalf("Allow with ID again after its refund: %+v, %v; want an admission", admitted, err)
+		}
+		if want := e.allow(l, "twin"); admitted != want {
+			e.fatalf("Allow with ID again after its refund: %+v; the twin, charged again, %+v", admitted, want)
+		}
 	}
 }

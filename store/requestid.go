@@ -7,10 +7,11 @@ import (
 )
 
 // ErrMaybeDecided is wrapped, with ErrUnavailable or the caller's context
-// error, when a request reached the store and its answer did not come back:
-// a read timed out, the connection closed after the request was sent, or
-// the caller's deadline passed while it waited. The store may have decided
-// it, and charged it. An error without it means nothing was decided.
+// error, when a request may have reached the store and its answer did not
+// come back: a read timed out, the connection closed after the request was
+// sent, the caller's deadline passed while it waited, or a client that
+// resends failed on some attempt. The store may have decided it, and
+// charged it. An error without it means nothing was decided.
 //
 // A request that carries a request ID (WithRequestID) can be retried with
 // the same ID: a store that applied it returns the first outcome, one that
@@ -31,16 +32,24 @@ type requestIDKey struct{}
 // request across its retries. A store that charges a request with an ID
 // (Decide, DecideSet or Reserve with a cost above 0) applies the ID at most
 // once per state: while what the first admission charged still counts (its
-// Result.ResetAfter), a request with the same ID on the same key and
-// algorithm (or set, for DecideSet) returns the first admission's results
-// and charges nothing. A denial is not remembered, so a denied request
-// retried later is decided afresh, and Limiter.Wait can carry one ID.
-// Inspections (a cost of 0 or less) ignore the ID. A Refund with an ID gives
-// back at most once, likewise, and returns the first refund's Result.
+// Result.ResetAfter), a request with the same ID on the same key, algorithm
+// kind and scope (or set, for DecideSet) returns the first admission's
+// results and charges nothing, whether it is a decision or a booking. A
+// denial is not remembered, so a denied request retried later is decided
+// afresh, and Limiter.Wait can carry one ID. Inspections (a cost of 0 or
+// less) charge nothing and ignore the ID, which must still be valid.
 //
-// Any string of 1 to MaxRequestIDLen bytes will do, such as a ULID or an
-// HTTP request's Idempotency-Key. Use one ID per request: two requests with
-// one ID are charged once.
+// A Refund with the ID of an admission gives it back and forgets it, so
+// that the request, retried, is charged again; the refund itself applies at
+// most once, and a retry of it returns its first Result.
+//
+// Any string of 1 to MaxRequestIDLen bytes will do, such as a ULID. Use one
+// ID per request: two requests with one ID are charged once. So never take
+// an ID from untrusted input as it comes, such as a client's
+// Idempotency-Key header, or the client can reuse one ID for every request
+// and never be charged: use it only where the application itself answers a
+// repeated key without doing the work again, prefixed with the
+// authenticated principal.
 func WithRequestID(ctx context.Context, id string) context.Context {
 	return context.WithValue(ctx, requestIDKey{}, id)
 }

@@ -70,11 +70,19 @@ func (o *onceTable) find(k onceKey, now int64) (onceRecord, bool) {
 // results (at least a microsecond, as on Redis), plus ExpiryGrace. Records
 // that stopped counting go when the table has doubled since the last sweep.
 func (o *onceTable) keep(k onceKey, now int64, delay time.Duration, results ...algorithms.Result) {
+	o.keepFor(k, now, delay, time.Microsecond, results...)
+}
+
+// forget drops k's record.
+func (o *onceTable) forget(k onceKey) { delete(o.m, k) }
+
+// keepFor is keep for at least least.
+func (o *onceTable) keepFor(k onceKey, now int64, delay, least time.Duration, results ...algorithms.Result) {
 	if o.m == nil {
 		o.m = make(map[onceKey]onceRecord)
 		o.sweepAfter = minSweepOps
 	}
-	reset := time.Microsecond
+	reset := least
 	for _, r := range results {
 		reset = max(reset, r.ResetAfter)
 	}

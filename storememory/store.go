@@ -452,11 +452,17 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	sh := s.shard(h)
 	sh.lock()
 	defer sh.unlock()
-	var k onceKey
+	// A refund with an ID gives back the admission made with it while its
+	// record lasts, and forgets it, so that the request retried is charged
+	// again; otherwise it applies once, as a decision does.
+	var k, admitted onceKey
 	if once {
 		k = onceKey{t: idOf(alg), op: onceRefund, key: prefix + key, id: id}
-		if rec, ok := sh.once.find(k, t); ok {
-			return rec.results[0], nil
+		admitted = onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
+		if _, ok := sh.once.find(admitted, t); !ok {
+			if rec, ok := sh.once.find(k, t); ok {
+				return rec.results[0], nil
+			}
 		}
 	}
 	c := sh.find(h, prefix, key, alg, s.seed, false)
@@ -472,7 +478,10 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, n)
 	}
 	if once && changed {
-		sh.once.keep(k, t, 0, res)
+		// Kept as long as the refunded charge could count, for a retry of
+		// the refund, however soon the state itself goes.
+		sh.once.keepFor(k, t, 0, alg.Params().Window, res)
+		sh.once.forget(admitted)
 	}
 	return res, nil
 }

@@ -94,7 +94,7 @@ func CheckClient(client Client, budget time.Duration) []error {
 
 // retriesWarning is CheckClient's warning about a setting that resends
 // commands, which New leaves out when the store gives every request an ID
-// (WithRequestIDs).
+// (WithAutoRequestIDs).
 type retriesWarning struct {
 	option string // MaxRetries, or a ClusterClient's MaxRedirects
 	n      int
@@ -102,15 +102,16 @@ type retriesWarning struct {
 
 func (w *retriesWarning) Error() string {
 	if w.option == "MaxRedirects" {
-		return fmt.Sprintf("MaxRedirects is %d: besides following MOVED and ASK, a ClusterClient sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice; give requests IDs (WithRequestIDs), since -1 would also stop it following a resharding", w.n)
+		return fmt.Sprintf("MaxRedirects is %d: besides following MOVED and ASK, a ClusterClient sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice; give requests IDs (WithAutoRequestIDs), since -1 would also stop it following a resharding", w.n)
 	}
-	return fmt.Sprintf("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice, unless the store gives requests IDs (WithRequestIDs); -1 turns retries off", w.n)
+	return fmt.Sprintf("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice, unless the store gives requests IDs (WithAutoRequestIDs); -1 turns retries off", w.n)
 }
 
 // WithWarnings has New check the client once with CheckClient against
 // budget and call warn with each warning, for example to log it. With
-// WithRequestIDs, retries charge once, and MaxRetries is not reported. It
-// never changes the client.
+// WithAutoRequestIDs, resent commands charge once, and neither MaxRetries
+// nor a ClusterClient's MaxRedirects is reported. It never changes the
+// client.
 func WithWarnings(budget time.Duration, warn func(error)) Option {
 	return optionFunc(func(s *Store) {
 		s.warnBudget, s.warn = budget, warn

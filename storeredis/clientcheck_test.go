@@ -64,7 +64,7 @@ func TestCheckClient(t *testing.T) {
 	// with request IDs, a resent decision charges once, and New does not
 	// warn of it.
 	var heard []error
-	storeredis.New(reloading, storeredis.WithRequestIDs(), storeredis.WithWarnings(budget, func(err error) { heard = append(heard, err) }))
+	storeredis.New(reloading, storeredis.WithAutoRequestIDs(), storeredis.WithWarnings(budget, func(err error) { heard = append(heard, err) }))
 	if len(heard) != 0 {
 		t.Errorf("a cluster client reloading every second, with request IDs, warned: %v", heard)
 	}

@@ -25,7 +25,7 @@ func ExampleNew() {
 	// shorter than the request's budget for a decision (here 100ms), and
 	// no retry that could charge a decision twice. For a ClusterClient,
 	// also ClusterStateReloadInterval: time.Second, and
-	// storeredis.WithRequestIDs(), since a ClusterClient resends commands.
+	// storeredis.WithAutoRequestIDs(), since a ClusterClient resends commands.
 	rdb := redis.NewClient(&redis.Options{
 		Addr:                  addr,
 		ContextTimeoutEnabled: true,

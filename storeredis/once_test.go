@@ -29,6 +29,7 @@ type dropProxy struct {
 	ln      net.Listener
 	target  string
 	armed   atomic.Bool
+	refuse  atomic.Bool  // after the drop, refuse connections
 	evals   atomic.Int64 // EVALSHA commands forwarded
 	dropped atomic.Int64 // replies dropped
 	wg      sync.WaitGroup
@@ -91,6 +92,9 @@ func (p *dropProxy) pipe(c net.Conn) {
 			select {
 			case <-drop:
 				p.dropped.Add(1)
+				if p.refuse.Load() {
+					p.ln.Close()
+				}
 				s.Close()
 				return
 			default:
@@ -107,7 +111,7 @@ func (p *dropProxy) pipe(c net.Conn) {
 
 // TestLostReplyChargesOnce: Redis runs a decision and its reply is lost.
 // go-redis's retry charges it a second time, unless the request carries an
-// ID (WithRequestIDs), when the retry returns the first outcome; and without
+// ID (WithAutoRequestIDs), when the retry returns the first outcome; and without
 // retries, the caller gets ErrMaybeDecided and can retry with the ID itself.
 func TestLostReplyChargesOnce(t *testing.T) {
 	srv := redistest.Standalone(t)
@@ -153,8 +157,8 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		}
 	})
 
-	t.Run("go-redis retries with WithRequestIDs", func(t *testing.T) {
-		p, s, res, err := decideLost(t, 1, ctx, storeredis.WithRequestIDs())
+	t.Run("go-redis retries with WithAutoRequestIDs", func(t *testing.T) {
+		p, s, res, err := decideLost(t, 1, ctx, storeredis.WithAutoRequestIDs())
 		if err != nil || !res.Allowed || res.Remaining != alg.Limit-1 {
 			t.Fatalf("Decide: %+v, %v; want the first outcome, Remaining %d", res, err, alg.Limit-1)
 		}
@@ -176,6 +180,28 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		}
 		if n := used(t, s); n != 1 {
 			t.Fatalf("one request, retried by its caller, used %d; want 1", n)
+		}
+	})
+
+	t.Run("a resend that cannot connect is still maybe decided", func(t *testing.T) {
+		// go-redis returns its last attempt's error, a refused dial,
+		// which says nothing of the first attempt, which ran.
+		p := startDropProxy(t, srv.Addr)
+		c := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: 1, PoolSize: 1, DialerRetries: 1})
+		t.Cleanup(func() { c.Close() })
+		s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithCoalescing(0))
+		if _, err := s.Decide(ctx, testKey(t)+"-warm", alg, now, 1); err != nil {
+			t.Fatal(err)
+		}
+		p.armed.Store(true)
+		p.refuse.Store(true)
+		_, err := s.Decide(ctx, testKey(t), alg, now, 1)
+		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, store.ErrMaybeDecided) {
+			t.Fatalf("Decide whose reply was lost and whose resend was refused: %v; want ErrUnavailable and ErrMaybeDecided", err)
+		}
+		direct := storeredis.New(newClient(t, srv.Addr), storeredis.WithClientTime(), storeredis.WithCoalescing(0))
+		if res, err := direct.Decide(ctx, testKey(t), alg, now, 0); err != nil || res.Remaining != alg.Limit-1 {
+			t.Fatalf("the key after it: %+v, %v; want the first attempt's charge", res, err)
 		}
 	})
 
@@ -237,7 +263,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 
 // BenchmarkRequestIDs measures what a request ID costs a decision on Redis,
 // one caller at a time: without IDs, with one made per decision
-// (WithRequestIDs), and with one the caller gives.
+// (WithAutoRequestIDs), and with one the caller gives.
 func BenchmarkRequestIDs(b *testing.B) {
 	c := newClient(b, redistest.Standalone(b).Addr)
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1000000), Burst: 1000}
@@ -247,7 +273,7 @@ func BenchmarkRequestIDs(b *testing.B) {
 		ctx  func() context.Context
 	}{
 		{"none", nil, context.Background},
-		{"WithRequestIDs", []storeredis.Option{storeredis.WithRequestIDs()}, context.Background},
+		{"WithAutoRequestIDs", []storeredis.Option{storeredis.WithAutoRequestIDs()}, context.Background},
 		{"caller", nil, func() context.Context { return store.WithRequestID(context.Background(), ratewise.NewRequestID()) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

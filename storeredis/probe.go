@@ -656,9 +656,9 @@ func recommended(option string, budget time.Duration) string {
 	case "DialerRetries":
 		return fmt.Sprintf("DialerRetries: 1, DialerRetryTimeout: %v", budget/10)
 	case "MaxRetries":
-		return "MaxRetries: -1, or give the store storeredis.WithRequestIDs()"
+		return "MaxRetries: -1, or give the store storeredis.WithAutoRequestIDs()"
 	case "MaxRedirects":
-		return "give the store storeredis.WithRequestIDs(), so that a decision sent again is charged once"
+		return "give the store storeredis.WithAutoRequestIDs(), so that a decision sent again is charged once"
 	case "ClusterStateReloadInterval":
 		return "ClusterStateReloadInterval: time.Second"
 	}

@@ -219,7 +219,7 @@ func TestProbeCluster(t *testing.T) {
 		want{"server time", storeredis.StatusOK, "", ""},
 		// The one setting a ClusterClient cannot make safe: the store's
 		// request IDs can.
-		want{"client settings", storeredis.StatusWarning, "MaxRedirects is 3", "storeredis.WithRequestIDs()"},
+		want{"client settings", storeredis.StatusWarning, "MaxRedirects is 3", "storeredis.WithAutoRequestIDs()"},
 	)
 	if got, want := rep.Worst(), storeredis.StatusWarning; got != want {
 		t.Errorf("worst status: got %v, want %v:\n%s", got, want, report(rep))

@@ -75,7 +75,8 @@ type Store struct {
 	deny       *denyCache // nil when off
 	warnBudget time.Duration
 	warn       func(error) // WithWarnings's hook, or nil
-	requestIDs bool        // WithRequestIDs
+	autoIDs    bool        // WithAutoRequestIDs
+	resends    bool        // whether go-redis may send a command twice (see resends)
 }
 
 const (
@@ -234,12 +235,13 @@ func New(client Client, opts ...Option) *Store {
 	if s.coalesce > 0 {
 		s.co = newCoalescer(client, s.coalesce, s.clientTime)
 	}
+	s.resends = resends(client)
 	if s.denyCache > 0 {
 		s.deny = newDenyCache(s.denyCache)
 	}
 	if s.warn != nil {
 		for _, w := range CheckClient(client, s.warnBudget) {
-			if rw := (*retriesWarning)(nil); s.requestIDs && errors.As(w, &rw) {
+			if rw := (*retriesWarning)(nil); s.autoIDs && errors.As(w, &rw) {
 				continue // retries apply a request once
 			}
 			s.warn(w)
@@ -314,12 +316,17 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	if err := algorithms.CheckDecision(alg, s.checkTime(now), cost); err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := store.CheckRequestID(ctx); err != nil {
-		return algorithms.Result{}, err
+	id, given := store.RequestID(ctx)
+	if given {
+		if err := store.CheckRequestID(ctx); err != nil {
+			return algorithms.Result{}, err
+		}
 	}
-	if s.deny == nil || cost <= 0 {
+	// A request with the caller's ID may be a retry of an admission, which
+	// it must get back: a cached denial does not answer it.
+	if s.deny == nil || cost <= 0 || given {
 		at, notBefore, _ := s.clock(now)
-		return s.decide(ctx, sc, key, alg, at, notBefore, cost)
+		return s.decide(ctx, sc, key, id, given, alg, at, notBefore, cost)
 	}
 	var t int64 // the cache's clock
 	if s.clientTime {
@@ -337,7 +344,7 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	}
 	gen := s.deny.generation(key)
 	at, notBefore, _ := s.clock(now)
-	res, err := s.decide(ctx, sc, key, alg, at, notBefore, cost)
+	res, err := s.decide(ctx, sc, key, "", false, alg, at, notBefore, cost)
 	if err == nil {
 		s.deny.remember(key, alg, res, cost, t, s.clientTime, gen)
 	}
@@ -345,13 +352,14 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 }
 
 // decide sends one decision to Redis, alone or coalesced, with a once key
-// if it carries a request ID (already checked) and charges.
-func (s *Store) decide(ctx context.Context, sc *redis.Script, key string, alg algorithms.Algorithm, at any, notBefore, cost int64) (algorithms.Result, error) {
+// if it charges and carries the caller's request ID id (if given, already
+// checked) or one of the store's.
+func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, given bool, alg algorithms.Algorithm, at any, notBefore, cost int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err // not sent
 	}
 	rkey := s.Key(key, alg)
-	once, _ := s.onceKey(ctx, rkey, onceDecide, cost > 0)
+	once := s.idFor(id, given, cost > 0).key(rkey, onceDecide)
 	if once != "" {
 		// The first outcome, which a retry returns, was decided earlier.
 		notBefore = 0
@@ -464,10 +472,11 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		args = appendParams(append(args, index[alg.Kind()], 0), alg)
 		args[n+1] = len(args) - n - 2
 	}
-	once, err := s.onceKey(ctx, keys[0], onceSet, cost > 0)
+	rid, err := s.requestID(ctx, cost > 0)
 	if err != nil {
 		return nil, err
 	}
+	once := rid.key(keys[0], onceSet)
 	if once != "" {
 		keys, notBefore = append(keys, once), 0
 	}
@@ -525,12 +534,16 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 		return algorithms.Result{}, err
 	}
 	keys := []string{s.Key(key, alg)}
-	once, err := s.onceKey(ctx, keys[0], onceRefund, true)
+	rid, err := s.requestID(ctx, true)
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	if once != "" {
-		keys, notBefore = append(keys, once), 0
+	if rid.id != "" {
+		keys, notBefore = append(keys, rid.key(keys[0], onceRefund)), 0
+		if rid.caller {
+			// The admission it gives back, if made with the same ID.
+			keys = append(keys, rid.key(keys[0], onceDecide))
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err // not sent
@@ -559,10 +572,11 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 		return algorithms.Result{}, 0, err
 	}
 	keys := []string{s.Key(key, alg)}
-	once, err := s.onceKey(ctx, keys[0], onceDecide, true)
+	rid, err := s.requestID(ctx, true)
 	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
+	once := rid.key(keys[0], onceDecide)
 	if once != "" {
 		keys, notBefore = append(keys, once), 0
 	}

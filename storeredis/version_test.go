@@ -15,6 +15,7 @@ const minRedisVersion = "5.0"
 // form of it a script uses, from the Redis command reference.
 var commandSince = map[string]string{
 	"DEL":             "1.0",
+	"EXISTS":          "1.0",
 	"GET":             "1.0",
 	"GETRANGE":        "2.4", // the name; SUBSTR before
 	"SETRANGE":        "2.2",

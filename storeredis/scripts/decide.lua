@@ -12,7 +12,7 @@
 
 local key, once = KEYS[1], KEYS[2]
 local seen = once_seen(once)
-if seen then return seen end
+if seen then return {seen[1], seen[2], seen[3], seen[4], seen[5]} end -- a booking's has a delay too
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
 local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state,

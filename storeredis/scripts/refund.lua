@@ -5,6 +5,11 @@
 -- KEYS[1]   the key's state, as in decide.lua
 -- KEYS[2]   if given, the refund's once key (see once.lua): a refund that
 --           changed the state is kept, and not applied again
+-- KEYS[3]   if given, the once key of the admission the refund gives back
+--           (a decision or a booking with the same ID): while it exists the
+--           refund applies, and it is deleted, so that the request retried
+--           is charged again; a later refund of that new admission applies
+--           in turn
 -- requires: once.lua
 -- ARGV[1]   now (see prelude.lua)
 -- ARGV[2]   the units to give back (the prelude's cost)
@@ -17,9 +22,11 @@
 -- string); the key is then inspected, and keeps its state for the
 -- inspection's reset_after, or loses it at once if that is 0.
 
-local key, once = KEYS[1], KEYS[2]
-local seen = once_seen(once)
-if seen then return seen end
+local key, once, admitted = KEYS[1], KEYS[2], KEYS[3]
+if once and not (admitted and redis.call('EXISTS', admitted) == 1) then
+  local seen = once_seen(once)
+  if seen then return seen end
+end
 local at = tonumber(ARGV[3])
 local p1, p2, p3, p4 = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local state
@@ -40,6 +47,9 @@ if new then
   end
 end
 if once and new then
-  once_keep(once, {allowed, remaining, retry, reset, when}, reset)
+  -- Kept as long as the refunded charge could count (a window, p2), for a
+  -- retry of the refund, however soon the state itself goes.
+  once_keep(once, {allowed, remaining, retry, reset, when}, max(reset, p2))
+  if admitted then redis.call('DEL', admitted) end
 end
 return {allowed, remaining, retry, reset, when}

@@ -12,7 +12,10 @@
 
 local key, once = KEYS[1], KEYS[2]
 local seen = once_seen(once)
-if seen then return seen end
+if seen then
+  seen[6] = seen[6] or 0 -- a decision's record: admitted at once
+  return seen
+end
 slack = tonumber(ARGV[6])
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
