@@ -1,0 +1,95 @@
+package storeredis_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis"
+)
+
+// TestSlotMigration: while a resharding migrates a key's slot, a decision
+// on the key alone follows the slot, and one that names a second key of it
+// (a request ID's once key, which does not exist yet) is refused with
+// TRYAGAIN until the slot is stable again: store.ErrUnavailable, never a
+// decision made on half the keys.
+func TestSlotMigration(t *testing.T) {
+	ctx := context.Background()
+	cl := redistest.SharedCluster(t)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 1, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
+	t.Cleanup(func() { cc.Close() })
+	s := storeredis.New(cc, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))
+	alg := algorithms.FixedWindow{Limit: 10, Window: time.Minute}
+	key := testKey(t) + ":" + ratewise.NewRequestID() // one per run, with -count too
+	id := ratewise.NewRequestID()
+	if _, err := s.Decide(ctx, key, alg, time.Time{}, 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// Mark the slot migrating from its master to another, as
+	// redis-cli --cluster reshard does before it moves keys, and stable
+	// again afterwards.
+	rkey := s.Key(key, alg)
+	slot, err := cc.ClusterKeySlot(ctx, rkey).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := cc.MasterForKey(ctx, rkey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dst *redis.Client
+	var srcID, dstID string
+	for _, addr := range cl.Addrs() {
+		c := newClient(t, addr)
+		id, err := c.ClusterMyID(ctx).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addr == src.Options().Addr {
+			srcID = id
+		} else if dst == nil {
+			dst, dstID = c, id
+		}
+	}
+	for _, step := range []struct {
+		c    *redis.Client
+		args []any
+	}{{dst, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}}, {src, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}}} {
+		if err := step.c.Do(ctx, step.args...).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stable := func() {
+		for _, c := range []*redis.Client{src, dst} {
+			if err := c.Do(ctx, "CLUSTER", "SETSLOT", slot, "STABLE").Err(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	defer stable()
+
+	res, err := s.Decide(ctx, key, alg, time.Time{}, 1)
+	if err != nil || !res.Allowed || res.Remaining != 8 {
+		t.Fatalf("a decision on the key alone during the migration: %+v, %v; want the second admission", res, err)
+	}
+	_, err = s.Decide(store.WithRequestID(ctx, id), key, alg, time.Time{}, 1)
+	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "TRYAGAIN") {
+		t.Fatalf("a decision with a request ID during the migration: %v; want ErrUnavailable with TRYAGAIN", err)
+	}
+	t.Logf("with a request ID while the slot migrates: %v", err)
+
+	stable()
+	res, err = s.Decide(store.WithRequestID(ctx, id), key, alg, time.Time{}, 1)
+	if err != nil || !res.Allowed || res.Remaining != 7 {
+		t.Fatalf("the decision with the ID once the slot is stable: %+v, %v; want the third admission", res, err)
+	}
+}
