@@ -351,7 +351,8 @@ func (m *Middleware) writeDenied(w http.ResponseWriter, _ *http.Request, res rat
 }
 
 // writeFailed answers a request the middleware could not decide: 503 or 429
-// per the fail-closed policy after a store failure, 413 for a cost above the
+// per the fail-closed policy after a store failure (503 when a fallback
+// failed too), 413 for a cost above the
 // limit, and 500 for anything else: a key or cost that could not be
 // computed, such as ByUser's ErrNoKey for an anonymous request, or an error
 // that is no store failure, such as an algorithm the store cannot run.
@@ -365,6 +366,9 @@ func (m *Middleware) writeFailed(w http.ResponseWriter, _ *http.Request, err err
 			http.Error(w, http.StatusText(fc.status), fc.status)
 			return
 		}
+		// A fallback whose local limiter failed too: as FailClosed(503, 0).
+		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
+		return
 	}
 	if errors.Is(err, ratewise.ErrCostExceedsLimit) {
 		http.Error(w, http.StatusText(http.StatusRequestEntityTooLarge), http.StatusRequestEntityTooLarge)

@@ -240,3 +240,24 @@ func TestOnlyStoreFailuresReachTheFailurePolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestFallbackThatFailsIsUnavailable: when the fallback limiter fails too,
+// the request gets 503, as Fallback documents, not a 500.
+func TestFallbackThatFailsIsUnavailable(t *testing.T) {
+	down := fmt.Errorf("%w: down", store.ErrUnavailable)
+	shared, err := ratewise.New(failingStore{err: down}, policyAlg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	local, err := ratewise.New(failingStore{err: down}, policyAlg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(shared, WithFailurePolicy(Fallback(local)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := serve(m.Handler(ok), "192.0.2.1:1"); resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("both the store and the fallback failed: status %d, want 503", resp.StatusCode)
+	}
+}
