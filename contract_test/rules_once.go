@@ -55,6 +55,16 @@ func requestIDOnce(e *env) {
 		same("retries of one request")
 	}
 
+	// A retry made after the key's limit changed gets the first outcome,
+	// with the limit it was decided under.
+	for _, limit := range []int64{max(e.c.limit/2, 1), 2 * e.c.limit} {
+		changed := e.c.build(limit, e.c.window)
+		if again, err := l.AllowWith(id("a"), "k", changed, 1); err != nil || again != first {
+			e.fatalf("AllowWith a limit of %d, with ID a: %+v, %v; want the first outcome %+v", limit, again, err, first)
+		}
+	}
+	same("retries under a changed limit")
+
 	// Another ID is another request.
 	if e.c.limit > n {
 		other, err := l.AllowN(id("b"), "k", 1)

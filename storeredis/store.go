@@ -364,7 +364,10 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, gi
 		// The first outcome, which a retry returns, was decided earlier.
 		notBefore = 0
 	}
-	if s.co != nil {
+	// A caller's ID may be retried under a changed limit, whose reply
+	// only decide.lua carries: it goes alone. The store's own IDs are only
+	// ever resent as they were, so their batches need no limit.
+	if s.co != nil && !given {
 		deadline, _ := ctx.Deadline()
 		b, i := s.co.join(call{key: rkey, once: once, alg: alg, at: at, notBefore: notBefore, cost: cost, deadline: deadline})
 		if b == nil {
@@ -378,16 +381,50 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, gi
 			return s.outcome(ctx, &b.calls[i])
 		}
 	}
-	args := appendParams(append(make([]any, 0, 6), at, cost), alg)
-	keys := []string{rkey}
-	if once != "" {
-		keys = append(keys, once)
+	if once == "" {
+		args := appendParams(append(make([]any, 0, 6), at, cost), alg)
+		reply, err := sc.Run(ctx, s.client, []string{rkey}, args...).Result()
+		if err != nil {
+			return algorithms.Result{}, s.decisionFailure(ctx, err)
+		}
+		return parseReply(reply, alg.MaxCost(), notBefore)
 	}
-	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
+	args := append(appendOnceParams(append(make([]any, 0, 7), at, cost), alg), alg.MaxCost())
+	reply, err := sc.Run(ctx, s.client, []string{rkey, once}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.decisionFailure(ctx, err)
 	}
-	return parseReply(reply, alg.MaxCost(), notBefore)
+	fields, limit, err := withLimit(reply, 6)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	return parseFields(fields, limit, notBefore)
+}
+
+// appendOnceParams appends alg's parameters as appendParams does, then an
+// empty string for each a kind may take and alg's does not, to four: the
+// layout of a request with a once key, whose limit follows them.
+func appendOnceParams(args []any, alg algorithms.Algorithm) []any {
+	n := len(args)
+	args = appendParams(args, alg)
+	for len(args) < n+4 {
+		args = append(args, "")
+	}
+	return args
+}
+
+// withLimit splits the reply of a request with a once key, want integers
+// long, into its fields and the limit it ends with (see scripts/once.lua).
+func withLimit(reply any, want int) ([]any, int64, error) {
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != want {
+		return nil, 0, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, want, reply)
+	}
+	limit, ok := fields[want-1].(int64)
+	if !ok || limit < 1 {
+		return nil, 0, fmt.Errorf("%w: %w: limit %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, fields[want-1], reply)
+	}
+	return fields[:want-1], limit, nil
 }
 
 // appendParams appends the parameters alg's kind takes, in the order of
@@ -463,18 +500,23 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		sc, _ = setScripts.LoadOrStore(signature, redis.NewScript(src))
 	}
 	keys := make([]string, len(algs), len(algs)+1)
-	args := make([]any, 0, 2+6*len(algs))
-	args = append(args, at, cost)
-	for i, alg := range algs {
-		keys[i] = s.Key(key, alg)
-		// The kind's index in the script, then how many parameters follow.
-		n := len(args)
-		args = appendParams(append(args, index[alg.Kind()], 0), alg)
-		args[n+1] = len(args) - n - 2
-	}
 	rid, err := s.requestID(ctx, cost > 0)
 	if err != nil {
 		return nil, err
+	}
+	args := make([]any, 0, 2+7*len(algs))
+	args = append(args, at, cost)
+	for i, alg := range algs {
+		keys[i] = s.Key(key, alg)
+		// The kind's index in the script, then how many values follow:
+		// its parameters, or with a once key four and its limit.
+		n := len(args)
+		if rid.id == "" {
+			args = appendParams(append(args, index[alg.Kind()], 0), alg)
+		} else {
+			args = append(appendOnceParams(append(args, index[alg.Kind()], 0), alg), alg.MaxCost())
+		}
+		args[n+1] = len(args) - n - 2
 	}
 	once := rid.key(keys[0], onceSet)
 	if once != "" {
@@ -488,13 +530,24 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	if err != nil {
 		return nil, s.decisionFailure(ctx, err)
 	}
+	want := 5 * len(algs)
+	if once != "" {
+		want += len(algs) // each limit's, after the results
+	}
 	fields, ok := reply.([]any)
-	if !ok || len(fields) != 5*len(algs) {
-		return nil, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, 5*len(algs), reply)
+	if !ok || len(fields) != want {
+		return nil, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, want, reply)
 	}
 	results := make([]algorithms.Result, len(algs))
 	for i, alg := range algs {
-		if results[i], err = parseReply(fields[5*i:5*i+5], alg.MaxCost(), notBefore); err != nil {
+		limit := alg.MaxCost()
+		if once != "" {
+			_, limit, err = withLimit([]any{fields[5*len(algs)+i]}, 1)
+			if err != nil {
+				return nil, err
+			}
+		}
+		if results[i], err = parseFields(fields[5*i:5*i+5], limit, notBefore); err != nil {
 			return nil, err
 		}
 	}
@@ -549,12 +602,24 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 		return algorithms.Result{}, err // not sent
 	}
 	defer s.forget(key, alg)
-	args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
+	if rid.id == "" {
+		args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
+		reply, err := sc.Run(ctx, s.client, keys, args...).Result()
+		if err != nil {
+			return algorithms.Result{}, s.decisionFailure(ctx, err)
+		}
+		return parseReply(reply, alg.MaxCost(), notBefore)
+	}
+	args := append(appendOnceParams(append(make([]any, 0, 8), arg, n, at.UnixMicro()), alg), alg.MaxCost())
 	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.decisionFailure(ctx, err)
 	}
-	return parseReply(reply, alg.MaxCost(), notBefore)
+	fields, limit, err := withLimit(reply, 6)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	return parseFields(fields, limit, notBefore)
 }
 
 // Reserve books a request for key under alg, in one round trip (see
@@ -584,12 +649,21 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 		return algorithms.Result{}, 0, err // not sent
 	}
 	defer s.forget(key, alg)
-	args := append(appendParams(append(make([]any, 0, 6), at, cost), alg), maxWait.Microseconds())
+	args := append(appendParams(append(make([]any, 0, 7), at, cost), alg), maxWait.Microseconds())
+	limit, want := alg.MaxCost(), 6
+	if once != "" {
+		args, want = append(args, limit), 7
+	}
 	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, 0, s.decisionFailure(ctx, err)
 	}
 	fields, ok := reply.([]any)
+	if ok && once != "" {
+		if fields, limit, err = withLimit(reply, want); err != nil {
+			return algorithms.Result{}, 0, err
+		}
+	}
 	if !ok || len(fields) != 6 {
 		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: want 6 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
 	}
@@ -597,7 +671,7 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if !ok || delay < 0 || delay > 1<<52 {
 		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: delay %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, fields[5], reply)
 	}
-	res, err := parseReply(fields[:5], alg.MaxCost(), notBefore)
+	res, err := parseReply(fields[:5], limit, notBefore)
 	if err != nil {
 		return algorithms.Result{}, 0, err
 	}

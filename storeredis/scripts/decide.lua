@@ -7,12 +7,14 @@
 -- function, and the string state needs no closures: a script rebuilds every
 -- closure it defines on each call.
 --
--- KEYS[2], if given, is the request's once key (see once.lua).
+-- KEYS[2], if given, is the request's once key (see once.lua); ARGV[3…6]
+-- then hold four parameters, '' for those the kind does not take, ARGV[7]
+-- the limit, and the reply ends with it.
 -- requires: once.lua
 
 local key, once = KEYS[1], KEYS[2]
 local seen = once_seen(once)
-if seen then return {seen[1], seen[2], seen[3], seen[4], seen[5]} end -- a booking's has a delay too
+if seen then return {seen[1], seen[2], seen[3], seen[4], seen[5], seen[7] or tonumber(ARGV[7])} end
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
 local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state,
@@ -20,7 +22,11 @@ local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, sta
 if new then
   if write then write(key, new, aux, aux2, aux3) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
 end
-if once and allowed == 1 and cost > 0 then
-  once_keep(once, {allowed, remaining, retry, reset, at}, reset)
+if once then
+  local limit = tonumber(ARGV[7])
+  if allowed == 1 and cost > 0 then
+    once_keep(once, {allowed, remaining, retry, reset, at, 0, limit}, reset)
+  end
+  return {allowed, remaining, retry, reset, at, limit}
 end
 return {allowed, remaining, retry, reset, at}

@@ -4,7 +4,9 @@
 -- <name>_step, <name>_write}, ...}".
 --
 -- KEYS[i]  limit i's state, for each of the n limits; KEYS[n + 1], if
---          given, the request's once key (see once.lua)
+--          given, the request's once key (see once.lua): each limit then
+--          has m = 5 values, four parameters ('' for those its kind does
+--          not take) and its limit, and the reply ends with the n limits
 -- ARGV[1]  now, ARGV[2] cost (see prelude.lua)
 -- ARGV[3…] for each limit in turn: its kind's index in kinds, the number m
 --          of its parameters, then its m parameters (as in decide.lua)
@@ -23,7 +25,7 @@ while ARGV[pos] do
   local p = {}
   for j = 1, m do p[j] = tonumber(ARGV[pos + 1 + j]) end
   n = n + 1
-  limits[n], pos = {kind = kind, p = p}, pos + 2 + m
+  limits[n], pos = {kind = kind, p = p, limit = p[5]}, pos + 2 + m
 end
 local once = KEYS[n + 1]
 local seen = once_seen(once)
@@ -66,5 +68,8 @@ for i = 1, n do
   for j = 1, 5 do reply[#reply + 1] = results[i][j] end
   longest = max(longest, results[i][4])
 end
-if once and all and cost > 0 then once_keep(once, reply, longest) end
+if once then
+  for i = 1, n do reply[#reply + 1] = limits[i].limit end
+  if all and cost > 0 then once_keep(once, reply, longest) end
+end
 return reply

@@ -4,6 +4,13 @@
 -- with it stores its reply there, for as long as what it charged counts (its
 -- reset_after, plus the prelude's grace); a request that finds the key
 -- returns that reply and decides nothing. A denial stores nothing.
+--
+-- A request with a once key also passes the limit its Result reports
+-- (algorithms.Algorithm.MaxCost), which the record keeps and every reply to
+-- it ends with: a retry made after the key's limit changed gets the first
+-- outcome with the limit it was decided under. A record of a decision or a
+-- booking is {allowed, remaining, retry_after, reset_after, at, delay,
+-- limit}, a decision's delay 0, so either driver can answer the other's.
 
 -- once_seen returns the reply kept under k, or nil when k is nil or empty.
 local function once_seen(k)

@@ -4,7 +4,9 @@
 --
 -- KEYS[1]   the key's state, as in decide.lua
 -- KEYS[2]   if given, the refund's once key (see once.lua): a refund that
---           changed the state is kept, and not applied again
+--           changed the state is kept, and not applied again; ARGV[4…7]
+--           then hold four parameters ('' for those the kind does not
+--           take), ARGV[8] the limit, and the reply ends with it
 -- KEYS[3]   if given, the once key of the admission the refund gives back
 --           (a decision or a booking with the same ID): while it exists the
 --           refund applies, and it is deleted, so that the request retried
@@ -46,10 +48,14 @@ if new then
     redis.call('SET', key, new, 'PX', ttl_ms(reset))
   end
 end
-if once and new then
-  -- Kept as long as the refunded charge could count (a window, p2), for a
-  -- retry of the refund, however soon the state itself goes.
-  once_keep(once, {allowed, remaining, retry, reset, when}, max(reset, p2))
-  if admitted then redis.call('DEL', admitted) end
+if once then
+  local reply = {allowed, remaining, retry, reset, when, tonumber(ARGV[8])}
+  if new then
+    -- Kept as long as the refunded charge could count (a window, p2), for
+    -- a retry of the refund, however soon the state itself goes.
+    once_keep(once, reply, max(reset, p2))
+    if admitted then redis.call('DEL', admitted) end
+  end
+  return reply
 end
 return {allowed, remaining, retry, reset, when}

@@ -7,15 +7,13 @@
 -- ARGV[6]   the longest wait the booking accepts, µs
 -- Reply     {allowed, remaining, retry_after, reset_after, at, delay}: delay
 --           is the wait until the booked request's turn
--- KEYS[2]   if given, the request's once key (see once.lua)
+-- KEYS[2]   if given, the request's once key (see once.lua); ARGV[7] is
+--           then the limit, and the reply ends with it
 -- requires: once.lua
 
 local key, once = KEYS[1], KEYS[2]
 local seen = once_seen(once)
-if seen then
-  seen[6] = seen[6] or 0 -- a decision's record: admitted at once
-  return seen
-end
+if seen then return seen end
 slack = tonumber(ARGV[6])
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
@@ -24,7 +22,9 @@ local allowed, remaining, retry, reset, at, new, aux, delay = step(key, state,
 if new then
   if write then write(key, new, aux) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
 end
-if once and allowed == 1 then
-  once_keep(once, {allowed, remaining, retry, reset, at, delay}, reset)
+if once then
+  local reply = {allowed, remaining, retry, reset, at, delay, tonumber(ARGV[7])}
+  if allowed == 1 then once_keep(once, reply, reset) end
+  return reply
 end
 return {allowed, remaining, retry, reset, at, delay}
