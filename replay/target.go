@@ -146,6 +146,13 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 	// go, so that only what the store holds is counted, less the fixed
 	// size of an empty store.
 	names = nil
+	return perEntry(s, base, empty)
+}
+
+// perEntry is the heap growth since base per entry s holds, less the size
+// empty of an empty store, and how many entries it holds; 0 when it holds
+// none or the heap did not grow.
+func perEntry(s *storememory.Store, base, empty uint64) (float64, int, error) {
 	grown := int64(heapAfterGC()) - int64(base) - int64(empty)
 	n := s.Len()
 	runtime.KeepAlive(s)
@@ -191,13 +198,7 @@ func measureFixedState(ctx context.Context, alg algorithms.Algorithm, now time.T
 			return 0, 0, err
 		}
 	}
-	grown := int64(heapAfterGC()) - int64(base) - int64(empty)
-	n := s.Len()
-	runtime.KeepAlive(s)
-	if n == 0 || grown <= 0 {
-		return 0, 0, nil
-	}
-	return float64(grown) / float64(n), n, nil
+	return perEntry(s, base, empty)
 }
 
 func heapAfterGC() uint64 {
