@@ -13,8 +13,8 @@ const maxCached = 4096
 
 // cache maps the few keys an observer meets to values built once. A read,
 // one per observed event, is a lookup in an immutable map, without a lock
-// or an allocation; a new key copies the map, which happens a few dozen
-// times in a process's life. (A sync.Map would box each struct key into an
+// or an allocation; a new key copies the map, which happens once for each
+// combination of labels a process sees, at most maxCached times. (A sync.Map would box each struct key into an
 // interface: an allocation per read.)
 type cache[K comparable, V any] struct {
 	m  atomic.Pointer[map[K]*V]
@@ -34,6 +34,9 @@ func (c *cache[K, V]) load(k K) (*V, bool) {
 // store keeps v as k's value and returns it, or returns the value another
 // goroutine kept first.
 func (c *cache[K, V]) store(k K, v *V) *V {
+	if c.len() >= maxCached {
+		return v // full: no lock for callers that will not be kept
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var old map[K]*V

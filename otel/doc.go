@@ -45,8 +45,9 @@
 //     (ratewise_store_clock_offset_seconds and
 //     ratewise_store_clock_uncertainty_seconds), gauges in seconds, and
 //     ratewise.store.clock.errors (ratewise_store_clock_errors_total), a
-//     counter with error.type: the Redis store's clock against this
-//     process's, only once ObserveClockOffset is called.
+//     counter with error.type; each with the attributes of WithAttributes:
+//     the Redis store's clock against this process's, only once
+//     ObserveClockOffset is called.
 //
 // error.type is "unavailable" when the store failed, "deadline_exceeded"
 // or "canceled" when the caller's context ended first, "unsupported" for
@@ -73,12 +74,13 @@
 // request's ratewise.cost, and for a decision ratewise.remaining and
 // ratewise.retry_after (in seconds); each degraded answer adds a
 // "ratewise.degraded" event with the degraded counter's attributes. No
-// span is made by default. WithDecisionSpans makes one per decision
-// instead, and WithoutSpanEvents adds no events.
+// span is made by default. WithDecisionSpans makes one per decision made
+// within a trace instead, and WithoutSpanEvents adds no events.
 //
 // # Cost
 //
 // An Observer builds each combination of attributes once and keeps it,
 // so an observed decision allocates nothing when its context has no
-// recording span (BenchmarkObserveDecision).
+// recording span (TestObserveDecisionAllocatesNothing;
+// BenchmarkObserveDecision times it).
 package ratewiseotel

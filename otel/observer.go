@@ -84,8 +84,8 @@ func New(opts ...Option) (*Observer, error) {
 }
 
 // decisionKey tells apart decisions that are labelled differently. It
-// holds a pointer and small numbers rather than the attributes' strings
-// because hashing it is most of what an observed decision costs.
+// holds the algorithm's kind, a pointer, rather than its name, so that
+// hashing it is cheap.
 type decisionKey struct {
 	kind    *algorithms.Kind     // nil for a nil Algorithm
 	limit   algorithms.Algorithm // nil unless WithLimitAttribute

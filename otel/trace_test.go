@@ -30,7 +30,7 @@ func newTracer(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder)
 	return tp, sr
 }
 
-// eventAttrs spells an event's or a span's attributes as attrs does.
+// kvString spells an event's or a span's attributes as attrs does.
 func kvString(kv []attribute.KeyValue) string { return attrs(attribute.NewSet(kv...)) }
 
 // A decision in the context of a recording span adds an event to it with
