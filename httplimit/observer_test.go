@@ -74,8 +74,7 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 		{"fail closed", unavailable, FailClosed(503, time.Second), nil, 503, DegradedEvent{Policy: "fail_closed", Reason: "unavailable", Quota: "default"}, false, 1},
 		{"fallback admits", unavailable, local(1), nil, 200, DegradedEvent{Policy: "fallback", Reason: "unavailable", Allowed: true, Quota: "default"}, false, 1},
 		{"fallback denies", unavailable, local(1), nil, 429, DegradedEvent{Policy: "fallback", Reason: "unavailable", Quota: "default"}, false, 2},
-		// The status is the failure handler's answer today, though
-		// Fallback's doc promises FailClosed(503, 0)'s.
+		// The local limiter refuses the cost: 503, as FailClosed(503, 0).
 		{"fallback fails too", unavailable, local(1), []Option{WithCost(func(*http.Request) (int64, error) { return 2, nil })}, 503, DegradedEvent{Policy: "fallback", Reason: "unavailable", Quota: "default"}, false, 1},
 		{"timeout, fail closed", silentStore{}, FailClosed(503, time.Second), []Option{WithQuotaName("api")}, 503, DegradedEvent{Policy: "fail_closed", Reason: "timeout", Quota: "api"}, true, 1},
 		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200, DegradedEvent{Policy: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, true, 1},

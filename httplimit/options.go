@@ -104,7 +104,11 @@ func WithFailurePolicy(p FailurePolicy) Option {
 
 // WithTimeout bounds each decision: a store that has not answered after d
 // counts as failed, and the policy decides. 0 waits for the store however
-// long it takes.
+// long it takes. The decision runs under a context with d's deadline, and
+// the store contract has stores honour it; for storeredis that takes a
+// go-redis client with ContextTimeoutEnabled (see docs/redis.md, "Client
+// settings"), without which a stalled Redis holds a request for the
+// client's own socket timeouts instead.
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(m *Middleware) error {
 		if d < 0 {

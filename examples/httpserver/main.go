@@ -38,7 +38,20 @@ func main() {
 
 	var s store.Store = storememory.New()
 	if *redisAddr != "" {
-		rdb := redis.NewClient(&redis.Options{Addr: *redisAddr})
+		// A limiter's client (docs/redis.md, "Client settings"): the
+		// middleware's 500 ms decision timeout is honoured on the socket,
+		// and nothing is retried.
+		rdb := redis.NewClient(&redis.Options{
+			Addr:                  *redisAddr,
+			ContextTimeoutEnabled: true,
+			DialTimeout:           150 * time.Millisecond,
+			DialerRetries:         1,
+			DialerRetryTimeout:    50 * time.Millisecond,
+			ReadTimeout:           250 * time.Millisecond,
+			WriteTimeout:          250 * time.Millisecond,
+			PoolTimeout:           250 * time.Millisecond,
+			MaxRetries:            -1,
+		})
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
 		if err := rdb.Ping(ctx).Err(); err != nil {
