@@ -31,8 +31,10 @@ const (
 // DecisionEvent is one decision an Observer hears of: each Allow, Peek and
 // Wait step, and each booking (Reserve, and Wait with an algorithm that
 // books). A Group's limiters report their own decisions, peeks included.
-// Input rejected before the store is asked, such as an empty key or a cost
-// above the limit, is not reported; a refund is not a decision.
+// Input rejected before the store is asked, such as an empty key or a
+// Limiter's cost above its limit, is not reported; input the store rejects,
+// such as a Set's cost above one of its limits or an invalid request ID, is,
+// with its error. A refund is not a decision.
 type DecisionEvent struct {
 	// Source is SourceLimiter or SourceSet.
 	Source string
@@ -61,7 +63,8 @@ type DecisionEvent struct {
 	// monotonic clock whatever WithClock says, error or not.
 	StoreLatency time.Duration
 	// Err is the store's error, nil for a decision. It wraps
-	// ErrStoreUnavailable when the store failed, or is ctx's error.
+	// ErrStoreUnavailable when the store failed, is ctx's error, or is the
+	// error of input the store rejected.
 	Err error
 }
 

@@ -346,8 +346,9 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	sh := s.shard(h)
 	sh.lock()
 	defer sh.unlock()
-	k := onceKey{t: idOf(alg), op: onceDecide, key: key, id: id}
+	var k onceKey
 	if once {
+		k = onceKey{t: idOf(alg), op: onceDecide, key: key, id: id}
 		if rec, ok := sh.once.find(k, t); ok {
 			return rec.results[0], rec.delay, nil
 		}
@@ -385,8 +386,9 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	sh := s.shard(h)
 	sh.lock()
 	defer sh.unlock()
-	k := onceKey{t: idOf(algs[0]), op: onceSet, key: key, id: id}
+	var k onceKey
 	if once {
+		k = onceKey{t: idOf(algs[0]), op: onceSet, key: key, id: id}
 		if rec, ok := sh.once.find(k, t); ok {
 			return append([]algorithms.Result(nil), rec.results...), nil
 		}

@@ -37,8 +37,9 @@ const DefaultCoalescing = 2
 // fails only that decision. A caller whose ctx ends while it waits returns
 // at once with ctx's error; its decision may still be made.
 //
-// Only Decide coalesces; Reserve, Refund, DecideSet, Reset and TTL always
-// take their own round trip. Clients other than *redis.Client and
+// Only Decide coalesces, and not a charging Decide that carries the caller's
+// request ID (store.WithRequestID), whose reply carries its limit; Reserve,
+// Refund, DecideSet, Reset and TTL always take their own round trip. Clients other than *redis.Client and
 // *redis.ClusterClient, such as *redis.Ring, are never coalesced.
 func WithCoalescing(n int) Option {
 	return optionFunc(func(s *Store) { s.coalesce = max(n, 0) })

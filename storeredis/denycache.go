@@ -27,8 +27,9 @@ const DefaultDenyCache = 4096
 // and otherwise the local monotonic clock, counted from before the request
 // was sent, so the cache never denies past the moment Redis would admit.
 //
-// Requests of another cost or other parameters, and inspections, go to
-// Redis; so does everything after this store resets, refunds, reserves or
+// Requests of another cost or other parameters, inspections, and requests
+// that carry the caller's request ID (a retry must get its admission back)
+// go to Redis; so does everything after this store resets, refunds, reserves or
 // decides a set on the key. What the cache cannot see is a change made by
 // another instance or by hand: a Reset or refund elsewhere, a limit raised
 // elsewhere, a key deleted in Redis. Until the remembered RetryAfter has

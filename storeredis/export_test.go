@@ -53,7 +53,7 @@ func DenyCacheLen(s *Store) int {
 // OnceKey is the once key of a decision on key under alg with request ID id
 // (see scripts/once.lua).
 func OnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {
-	return s.Key(key, alg) + onceDecide + id
+	return requestID{id: id}.key(s.Key(key, alg), onceDecide)
 }
 
 // Coalescing returns how many of s's decisions are in flight alone, how

@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
@@ -289,18 +288,12 @@ func BenchmarkRequestIDs(b *testing.B) {
 			}
 			// Redis's own time per script call, which the client's
 			// round trip hides.
-			info, err := c.Info(context.Background(), "commandstats").Result()
+			stats, err := redisinfo.CommandStats(context.Background(), c)
 			if err != nil {
 				b.Fatal(err)
 			}
-			var calls, usec float64
-			for _, line := range strings.Split(info, "\n") {
-				if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
-					fmt.Sscanf(rest, "calls=%g,usec=%g", &calls, &usec)
-				}
-			}
-			if calls > 0 {
-				b.ReportMetric(usec/calls, "redis-µs/op")
+			if st := stats["evalsha"]; st.Calls > 0 {
+				b.ReportMetric(float64(st.Usec)/float64(st.Calls), "redis-µs/op")
 			}
 		})
 	}

@@ -17,8 +17,7 @@ var ErrMalformedReply = errors.New("storeredis: malformed script reply")
 // retry_after µs, reset_after µs, at µs} into a Result, checking its shape
 // and that the fields agree with each other, since a wrong reply must never
 // read as "allowed". notBefore is the earliest time the decision may have been
-// made at (the caller's now in client-time mode, else 0). It is the only place
-// replies are parsed.
+// made at (the caller's now in client-time mode, else 0).
 func parseReply(reply any, limit, notBefore int64) (algorithms.Result, error) {
 	fields, ok := reply.([]any)
 	if !ok {

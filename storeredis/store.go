@@ -364,10 +364,11 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, gi
 		// The first outcome, which a retry returns, was decided earlier.
 		notBefore = 0
 	}
-	// A caller's ID may be retried under a changed limit, whose reply
-	// only decide.lua carries: it goes alone. The store's own IDs are only
-	// ever resent as they were, so their batches need no limit.
-	if s.co != nil && !given {
+	// A charge with the caller's ID may be retried under a changed limit,
+	// whose reply only decide.lua carries: it goes alone. The store's own
+	// IDs are only ever resent as they were, so their batches need no
+	// limit.
+	if s.co != nil && !(given && once != "") {
 		deadline, _ := ctx.Deadline()
 		b, i := s.co.join(call{key: rkey, once: once, alg: alg, at: at, notBefore: notBefore, cost: cost, deadline: deadline})
 		if b == nil {
@@ -542,9 +543,9 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	for i, alg := range algs {
 		limit := alg.MaxCost()
 		if once != "" {
-			_, limit, err = withLimit([]any{fields[5*len(algs)+i]}, 1)
-			if err != nil {
-				return nil, err
+			var ok bool
+			if limit, ok = fields[5*len(algs)+i].(int64); !ok || limit < 1 {
+				return nil, fmt.Errorf("%w: %w: limit %d is %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, i+1, fields[5*len(algs)+i], reply)
 			}
 		}
 		if results[i], err = parseFields(fields[5*i:5*i+5], limit, notBefore); err != nil {

@@ -11,6 +11,10 @@
 -- outcome with the limit it was decided under. A record of a decision or a
 -- booking is {allowed, remaining, retry_after, reset_after, at, delay,
 -- limit}, a decision's delay 0, so either driver can answer the other's.
+-- decide_batch.lua keeps {allowed, remaining, retry_after, reset_after, at}
+-- only: a batch carries the store's own IDs, which are only ever resent in
+-- the same batch, never the caller's (see WithCoalescing); decide.lua falls
+-- back to the limit it is given all the same.
 
 -- once_seen returns the reply kept under k, or nil when k is nil or empty.
 local function once_seen(k)
