@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -88,7 +89,7 @@ func (m *failoverMonitor) run(t *testing.T, replica, survivor *redistest.Server,
 			ctx := context.Background()
 			start := time.Now().UnixNano()
 			if info, err := rc.Info(ctx, "replication").Result(); err == nil {
-				switch redistest.InfoField(info, "role") {
+				switch redisinfo.Field(info, "role") {
 				case "slave":
 					m.lastReplica.Store(start)
 				case "master":
@@ -97,7 +98,7 @@ func (m *failoverMonitor) run(t *testing.T, replica, survivor *redistest.Server,
 			}
 			if info, err := sc.ClusterInfo(ctx).Result(); err == nil {
 				now := time.Now().UnixNano()
-				switch redistest.InfoField(info, "cluster_state") {
+				switch redisinfo.Field(info, "cluster_state") {
 				case "fail":
 					m.downFrom.CompareAndSwap(0, now)
 				case "ok":

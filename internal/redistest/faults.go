@@ -275,10 +275,7 @@ func replOffset(ctx context.Context, s *Server, field string) (int64, error) {
 	return n, nil
 }
 
-// InfoField returns one field of an INFO or CLUSTER INFO reply, such as
-// "role" or "cluster_state", or "" when the reply has none.
-func InfoField(info, name string) string { return infoFields(info)[name] }
-
+// infoFields splits an INFO or CLUSTER INFO reply into its fields.
 func infoFields(info string) map[string]string {
 	fields := map[string]string{}
 	for _, line := range strings.Split(info, "\n") {
