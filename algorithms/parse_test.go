@@ -9,36 +9,108 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
+// TestParseRate reads every form ParseRate's and ParsePeriod's docs name,
+// and gives each invalid form the sentinel the docs promise.
 func TestParseRate(t *testing.T) {
-	for in, want := range map[string]algorithms.Rate{
-		"100/min":     algorithms.PerMinute(100),
-		"10/s":        algorithms.PerSecond(10),
-		"5000/h":      algorithms.PerHour(5000),
-		"1000000/day": {Count: 1_000_000, Period: 24 * time.Hour},
-		"7/1500ms":    {Count: 7, Period: 1500 * time.Millisecond},
-		"100/5m":      {Count: 100, Period: 5 * time.Minute},
-		" 3 / 2 days": {Count: 3, Period: 48 * time.Hour},
-		"10/1m0s":     algorithms.PerMinute(10), // time.Duration's own form
+	day := 24 * time.Hour
+	for _, tc := range []struct {
+		in   string
+		want algorithms.Rate
+	}{
+		{"100/min", algorithms.PerMinute(100)},
+		{"10/s", algorithms.PerSecond(10)},
+		{"5000/h", algorithms.PerHour(5000)},
+		{"1000000/day", algorithms.Rate{Count: 1_000_000, Period: day}},
+		{"7/1500ms", algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}},
+		{"100/5m", algorithms.Rate{Count: 100, Period: 5 * time.Minute}},
+		{" 3 / 2 days", algorithms.Rate{Count: 3, Period: 2 * day}},
+		{"10/1m0s", algorithms.PerMinute(10)}, // time.Duration's own form
+		{"10/1h30m", algorithms.Rate{Count: 10, Period: 90 * time.Minute}},
+		// Every unit word, and the plural of each that has one.
+		{"3/s", algorithms.PerSecond(3)},
+		{"3/sec", algorithms.PerSecond(3)},
+		{"3/secs", algorithms.PerSecond(3)},
+		{"3/second", algorithms.PerSecond(3)},
+		{"3/seconds", algorithms.PerSecond(3)},
+		{"5/m", algorithms.PerMinute(5)},
+		{"5/min", algorithms.PerMinute(5)},
+		{"5/mins", algorithms.PerMinute(5)},
+		{"5/minute", algorithms.PerMinute(5)},
+		{"5/minutes", algorithms.PerMinute(5)},
+		{"1000/h", algorithms.PerHour(1000)},
+		{"1000/hr", algorithms.PerHour(1000)},
+		{"1000/hrs", algorithms.PerHour(1000)},
+		{"1000/hour", algorithms.PerHour(1000)},
+		{"1000/hours", algorithms.PerHour(1000)},
+		{"9/d", algorithms.Rate{Count: 9, Period: day}},
+		{"9/day", algorithms.Rate{Count: 9, Period: day}},
+		{"9/days", algorithms.Rate{Count: 9, Period: day}},
+		// A whole number before a unit word, with or without a space.
+		{"9/2secs", algorithms.Rate{Count: 9, Period: 2 * time.Second}},
+		{"9/15 mins", algorithms.Rate{Count: 9, Period: 15 * time.Minute}},
+		{"9/3hrs", algorithms.Rate{Count: 9, Period: 3 * time.Hour}},
 	} {
-		got, err := algorithms.ParseRate(in)
-		if err != nil || got != want {
-			t.Errorf("ParseRate(%q) = %v, %v; want %v", in, got, err, want)
+		got, err := algorithms.ParseRate(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		in   string
+		want error
+	}{
+		// Not a count per period.
+		{"100", algorithms.ErrInvalidRate},
+		{"fast/min", algorithms.ErrInvalidRate},
+		{"1.5/s", algorithms.ErrInvalidRate},
+		{"3/fortnight", algorithms.ErrInvalidRate},
+		{"3/", algorithms.ErrInvalidRate},
+		{"3/5", algorithms.ErrInvalidRate},
+		{"3/ss", algorithms.ErrInvalidRate},
+		// A count out of range.
+		{"0/min", algorithms.ErrInvalidLimit},
+		{"-3/min", algorithms.ErrInvalidLimit},
+		{"1125899906842625/s", algorithms.ErrOutOfRange}, // 2^50 + 1
+		{"99999999999999999999/s", algorithms.ErrOutOfRange},
+		// A period out of range.
+		{"10/0s", algorithms.ErrInvalidPeriod},
+		{"10/0d", algorithms.ErrInvalidPeriod},
+		{"10/0 mins", algorithms.ErrInvalidPeriod},
+		{"10/0ms", algorithms.ErrInvalidPeriod},
+		{"3/-1s", algorithms.ErrInvalidPeriod},
+		{"10/1ns", algorithms.ErrInvalidPeriod},
+		{"10/1500ns", algorithms.ErrInvalidPeriod},
+		{"10/999999h", algorithms.ErrOutOfRange},
+		{"10/99999999999999999days", algorithms.ErrOutOfRange},
+		{"10/99999999999999999999h", algorithms.ErrOutOfRange},
+	} {
+		if got, err := algorithms.ParseRate(tc.in); !errors.Is(err, tc.want) {
+			t.Errorf("ParseRate(%q) = %v, %v; want an error matching %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestParsePeriod: the period alone, with the sentinels ParsePeriod's doc
+// names.
+func TestParsePeriod(t *testing.T) {
+	for in, want := range map[string]time.Duration{
+		"min": time.Minute, "2 days": 48 * time.Hour, "90s": 90 * time.Second, "1500ms": 1500 * time.Millisecond, "3hrs": 3 * time.Hour,
+	} {
+		if got, err := algorithms.ParsePeriod(in); err != nil || got != want {
+			t.Errorf("ParsePeriod(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
 	for in, want := range map[string]error{
-		"100":                    algorithms.ErrInvalidRate,
-		"fast/min":               algorithms.ErrInvalidRate,
-		"1.5/s":                  algorithms.ErrInvalidRate,
-		"3/fortnight":            algorithms.ErrInvalidRate,
-		"3/0s":                   algorithms.ErrInvalidRate,
-		"3/-1s":                  algorithms.ErrInvalidRate,
-		"0/min":                  algorithms.ErrInvalidLimit,
-		"10/1ns":                 algorithms.ErrInvalidPeriod,
-		"10/999999h":             algorithms.ErrOutOfRange,
-		"99999999999999999999/s": algorithms.ErrInvalidRate,
+		"":          algorithms.ErrInvalidRate,
+		"fortnight": algorithms.ErrInvalidRate,
+		"5":         algorithms.ErrInvalidRate,
+		"0s":        algorithms.ErrInvalidPeriod,
+		"0day":      algorithms.ErrInvalidPeriod,
+		"-2m":       algorithms.ErrInvalidPeriod,
+		"9999999h":  algorithms.ErrOutOfRange,
 	} {
-		if got, err := algorithms.ParseRate(in); !errors.Is(err, want) {
-			t.Errorf("ParseRate(%q) = %v, %v; want an error matching %v", in, got, err, want)
+		if got, err := algorithms.ParsePeriod(in); !errors.Is(err, want) {
+			t.Errorf("ParsePeriod(%q) = %v, %v; want an error matching %v", in, got, err, want)
 		}
 	}
 }
