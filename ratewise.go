@@ -44,6 +44,8 @@ type Limiter struct {
 	// observer hears of every decision; nil for none, the default, which
 	// costs nothing on the hot path.
 	observer Observer
+	// latency is the longest recent booking round trip (see waitBooked).
+	latency latency
 }
 
 // LimitFunc chooses the algorithm, and so the limit, for a key: tiers,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -32,18 +33,23 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 
 // WaitN blocks until a request of cost n for key is admitted, and returns
 // its Result. It returns at once with ErrWaitExceedsDeadline, charging
-// nothing, when the wait the limiter reports would outlast ctx's deadline,
-// and with ctx's error when ctx ends while waiting: a booking is then
-// cancelled (see Reservation.Cancel), and a retrying waiter was charged
-// nothing. Other errors are AllowN's.
+// nothing, when the wait would outlast ctx's deadline; the Result's
+// RetryAfter is then the wait the request needed, the shortest after which
+// it would be admitted, on every path. It returns with ctx's error when
+// ctx ends while waiting: a booking is then cancelled (see
+// Reservation.Cancel), and a retrying waiter was charged nothing. Other
+// errors are AllowN's.
 //
 // With an algorithm that can book ahead (algorithms.Reserver: the token
 // bucket and GCRA) on a store that can (store.Reserver: the memory and
 // Redis stores), a wait is one round trip: the request books the earliest
 // time the key admits it, even across app instances, and sleeps until then.
 // Waiters are served in the order they booked, with no herd. A booking
-// charges at once; if ctx ends during the sleep, the booking is cancelled
-// (see Reservation.Cancel) and ctx's error returned.
+// charges at once, and is made only if its turn comes before ctx's
+// deadline with time to spare for the round trip (the longest of the
+// limiter's recent bookings); a reply that comes too late for that has its
+// booking given back at once. If ctx ends during the sleep, the booking is
+// cancelled (see Reservation.Cancel) and ctx's error returned.
 //
 // Otherwise a waiter sleeps for the denied request's RetryAfter, stretched
 // by a random fraction of at most an eighth (and 50ms) so that many waiters
@@ -98,6 +104,12 @@ const maxBooking = (1 << 50) * time.Microsecond
 
 // waitBooked books the request's turn under alg, which has been checked,
 // and sleeps until it.
+//
+// The turn must come before ctx's deadline counting the round trip, since
+// the sleep starts when the reply arrives: the booking asks for at most
+// the time left less the longest recent round trip of this limiter's
+// bookings (latency). If the round trip took longer than that, the booking
+// is given back at once, before its turn, and the wait refused.
 func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
@@ -106,15 +118,26 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 		return Result{}, err
 	}
 	maxWait := maxBooking
-	if deadline, ok := ctx.Deadline(); ok {
-		maxWait = min(max(time.Until(deadline), 0), maxBooking).Truncate(time.Microsecond)
+	deadline, bounded := ctx.Deadline()
+	if bounded {
+		maxWait = min(max(time.Until(deadline)-l.latency.longest(), 0), maxBooking).Truncate(time.Microsecond)
 	}
 	r, err := l.book(ctx, rs, key, alg, n, maxWait)
 	if err != nil {
 		return Result{}, err
 	}
 	if !r.res.Allowed {
-		return r.res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, r.res.RetryAfter+maxWait, key)
+		return r.res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, r.res.RetryAfter, key)
+	}
+	if bounded && r.delay > 0 && time.Until(deadline) < r.delay {
+		// Booked, but the reply came too late for the sleep to end before
+		// the deadline: hand the turn back while it is still ahead.
+		cctx, cancel := detached(ctx)
+		defer cancel()
+		if _, err := r.cancel(cctx); err != nil {
+			return Result{}, err
+		}
+		return r.refused(), fmt.Errorf("%w: %v to wait for %q, and the booking took %v", ErrWaitExceedsDeadline, r.delay, key, r.took)
 	}
 	if r.delay > 0 {
 		if err := l.sleep(ctx, r.delay); err != nil {
@@ -138,18 +161,37 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 // book runs one booking under alg, which has been checked.
 func (l *Limiter) book(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
 	start := l.clock.Now()
-	var began time.Time
-	if l.observer != nil {
-		began = time.Now()
-	}
+	began := time.Now()
 	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, start, n, maxWait)
+	took := time.Since(began)
 	if l.observer != nil {
 		observe(ctx, l.observer, began, key, alg, n, res, err)
 	}
 	if err != nil {
 		return nil, err
 	}
-	return &Reservation{l: l, key: key, alg: alg, n: n, res: res, delay: delay, turn: start.Add(delay)}, nil
+	l.latency.observe(took)
+	return &Reservation{l: l, key: key, alg: alg, n: n, res: res, delay: delay, turn: start.Add(delay), took: took}, nil
+}
+
+// latency keeps the longest of a limiter's recent booking round trips:
+// the margin a wait leaves before its deadline (see waitBooked). It is
+// safe for concurrent use.
+type latency struct {
+	recent [8]atomic.Int64 // nanoseconds, the latest in recent[next%8]
+	next   atomic.Uint32
+}
+
+func (lt *latency) observe(d time.Duration) {
+	lt.recent[lt.next.Add(1)%uint32(len(lt.recent))].Store(int64(d))
+}
+
+func (lt *latency) longest() time.Duration {
+	var most int64
+	for i := range lt.recent {
+		most = max(most, lt.recent[i].Load())
+	}
+	return time.Duration(most)
 }
 
 // Reservation is a request booked ahead with ReserveN: it may act after
@@ -161,7 +203,8 @@ type Reservation struct {
 	n     int64
 	res   Result
 	delay time.Duration
-	turn  time.Time // on the limiter's clock
+	turn  time.Time     // on the limiter's clock
+	took  time.Duration // the booking's round trip
 
 	mu        sync.Mutex
 	cancelled bool
@@ -169,7 +212,7 @@ type Reservation struct {
 
 // OK reports whether the request was booked: its turn comes within the
 // longest wait ReserveN was given. If not, nothing was charged, and
-// Result().RetryAfter is how much longer a wait would have to be.
+// Result().RetryAfter is the wait until its turn, as for every denial.
 func (r *Reservation) OK() bool { return r.res.Allowed }
 
 // Delay is the wait until the booked request may act, counted from the
@@ -192,13 +235,30 @@ func (r *Reservation) Result() Result { return r.res }
 // booking is given back at most once: if the store fails, Cancel returns
 // the error, and calling it again does not retry.
 func (r *Reservation) Cancel(ctx context.Context) (Result, error) {
+	if !r.l.clock.Now().Before(r.turn) {
+		return r.res, nil
+	}
+	return r.cancel(ctx)
+}
+
+// cancel gives the booking back whatever the time: the limiter knows the
+// request has not acted.
+func (r *Reservation) cancel(ctx context.Context) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !r.res.Allowed || r.cancelled || !r.l.clock.Now().Before(r.turn) {
+	if !r.res.Allowed || r.cancelled {
 		return r.res, nil
 	}
 	r.cancelled = true
 	return r.l.refund(ctx, r.key, r.alg, r.res, r.n)
+}
+
+// refused is the Result of a wait whose booking was given back: not
+// admitted, RetryAfter the wait it had booked.
+func (r *Reservation) refused() Result {
+	res := r.res
+	res.Allowed, res.RetryAfter = false, r.delay
+	return res
 }
 
 // Reserve is shorthand for ReserveN(ctx, key, 1, maxWait).
@@ -210,7 +270,9 @@ func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration
 // admits it, if that is at most maxWait away, in one round trip, even
 // across app instances: the caller then waits Delay and acts, or calls
 // Cancel. Bookings are served in the order they were made. A booking that
-// would wait longer than maxWait charges nothing and is not OK. It needs an
+// would wait longer than maxWait charges nothing and is not OK; its
+// Result's RetryAfter is then the wait until the request's turn, the
+// shortest after which it would be admitted. It needs an
 // algorithm that can book (the token bucket and GCRA: algorithms.Reserver)
 // on a store that can (store.Reserver), and fails with ErrUnsupported
 // otherwise; maxWait must be a whole number of microseconds in [0, 2^50µs].

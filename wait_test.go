@@ -3,6 +3,8 @@ package ratewise_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,5 +69,92 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	time.AfterFunc(5*time.Millisecond, cancel)
 	if _, err := l.Wait(ctx, "k"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
+	}
+}
+
+// latentStore is a store whose bookings take rtt of real time to come back,
+// as over a slow network, and that counts the refunds it is asked for.
+type latentStore struct {
+	*storememory.Store
+	rtt     time.Duration
+	refunds atomic.Int64
+}
+
+func (s *latentStore) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	res, delay, err := s.Store.Reserve(ctx, key, alg, now, cost, maxWait)
+	time.Sleep(s.rtt) // the reply's way back
+	return res, delay, err
+}
+
+func (s *latentStore) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	s.refunds.Add(1)
+	return s.Store.Refund(ctx, key, alg, now, at, n)
+}
+
+// A booking whose turn comes before the deadline, but not once the round
+// trip is counted, is never left charged and abandoned: the first such
+// wait, with no round trip observed yet, gives its booking back at once;
+// later ones, which know the store's latency, do not book at all. Either
+// way the wait fails with ErrWaitExceedsDeadline, and the key shows only
+// the admission made before. Real time, since deadlines are: 4 per second
+// (a turn every 250ms), a round trip of 60ms, 280ms left.
+func TestWaitCountsTheRoundTrip(t *testing.T) {
+	const interval, rtt, left = 250 * time.Millisecond, 60 * time.Millisecond, 280 * time.Millisecond
+	s := &latentStore{Store: storememory.New(), rtt: rtt}
+	l, err := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(4), Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// Bookings given back by the end of each wait: the first wait's, then
+	// none more.
+	for i, want := range []int64{1, 1} {
+		key := fmt.Sprint("k", i)
+		if res, err := l.Allow(ctx, key); err != nil || !res.Allowed {
+			t.Fatalf("the burst: %+v, %v", res, err)
+		}
+		short, cancel := context.WithTimeout(ctx, left)
+		res, err := l.Wait(short, key)
+		cancel()
+		if !errors.Is(err, ratewise.ErrWaitExceedsDeadline) || res.Allowed || res.RetryAfter <= left-rtt || res.RetryAfter > interval {
+			t.Fatalf("wait %d, %v away, with %v left and a %v round trip: %+v, %v; want ErrWaitExceedsDeadline and the wait it needed", i, interval, left, rtt, res, err)
+		}
+		if got := s.refunds.Load(); got != want {
+			t.Fatalf("wait %d: %d bookings given back, want %d", i, got, want)
+		}
+		// Only the first admission counts: a turn is at most one interval
+		// away, not two.
+		if p, err := l.Peek(ctx, key); err != nil || p.Remaining != 0 || p.RetryAfter > interval {
+			t.Fatalf("after wait %d was refused: %+v, %v; want nothing charged", i, p, err)
+		}
+	}
+}
+
+// RetryAfter has one meaning on every path of Wait: the shortest wait
+// after which the same request would be admitted. With 1s needed and
+// 300ms left, the bucket kinds, which book, and the sliding log, which
+// retries, report the same 1s.
+func TestWaitReportsTheWholeWait(t *testing.T) {
+	for _, alg := range []algorithms.Algorithm{
+		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+		algorithms.TokenBucket{Capacity: 1, Refill: algorithms.PerSecond(1)},
+		algorithms.SlidingLog{Limit: 1, Window: time.Second},
+	} {
+		clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+		l, err := ratewise.New(storememory.New(), alg, ratewise.WithClock(clock))
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Allow(context.Background(), "k")
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		res, err := l.Wait(ctx, "k")
+		cancel()
+		if !errors.Is(err, ratewise.ErrWaitExceedsDeadline) || res.Allowed || res.RetryAfter != time.Second {
+			t.Errorf("%v: a 1s wait with 300ms left: %+v, %v; want ErrWaitExceedsDeadline with RetryAfter 1s", alg, res, err)
+		}
+		r, err := l.Reserve(context.Background(), "k", 300*time.Millisecond)
+		if _, books := alg.(algorithms.Reserver); books && (err != nil || r.OK() || r.Result().RetryAfter != time.Second) {
+			t.Errorf("%v: a booking 1s away with 300ms to wait: %+v, %v; want not booked, RetryAfter 1s", alg, r, err)
+		}
 	}
 }

@@ -121,7 +121,8 @@ type Algorithm interface {
 // turn comes within maxWait, with delay the wait until then (0 when it may
 // go now); the request must wait delay before acting. When its turn is
 // further away, nothing is charged, Allowed is false and RetryAfter is the
-// wait after which the same booking would succeed. A booking is a debt on
+// wait until that turn, as for every denial: the shortest wait after which
+// the same request would be admitted at once. A booking is a debt on
 // the key: Remaining is 0 and later requests wait behind it, so bookings
 // are served in the order they were made. maxWait must be in [0, 2^50µs]
 // (CheckMaxWait); with 0, Reserve decides as Decide does.

@@ -225,7 +225,9 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 			used = after
 		}
 	} else {
-		res.RetryAfter = duration(b.sub(after, limit).ceil() + gap)
+		// The wait until its turn, whatever the slack: the shortest wait
+		// after which the same request would be admitted at once.
+		res.RetryAfter = duration(b.sub(after, capacity).ceil() + gap)
 	}
 	if used != (span{}) {
 		res.ResetAfter = duration(used.ceil() + gap)

@@ -43,7 +43,7 @@ var rules = []rule{
 	{"set_concurrency", "64 goroutines through a set on one key admit exactly the smallest limit and charge no limit for a denied request", setConcurrency, false},
 	{"set_invalid", "a set with two limits of one kind and scope is refused with ErrSharedState", setInvalid, true},
 	{"stale_after_expiry", "a request whose clock reading is behind an inspection that found the key's state expired is still decided with that state", staleAfterExpiry, false},
-	{"reservations", "booking ahead (store.Reserver) decides exactly as the algorithm's Reserve: the burst at once, then one interval more per booking up to the longest wait, nothing charged past it, later requests behind the bookings; other algorithms are refused", reservations, false},
+	{"reservations", "booking ahead (store.Reserver) decides exactly as the algorithm's Reserve: the burst at once, then one interval more per booking up to the longest wait, nothing charged past it and RetryAfter the wait until its turn, later requests behind the bookings; other algorithms are refused", reservations, false},
 	{"limit_change", "lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result stays in range, never an error", limitChange, true},
 	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
 	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},

@@ -167,7 +167,8 @@ func setInvalid(e *env) {
 // reservations: booking ahead (store.Reserver) decides exactly as the
 // algorithm's Reserve: the burst goes at once, each later booking waits one
 // interval more, up to the longest wait accepted; a booking past it charges
-// nothing; requests then wait behind the bookings. An algorithm that cannot
+// nothing and reports the wait until its turn; requests then wait behind
+// the bookings. An algorithm that cannot
 // book is refused with ErrUnsupported.
 func reservations(e *env) {
 	rs, ok := e.store.(store.Reserver)
@@ -193,11 +194,11 @@ func reservations(e *env) {
 			e.fatalf("booking %d: %+v, delay %v, %v; want %+v, delay %v", i+1, got, delay, err, want, wantDelay)
 		}
 		// The burst at once, then one interval more per booking, up to a
-		// window's wait; past it, nothing is booked, and one interval on
-		// a booking would succeed.
+		// window's wait; past it, nothing is booked, and RetryAfter is
+		// the wait until the request's turn, a window and an interval.
 		if i < e.c.limit && (!got.Allowed || delay != 0) ||
 			i >= e.c.limit && i < 2*e.c.limit && (!got.Allowed || delay != e.c.costBack(i-e.c.limit+1)) ||
-			i >= 2*e.c.limit && (got.Allowed || got.RetryAfter != e.c.costBack(1)) {
+			i >= 2*e.c.limit && (got.Allowed || got.RetryAfter != e.c.window+e.c.costBack(1)) {
 			e.fatalf("booking %d at one instant: %+v, delay %v", i+1, got, delay)
 		}
 	}

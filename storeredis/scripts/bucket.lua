@@ -162,7 +162,8 @@ local function bucket_step(_, raw, count, period, burst)
     if x > 0 then delay, at = x + gap, turn end
     if cost > 0 then used, used_f = after, after_f end
   else
-    retry = x - slack + gap
+    -- The wait until its turn, whatever the slack (algorithms.Reserver).
+    retry = x + gap
   end
   if used > 0 or used_f > 0 then
     reset = used + gap
