@@ -80,12 +80,16 @@ type Algorithm interface {
 	//
 	// A request of cost > 0 changes the state: an admission records its
 	// cost, and the sliding log and sliding window counter drop what has
-	// expired. An inspection changes nothing. Decide may reuse state's
-	// memory: the caller must keep the returned state and drop the one it
-	// passed in. A nil state and any state whose ResetAfter has passed are
-	// the same. State written under other parameters of the same Name and
-	// Scope is read as what it records (see each algorithm's doc) and never
-	// yields a result out of range.
+	// expired. An inspection changes nothing, but for a token bucket or
+	// GCRA state written under another rate count, which any decision
+	// converts (see "Changing limits"): it then returns a new state and
+	// leaves the one it was given as it was (Keeper tells when). Decide may
+	// reuse state's memory for a request: the caller must keep the
+	// returned state and drop the one it passed in. A nil state and any
+	// state whose ResetAfter has passed are the same. State written under
+	// other parameters of the same Name and Scope is read as what it
+	// records (see each algorithm's doc) and never yields a result out of
+	// range.
 	//
 	// The parameters must be valid, cost must be in [-MaxCost(), MaxCost()] and now
 	// within [the Unix epoch, MaxTime] (see CheckDecision); Decide does not

@@ -85,98 +85,76 @@ func (b bucket) tokens(x span) int64 {
 	return n + (rem+x.f)/b.p
 }
 
-// tokensUp is x / T rounded up, at most maxCount. It splits x.us into whole
-// periods and the rest, so that no product passes 2^53 in the Lua scripts'
-// version either.
-func (b bucket) tokensUp(x span) int64 {
-	whole := x.us / b.p
-	if whole >= (maxCount+b.k-1)/b.k {
-		return maxCount // only a state no valid parameters write
+// usedAt returns the decision time for a decision at now on st, the later
+// of now and the key's latest time; how far the key's TAT is ahead of it,
+// in b's units; and whether st was written under another rate count.
+//
+// Such a state is converted at the decision's time, in tokens: what the key
+// had used then at the old rate (TAT - eff over the old interval) is charged
+// at b's rate, exactly, rounded up to b's fraction of a microsecond, so a
+// changed rate never gives back what was used, nor takes more; the decision
+// must then write it (see step). A valid state is never more than 2^50µs
+// ahead; the caps keep any other in range.
+func (b bucket) usedAt(st *bucketState, now time.Time) (eff int64, used span, converted bool) {
+	eff = micros(now)
+	if st == nil {
+		return eff, span{}, false
 	}
-	n, rem := mulDiv(x.us%b.p, b.k, b.p)
-	n += whole * b.k
-	rem += x.f
-	n += rem / b.p
-	if rem%b.p > 0 {
-		n++
+	eff = max(eff, st.Latest)
+	converted = st.Count != b.count
+	if st.TAT < eff {
+		return eff, span{}, converted
 	}
-	return min(n, maxCount)
-}
-
-// timesUpTo is n×T, at most maxDuration µs.
-func (b bucket) timesUpTo(n int64) span {
-	if b.q > 0 && n > maxDuration/b.q {
-		return span{maxDuration, 0}
-	}
-	if s := b.times(n); s.us < maxDuration {
-		return s
-	}
-	return span{maxDuration, 0}
-}
-
-// used returns how far st's TAT is ahead of its latest time, under b's rate.
-// A state written under another rate count is converted: the tokens it had
-// used, rounded up to a whole token, are charged again at b's rate, but never
-// past its TAT, the time the key would have been full at the old rate (which
-// is also when a store drops it). A valid state is never more than 2^50µs
-// ahead; the cap keeps any other in range.
-func (b bucket) used(st *bucketState) span {
-	if st.TAT < st.Latest {
-		return span{}
-	}
-	ahead := min(st.TAT-st.Latest, maxDuration)
-	if st.Count == b.count || st.Count <= 0 || st.Count > maxCount {
-		return span{ahead, min(max(st.Frac, 0), b.k-1)}
+	if !converted || st.Count <= 0 || st.Count > maxCount {
+		// A count no decision writes reads as b's own.
+		return eff, span{min(st.TAT-eff, maxDuration), min(max(st.Frac, 0), b.k-1)}, converted
 	}
 	old := newBucket(0, Rate{Count: st.Count, Period: duration(b.period)})
-	frac := min(max(st.Frac, 0), old.k-1)
-	charged := b.timesUpTo(old.tokensUp(span{ahead, frac}))
-	// The old TAT in b's units, rounded down so as never to pass it.
-	f, _ := mulDiv(frac, b.k, old.k)
-	if until := (span{ahead, f}); less(until, charged) {
-		return until
-	}
-	return charged
+	ahead := span{min(st.TAT-eff, maxDuration), min(max(st.Frac, 0), old.k-1)}
+	return eff, b.convert(ahead, old), true
 }
 
-// usedAt returns the decision time for a decision at now on st, the later of
-// now and the key's latest time, and how far the key's TAT is ahead of it.
-func (b bucket) usedAt(st *bucketState, now time.Time) (eff int64, used span) {
-	eff = micros(now)
-	if st != nil {
-		eff = max(eff, st.Latest)
-		if u := b.used(st); eff-st.Latest < u.us || eff-st.Latest == u.us && u.f > 0 {
-			used = b.sub(u, span{eff - st.Latest, 0})
+// convert returns x, a span at old's rate count (same period), as the span
+// the same tokens take at b's: x × old.count / b.count, rounded up to 1/b.k
+// µs, at most 2^50µs. x is x.us + x.f/old.k µs, so the product is
+// (x.us × old.count + x.f × g) / b.count with g = old.count / old.k, formed
+// in 128 bits.
+func (b bucket) convert(x span, old bucket) span {
+	if b.count < old.count {
+		if limit, _ := mulDiv(maxDuration, b.count, old.count); x.us > limit {
+			return span{maxDuration, 0}
 		}
 	}
-	return eff, used
+	q, rem := mulDiv(x.us, old.count, b.count)
+	rem += x.f * (old.count / old.k)
+	q, rem = q+rem/b.count, rem%b.count
+	// rem/b.count µs, in 1/b.k µs: rem/g with g = b.count/b.k, rounded up.
+	g := b.count / b.k
+	f := (rem + g - 1) / g
+	if f >= b.k {
+		q, f = q+1, f-b.k
+	}
+	if q >= maxDuration {
+		return span{maxDuration, 0}
+	}
+	return span{q, f}
 }
 
 // refund gives back n tokens charged at time at; see TokenBucket.Refund. It
 // returns nil when nothing comes back.
 func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState {
-	if st == nil {
+	if st == nil || st.Count != b.count {
+		// No state, or one a decision at another rate count has converted
+		// since the charge: what the charge took is not what the key counts
+		// now, so nothing comes back.
 		return nil
 	}
-	eff, used := b.usedAt(st, now)
+	eff, used, _ := b.usedAt(st, now)
 	if used == (span{}) {
 		return nil // a full bucket: nothing counts, nothing to give back
 	}
 	a := micros(at)
 	back := b.times(n)
-	if st.Count != b.count && st.Count > 0 && st.Count <= maxCount {
-		// The state was written at another rate count, whose intervals
-		// stand for what was charged: give back no more than n of those
-		// either, rounded down to the microsecond. Converting the state to
-		// this rate rounds what it used up to a whole request, at the time
-		// it was last written, so a state written later rounds
-		// differently: one interval less covers that.
-		old := newBucket(0, Rate{Count: st.Count, Period: duration(b.period)})
-		if o := (span{old.times(n).us, 0}); less(o, back) {
-			back = o
-		}
-		back = b.sub(back, b.times(1))
-	}
 	if eff > a {
 		// What has refilled since the charge: the bucket may have been full
 		// since, had the request never been made.
@@ -206,8 +184,9 @@ func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState
 // caller accepts, and delay is the wait until the booked request's turn.
 func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *bucketState, _ Result, delay time.Duration) {
 	t := micros(now)
-	eff, used := b.usedAt(st, now) // used: the time until the key is full again, from eff
-	gap := eff - t                 // the caller's clock behind the key's latest time
+	// used: the time until the key is full again, from eff.
+	eff, used, converted := b.usedAt(st, now)
+	gap := eff - t // the caller's clock behind the key's latest time
 	capacity := b.times(b.burst)
 
 	res := Result{Limit: b.burst, At: time.UnixMicro(eff)}
@@ -235,12 +214,17 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 	if !less(capacity, used) {
 		res.Remaining = b.tokens(b.sub(capacity, used))
 	}
-	if cost <= 0 || !res.Allowed && cost == 1 {
+	switch {
+	case (cost <= 0 || !res.Allowed && cost == 1) && !converted:
 		// An inspection changes nothing, and neither does a denial of cost
 		// 1 (see Algorithm.Decide).
 		return st, res, delay
-	}
-	if st == nil {
+	case cost <= 0:
+		// An inspection that converted the state: it keeps the result in
+		// a state of its own, leaving the one it was given as it was, so
+		// that a store may inspect a state it shares.
+		st = &bucketState{}
+	case st == nil:
 		st = &bucketState{}
 	}
 	st.TAT, st.Frac, st.Latest, st.Count = eff+used.us, used.f, eff, b.count

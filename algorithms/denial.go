@@ -2,55 +2,70 @@ package algorithms
 
 import "time"
 
-// DenialKeeper is an algorithm that can tell, changing nothing, whether
-// Decide denying a request of cost 1 would leave a key's state as it is.
-// Such a denial is not remembered (see Algorithm.Decide), but a log's drops
+// Keeper is an algorithm that can tell, changing nothing, whether a
+// decision that writes nothing in the common case would leave a key's
+// state as it is: an inspection (a cost of 0 or less), or a denial of cost
+// 1. Neither is remembered (see Algorithm.Decide), but a log's denial drops
 // the records that expired, which a request with an earlier clock reading
-// could still count. When the state stays, the denial's Result is what an
-// inspection as a request of cost 1 (a cost of -1) returns, so a store may
-// decide it as an inspection, without writing, under a read lock. Every
-// algorithm of this package is one.
-type DenialKeeper interface {
+// could still count, and a token bucket's or GCRA's state written under
+// another rate count is converted by any decision, an inspection included.
+// When the state stays, a denial's Result is what an inspection as a
+// request of cost 1 (a cost of -1) returns, so a store may decide either
+// as an inspection, without writing, under a read lock. Every algorithm of
+// this package is one.
+type Keeper interface {
 	Algorithm
 
-	// KeepsDenied reports whether Decide(state, now, 1), should it deny,
-	// returns state unchanged.
-	KeepsDenied(state State, now time.Time) bool
+	// Keeps reports whether Decide(state, now, cost) leaves state
+	// unchanged when cost is at most 0, or when cost is 1 and the request
+	// is denied. It must not be asked about another cost.
+	Keeps(state State, now time.Time, cost int64) bool
 }
 
 var (
-	_ DenialKeeper = FixedWindow{}
-	_ DenialKeeper = SlidingLog{}
-	_ DenialKeeper = CompactLog{}
-	_ DenialKeeper = SlidingWindow{}
-	_ DenialKeeper = TokenBucket{}
-	_ DenialKeeper = GCRA{}
+	_ Keeper = FixedWindow{}
+	_ Keeper = SlidingLog{}
+	_ Keeper = CompactLog{}
+	_ Keeper = SlidingWindow{}
+	_ Keeper = TokenBucket{}
+	_ Keeper = GCRA{}
 )
 
-// KeepsDenied is true: a denial changes nothing.
-func (FixedWindow) KeepsDenied(State, time.Time) bool { return true }
+// Keeps is true: an inspection or a denial changes nothing.
+func (FixedWindow) Keeps(State, time.Time, int64) bool { return true }
 
-// KeepsDenied is true: a denial of cost 1 changes nothing.
-func (TokenBucket) KeepsDenied(State, time.Time) bool { return true }
-
-// KeepsDenied is true: a denial of cost 1 changes nothing.
-func (GCRA) KeepsDenied(State, time.Time) bool { return true }
-
-// KeepsDenied reports whether no record has expired at now.
-func (a SlidingLog) KeepsDenied(state State, now time.Time) bool {
-	return logKeepsDenied(stateAs[*SlidingLogState](a.Name(), state), int64(a.Window/time.Microsecond), 1, now)
+// Keeps reports whether the state was written under this rate count: one
+// written under another is converted (see TokenBucket).
+func (a TokenBucket) Keeps(state State, _ time.Time, _ int64) bool {
+	st := stateAs[*TokenBucketState](a.Name(), state)
+	return st == nil || st.Count == a.Refill.Count
 }
 
-// KeepsDenied reports whether no sub-window's record has expired at now.
-func (a SlidingWindow) KeepsDenied(state State, now time.Time) bool {
+// Keeps reports whether the state was written under this rate count: one
+// written under another is converted (see GCRA).
+func (a GCRA) Keeps(state State, _ time.Time, _ int64) bool {
+	st := stateAs[*GCRAState](a.Name(), state)
+	return st == nil || st.Count == a.Rate.Count
+}
+
+// Keeps is true for an inspection; for a denial, it reports whether no
+// record has expired at now.
+func (a SlidingLog) Keeps(state State, now time.Time, cost int64) bool {
+	return cost <= 0 || logKeepsDenied(stateAs[*SlidingLogState](a.Name(), state), int64(a.Window/time.Microsecond), 1, now)
+}
+
+// Keeps is true for an inspection; for a denial, it reports whether no
+// sub-window's record has expired at now.
+func (a SlidingWindow) Keeps(state State, now time.Time, cost int64) bool {
 	w := int64(a.Window / time.Microsecond)
-	return logKeepsDenied((*SlidingLogState)(stateAs[*SlidingWindowState](a.Name(), state)), w, w/a.SubWindows, now)
+	return cost <= 0 || logKeepsDenied((*SlidingLogState)(stateAs[*SlidingWindowState](a.Name(), state)), w, w/a.SubWindows, now)
 }
 
-// KeepsDenied reports whether no timestamp has expired at now.
-func (a CompactLog) KeepsDenied(state State, now time.Time) bool {
+// Keeps is true for an inspection; for a denial, it reports whether no
+// timestamp has expired at now.
+func (a CompactLog) Keeps(state State, now time.Time, cost int64) bool {
 	st := stateAs[*CompactLogState](a.Name(), state)
-	if st == nil {
+	if cost <= 0 || st == nil {
 		return true
 	}
 	eff := max(micros(now), st.Latest)

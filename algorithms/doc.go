@@ -62,8 +62,18 @@
 //
 // State is kept per algorithm and Scope (the window or period). Two limiters
 // with different windows, such as 10 per second and 1,000 per hour of one
-// algorithm, never share a key's state. Changing only the limit, burst or
-// capacity keeps the state, so what a key used carries over, and every result
-// stays in range: a key that used 50 when its limit drops to 10 reports
-// Remaining 0 and waits until enough of its usage has expired.
+// algorithm, never share a key's state. A changed limit, burst, capacity or
+// rate count keeps the state, and what a key used carries over in the units
+// the algorithm counts: requests for the windows, tokens for the token
+// bucket and GCRA. Lowering never hands back quota: a key that has used u
+// of the new limit L has Remaining max(0, L-u), and waits until its own
+// expiry (the windows) or the new rate's refill (the buckets) frees room
+// under L. Raising keeps u. Every result stays in range.
+//
+// A bucket's rate count is part of its state, so a decision under a new
+// rate count, whatever its cost (an inspection and a denial of cost 1
+// included), converts the state to it at its own time and writes it: the
+// change takes effect for a key at the first decision that carries it.
+// A refund charged under the old rate count then gives back nothing (see
+// Algorithm.Refund).
 package algorithms

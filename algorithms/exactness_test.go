@@ -156,48 +156,98 @@ func TestLimitChangesKeepUsage(t *testing.T) {
 	}
 }
 
-// TestRateChanges: a key that moves to a faster rate (a free tier upgraded to
-// a paid one) keeps the tokens it used, so it is not locked out; one that
-// moves to a slower rate keeps them too, but never waits past the time it
-// would have been full at the old rate.
+// TestRateChanges: a changed rate keeps what a key used, in tokens,
+// converted at the first decision under the new rate: a key moved to a
+// faster rate (a free tier upgraded to a paid one) keeps the tokens it used
+// and gets them back at the new rate; one moved to a slower rate keeps them
+// too, and waits for the slower rate to refill them. Lowering never hands
+// back quota.
 func TestRateChanges(t *testing.T) {
-	for _, build := range []func(rate algorithms.Rate) algorithms.Algorithm{
-		func(rate algorithms.Rate) algorithms.Algorithm {
-			return algorithms.TokenBucket{Capacity: rate.Count, Refill: rate}
+	for _, build := range []func(rate algorithms.Rate, burst int64) algorithms.Algorithm{
+		func(rate algorithms.Rate, burst int64) algorithms.Algorithm {
+			return algorithms.TokenBucket{Capacity: burst, Refill: rate}
 		},
-		func(rate algorithms.Rate) algorithms.Algorithm { return algorithms.GCRA{Rate: rate, Burst: rate.Count} },
+		func(rate algorithms.Rate, burst int64) algorithms.Algorithm {
+			return algorithms.GCRA{Rate: rate, Burst: burst}
+		},
 	} {
-		free, paid := build(algorithms.PerHour(100)), build(algorithms.PerHour(10_000))
+		free, paid := build(algorithms.PerHour(100), 100), build(algorithms.PerHour(10_000), 10_000)
 		t.Run(free.Name(), func(t *testing.T) {
 			r := run{alg: free}
 			r.decide(t0, 100)
 			r.alg = paid
-			if res := r.decide(t0, 0); res.Remaining != 9_900 {
-				t.Fatalf("upgraded after using 100 of 100 per hour: %+v, want Remaining 9,900", res)
+			if res := r.decide(t0, 0); res.Remaining != 9_900 || res.ResetAfter != 36*time.Second {
+				t.Fatalf("upgraded after using 100 of 100 per hour: %+v, want Remaining 9,900, full again in 36s", res)
 			}
 			r.decide(t0, 9_900)
-			// 10,000 used at 10,000 per hour: full again in an hour. At 100
-			// per hour they would take 100 hours; the key waits one.
+			// 10,000 used, moved back to 100 per hour with a burst of 100:
+			// Remaining 0 until 9,901 tokens have refilled at 100 per hour,
+			// 99.01 hours, and full again after 100.
 			r.alg = free
 			res := r.decide(t0, 1)
-			if res.Allowed || res.RetryAfter > time.Hour || res.ResetAfter != time.Hour {
-				t.Fatalf("downgraded after using 10,000: %+v, want denied, full again in 1h", res)
+			if wait := 99*time.Hour + 36*time.Second; res.Allowed || res.Remaining != 0 || res.RetryAfter != wait || res.ResetAfter != 100*time.Hour {
+				t.Fatalf("downgraded after using 10,000: %+v, want denied, RetryAfter %v, full again in 100h", res, wait)
 			}
-			if res := r.decide(t0.Add(time.Hour), 100); !res.Allowed {
-				t.Fatalf("an hour after the downgrade, 100: %+v, want admitted", res)
+			if res := r.decide(t0.Add(99*time.Hour+36*time.Second-time.Microsecond), 1); res.Allowed {
+				t.Fatalf("1µs before the downgraded key's RetryAfter: %+v, want denied", res)
 			}
-			// A fraction of a token used is charged as a whole one: 1.5
-			// tokens used at 2 per second, then 4 per second, are 2 tokens,
-			// half a second to drain.
-			r = run{alg: build(algorithms.PerSecond(2))}
+			if res := r.decide(t0.Add(99*time.Hour+36*time.Second), 1); !res.Allowed || res.Remaining != 0 {
+				t.Fatalf("at the downgraded key's RetryAfter: %+v, want one admitted", res)
+			}
+
+			// 1,000 per minute with a burst of 20, all 20 used, lowered to
+			// 10 per minute with a burst of 20 at the same instant: denied,
+			// one token back 6s later, not 19 more at once.
+			r = run{alg: build(algorithms.PerMinute(1000), 20)}
+			r.decide(t0, 20)
+			r.alg = build(algorithms.PerMinute(10), 20)
+			if res := r.decide(t0, 1); res.Allowed || res.Remaining != 0 || res.RetryAfter != 6*time.Second {
+				t.Fatalf("20 of 20 used at 1,000 per minute, then 10 per minute: %+v, want denied, RetryAfter 6s", res)
+			}
+			if got := admitted(&r, t0.Add(6*time.Second)); got != 1 {
+				t.Fatalf("6s after the rate was lowered: %d admitted, want 1", got)
+			}
+
+			// The tokens are those used when the new rate is first decided:
+			// 20 used at 1,000 per minute, 600ms later 10 of them have
+			// refilled; from then on they refill at 10 per minute.
+			r = run{alg: build(algorithms.PerMinute(1000), 20)}
+			r.decide(t0, 20)
+			r.alg = build(algorithms.PerMinute(10), 20)
+			if res := r.decide(t0.Add(600*time.Millisecond), 0); res.Remaining != 10 || res.ResetAfter != time.Minute {
+				t.Fatalf("10 of 20 used when the rate changes: %+v, want Remaining 10, full in 1m", res)
+			}
+
+			// Fractions of a token carry over exactly: 1.5 tokens used at 2
+			// per second, then 4 per second, are 1.5 tokens, 375ms to drain.
+			r = run{alg: build(algorithms.PerSecond(2), 2)}
 			r.decide(t0, 2)
 			r.decide(t0.Add(750*time.Millisecond), 1)
-			r.alg = build(algorithms.PerSecond(4))
-			if res := r.decide(t0.Add(750*time.Millisecond), 0); res.Remaining != 2 || res.ResetAfter != 500*time.Millisecond {
-				t.Fatalf("1.5 of 2 used, then 4 per second: %+v, want 2 tokens charged: Remaining 2, full in 500ms", res)
+			r.alg = build(algorithms.PerSecond(4), 4)
+			if res := r.decide(t0.Add(750*time.Millisecond), 0); res.Remaining != 2 || res.ResetAfter != 375*time.Millisecond {
+				t.Fatalf("1.5 of 2 used, then 4 per second: %+v, want Remaining 2, full in 375ms", res)
+			}
+			// 1 token used at 3 per second (333,333 1/3µs to drain), then 7
+			// per second: 142,857 1/7µs, held exactly in the new rate's
+			// sevenths of a microsecond; full again 142,858µs later, on the
+			// microsecond.
+			r = run{alg: build(algorithms.Rate{Count: 3, Period: time.Second}, 3)}
+			r.decide(t0, 1)
+			r.alg = build(algorithms.Rate{Count: 7, Period: time.Second}, 7)
+			if res := r.decide(t0, 0); res.Remaining != 6 || res.ResetAfter != 142858*time.Microsecond {
+				t.Fatalf("1 of 3 used at 3 per second, then 7 per second: %+v, want Remaining 6, full in 142,858µs", res)
 			}
 		})
 	}
+}
+
+// admitted sends requests of cost 1 at now until one is denied, and
+// returns how many were admitted.
+func admitted(r *run, now time.Time) int {
+	n := 0
+	for ; n < 1000 && r.decide(now, 1).Allowed; n++ {
+	}
+	return n
 }
 
 // TestScopes: a per-second and a per-hour limit of one algorithm never share

@@ -24,13 +24,15 @@ import (
 // Cost: TAT, the latest decision time and the rate count per key (O(1)
 // memory); O(1) work per decision.
 //
-// Changing Burst keeps TAT, and changing Rate.Count (the period is the
-// Scope) converts it to the requests it stands for, rounded up to a whole
-// one, at the new rate, but never past the old TAT: either way what was used
-// carries over, so raising a key's rate never makes it wait longer, and
-// lowering it below what was used denies the key until enough has drained.
-// A now earlier than the latest time the key was decided at is decided at
-// that latest time (see Algorithm.Decide).
+// A changed limit keeps what the key used, in tokens (see "Changing limits"
+// in the package doc). Changing Burst keeps TAT. Changing Rate.Count (the
+// period is the Scope) converts TAT at the first decision under the new
+// rate, an inspection included: the tokens used then are charged at the new
+// rate, exactly, and refill at it. For example, with 1,000 per minute and a
+// Burst of 20, all 20 used, and the rate lowered to 10 per minute at the
+// same instant, the key is denied with Remaining 0, and admits one request
+// 6s later. A now earlier than the latest time the key was decided at is
+// decided at that latest time (see Algorithm.Decide).
 type GCRA struct {
 	Rate  Rate
 	Burst int64

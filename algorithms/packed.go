@@ -36,10 +36,13 @@ type Packer interface {
 
 	// Inspect returns the Result Decide returns for the state w and tag
 	// stand for, at now, with a cost <= 0 (a cost above 0 is taken as its
-	// negative): an inspection, which changes nothing and so needs no
-	// state of its own. It allocates nothing, so that stores can inspect a
-	// packed state under a read lock without sharing a scratch state.
-	Inspect(w Words, tag int64, now time.Time, cost int64) Result
+	// negative): an inspection, which needs no state of its own; and
+	// whether that inspection leaves the state as it is (Keeper.Keeps),
+	// as it does unless the state was written under another rate count.
+	// It allocates nothing, so that stores can inspect a packed state
+	// under a read lock without sharing a scratch state; one that does not
+	// keep the state must be decided under the write lock, and written.
+	Inspect(w Words, tag int64, now time.Time, cost int64) (res Result, keeps bool)
 }
 
 var (
@@ -67,11 +70,12 @@ func (a FixedWindow) Unpack(w Words, _ int64, into State) State {
 	return st
 }
 
-// Inspect decides cost, taken as an inspection, on the state Pack packed.
-func (a FixedWindow) Inspect(w Words, tag int64, now time.Time, cost int64) Result {
+// Inspect decides cost, taken as an inspection, on the state Pack packed;
+// it always keeps the state.
+func (a FixedWindow) Inspect(w Words, tag int64, now time.Time, cost int64) (Result, bool) {
 	st := FixedWindowState{Start: w[0] - int64(a.Window/time.Microsecond), Count: w[1]}
 	_, res := a.step(&st, now, min(cost, -cost))
-	return res
+	return res, true
 }
 
 // Pack returns TAT and the latest time, tagged with the rate count, when
@@ -90,12 +94,14 @@ func (a TokenBucket) Unpack(w Words, tag int64, into State) State {
 	return st
 }
 
-// Inspect decides cost, taken as an inspection, on the state Pack packed.
-func (a TokenBucket) Inspect(w Words, tag int64, now time.Time, cost int64) Result {
+// Inspect decides cost, taken as an inspection, on the state Pack packed;
+// it keeps the state unless its tag, the rate count it was written under,
+// is not Refill.Count.
+func (a TokenBucket) Inspect(w Words, tag int64, now time.Time, cost int64) (Result, bool) {
 	var st bucketState
 	unpackBucket(&st, w, tag)
 	_, res, _ := newBucket(a.Capacity, a.Refill).step(&st, now, min(cost, -cost), 0)
-	return res
+	return res, tag == a.Refill.Count
 }
 
 // Pack returns TAT and the latest time, tagged with the rate count, when
@@ -114,12 +120,14 @@ func (a GCRA) Unpack(w Words, tag int64, into State) State {
 	return st
 }
 
-// Inspect decides cost, taken as an inspection, on the state Pack packed.
-func (a GCRA) Inspect(w Words, tag int64, now time.Time, cost int64) Result {
+// Inspect decides cost, taken as an inspection, on the state Pack packed;
+// it keeps the state unless its tag, the rate count it was written under,
+// is not Rate.Count.
+func (a GCRA) Inspect(w Words, tag int64, now time.Time, cost int64) (Result, bool) {
 	var st bucketState
 	unpackBucket(&st, w, tag)
 	_, res, _ := newBucket(a.Burst, a.Rate).step(&st, now, min(cost, -cost), 0)
-	return res
+	return res, tag == a.Rate.Count
 }
 
 // packBucket packs a state whose TAT is whole and not before its latest

@@ -45,21 +45,36 @@ func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algor
 	}
 }
 
-// When KeepsDenied says so, a denial of cost 1 returns the state as it was,
-// and the Result an inspection as a request of cost 1 returns; and it says
-// so whenever the denial would change nothing.
-func TestKeepsDenied(t *testing.T) {
+// When Keeps says so, a denial of cost 1 returns the state as it was, and
+// the Result an inspection as a request of cost 1 returns; and it says so
+// whenever the denial would change nothing. Likewise for an inspection,
+// which leaves its state as it was either way and says by its returned
+// state whether it changed it (a rate count converted).
+func TestKeeps(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
 		for _, limit := range []int64{7, 20} {
 			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
 				var denials, kept int
 				history(t, k, limit, func(alg algorithms.Algorithm, a, b *algorithms.State, now time.Time) {
-					keeps := alg.(algorithms.DenialKeeper).KeepsDenied(*a, now)
+					keeps := alg.(algorithms.Keeper).Keeps(*a, now, 1)
+					for _, cost := range []int64{0, -1} {
+						if *b == nil {
+							break
+						}
+						before := reflect.ValueOf(*b).Elem().Interface()
+						kept, _ := alg.Decide(*b, now, cost)
+						if changed := !reflect.DeepEqual(kept, *b); alg.(algorithms.Keeper).Keeps(*b, now, cost) == changed {
+							t.Fatalf("at %v: Keeps for cost %d is %v, and the inspection returned %+v for %+v", now, cost, !changed, kept, *b)
+						}
+						if after := reflect.ValueOf(*b).Elem().Interface(); !reflect.DeepEqual(after, before) {
+							t.Fatalf("at %v: an inspection of cost %d changed the state it was given: %+v, was %+v", now, cost, after, before)
+						}
+					}
 					_, inspected := alg.Decide(*b, now, -1)
 					after, res := alg.Decide(*a, now, 1)
 					unchanged := reflect.DeepEqual(after, *b)
 					if !res.Allowed && keeps != unchanged {
-						t.Fatalf("at %v: KeepsDenied %v, but the denial left the state unchanged: %v (%+v, was %+v)", now, keeps, unchanged, after, *b)
+						t.Fatalf("at %v: Keeps %v, but the denial left the state unchanged: %v (%+v, was %+v)", now, keeps, unchanged, after, *b)
 					}
 					*a = after
 					*b, _ = alg.Decide(*b, now, 1)
@@ -105,9 +120,13 @@ func TestPackRoundTrip(t *testing.T) {
 						t.Fatalf("Unpack(Pack(%+v)) = %+v", a, got)
 					}
 					for _, cost := range []int64{0, -1, -alg.MaxCost()} {
-						_, want := alg.Decide(b, now, cost)
-						if got := p.Inspect(w, tag, now, cost); got != want {
+						after, want := alg.Decide(b, now, cost)
+						got, keeps := p.Inspect(w, tag, now, cost)
+						if got != want {
 							t.Fatalf("Inspect(%v, cost %d) = %+v, Decide: %+v", now, cost, got, want)
+						}
+						if changed := !reflect.DeepEqual(after, b); keeps == changed {
+							t.Fatalf("Inspect(%v, cost %d) keeps %v, but Decide returned %+v for %+v", now, cost, keeps, after, b)
 						}
 					}
 					end := time.UnixMicro(w[0])

@@ -24,12 +24,15 @@ import (
 // Cost: that moment, the latest decision time and the rate count per key
 // (O(1) memory); O(1) work per decision.
 //
-// Changing Capacity or Refill.Count (the period is the Scope) keeps the
-// tokens taken: a key that took 50 of 100 has 950 left when the limit is
-// raised to 1,000 per period, and is denied when it is lowered to 10 until
-// enough has refilled at the new rate. A changed rate count rounds what was
-// taken up to a whole token. A now earlier than the latest time the key was
-// decided at is decided at that latest time (see Algorithm.Decide).
+// A changed limit keeps the tokens taken (see "Changing limits" in the
+// package doc): a key that took 50 of a Capacity of 100 has 950 left when
+// the Capacity is raised to 1,000, and when it is lowered to 10 has
+// Remaining 0 and admits one request once 41 tokens have refilled. A
+// changed Refill.Count (the period is the Scope) converts the state at the
+// first decision under the new rate, an inspection included: the tokens
+// taken then are kept, exactly, and refill at the new rate. A now earlier
+// than the latest time the key was decided at is decided at that latest
+// time (see Algorithm.Decide).
 type TokenBucket struct {
 	Capacity int64
 	Refill   Rate

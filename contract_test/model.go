@@ -52,18 +52,17 @@ func (m *fixedModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (
 }
 
 // bucketModel is the token bucket in exact rationals, kept as the tokens
-// used: they drain at the rate, a request is admitted when what is used plus
-// its cost is at most the burst, and what was used carries over when the
-// burst changes. When the rate changes, the tokens used at the last request
-// the key remembers (admitted, or denied with a cost above 1) are rounded up
-// to a whole token, but never charged past the time they would have drained
-// at the old rate (that time taken to the new rate's fraction of a
-// microsecond, rounded down), as documented. GCRA is documented to admit
-// exactly the same.
+// used: they drain at the rate the state was written under, a request is
+// admitted when what is used plus its cost is at most the burst, and what
+// was used carries over when the burst changes. When the rate count
+// changes, the tokens used at the decision's time are kept, exactly, and
+// from then on drain at the new rate; any decision under the new rate
+// makes that change, an inspection or a denial of cost 1 included, as
+// documented. GCRA is documented to admit exactly the same.
 type bucketModel struct {
 	count int64    // the rate count the state was written under
 	used  *big.Rat // tokens used as of last
-	last  int64    // µs of the last request remembered; -1 before any
+	last  int64    // µs of the last decision remembered; -1 before any
 }
 
 func newBucketModel() *bucketModel { return &bucketModel{used: new(big.Rat), last: -1} }
@@ -77,38 +76,24 @@ func rateOf(alg algorithms.Algorithm) (int64, algorithms.Rate) {
 func (m *bucketModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (bool, int64) {
 	burst, rate := rateOf(alg)
 	now := t.UnixMicro()
-	used := new(big.Rat).Set(m.used)
+	used := new(big.Rat)
+	converted := false
 	if m.last >= 0 {
-		if rate.Count != m.count {
-			period := rate.Period.Microseconds()
-			// The time the used tokens take to drain at the old rate,
-			// rounded down to 1/k µs, k the new count in lowest terms.
-			k := rate.Count / new(big.Int).GCD(nil, nil, big.NewInt(rate.Count), big.NewInt(period)).Int64()
-			drain := new(big.Rat).Mul(used, big.NewRat(period, m.count))
-			drain.Mul(drain, new(big.Rat).SetInt64(k))
-			drain.SetFrac(new(big.Int).Quo(drain.Num(), drain.Denom()), big.NewInt(k))
-			// ... in tokens at the new rate, against ceil(used).
-			until := new(big.Rat).Mul(drain, big.NewRat(rate.Count, period))
-			q, r := new(big.Int).QuoRem(used.Num(), used.Denom(), new(big.Int))
-			if r.Sign() > 0 {
-				q.Add(q, big.NewInt(1))
-			}
-			if used.SetInt(q); until.Cmp(used) < 0 {
-				used = until
-			}
-		}
-		drained := new(big.Rat).Mul(big.NewRat(rate.Count, rate.Period.Microseconds()), new(big.Rat).SetInt64(now-m.last))
-		if used.Sub(used, drained); used.Sign() < 0 {
+		// Drained at the state's own rate since it was written.
+		drained := new(big.Rat).Mul(big.NewRat(m.count, rate.Period.Microseconds()), new(big.Rat).SetInt64(now-m.last))
+		if used.Sub(m.used, drained); used.Sign() < 0 {
 			used.SetInt64(0)
 		}
+		converted = rate.Count != m.count
 	}
 	full := new(big.Rat).SetInt64(burst)
 	allowed := new(big.Rat).Add(used, new(big.Rat).SetInt64(max(cost, 1))).Cmp(full) <= 0
 	if allowed {
-		used.Add(used, new(big.Rat).SetInt64(cost))
+		used.Add(used, new(big.Rat).SetInt64(max(cost, 0)))
 	}
-	if cost > 0 && (allowed || cost > 1) {
-		// What the algorithm keeps: a denial of cost 1 is not remembered.
+	if cost > 0 && (allowed || cost > 1) || converted {
+		// What the algorithm keeps: a denial of cost 1 and an inspection
+		// are not remembered, unless they convert the rate.
 		m.used, m.last, m.count = used, now, rate.Count
 	}
 	left := new(big.Rat).Sub(full, used)

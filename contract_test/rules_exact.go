@@ -152,6 +152,122 @@ func limitChange(e *env) {
 	}
 }
 
+// quotaChange: a key used 50 of a limit (burst, capacity) of 100 at one
+// instant; lowered to 10 it has Remaining 0 and waits exactly until what
+// it used has expired (the windows: all 50 at once) or refilled at its rate
+// down to 9 (the buckets: 41 intervals), and then admits what the family
+// frees: the whole 10, or one. Raised to 1,000 instead, it keeps the 50:
+// Remaining 950, and exactly 950 more.
+func quotaChange(e *env) {
+	l := e.limiter(e.withLimit(100))
+	if res := e.allowN(l, "k", 50); !res.Allowed || res.Remaining != 50 {
+		e.fatalf("50 of 100: %+v", res)
+	}
+	lower := e.limiterIn(e.withLimit(10), e.clock, l.namespace)
+	wait, back := e.c.fullBack, int64(10) // windows: every unit used expires at once
+	if e.c.kind.Family() == algorithms.FamilyBucket {
+		wait, back = e.c.costBack(50-10+1), 1
+	}
+	if res := e.peek(lower, "k"); res.Allowed || res.Remaining != 0 || res.Limit != 10 || res.RetryAfter != wait {
+		e.fatalf("limit lowered to 10 with 50 used: %+v, want denied, Remaining 0, RetryAfter %v", res, wait)
+	}
+	if res := e.allow(lower, "k"); res.Allowed || res.RetryAfter != wait {
+		e.fatalf("a request with the limit lowered to 10 and 50 used: %+v, want denied with RetryAfter %v", res, wait)
+	}
+	e.clock.Advance(wait - time.Microsecond)
+	if res := e.allow(lower, "k"); res.Allowed {
+		e.fatalf("1µs before the lowered key's RetryAfter %v: %+v, want denied", wait, res)
+	}
+	e.clock.Advance(time.Microsecond)
+	if got := e.count(lower, "k"); got != back {
+		e.fatalf("at the lowered key's RetryAfter %v: %d admitted, want %d", wait, got, back)
+	}
+
+	raised := e.limiter(e.withLimit(100))
+	e.allowN(raised, "k", 50)
+	higher := e.limiterIn(e.withLimit(1000), e.clock, raised.namespace)
+	if res := e.peek(higher, "k"); res.Remaining != 950 || res.Limit != 1000 {
+		e.fatalf("limit raised to 1,000 with 50 used: %+v, want Remaining 950", res)
+	}
+	if res := e.allowN(higher, "k", 950); !res.Allowed || res.Remaining != 0 {
+		e.fatalf("950 more at 1,000: %+v, want admitted with Remaining 0", res)
+	}
+	if res := e.allow(higher, "k"); res.Allowed {
+		e.fatalf("a request after 1,000 used of 1,000: %+v, want denied", res)
+	}
+}
+
+// rateChange: a token bucket's or GCRA's rate changed on a live key keeps
+// the tokens it used, converted when the first decision under the new rate
+// is made, whichever decision that is, and refills them at the new rate.
+// 1,000 per minute with a burst of 20, 20 used, lowered to 10 per minute
+// at the same instant: denied, Remaining 0, and one request 6s later, not
+// 19 at once. Converted by a peek or a denial, the 20 tokens then refill at
+// 10 per minute, though 600ms at the old rate would have refilled 10.
+// Raised from 10 to 1,000 per minute with 20 used, one token is back 60ms
+// later. The windows' rate is their limit, which quota_change covers.
+func rateChange(e *env) {
+	if e.c.kind.Family() != algorithms.FamilyBucket {
+		e.t.Skip("the windows' rate is their limit per window (quota_change)")
+	}
+	build := func(perMinute, burst int64) algorithms.Algorithm {
+		alg, err := e.c.kind.New(algorithms.Params{Limit: perMinute, Window: time.Minute, Burst: burst})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		return alg
+	}
+	fast, slow := build(1000, 20), build(10, 20)
+	for _, first := range []string{"allow", "peek", "denial"} {
+		l := e.limiter(fast)
+		if res := e.allowN(l, "k", 20); !res.Allowed {
+			e.fatalf("20 of 20 at 1,000 per minute: %+v", res)
+		}
+		lowered := e.limiterIn(slow, e.clock, l.namespace)
+		start := e.clock.Now()
+		switch first {
+		case "peek":
+			if res := e.peek(lowered, "k"); res.Allowed || res.Remaining != 0 || res.RetryAfter != 6*time.Second {
+				e.fatalf("a peek at 10 per minute after 20 of 20 used: %+v, want denied, Remaining 0, RetryAfter 6s", res)
+			}
+		case "denial":
+			if res := e.allow(lowered, "k"); res.Allowed || res.Remaining != 0 || res.RetryAfter != 6*time.Second {
+				e.fatalf("a request at 10 per minute after 20 of 20 used: %+v, want denied, RetryAfter 6s", res)
+			}
+		}
+		if first != "allow" {
+			// Converted: 600ms later the 20 tokens have refilled at 10 per
+			// minute (a tenth of one), not at 1,000.
+			e.clock.Advance(600 * time.Millisecond)
+			if res := e.allow(lowered, "k"); res.Allowed || res.RetryAfter != 5400*time.Millisecond {
+				e.fatalf("600ms after a %s converted the key to 10 per minute: %+v, want denied with RetryAfter 5.4s", first, res)
+			}
+		} else if res := e.allow(lowered, "k"); res.Allowed || res.Remaining != 0 || res.RetryAfter != 6*time.Second {
+			e.fatalf("20 of 20 used at 1,000 per minute, then 10 per minute: %+v, want denied, Remaining 0, RetryAfter 6s", res)
+		}
+		e.clock.Set(start.Add(6*time.Second - time.Microsecond))
+		if res := e.allow(lowered, "k"); res.Allowed {
+			e.fatalf("1µs before 6s at 10 per minute: %+v, want denied", res)
+		}
+		e.clock.Set(start.Add(6 * time.Second))
+		if got := e.count(lowered, "k"); got != 1 {
+			e.fatalf("6s after the rate was lowered (%s first): %d admitted, want 1", first, got)
+		}
+		e.clock.Set(start)
+	}
+
+	l := e.limiter(slow)
+	e.allowN(l, "k", 20)
+	raised := e.limiterIn(fast, e.clock, l.namespace)
+	if res := e.allow(raised, "k"); res.Allowed || res.Remaining != 0 || res.RetryAfter != 60*time.Millisecond {
+		e.fatalf("20 of 20 used at 10 per minute, then 1,000 per minute: %+v, want denied, RetryAfter 60ms", res)
+	}
+	e.clock.Advance(60 * time.Millisecond)
+	if got := e.count(raised, "k"); got != 1 {
+		e.fatalf("60ms after the rate was raised: %d admitted, want 1", got)
+	}
+}
+
 func scopeIsolation(e *env) {
 	l := e.limiter(e.c.alg)
 	e.exhaust(l, "k")

@@ -8,12 +8,12 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// TestDenialKeepsTheExpiry: a denial of cost 1 is not remembered, so it
-// leaves the key's state counting as long as before, as on Redis, whatever
-// other keys of the shard have done (which decides whether the key's state
-// is stored inline or boxed, and which lock a denial takes). Here a rate
-// change makes the denial's ResetAfter shorter than the state's.
-func TestDenialKeepsTheExpiry(t *testing.T) {
+// TestDenialConvertsTheRate: a denial of cost 1 is not remembered, but one
+// under a changed rate converts the key's state to it, as any decision
+// does, and is written, whatever other keys of the shard have done (which
+// decides whether the key's state is stored inline or boxed, and which lock
+// a denial takes).
+func TestDenialConvertsTheRate(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	old := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
@@ -43,11 +43,13 @@ func TestDenialKeepsTheExpiry(t *testing.T) {
 		}
 		return res
 	}
-	// 3s after 10 requests at 1 per second, 3 are back: the state must
-	// still count.
+	// 10 requests at 1 per second, then the denial at 1,000 per second
+	// 1ms later, which converts the 9.999 tokens used to 9.999ms at the
+	// new rate: 3s later the key is full. (Had the denial left the state
+	// at 1 per second, 3 would be back.)
 	for _, denyingLast := range []bool{false, true} {
-		if res := run(denyingLast); res.Remaining != 3 {
-			t.Fatalf("denying last %v: Remaining %d, want 3", denyingLast, res.Remaining)
+		if res := run(denyingLast); res.Remaining != 10 {
+			t.Fatalf("denying last %v: Remaining %d, want 10", denyingLast, res.Remaining)
 		}
 	}
 }

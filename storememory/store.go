@@ -159,12 +159,17 @@ func (c *cursor) state(now int64) algorithms.State {
 }
 
 // keep records the state a decision of cost at now left (see table.keep).
-// The cursor's table must exist when cost > 0.
-func (c *cursor) keep(state algorithms.State, res algorithms.Result, now, cost int64) {
-	if c.t == nil {
+// changed is whether an inspection or a denial of cost 1 changed the state
+// anyway (algorithms.Keeper: a bucket converted from another rate count),
+// which it then writes as an admission would. The cursor's table must exist
+// when cost > 0 or changed.
+func (c *cursor) keep(state algorithms.State, res algorithms.Result, now, cost int64, changed bool) {
+	switch {
+	case c.t == nil || cost <= 0 && !changed:
+		// An inspection changes nothing: not even an expired entry goes,
+		// since a request whose clock reading is behind may still need it.
 		return
-	}
-	if cost == 1 && !res.Allowed && c.pos >= 0 {
+	case cost == 1 && !res.Allowed && c.pos >= 0 && !changed:
 		// A denial of cost 1 is not remembered (algorithms.Algorithm.Decide),
 		// so the key's state counts as long as it did, as on Redis, where
 		// the script writes nothing. A log's step may have dropped expired
@@ -172,7 +177,18 @@ func (c *cursor) keep(state algorithms.State, res algorithms.Result, now, cost i
 		c.t.replace(c.pos, state)
 		return
 	}
-	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, cost)
+	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now)
+}
+
+// changes reports whether Decide(state, now, cost) of alg may change state
+// although cost is an inspection or a request of cost 1 that it denies
+// (algorithms.Keeper); it is not asked of other costs.
+func changes(alg algorithms.Algorithm, state algorithms.State, now time.Time, cost int64) bool {
+	if cost > 1 {
+		return false
+	}
+	k, ok := alg.(algorithms.Keeper)
+	return !ok || !k.Keeps(state, now, cost)
 }
 
 // Decide runs alg's decision step on key's state under the key's shard lock.
@@ -207,7 +223,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	}
 	// An inspection changes nothing, and neither does a denial of cost 1
 	// (algorithms.Algorithm.Decide) unless a log drops expired records in it
-	// (algorithms.DenialKeeper); such denials are what a key over its limit
+	// (algorithms.Keeper); such denials are what a key over its limit
 	// mostly sees. Both are decided under the read lock, or none for a
 	// packed state (see hot), so a hot key's callers run in parallel. A
 	// denial of cost 1 gets the Result of an inspection as a request of cost
@@ -216,7 +232,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 		// A hot key's denial: the entry as it stood at the last write
 		// lock, which is the state now.
 		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, prefix, key) {
-			if res := alg.(algorithms.Packer).Inspect(hot.w, hot.tag, now, -1); !res.Allowed {
+			if res, keeps := alg.(algorithms.Packer).Inspect(hot.w, hot.tag, now, -1); !res.Allowed && keeps {
 				return res, nil // not counted (see tick)
 			}
 		}
@@ -236,8 +252,10 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	// decideLocked, inline: a call here costs a hot key's admissions
 	// about 5%.
 	c := sh.find(h, prefix, key, alg, s.seed, true)
-	state, res := alg.Decide(c.state(t), now, cost)
-	c.keep(state, res, t, cost)
+	st := c.state(t)
+	changed := changes(alg, st, now, cost)
+	state, res := alg.Decide(st, now, cost)
+	c.keep(state, res, t, cost, changed)
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
 	}
@@ -267,8 +285,10 @@ func (s *Store) decideOnce(sh *shard, h uint64, prefix, key, id string, alg algo
 // decideLocked decides under the write lock.
 func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
 	c := sh.find(h, prefix, key, alg, seed, true)
-	state, res := alg.Decide(c.state(t), now, cost)
-	c.keep(state, res, t, cost)
+	st := c.state(t)
+	changed := changes(alg, st, now, cost)
+	state, res := alg.Decide(st, now, cost)
+	c.keep(state, res, t, cost, changed)
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
 	}
@@ -280,9 +300,11 @@ func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, a
 
 // inspect decides a cost <= 0, or a cost of 1 as an inspection of cost -1,
 // on key's state at now (t in Unix nanoseconds), without changing anything.
-// done is false when a request of cost 1 would be admitted, which must be
-// decided under the write lock; expired is whether it found an entry that
-// no longer counts, for a sweep to drop. Requires the read lock (rlock).
+// done is false when a request of cost 1 would be admitted, or when the
+// decision would change the state all the same (algorithms.Keeper), which
+// must be decided under the write lock; expired is whether it found an
+// entry that no longer counts, for a sweep to drop. Requires the read lock
+// (rlock).
 func (sh *shard) inspect(h uint64, prefix, key string, alg algorithms.Algorithm, t int64, now time.Time, cost int64) (res algorithms.Result, done, expired bool) {
 	ask := min(cost, -cost)
 	tb, pos := sh.table(alg, maphash.Seed{}, false), -1
@@ -295,10 +317,11 @@ func (sh *shard) inspect(h uint64, prefix, key string, alg algorithms.Algorithm,
 		_, res = alg.Decide(nil, now, ask)
 	case tb.at(pos).w[0] == boxed:
 		st := *tb.box(pos, false)
-		if dk, ok := alg.(algorithms.DenialKeeper); cost > 0 && (!ok || !dk.KeepsDenied(st, now)) {
+		if changes(alg, st, now, cost) {
 			// A log's denial drops the records that expired, which a
-			// request with an earlier clock reading could still count: it
-			// is a write.
+			// request with an earlier clock reading could still count, and
+			// a bucket written under another rate count is converted: a
+			// write.
 			return res, false, false
 		}
 		_, res = alg.Decide(st, now, ask)
@@ -306,7 +329,10 @@ func (sh *shard) inspect(h uint64, prefix, key string, alg algorithms.Algorithm,
 		// Not table.state, whose scratch state is for the write lock; and
 		// alg's own parameters, not the table's packer's.
 		e := tb.at(pos)
-		res = alg.(algorithms.Packer).Inspect(e.w, tb.tag, now, ask)
+		var keeps bool
+		if res, keeps = alg.(algorithms.Packer).Inspect(e.w, tb.tag, now, ask); !keeps {
+			return res, false, false // a rate count converted: a write
+		}
 		if cost == 1 && !res.Allowed {
 			sh.denied(h, tb, e)
 		}
@@ -354,8 +380,10 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 		}
 	}
 	c := sh.find(h, "", key, alg, s.seed, true)
-	state, res, delay := r.Reserve(c.state(t), now, cost, maxWait)
-	c.keep(state, res, t, cost)
+	st := c.state(t)
+	changed := changes(alg, st, now, cost)
+	state, res, delay := r.Reserve(st, now, cost, maxWait)
+	c.keep(state, res, t, cost, changed)
 	if once && res.Allowed {
 		sh.once.keep(k, t, delay, res)
 	}
@@ -396,26 +424,41 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	results := make([]algorithms.Result, len(algs))
 	states := make([]algorithms.State, len(algs))
 	cursors := make([]cursor, len(algs))
+	// inspected are the states the inspections left, where they changed
+	// them (a bucket converted from another rate count): written unless
+	// the request then charges them.
+	inspected := make([]algorithms.State, len(algs))
 	all := true
-	inspect := min(cost, -cost) // an inspection as the request, which changes nothing
+	inspect := min(cost, -cost) // an inspection as the request
 	for i, alg := range algs {
 		// Each algorithm has its own table (CheckSet), so a packed state
 		// unpacked here stays as it is until it is charged below.
 		cursors[i] = sh.find(h, "", key, alg, s.seed, cost > 0)
 		states[i] = cursors[i].state(t)
-		_, results[i] = alg.Decide(states[i], now, inspect)
+		changed := changes(alg, states[i], now, inspect)
+		var st algorithms.State
+		st, results[i] = alg.Decide(states[i], now, inspect)
+		if changed {
+			inspected[i] = st
+		}
 		all = all && results[i].Allowed
+	}
+	for i, alg := range algs {
+		if cost <= 0 || !all && results[i].Allowed {
+			// An inspection, or it would admit but the set does not: not
+			// charged, and written only if the inspection changed it.
+			if inspected[i] != nil {
+				cursors[i].keep(inspected[i], results[i], t, 0, true)
+			}
+			continue
+		}
+		changed := changes(alg, states[i], now, cost)
+		state, res := alg.Decide(states[i], now, cost)
+		cursors[i].keep(state, res, t, cost, changed)
+		results[i] = res
 	}
 	if cost <= 0 {
 		return results, nil
-	}
-	for i, alg := range algs {
-		if !all && results[i].Allowed {
-			continue // it would admit, but the set does not: not charged
-		}
-		state, res := alg.Decide(states[i], now, cost)
-		cursors[i].keep(state, res, t, cost)
-		results[i] = res
 	}
 	if once && all {
 		sh.once.keep(k, t, 0, append([]algorithms.Result(nil), results...)...)
@@ -477,7 +520,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	_, res := alg.Decide(state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
-		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, n)
+		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t)
 	}
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of

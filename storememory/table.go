@@ -247,15 +247,11 @@ func (t *table) state(pos int, now int64) algorithms.State {
 	return t.scratch
 }
 
-// keep records the state a decision of cost at now (Unix nanoseconds) left
-// for prefix+key, whose hash is h and whose slot and position (-1 for none)
-// find returned; it counts for res.ResetAfter. An inspection changes
-// nothing: not even an expired entry goes, since a request whose clock
-// reading is behind may still need it.
-func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now, cost int64) {
+// keep records the state a decision at now (Unix nanoseconds) left for
+// prefix+key, whose hash is h and whose slot and position (-1 for none)
+// find returned; it counts for res.ResetAfter.
+func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now int64) {
 	switch {
-	case cost <= 0:
-		return
 	case state == nil || res.ResetAfter <= 0:
 		if pos >= 0 {
 			t.remove(slot, pos)

@@ -7,8 +7,9 @@
 -- terms; the emission interval is p/k µs.
 --
 -- The step returns a new state when a request was admitted, or was denied
--- with a cost above 1 and moved the key's latest time or found the state
--- written under another rate count; it expires when the bucket is full again.
+-- with a cost above 1 and moved the key's latest time, or when any decision,
+-- an inspection included, found the state written under another rate count
+-- and converted it; it expires when the bucket is full again.
 --
 -- Times are whole µs plus a fraction in 1/k µs, held as pairs (us, f) with
 -- 0 <= f < k. n × interval is n×q µs plus n×r/k with q = p div k, r = p mod k;
@@ -63,8 +64,10 @@ end
 -- bucket_used reads the state raw under the rate count per period µs and
 -- the burst: it returns k, p, q, r (the rate in lowest terms, k per p µs, and
 -- the interval q + r/k µs), the capacity cap + cap_f/k µs, the decision time
--- eff, how far the key's TAT is ahead of it, used + used_f/k µs, and the
--- state's latest time and rate count (nil for no state).
+-- eff, how far the key's TAT is ahead of it, used + used_f/k µs, the state's
+-- latest time (nil for no state), and whether the state was written under
+-- another rate count: converted, as algorithms/bucket.go's usedAt does, in
+-- tokens at eff, which the decision must then write.
 local function bucket_used(raw, count, period, burst)
   local k, p = lowest(count, period) -- k per p µs
   -- The interval is q + r/k µs.
@@ -73,9 +76,9 @@ local function bucket_used(raw, count, period, burst)
   local cap = burst * q + c -- burst intervals: the full capacity, cap + cap_f/k µs
 
   local eff, used, used_f = now, 0, 0 -- used: TAT - eff, used + used_f/k µs
-  local latest, scount
+  local latest, converted = nil, false
   if raw then
-    local tat, frac
+    local tat, frac, scount
     tat, frac, latest, scount = string.match(raw, '^(%d+) (%d+) (%d+) (%d+)$')
     if tat then
       -- A number too long for tonumber (not one a decision writes) reads as
@@ -92,57 +95,38 @@ local function bucket_used(raw, count, period, burst)
     -- written by anything else in range.
     latest = min(latest, 4503599627370495)
     eff = max(now, latest)
-    -- How far TAT was ahead of the latest time, under this rate: u + uf/k.
-    local u, uf = 0, 0
-    if tat >= latest then
-      if scount == count or scount <= 0 or scount > MAXC then
-        u, uf = min(tat - latest, MAXD), min(max(frac, 0), k - 1)
+    converted = scount ~= count
+    if tat >= eff then
+      if not converted or scount <= 0 or scount > MAXC then
+        -- A count no decision writes reads as this one.
+        used, used_f = min(tat - eff, MAXD), min(max(frac, 0), k - 1)
       else
-        -- Written under another rate count: charge the tokens it had
-        -- used, rounded up to a whole token, at this rate, but never past
-        -- its TAT (rounded down to this rate's fractions).
-        local a = min(tat - latest, MAXD)
-        local ok, op = lowest(scount, period)
-        local af = min(max(frac, 0), ok - 1)
-        -- The tokens used, rounded up: (a × ok + af) / op, split into
-        -- whole periods and the rest so that no product passes 2^53.
-        local n
-        local whole = floor(a / op)
-        if whole >= ceil(MAXC / ok) then
-          n = MAXC
+        -- Written under another rate count: the tokens used at eff,
+        -- (tat - eff) over the old interval, charged at this rate exactly,
+        -- rounded up to 1/k µs: (u × scount + uf × g) / count µs, with
+        -- g = scount / ok, the old count over its k.
+        local ok = lowest(scount, period)
+        local u, uf = min(tat - eff, MAXD), min(max(frac, 0), ok - 1)
+        if count < scount and u > mul_div(MAXD, count, scount) then
+          used, used_f = MAXD, 0
         else
-          local rem
-          n, rem = mul_div(a % op, ok, op)
-          n, rem = n + whole * ok, rem + af
-          n = n + floor(rem / op)
-          if rem % op > 0 then n = n + 1 end
-          n = min(n, MAXC)
+          local qu, rem = mul_div(u, scount, count)
+          rem = rem + uf * (scount / ok)
+          qu, rem = qu + floor(rem / count), rem % count
+          local g = count / k
+          local f = ceil(rem / g)
+          if f >= k then qu, f = qu + 1, f - k end
+          if qu >= MAXD then qu, f = MAXD, 0 end
+          used, used_f = qu, f
         end
-        -- n intervals at this rate, at most 2^50µs.
-        if q > 0 and n > floor(MAXD / q) then
-          u, uf = MAXD, 0
-        else
-          local nc
-          nc, uf = mul_div(n, r, k)
-          u = n * q + nc
-          if u >= MAXD then u, uf = MAXD, 0 end
-        end
-        local cf = mul_div(af, k, ok)
-        if a < u or (a == u and cf < uf) then u, uf = a, cf end
       end
     end
-    local d = eff - latest
-    if d < u then
-      used, used_f = u - d, uf
-    elseif d == u and uf > 0 then
-      used, used_f = 0, uf
-    end
   end
-  return k, p, q, r, cap, cap_f, eff, used, used_f, latest, scount
+  return k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted
 end
 
 local function bucket_step(_, raw, count, period, burst)
-  local k, p, q, r, cap, cap_f, eff, used, used_f, latest, scount = bucket_used(raw, count, period, burst)
+  local k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted = bucket_used(raw, count, period, burst)
   local gap = eff - now -- the caller's clock behind the key's latest time
 
   local allowed, retry, reset, remaining = 0, 0, 0, 0
@@ -176,9 +160,11 @@ local function bucket_step(_, raw, count, period, burst)
     local tq, trem = mul_div(x, k, p)
     remaining = tq + floor((trem + xf) / p)
   end
-  -- A denial of cost 1 writes nothing (see algorithms.Algorithm.Decide).
+  -- A denial of cost 1 and an inspection write nothing (see
+  -- algorithms.Algorithm.Decide), unless they converted the state from
+  -- another rate count.
   local new
-  if cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest or scount ~= count))) then
+  if converted or (cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest)))) then
     new = string.format('%d %d %d %d', eff + used, used_f, eff, count)
   end
   return allowed, remaining, retry, reset, at, new, reset, delay
@@ -189,22 +175,13 @@ end
 -- (algorithms.GCRA.Refund).
 local function bucket_refund(_, raw, at, count, period, burst)
   if not raw then return nil end
-  local k, _, q, r, cap, cap_f, eff, used, used_f, _, scount = bucket_used(raw, count, period, burst)
-  if used == 0 and used_f == 0 then return nil end -- a full bucket: nothing to give back
+  local k, _, q, r, cap, cap_f, eff, used, used_f, _, converted = bucket_used(raw, count, period, burst)
+  -- A state converted from another rate count since the charge: what the
+  -- charge took is not what the key counts now, so nothing comes back; a
+  -- full bucket has nothing to give back either.
+  if converted or (used == 0 and used_f == 0) then return nil end
   local bc, back_f = mul_div(cost, r, k)
   local back = cost * q + bc
-  if scount ~= count and scount > 0 and scount <= MAXC then
-    -- The state was written at another rate count, whose intervals stand
-    -- for what was charged: give back no more than cost of those either,
-    -- rounded down to the µs.
-    local ok, op = lowest(scount, period)
-    local oc = mul_div(cost, op % ok, ok)
-    local old = cost * floor(op / ok) + oc
-    if old < back or (old == back and back_f > 0) then back, back_f = old, 0 end
-    -- One interval less: converting rates rounds to whole requests.
-    back, back_f = back - q, back_f - r
-    if back_f < 0 then back, back_f = back - 1, back_f + k end
-  end
   if eff > at then back = back - (eff - at) end
   -- later = used + (eff - at) - cap: how far bookings made after the
   -- charge moved the TAT.

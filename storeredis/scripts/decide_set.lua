@@ -17,7 +17,8 @@
 -- returned: every limit is charged. If any denies, only the denying steps
 -- write (a denial writes what it would alone: expired records dropped, the
 -- latest time), and each admitting limit is decided again at cost 0, an
--- inspection, for its uncharged result.
+-- inspection, for its uncharged result. An inspection writes only a bucket
+-- state it converted from another rate count, as it would alone.
 
 local n, limits, pos = 0, {}, 3
 while ARGV[pos] do
@@ -59,8 +60,11 @@ if cost > 0 then
       cost, need = 0, 1
       results[i] = run(i)
       cost, need = c, nd
+      write(i) -- an inspection writes only a state it converted
     end
   end
+else
+  for i = 1, n do write(i) end -- likewise
 end
 
 local reply, longest = {}, 0
