@@ -19,7 +19,8 @@ var (
 	ErrInvalidNamespace = errors.New(`ratewise: a namespace must not contain ":"`)
 	// ErrEmptyKey: a key is empty.
 	ErrEmptyKey = errors.New("ratewise: key must not be empty")
-	// ErrInvalidCost: AllowN, PeekN or Refund was given n <= 0. It is
+	// ErrInvalidCost: AllowN or PeekN was given n <= 0, or Refund an n
+	// outside [1, the cost the admission was charged]. It is
 	// algorithms.ErrInvalidCost.
 	ErrInvalidCost = algorithms.ErrInvalidCost
 	// ErrCostExceedsLimit: AllowN was given an n larger than the limit, which
@@ -32,8 +33,8 @@ var (
 	// ErrInvalidGroup: NewGroup was given no limiters or a nil one, or
 	// Group.AllowN a number of keys other than the number of limiters.
 	ErrInvalidGroup = errors.New("ratewise: invalid group")
-	// ErrNotAdmitted: Refund was given a Result that is not an admission,
-	// which charged nothing to give back.
+	// ErrNotAdmitted: Refund was given a Result that charged nothing to
+	// give back: a denial, a Peek's, or one not made by a decision.
 	ErrNotAdmitted = errors.New("ratewise: the result to refund was not an admission")
 )
 

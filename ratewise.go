@@ -167,55 +167,43 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // Refund gives back n units of the cost an admission for key was charged:
 // a request that failed before doing any work, or a job charged its largest
 // cost up front that used less. charged is the Result of that admission
-// (from AllowN, WaitN or a Reservation), whose At tells the store which of
-// the key's charges it was. The key's algorithm is the one AlgorithmFor
-// chooses now; a charge made with AllowWith is refunded with RefundWith.
-// Refund returns the key's state afterwards, as Peek reports it.
+// (from AllowN, AllowWith, WaitN, a Reservation, or a Set's Results), which
+// names the state it charged: its algorithm's kind and window, with the
+// limit it was decided under, its cost, and the time it counts at
+// (Result.Charged, Result.At). The refund goes into exactly that state,
+// whatever limit the key has now: after a tier change, to the limit it was
+// charged under. Refund returns that state afterwards, as Peek under the
+// admission's algorithm reports it.
 //
 // A refund never lets more through than if the units had never been
 // charged. Made at once, before time passes or another request for key is
 // charged, it gives back exactly n; later, what comes back depends on the
 // algorithm and on what the key did since, and may be less (see
 // algorithms.Algorithm.Refund): a token bucket or GCRA gives back less
-// what has refilled since the charge, a sliding log frees its oldest units
-// if others were recorded after the refunded ones, and a fixed window gives
-// back nothing once its window has ended. Refund each admission at most
-// once, and by at most its cost.
+// what has refilled since the charge, and nothing once a decision under
+// another rate has converted the key; a sliding log frees its oldest units
+// if others were recorded after the refunded ones; and a fixed window
+// gives back nothing once its window has ended. Refund each admission at
+// most once.
 //
-// It fails with ErrNotAdmitted for a Result that was not an admission,
-// ErrInvalidCost or ErrCostExceedsLimit for n outside [1, the key's limit],
-// and ErrUnsupported on a store that cannot refund (store.Refunder; the
-// memory and Redis stores can).
+// It fails with ErrNotAdmitted for a Result that charged nothing (a
+// denial, a Peek's, the zero Result), with ErrInvalidCost for n outside
+// [1, the admission's cost], and with ErrUnsupported on a store that cannot
+// refund (store.Refunder; the memory and Redis stores can).
 func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int64) (Result, error) {
-	alg, err := l.checkedAlgorithmFor(ctx, key)
-	if err != nil {
-		return Result{}, err
-	}
-	return l.refund(ctx, key, alg, charged, n)
-}
-
-// RefundWith is Refund for a charge made with AllowWith and alg.
-func (l *Limiter) RefundWith(ctx context.Context, key string, alg algorithms.Algorithm, charged Result, n int64) (Result, error) {
-	if err := checkAlgorithm(alg); err != nil {
-		return Result{}, err
-	}
-	return l.refund(ctx, key, alg, charged, n)
-}
-
-// refund gives back n units of charged under alg, which has been checked.
-func (l *Limiter) refund(ctx context.Context, key string, alg algorithms.Algorithm, charged Result, n int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
-	if !charged.Allowed || charged.At.IsZero() {
+	alg, cost := charged.Charged()
+	if alg == nil {
 		return Result{}, ErrNotAdmitted
 	}
 	rf, ok := l.store.(store.Refunder)
 	if !ok {
 		return Result{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", ErrUnsupported, l.store)
 	}
-	if n <= 0 {
-		return Result{}, fmt.Errorf("%w: a refund must be > 0, got %d", ErrInvalidCost, n)
+	if n <= 0 || n > cost {
+		return Result{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", ErrInvalidCost, cost, n)
 	}
 	if pr, ok := l.store.(store.PrefixRefunder); ok && l.prefix != "" {
 		return pr.RefundPrefixed(ctx, l.prefix, key, alg, l.clock.Now(), charged.At, n)

@@ -191,23 +191,122 @@ func (o *onCharge) Refund(ctx context.Context, key string, alg algorithms.Algori
 	return o.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
 }
 
-// A charge made with AllowWith is refunded with RefundWith, under its own
-// algorithm's state.
-func TestRefundWith(t *testing.T) {
+// A refund goes into the state its admission charged, named by its
+// Result, whatever the key's limit is by then: a key charged on a
+// per-minute tier and moved to a per-hour one refunds into the minute, so
+// the hour never gets back what it was never charged. (Resolving the
+// algorithm anew at refund time, a per-hour limit of 5 admitted 6.)
+func TestRefundIntoTheChargedState(t *testing.T) {
 	ctx := context.Background()
-	l, _ := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute})
-	hourly := algorithms.FixedWindow{Limit: 100, Window: time.Hour}
-	l.AllowN(ctx, "k", 2)
-	res, _ := l.AllowWith(ctx, "k", hourly, 30)
-	after, err := l.RefundWith(ctx, "k", hourly, res, 30)
-	if err != nil || after.Remaining != 100 {
-		t.Fatalf("RefundWith: %+v, %v; want the hourly limit whole again", after, err)
+	clock := ratewisetest.NewClock(refundStart)
+	minute := algorithms.FixedWindow{Limit: 5, Window: time.Minute}
+	hour := algorithms.FixedWindow{Limit: 5, Window: time.Hour}
+	tier := map[string]algorithms.Algorithm{}
+	l, _ := ratewise.New(storememory.New(), minute, ratewise.WithClock(clock),
+		ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
+	charged, err := l.Allow(ctx, "k") // on the per-minute tier
+	if err != nil || !charged.Allowed {
+		t.Fatalf("%+v, %v", charged, err)
 	}
-	if got, _ := l.Peek(ctx, "k"); got.Remaining != 3 {
-		t.Fatalf("the per-minute limit after a refund of the hourly one: %+v, want 3 left", got)
+	if alg, cost := charged.Charged(); alg != minute || cost != 1 {
+		t.Fatalf("the admission says it charged %v, %d; want %v, 1", alg, cost, minute)
 	}
-	if _, err := l.RefundWith(ctx, "k", nil, res, 1); !errors.Is(err, ratewise.ErrNilAlgorithm) {
-		t.Fatalf("RefundWith a nil algorithm: %v", err)
+	tier["k"] = hour
+	admitted := 0
+	for range 5 {
+		if res, _ := l.Allow(ctx, "k"); res.Allowed {
+			admitted++
+		}
+	}
+	after, err := l.Refund(ctx, "k", charged, 1)
+	if err != nil || after.Limit != 5 || after.Remaining != 5 {
+		t.Fatalf("refund of the per-minute charge after the move: %+v, %v; want the minute's state, full again", after, err)
+	}
+	for range 5 {
+		if res, _ := l.Allow(ctx, "k"); res.Allowed {
+			admitted++
+		}
+	}
+	if admitted != 5 {
+		t.Fatalf("the per-hour limit of 5 admitted %d within the hour", admitted)
+	}
+
+	// A charge made with AllowWith is refunded the same way.
+	l.AllowN(ctx, "w", 2) // per hour, as tier has it for no key: the minute
+	res, _ := l.AllowWith(ctx, "w", hour, 3)
+	if after, err := l.Refund(ctx, "w", res, 3); err != nil || after.Remaining != 5 || after.Limit != 5 {
+		t.Fatalf("refund of an AllowWith charge: %+v, %v; want the per-hour state whole again", after, err)
+	}
+	if got, _ := l.Peek(ctx, "w"); got.Remaining != 3 {
+		t.Fatalf("the per-minute limit after the per-hour refund: %+v, want 3 left", got)
+	}
+}
+
+// Only what an admission charged comes back: not a Peek's Result, which
+// charged nothing, nor a denial's, nor more than the admission's cost.
+func TestRefundOnlyWhatWasCharged(t *testing.T) {
+	ctx := context.Background()
+	l, _ := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: 5, Window: time.Minute})
+	l.AllowN(ctx, "k", 4)
+	peeked, _ := l.Peek(ctx, "k")
+	if _, err := l.Refund(ctx, "k", peeked, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
+		t.Fatalf("a refund of a Peek's Result: %v, want ErrNotAdmitted", err)
+	}
+	denied, _ := l.AllowN(ctx, "k", 2)
+	if _, err := l.Refund(ctx, "k", denied, 1); denied.Allowed || !errors.Is(err, ratewise.ErrNotAdmitted) {
+		t.Fatalf("a refund of a denial %+v: %v, want ErrNotAdmitted", denied, err)
+	}
+	one, _ := l.Allow(ctx, "k")
+	if _, err := l.Refund(ctx, "k", one, 2); !errors.Is(err, ratewise.ErrInvalidCost) {
+		t.Fatalf("a refund of 2 of an admission of 1: %v, want ErrInvalidCost", err)
+	}
+	if got, _ := l.Peek(ctx, "k"); got.Remaining != 0 {
+		t.Fatalf("after the refused refunds: %+v, want nothing back", got)
+	}
+}
+
+// A Set's admission comes back to every limit, each into the state it
+// charged; a Group's rollback and a cancelled booking, likewise, into the
+// states they charged, whatever the key's tier by then.
+func TestRefundThroughSetsGroupsAndBookings(t *testing.T) {
+	ctx := context.Background()
+	clock := ratewisetest.NewClock(refundStart)
+	mem := storememory.New()
+	perSecond := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 3}
+	perHour := algorithms.SlidingLog{Limit: 10, Window: time.Hour}
+	set, _ := ratewise.NewSet(mem, []algorithms.Algorithm{perSecond, perHour}, ratewise.WithClock(clock))
+	admitted, err := set.AllowN(ctx, "k", 2)
+	if err != nil || !admitted.Allowed {
+		t.Fatalf("%+v, %v", admitted, err)
+	}
+	after, err := set.Refund(ctx, "k", admitted, 2)
+	if err != nil || after.Results[0].Remaining != 3 || after.Results[1].Remaining != 10 {
+		t.Fatalf("a set's refund: %+v, %v; want both limits whole again", after, err)
+	}
+	denied, _ := set.AllowN(ctx, "k", 3)
+	set.AllowN(ctx, "k", 3)
+	denied, _ = set.AllowN(ctx, "k", 3)
+	if _, err := set.Refund(ctx, "k", denied, 1); denied.Allowed || !errors.Is(err, ratewise.ErrNotAdmitted) {
+		t.Fatalf("a set's refund of a denial %+v: %v, want ErrNotAdmitted", denied, err)
+	}
+
+	// A booking whose key moves to another tier before it is cancelled
+	// gives its turn back to the state it booked.
+	tier := map[string]algorithms.Algorithm{}
+	l, _ := ratewise.New(mem, perSecond, ratewise.WithClock(clock), ratewise.WithNamespace("b"),
+		ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
+	l.AllowN(ctx, "k", 3)
+	r, err := l.Reserve(ctx, "k", time.Minute)
+	if err != nil || !r.OK() || r.Delay() != time.Second {
+		t.Fatalf("a booking: %+v, %v", r, err)
+	}
+	tier["k"] = algorithms.GCRA{Rate: algorithms.PerMinute(1), Burst: 3}
+	if _, err := r.Cancel(ctx); err != nil {
+		t.Fatal(err)
+	}
+	delete(tier, "k")
+	if got, _ := l.Peek(ctx, "k"); got.RetryAfter != time.Second {
+		t.Fatalf("after the cancel: %+v, want the booked turn back (1s to wait, not 2s)", got)
 	}
 }
 

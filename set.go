@@ -2,6 +2,7 @@ package ratewise
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -117,6 +118,60 @@ func (s *Set) PeekN(ctx context.Context, key string, n int64) (SetResult, error)
 		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
 	}
 	return s.decide(ctx, key, -n) // a negative cost inspects (algorithms.Algorithm.Decide)
+}
+
+// Refund gives back n units of what an admission of the Set charged (res,
+// from AllowN), to every limit: each into the state its Result names
+// (Result.Charged), as Limiter.Refund gives back one, whatever the key's
+// limits are now, and never more than if the units had never been charged.
+// It returns each limit's state afterwards, as a Peek under the algorithm
+// it charged reports it. A denied res is ErrNotAdmitted, an n outside
+// [1, the admission's cost] ErrInvalidCost, and a store that cannot refund
+// (store.Refunder) ErrUnsupported. Each limit is refunded in a round trip
+// of its own; an error on one is returned, joined with the others', after
+// every limit has been tried, and retrying the whole refund with the same
+// request ID (WithRequestID) gives back only what was not given back yet.
+func (s *Set) Refund(ctx context.Context, key string, res SetResult, n int64) (SetResult, error) {
+	if key == "" {
+		return SetResult{}, ErrEmptyKey
+	}
+	if !res.Allowed || len(res.Results) == 0 {
+		return SetResult{}, ErrNotAdmitted
+	}
+	rf, ok := s.store.(store.Refunder)
+	if !ok {
+		return SetResult{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", ErrUnsupported, s.store)
+	}
+	type charge struct {
+		alg  algorithms.Algorithm
+		cost int64
+	}
+	charges := make([]charge, len(res.Results))
+	for i, r := range res.Results {
+		alg, cost := r.Charged()
+		if alg == nil {
+			return SetResult{}, fmt.Errorf("%w: limit %d of the set", ErrNotAdmitted, i)
+		}
+		if n <= 0 || n > cost {
+			return SetResult{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", ErrInvalidCost, cost, n)
+		}
+		charges[i] = charge{alg, cost}
+	}
+	now := s.clock.Now()
+	out := SetResult{Allowed: true, Results: make([]Result, len(res.Results))}
+	var errs []error
+	for i, c := range charges {
+		r, err := rf.Refund(ctx, s.prefix+key, c.alg, now, res.Results[i].At, n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("limit %d: %w", i, err))
+			continue
+		}
+		out.Results[i] = r
+	}
+	if len(errs) > 0 {
+		return SetResult{}, errors.Join(errs...)
+	}
+	return combine(out.Results), nil
 }
 
 // Algorithms returns the Set's algorithms, in order.

@@ -171,7 +171,7 @@ func (l *Limiter) book(ctx context.Context, rs store.Reserver, key string, alg a
 		return nil, err
 	}
 	l.latency.observe(took)
-	return &Reservation{l: l, key: key, alg: alg, n: n, res: res, delay: delay, turn: start.Add(delay), took: took}, nil
+	return &Reservation{l: l, key: key, n: n, res: res, delay: delay, turn: start.Add(delay), took: took}, nil
 }
 
 // latency keeps the longest of a limiter's recent booking round trips:
@@ -199,7 +199,6 @@ func (lt *latency) longest() time.Duration {
 type Reservation struct {
 	l     *Limiter
 	key   string
-	alg   algorithms.Algorithm
 	n     int64
 	res   Result
 	delay time.Duration
@@ -250,7 +249,7 @@ func (r *Reservation) cancel(ctx context.Context) (Result, error) {
 		return r.res, nil
 	}
 	r.cancelled = true
-	return r.l.refund(ctx, r.key, r.alg, r.res, r.n)
+	return r.l.Refund(ctx, r.key, r.res, r.n)
 }
 
 // refused is the Result of a wait whose booking was given back: not

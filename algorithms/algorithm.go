@@ -191,6 +191,52 @@ type Result struct {
 	// ResetAfter count from the decision's now, not from At. A refund takes
 	// At to find what the request was charged (Algorithm.Refund).
 	At time.Time
+
+	// charge is what an admission charged (see Charged).
+	charge charge
+}
+
+// charge is the algorithm an admission was decided under, as its kind and
+// parameters (which allocate nothing to keep), and the cost it charged; the
+// zero charge stands for nothing charged.
+type charge struct {
+	kind   *Kind
+	params Params
+	cost   int64
+}
+
+// Charged reports what an admission charged: the algorithm it was decided
+// under, with its parameters (its kind and scope name the state charged,
+// and its limit the quota), and its cost. A refund gives back into exactly
+// that state, whatever limit the key has since (see Algorithm.Refund and
+// ratewise's Limiter.Refund). For a denial and an inspection, which charged
+// nothing, it returns nil and 0.
+func (r Result) Charged() (Algorithm, int64) {
+	if r.charge.kind == nil {
+		return nil, 0
+	}
+	return r.charge.kind.build(r.charge.params), r.charge.cost
+}
+
+// Charge returns res marked as the admission of a request of cost under
+// alg, as Decide and Reserve mark the admissions they make (see
+// Result.Charged). A store that decides outside Go, as the Redis store's Lua
+// steps do, marks the admissions it reads back with it, so that its Results
+// are the ones Decide returns. A denial, a cost below 1 or an alg that is
+// not one of this package's types leaves res unchanged.
+func Charge(res Result, alg Algorithm, cost int64) Result {
+	if CheckKind(alg) == nil {
+		res.charged(alg.Kind(), alg.Params(), cost)
+	}
+	return res
+}
+
+// charged marks r as the admission of cost under kind's algorithm with
+// params, if it is one.
+func (r *Result) charged(kind *Kind, params Params, cost int64) {
+	if r.Allowed && cost > 0 {
+		r.charge = charge{kind: kind, params: params, cost: cost}
+	}
 }
 
 // Rate is a number of events per period, such as 10 per second.

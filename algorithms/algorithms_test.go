@@ -79,6 +79,12 @@ func TestRate(t *testing.T) {
 
 // run feeds one key's decisions through alg, keeping the state as a store
 // would.
+// decision returns r without what it charged (Result.Charged), which
+// names the algorithm, to compare two algorithms' decisions.
+func decision(r algorithms.Result) algorithms.Result {
+	return algorithms.Result{Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining, RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter, At: r.At}
+}
+
 type run struct {
 	alg   algorithms.Algorithm
 	state algorithms.State
@@ -146,7 +152,7 @@ func TestTokenBucketEqualsGCRA(t *testing.T) {
 		for step := range 500 {
 			now = now.Add(time.Duration(rng.Int64N(int64(rate.Period)/rate.Count*2+1)) / time.Microsecond * time.Microsecond)
 			cost := rng.Int64N(capacity + 1)
-			a, b := tb.decide(now, cost), gc.decide(now, cost)
+			a, b := decision(tb.decide(now, cost)), decision(gc.decide(now, cost))
 			if a != b {
 				t.Fatalf("trial %d step %d (capacity %d, rate %v, cost %d): token bucket %+v, GCRA %+v", trial, step, capacity, rate, cost, a, b)
 			}
@@ -248,6 +254,34 @@ func TestLongIdle(t *testing.T) {
 		}
 		if res := r.decide(later, 5); !res.Allowed || res.Remaining != 0 {
 			t.Fatalf("%s after 300 years, cost 5: %+v; want admitted", alg.Name(), res)
+		}
+	}
+}
+
+// An admission says what it charged, a booking too; a denial and an
+// inspection charged nothing. Charge marks a Result exactly as Decide does.
+func TestCharged(t *testing.T) {
+	for _, k := range algorithms.Kinds() {
+		alg := mustNominal(t, k)
+		st, admitted := alg.Decide(nil, t0, 1)
+		if got, cost := admitted.Charged(); got != alg || cost != 1 {
+			t.Errorf("%v: an admission charged %v, %d; want itself, 1", alg, got, cost)
+		}
+		if algorithms.Charge(decision(admitted), alg, 1) != admitted {
+			t.Errorf("%v: Charge does not mark a Result as Decide does", alg)
+		}
+		_, denied := alg.Decide(st, t0, 1)
+		_, peeked := alg.Decide(nil, t0, 0)
+		for _, r := range []algorithms.Result{denied, peeked, algorithms.Charge(denied, alg, 1), algorithms.Charge(peeked, alg, 0)} {
+			if got, cost := r.Charged(); got != nil || cost != 0 {
+				t.Errorf("%v: %+v charged %v, %d; want nothing", alg, r, got, cost)
+			}
+		}
+		if r, ok := alg.(algorithms.Reserver); ok {
+			_, booked, _ := r.Reserve(st, t0, 1, time.Hour)
+			if got, cost := booked.Charged(); !booked.Allowed || got != alg || cost != 1 {
+				t.Errorf("%v: a booking %+v charged %v, %d", alg, booked, got, cost)
+			}
 		}
 	}
 }

@@ -153,6 +153,7 @@ func (a CompactLog) Decide(state State, now time.Time, cost int64) (State, Resul
 	if count > 0 {
 		res.ResetAfter = duration(st.at(st.Len-1) + w - t)
 	}
+	res.charged(compactLogKind, a.Params(), cost)
 	if st.Len == 0 && st.Latest == 0 && len(st.Ring) == 0 {
 		return state, res // nothing to keep
 	}

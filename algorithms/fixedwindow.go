@@ -90,6 +90,7 @@ func (a FixedWindow) Refund(state State, now, at time.Time, n int64) (State, boo
 // Decide runs one fixed-window step; see Algorithm.Decide.
 func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
 	st, res := a.step(stateAs[*FixedWindowState](a.Name(), state), now, cost)
+	res.charged(fixedWindowKind, a.Params(), cost)
 	if st == nil {
 		return nil, res
 	}

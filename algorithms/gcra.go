@@ -86,6 +86,7 @@ func (a GCRA) Validate() error {
 // Decide runs one GCRA step; see Algorithm.Decide.
 func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
 	st, res, _ := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost, 0)
+	res.charged(gcraKind, a.Params(), cost)
 	if st == nil {
 		return nil, res
 	}
@@ -96,6 +97,7 @@ func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
 // if that is at most maxWait away; see Reserver.
 func (a GCRA) Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration) {
 	st, res, delay := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost, int64(maxWait/time.Microsecond))
+	res.charged(gcraKind, a.Params(), cost)
 	if st == nil {
 		return nil, res, delay
 	}
@@ -108,7 +110,9 @@ func (a GCRA) Reserve(state State, now time.Time, cost int64, maxWait time.Durat
 // between, had the request never been made, and later bookings' turns are
 // already set behind it. Refunded at once, an admission comes back in full;
 // a booking cancelled before its turn comes back in full when none was made
-// after it. See Algorithm.Refund.
+// after it. A state that a decision under another rate count has converted
+// since (see "Changing limits" in the package doc) gives nothing back: what
+// the charge took is not what the key counts now. See Algorithm.Refund.
 func (a GCRA) Refund(state State, now, at time.Time, n int64) (State, bool) {
 	st := newBucket(a.Burst, a.Rate).refund((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, at, n)
 	if st == nil {

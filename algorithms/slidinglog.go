@@ -82,6 +82,7 @@ func (a SlidingLog) Validate() error {
 // Decide runs one sliding-log step; see Algorithm.Decide.
 func (a SlidingLog) Decide(state State, now time.Time, cost int64) (State, Result) {
 	st, res := logStep(stateAs[*SlidingLogState](a.Name(), state), a.Limit, int64(a.Window/time.Microsecond), 1, now, cost)
+	res.charged(slidingLogKind, a.Params(), cost)
 	if st == nil {
 		return nil, res
 	}

@@ -107,6 +107,7 @@ func (a SlidingWindow) Refund(state State, now, at time.Time, n int64) (State, b
 func (a SlidingWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
 	w := int64(a.Window / time.Microsecond)
 	st, res := logStep((*SlidingLogState)(stateAs[*SlidingWindowState](a.Name(), state)), a.Limit, w, w/a.SubWindows, now, cost)
+	res.charged(slidingWindowKind, a.Params(), cost)
 	if st == nil {
 		return nil, res
 	}

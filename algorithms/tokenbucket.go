@@ -90,6 +90,7 @@ func (a TokenBucket) Validate() error {
 // Decide runs one token-bucket step; see Algorithm.Decide.
 func (a TokenBucket) Decide(state State, now time.Time, cost int64) (State, Result) {
 	st, res, _ := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost, 0)
+	res.charged(tokenBucketKind, a.Params(), cost)
 	if st == nil {
 		return nil, res
 	}
@@ -100,6 +101,7 @@ func (a TokenBucket) Decide(state State, now time.Time, cost int64) (State, Resu
 // if that is at most maxWait away; see Reserver.
 func (a TokenBucket) Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration) {
 	st, res, delay := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost, int64(maxWait/time.Microsecond))
+	res.charged(tokenBucketKind, a.Params(), cost)
 	if st == nil {
 		return nil, res, delay
 	}
@@ -112,7 +114,9 @@ func (a TokenBucket) Reserve(state State, now time.Time, cost int64, maxWait tim
 // between, had the request never been made, and later bookings' turns are
 // already set behind it. Refunded at once, an admission comes back in full;
 // a booking cancelled before its turn comes back in full when none was made
-// after it. See Algorithm.Refund.
+// after it. A state that a decision under another rate count has converted
+// since (see "Changing limits" in the package doc) gives nothing back: what
+// the charge took is not what the key counts now. See Algorithm.Refund.
 func (a TokenBucket) Refund(state State, now, at time.Time, n int64) (State, bool) {
 	st := newBucket(a.Capacity, a.Refill).refund((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, at, n)
 	if st == nil {

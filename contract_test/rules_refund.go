@@ -146,7 +146,8 @@ func refundNeverMore(e *env) {
 }
 
 // refundInvalid: a Result that was not an admission, a cost outside
-// [1, limit] and a time outside the range are errors, and change nothing.
+// [1, the admission's cost] (and for a store, [1, limit]) and a time
+// outside the range are errors, and change nothing.
 func refundInvalid(e *env) {
 	rf := e.needRefunds()
 	ctx := context.Background()
@@ -158,8 +159,11 @@ func refundInvalid(e *env) {
 	if _, err := l.Refund(ctx, "k", res, 0); !errors.Is(err, ratewise.ErrInvalidCost) {
 		e.fatalf("Refund(0): %v, want ErrInvalidCost", err)
 	}
-	if _, err := l.Refund(ctx, "k", res, e.c.alg.MaxCost()+1); !errors.Is(err, ratewise.ErrCostExceedsLimit) {
-		e.fatalf("Refund(limit+1): %v, want ErrCostExceedsLimit", err)
+	if _, err := l.Refund(ctx, "k", res, 2); !errors.Is(err, ratewise.ErrInvalidCost) {
+		e.fatalf("Refund(2) of an admission of 1: %v, want ErrInvalidCost", err)
+	}
+	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), res.At, e.c.alg.MaxCost()+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
+		e.fatalf("a store refund of limit+1: %v, want ErrCostExceedsLimit", err)
 	}
 	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), time.Unix(-1, 0), 1); !errors.Is(err, algorithms.ErrInvalidTime) {
 		e.fatalf("a refund of a charge before 1970: %v, want ErrInvalidTime", err)
@@ -238,6 +242,92 @@ func peekN(e *env) {
 		}
 		if _, err := l.PeekN(ctx, "k", e.c.limit+1); !errors.Is(err, ratewise.ErrCostExceedsLimit) {
 			e.fatalf("PeekN(limit+1): %v, want ErrCostExceedsLimit", err)
+		}
+	}
+}
+
+// refundBound: a refund goes into the state its admission charged, named
+// by its Result (Result.Charged), whatever the key's limit is by then; a
+// Peek's Result, a denial and more than the admission's cost are refused;
+// a Set's admission comes back to each of its limits.
+func refundBound(e *env) {
+	e.needRefunds()
+	ctx := context.Background()
+	// A key moved from the case's window to one twice as long, a tier of
+	// another scope, after one request: the refund goes back into the
+	// first window's state, never into the new one, which stays spent.
+	longer := e.c.build(e.c.limit, 2*e.c.window)
+	tier := map[string]algorithms.Algorithm{}
+	l := e.limiterOn(e.c.alg, e.clock, ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+		return tier[key], nil
+	}))
+	charged := e.allow(l, "k")
+	if alg, cost := charged.Charged(); alg != e.c.alg || cost != 1 {
+		e.fatalf("an admission says it charged %v, %d; want %v, 1", alg, cost, e.c.alg)
+	}
+	tier["k"] = longer
+	e.exhaust(l, "k")
+	after, err := l.Refund(ctx, "k", charged, 1)
+	if err != nil || after.Remaining != e.c.limit || after.Limit != e.c.limit {
+		e.fatalf("a refund after the key moved to a tier of another window: %+v, %v; want the charged window's state whole again", after, err)
+	}
+	if res := e.allow(l, "k"); res.Allowed {
+		e.fatalf("the new tier after a refund of a charge it never had: %+v, want it still spent", res)
+	}
+	delete(tier, "k")
+	if res := e.peek(l, "k"); res.Remaining != e.c.limit {
+		e.fatalf("the charged window after its refund: %+v, want Remaining %d", res, e.c.limit)
+	}
+
+	// What charged nothing gives nothing back.
+	m := e.limiter(e.c.alg)
+	used := e.allowN(m, "k", e.c.limit-1)
+	if peeked := e.peek(m, "k"); true {
+		if _, err := m.Refund(ctx, "k", peeked, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
+			e.fatalf("a refund of a Peek's Result: %v, want ErrNotAdmitted", err)
+		}
+	}
+	if denied := e.allowN(m, "k", 2); denied.Allowed {
+		e.fatalf("a request of 2 with 1 left: %+v", denied)
+	} else if _, err := m.Refund(ctx, "k", denied, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
+		e.fatalf("a refund of a denial: %v, want ErrNotAdmitted", err)
+	}
+	if _, err := m.Refund(ctx, "k", used, e.c.limit); !errors.Is(err, ratewise.ErrInvalidCost) {
+		e.fatalf("a refund of %d of an admission of %d: %v, want ErrInvalidCost", e.c.limit, e.c.limit-1, err)
+	}
+	if res := e.peek(m, "k"); res.Remaining != 1 {
+		e.fatalf("after the refused refunds: %+v, want Remaining 1", res)
+	}
+
+	// A set's admission comes back to every limit.
+	if _, ok := e.store.(store.SetDecider); ok {
+		s, lims := e.set(e.c.alg, e.partner(e.c.limit))
+		admitted, err := s.AllowN(ctx, "k", 2)
+		if err != nil || !admitted.Allowed {
+			e.fatalf("a set's AllowN(2): %+v, %v", admitted, err)
+		}
+		if _, err := s.Refund(ctx, "k", admitted, 2); err != nil {
+			e.fatalf("a set's Refund(2): %v", err)
+		}
+		for i, l := range lims {
+			if res := e.peek(l, "k"); res.Remaining != l.Algorithm().MaxCost() {
+				e.fatalf("limit %d of a set after its admission was refunded: %+v, want it whole", i, res)
+			}
+		}
+	}
+
+	// A bucket converted to another rate since the charge gives nothing
+	// back: what the charge took is not what the key counts now.
+	if e.c.kind.Family() == algorithms.FamilyBucket {
+		b := e.limiter(e.c.alg)
+		charge := e.allowN(b, "k", 3)
+		other := e.limiterIn(e.c.build(2*e.c.limit, e.c.window), e.clock, b.namespace)
+		before := e.peek(other, "k") // converts the key to the doubled rate
+		if _, err := b.Refund(ctx, "k", charge, 3); err != nil {
+			e.fatalf("a refund after the rate changed: %v", err)
+		}
+		if after := e.peek(other, "k"); after != before {
+			e.fatalf("a refund of a charge made at another rate count changed the converted key: %+v, was %+v", after, before)
 		}
 	}
 }

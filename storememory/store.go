@@ -461,7 +461,13 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		return results, nil
 	}
 	if once && all {
-		sh.once.keep(k, t, 0, append([]algorithms.Result(nil), results...)...)
+		kept := append([]algorithms.Result(nil), results...)
+		sh.once.keep(k, t, 0, kept...)
+		// Each other limit's state knows the admission too, so that a
+		// refund of it with the ID forgets it (see refund).
+		for _, alg := range algs[1:] {
+			sh.once.keep(onceKey{t: idOf(alg), op: onceSet, key: key, id: id}, t, 0, kept...)
+		}
 	}
 	if sh.tick(false) {
 		sh.sweep(t)
@@ -497,14 +503,18 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	sh := s.shard(h)
 	sh.lock()
 	defer sh.unlock()
-	// A refund with an ID gives back the admission made with it while its
-	// record lasts, and forgets it, so that the request retried is charged
-	// again; otherwise it applies once, as a decision does.
-	var k, admitted onceKey
+	// A refund with an ID gives back the admission made with it (a
+	// decision, a booking or a set's) while its record lasts, and forgets
+	// it, so that the request retried is charged again; otherwise it
+	// applies once, as a decision does.
+	var k, admitted, inSet onceKey
 	if once {
 		k = onceKey{t: idOf(alg), op: onceRefund, key: prefix + key, id: id}
 		admitted = onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
-		if _, ok := sh.once.find(admitted, t); !ok {
+		inSet = onceKey{t: idOf(alg), op: onceSet, key: prefix + key, id: id}
+		_, decided := sh.once.find(admitted, t)
+		_, setDecided := sh.once.find(inSet, t)
+		if !decided && !setDecided {
 			if rec, ok := sh.once.find(k, t); ok {
 				return rec.results[0], nil
 			}
@@ -527,6 +537,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 		// the refund, however soon the state itself goes.
 		sh.once.keepFor(k, t, 0, alg.Params().Window, res)
 		sh.once.forget(admitted)
+		sh.once.forget(inSet)
 	}
 	return res, nil
 }

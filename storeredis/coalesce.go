@@ -387,6 +387,9 @@ func (co *coalescer) settle(b *batch, g *group, err error) {
 			continue
 		}
 		c.res, c.err = parseFields(f, c.alg.MaxCost(), c.notBefore)
+		// A batch carries only the store's own IDs, resent as they were:
+		// what an admission charged is the call's.
+		c.res = algorithms.Charge(c.res, c.alg, c.cost)
 	}
 }
 

@@ -65,3 +65,54 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 		At:         time.UnixMicro(at),
 	}, nil
 }
+
+// chargeOf reads what the reply of a request with a once key says of the
+// admission it reports (see scripts/once.lua), the first one if the request
+// was applied before: the limit its Result reports, then the parameters it
+// was decided under (the limit or rate count, then the burst, or the
+// sub-windows, or 0), then its cost. alg is the request's algorithm, of
+// the same kind and scope. It returns the limit, and res marked as what
+// that admission charged (algorithms.Charge).
+func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algorithms.Result, error) {
+	bad := func(what string) (algorithms.Result, error) {
+		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply ends %v)", store.ErrUnavailable, ErrMalformedReply, what, tail)
+	}
+	if len(tail) != 3 {
+		return bad("want the charge's limit, parameter and cost")
+	}
+	var v [3]int64
+	for i, f := range tail {
+		n, ok := f.(int64)
+		if !ok || n < 0 {
+			return bad(fmt.Sprintf("field %d is %v", i+1, f))
+		}
+		v[i] = n
+	}
+	if !res.Allowed || v[2] == 0 {
+		return res, nil // charged nothing
+	}
+	p := alg.Params()
+	charged := alg
+	if p.Limit != v[0] || alg.Kind().TakesBurst() && p.Burst != v[1] {
+		// Decided under other parameters of the same kind and scope: a
+		// retry after the key's limit changed.
+		p.Limit = v[0]
+		if alg.Kind().TakesBurst() {
+			p.Burst = v[1]
+		}
+		var err error
+		if charged, err = alg.Kind().New(p); err != nil {
+			return bad(err.Error())
+		}
+	}
+	return algorithms.Charge(res, charged, v[2]), nil
+}
+
+// limitOf reads the limit a reply of a request with a once key reports.
+func limitOf(f any, reply any) (int64, error) {
+	limit, ok := f.(int64)
+	if !ok || limit < 1 {
+		return 0, fmt.Errorf("%w: %w: limit %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, f, reply)
+	}
+	return limit, nil
+}

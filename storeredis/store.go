@@ -388,18 +388,33 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, gi
 		if err != nil {
 			return algorithms.Result{}, s.decisionFailure(ctx, err)
 		}
-		return parseReply(reply, alg.MaxCost(), notBefore)
+		res, err := parseReply(reply, alg.MaxCost(), notBefore)
+		return algorithms.Charge(res, alg, cost), err
 	}
 	args := append(appendOnceParams(append(make([]any, 0, 7), at, cost), alg), alg.MaxCost())
 	reply, err := sc.Run(ctx, s.client, []string{rkey, once}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.decisionFailure(ctx, err)
 	}
-	fields, limit, err := withLimit(reply, 6)
+	return parseOnce(reply, alg, notBefore)
+}
+
+// parseOnce parses the reply of a decision with a once key: its five
+// fields, the limit, and what the admission charged (see chargeOf).
+func parseOnce(reply any, alg algorithms.Algorithm, notBefore int64) (algorithms.Result, error) {
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != 9 {
+		return algorithms.Result{}, fmt.Errorf("%w: %w: want 9 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
+	}
+	limit, err := limitOf(fields[5], reply)
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	return parseFields(fields, limit, notBefore)
+	res, err := parseFields(fields[:5], limit, notBefore)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	return chargeOf(res, alg, fields[6:9])
 }
 
 // appendOnceParams appends alg's parameters as appendParams does, then an
@@ -412,20 +427,6 @@ func appendOnceParams(args []any, alg algorithms.Algorithm) []any {
 		args = append(args, "")
 	}
 	return args
-}
-
-// withLimit splits the reply of a request with a once key, want integers
-// long, into its fields and the limit it ends with (see scripts/once.lua).
-func withLimit(reply any, want int) ([]any, int64, error) {
-	fields, ok := reply.([]any)
-	if !ok || len(fields) != want {
-		return nil, 0, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, want, reply)
-	}
-	limit, ok := fields[want-1].(int64)
-	if !ok || limit < 1 {
-		return nil, 0, fmt.Errorf("%w: %w: limit %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, fields[want-1], reply)
-	}
-	return fields[:want-1], limit, nil
 }
 
 // appendParams appends the parameters alg's kind takes, in the order of
@@ -522,6 +523,11 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	once := rid.key(keys[0], onceSet)
 	if once != "" {
 		keys, notBefore = append(keys, once), 0
+		// Each other limit's state knows the admission too, so that a
+		// refund of it with the ID forgets it (see scripts/refund.lua).
+		for _, k := range keys[1:len(algs)] {
+			keys = append(keys, rid.key(k, onceSet))
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err // not sent
@@ -531,24 +537,36 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	if err != nil {
 		return nil, s.decisionFailure(ctx, err)
 	}
-	want := 5 * len(algs)
+	n := len(algs)
+	want := 5 * n
 	if once != "" {
-		want += len(algs) // each limit's, after the results
+		want += 3*n + 1 // each limit's limit and parameters, then the cost
 	}
 	fields, ok := reply.([]any)
 	if !ok || len(fields) != want {
 		return nil, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, want, reply)
 	}
-	results := make([]algorithms.Result, len(algs))
+	results := make([]algorithms.Result, n)
+	all := true
 	for i, alg := range algs {
 		limit := alg.MaxCost()
 		if once != "" {
-			var ok bool
-			if limit, ok = fields[5*len(algs)+i].(int64); !ok || limit < 1 {
-				return nil, fmt.Errorf("%w: %w: limit %d is %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, i+1, fields[5*len(algs)+i], reply)
+			if limit, err = limitOf(fields[5*n+3*i], reply); err != nil {
+				return nil, err
 			}
 		}
 		if results[i], err = parseFields(fields[5*i:5*i+5], limit, notBefore); err != nil {
+			return nil, err
+		}
+		all = all && results[i].Allowed
+	}
+	if !all {
+		return results, nil // the set charged nothing
+	}
+	for i, alg := range algs {
+		if once == "" {
+			results[i] = algorithms.Charge(results[i], alg, cost)
+		} else if results[i], err = chargeOf(results[i], alg, []any{fields[5*n+3*i+1], fields[5*n+3*i+2], fields[want-1]}); err != nil {
 			return nil, err
 		}
 	}
@@ -595,8 +613,9 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	if rid.id != "" {
 		keys, notBefore = append(keys, rid.key(keys[0], onceRefund)), 0
 		if rid.caller {
-			// The admission it gives back, if made with the same ID.
-			keys = append(keys, rid.key(keys[0], onceDecide))
+			// The admission it gives back, if made with the same ID: a
+			// decision or booking, or a set's.
+			keys = append(keys, rid.key(keys[0], onceDecide), rid.key(keys[0], onceSet))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -616,11 +635,16 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	if err != nil {
 		return algorithms.Result{}, s.decisionFailure(ctx, err)
 	}
-	fields, limit, err := withLimit(reply, 6)
+	// An inspection's fields and the limit (see scripts/refund.lua).
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != 6 {
+		return algorithms.Result{}, fmt.Errorf("%w: %w: want 6 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
+	}
+	limit, err := limitOf(fields[5], reply)
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	return parseFields(fields, limit, notBefore)
+	return parseFields(fields[:5], limit, notBefore)
 }
 
 // Reserve books a request for key under alg, in one round trip (see
@@ -653,27 +677,32 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	args := append(appendParams(append(make([]any, 0, 7), at, cost), alg), maxWait.Microseconds())
 	limit, want := alg.MaxCost(), 6
 	if once != "" {
-		args, want = append(args, limit), 7
+		args, want = append(args, limit), 10
 	}
 	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, 0, s.decisionFailure(ctx, err)
 	}
 	fields, ok := reply.([]any)
-	if ok && once != "" {
-		if fields, limit, err = withLimit(reply, want); err != nil {
-			return algorithms.Result{}, 0, err
-		}
-	}
-	if !ok || len(fields) != 6 {
-		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: want 6 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
+	if !ok || len(fields) != want {
+		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, want, reply)
 	}
 	delay, ok := fields[5].(int64)
 	if !ok || delay < 0 || delay > 1<<52 {
 		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: delay %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, fields[5], reply)
 	}
+	if once != "" {
+		if limit, err = limitOf(fields[6], reply); err != nil {
+			return algorithms.Result{}, 0, err
+		}
+	}
 	res, err := parseReply(fields[:5], limit, notBefore)
 	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	if once == "" {
+		res = algorithms.Charge(res, alg, cost)
+	} else if res, err = chargeOf(res, alg, fields[7:10]); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	return res, time.Duration(delay) * time.Microsecond, nil

@@ -9,12 +9,16 @@
 --
 -- KEYS[2], if given, is the request's once key (see once.lua); ARGV[3…6]
 -- then hold four parameters, '' for those the kind does not take, ARGV[7]
--- the limit, and the reply ends with it.
+-- the limit, and the reply ends with it and the charge: ARGV[3], ARGV[5]
+-- and the cost, or the first admission's.
 -- requires: once.lua
 
 local key, once = KEYS[1], KEYS[2]
 local seen = once_seen(once)
-if seen then return {seen[1], seen[2], seen[3], seen[4], seen[5], seen[7] or tonumber(ARGV[7])} end
+if seen then
+  return {seen[1], seen[2], seen[3], seen[4], seen[5], seen[7] or tonumber(ARGV[7]),
+    seen[8] or tonumber(ARGV[3]), seen[9] or tonumber(ARGV[5]) or 0, seen[10] or cost}
+end
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
 local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state,
@@ -23,10 +27,10 @@ if new then
   if write then write(key, new, aux, aux2, aux3) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
 end
 if once then
-  local limit = tonumber(ARGV[7])
+  local limit, p1, p3 = tonumber(ARGV[7]), tonumber(ARGV[3]), tonumber(ARGV[5]) or 0
   if allowed == 1 and cost > 0 then
-    once_keep(once, {allowed, remaining, retry, reset, at, 0, limit}, reset)
+    once_keep(once, {allowed, remaining, retry, reset, at, 0, limit, p1, p3, cost}, reset)
   end
-  return {allowed, remaining, retry, reset, at, limit}
+  return {allowed, remaining, retry, reset, at, limit, p1, p3, cost}
 end
 return {allowed, remaining, retry, reset, at}

@@ -6,7 +6,12 @@
 -- KEYS[i]  limit i's state, for each of the n limits; KEYS[n + 1], if
 --          given, the request's once key (see once.lua): each limit then
 --          has m = 5 values, four parameters ('' for those its kind does
---          not take) and its limit, and the reply ends with the n limits
+--          not take) and its limit, and the reply ends with each limit's
+--          limit and charge (its first and third parameters), then the
+--          cost
+--          KEYS[n + 2…2n], then, are the other limits' states' own once
+--          keys for the request: an admission marks each, so that a
+--          refund with the ID forgets it (see refund.lua)
 -- ARGV[1]  now, ARGV[2] cost (see prelude.lua)
 -- ARGV[3…] for each limit in turn: its kind's index in kinds, the number m
 --          of its parameters, then its m parameters (as in decide.lua)
@@ -26,7 +31,7 @@ while ARGV[pos] do
   local p = {}
   for j = 1, m do p[j] = tonumber(ARGV[pos + 1 + j]) end
   n = n + 1
-  limits[n], pos = {kind = kind, p = p, limit = p[5]}, pos + 2 + m
+  limits[n], pos = {kind = kind, p = p, limit = p[5], charged = {p[1], p[3] or 0}}, pos + 2 + m
 end
 local once = KEYS[n + 1]
 local seen = once_seen(once)
@@ -73,7 +78,15 @@ for i = 1, n do
   longest = max(longest, results[i][4])
 end
 if once then
-  for i = 1, n do reply[#reply + 1] = limits[i].limit end
-  if all and cost > 0 then once_keep(once, reply, longest) end
+  for i = 1, n do
+    reply[#reply + 1] = limits[i].limit
+    reply[#reply + 1] = limits[i].charged[1]
+    reply[#reply + 1] = limits[i].charged[2]
+  end
+  reply[#reply + 1] = cost
+  if all and cost > 0 then
+    once_keep(once, reply, longest)
+    for j = n + 2, #KEYS do redis.call('SET', KEYS[j], '1', 'PX', ttl_ms(longest)) end
+  end
 end
 return reply

@@ -7,14 +7,18 @@
 --
 -- A request with a once key also passes the limit its Result reports
 -- (algorithms.Algorithm.MaxCost), which the record keeps and every reply to
--- it ends with: a retry made after the key's limit changed gets the first
--- outcome with the limit it was decided under. A record of a decision or a
--- booking is {allowed, remaining, retry_after, reset_after, at, delay,
--- limit}, a decision's delay 0, so either driver can answer the other's.
+-- it ends with, followed by what the admission charged
+-- (algorithms.Result.Charged): the parameters it was decided under, the
+-- limit or rate count and the burst (or the sub-windows, or 0), and its
+-- cost. A retry made after the key's limit changed thus gets the first
+-- outcome with the limit and the charge it was decided under. A record of
+-- a decision or a booking is {allowed, remaining, retry_after,
+-- reset_after, at, delay, limit, charged limit, charged burst, cost}, a
+-- decision's delay 0, so either driver can answer the other's.
 -- decide_batch.lua keeps {allowed, remaining, retry_after, reset_after, at}
 -- only: a batch carries the store's own IDs, which are only ever resent in
 -- the same batch, never the caller's (see WithCoalescing); decide.lua falls
--- back to the limit it is given all the same.
+-- back to the limit and charge it is given all the same.
 
 -- once_seen returns the reply kept under k, or nil when k is nil or empty.
 local function once_seen(k)

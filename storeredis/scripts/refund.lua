@@ -8,10 +8,11 @@
 --           then hold four parameters ('' for those the kind does not
 --           take), ARGV[8] the limit, and the reply ends with it
 -- KEYS[3]   if given, the once key of the admission the refund gives back
---           (a decision or a booking with the same ID): while it exists the
---           refund applies, and it is deleted, so that the request retried
---           is charged again; a later refund of that new admission applies
---           in turn
+--           (a decision or a booking with the same ID), and KEYS[4] that of
+--           a set's admission with it (see decide_set.lua): while either
+--           exists the refund applies, and both are deleted, so that the
+--           request retried is charged again; a later refund of that new
+--           admission applies in turn
 -- requires: once.lua
 -- ARGV[1]   now (see prelude.lua)
 -- ARGV[2]   the units to give back (the prelude's cost)
@@ -24,8 +25,8 @@
 -- string); the key is then inspected, and keeps its state for the
 -- inspection's reset_after, or loses it at once if that is 0.
 
-local key, once, admitted = KEYS[1], KEYS[2], KEYS[3]
-if once and not (admitted and redis.call('EXISTS', admitted) == 1) then
+local key, once, admitted, inset = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if once and not (admitted and redis.call('EXISTS', admitted, inset) > 0) then
   local seen = once_seen(once)
   if seen then return seen end
 end
@@ -54,7 +55,7 @@ if once then
     -- Kept as long as the refunded charge could count (a window, p2), for
     -- a retry of the refund, however soon the state itself goes.
     once_keep(once, reply, max(reset, p2))
-    if admitted then redis.call('DEL', admitted) end
+    if admitted then redis.call('DEL', admitted, inset) end
   end
   return reply
 end

@@ -8,12 +8,16 @@
 -- Reply     {allowed, remaining, retry_after, reset_after, at, delay}: delay
 --           is the wait until the booked request's turn
 -- KEYS[2]   if given, the request's once key (see once.lua); ARGV[7] is
---           then the limit, and the reply ends with it
+--           then the limit, and the reply ends with it and the charge:
+--           ARGV[3], ARGV[5] and the cost, or the first admission's
 -- requires: once.lua
 
 local key, once = KEYS[1], KEYS[2]
 local seen = once_seen(once)
-if seen then return seen end
+if seen then
+  return {seen[1], seen[2], seen[3], seen[4], seen[5], seen[6], seen[7] or tonumber(ARGV[7]),
+    seen[8] or tonumber(ARGV[3]), seen[9] or tonumber(ARGV[5]), seen[10] or cost}
+end
 slack = tonumber(ARGV[6])
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
@@ -23,7 +27,7 @@ if new then
   if write then write(key, new, aux) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
 end
 if once then
-  local reply = {allowed, remaining, retry, reset, at, delay, tonumber(ARGV[7])}
+  local reply = {allowed, remaining, retry, reset, at, delay, tonumber(ARGV[7]), tonumber(ARGV[3]), tonumber(ARGV[5]), cost}
   if allowed == 1 then once_keep(once, reply, reset) end
   return reply
 end
