@@ -43,6 +43,7 @@ var rules = []rule{
 	{"set_all_or_nothing", "a set of limits admits a request only if every limit does, then charges each; a denial charges none, names the binding limit and a RetryAfter after which the request is admitted", setAllOrNothing, false},
 	{"set_concurrency", "64 goroutines through a set on one key admit exactly the smallest limit and charge no limit for a denied request", setConcurrency, false},
 	{"set_invalid", "a set with two limits of one kind and scope is refused with ErrSharedState", setInvalid, true},
+	{"two_clocks", "two limiters with clocks minutes apart on one store: the one ahead, deciding beside a key the other spent (the same key under other windows) with readings past that key's lifetime, never drops its state, and the key decides as if alone", twoClocks, false},
 	{"stale_after_expiry", "a request whose clock reading is behind an inspection that found the key's state expired is still decided with that state", staleAfterExpiry, false},
 	{"reservations", "booking ahead (store.Reserver) decides exactly as the algorithm's Reserve: the burst at once, then one interval more per booking up to the longest wait, nothing charged past it and RetryAfter the wait until its turn, later requests behind the bookings; other algorithms are refused", reservations, false},
 	{"limit_change", "lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result stays in range, never an error", limitChange, true},

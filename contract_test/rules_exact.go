@@ -481,3 +481,32 @@ func staleAfterExpiry(e *env) {
 		e.fatalf("10ms before ResetAfter, after a later inspection: got %+v, want %+v (the state still counts)", got, want)
 	}
 }
+
+// twoClocks: two limiters with clocks minutes apart share a store. One
+// spends a key; the other then decides the same key under other windows
+// (other states beside it, which a store that keeps state by key keeps
+// together) 200 times, admitted, with readings past the first key's
+// lifetime and grace. Expiry that a single reading can trigger would drop the first
+// key's live state; the first limiter's next request must be decided as if
+// the other had never run.
+func twoClocks(e *env) {
+	l := e.limiter(e.c.alg)
+	e.exhaust(l, "k")
+	var twin algorithms.State
+	for range e.c.limit {
+		twin, _ = e.c.alg.Decide(twin, e.clock.Now(), 1)
+	}
+	ahead := ratewisetest.NewClock(e.clock.Now().Add(e.c.fullBack + 10*time.Minute))
+	for i := range 200 {
+		// Admitted, so that each writes, as a busy neighbour does.
+		other := e.limiterIn(e.c.build(1000, e.c.window*time.Duration(2+i%4)), ahead, l.namespace)
+		if res := e.allow(other, "k"); !res.Allowed {
+			e.fatalf("request %d of the other limiter: %+v, want admitted", i, res)
+		}
+	}
+	e.clock.Advance(time.Second)
+	_, want := e.c.alg.Decide(twin, e.clock.Now(), 1)
+	if got := e.allow(l, "k"); got != want {
+		e.fatalf("the first limiter's key after the other's 200 decisions beside it, 10 minutes ahead: %+v, want %+v, as alone", got, want)
+	}
+}

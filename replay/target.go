@@ -126,7 +126,10 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 		copies = max(1, min(copies, maxMeasureReplay/len(w.Requests)))
 	}
 	base := heapAfterGC()
-	s := storememory.New()
+	// The store's clock follows the replayed time, so that keys go as they
+	// would in real time, as the memory a key holds depends on.
+	clock := &followClock{t: w.Start}
+	s := storememory.New(storememory.WithClock(clock))
 	empty := heapAfterGC() - base
 	names := make([][]string, copies)
 	for c := range names {
@@ -136,8 +139,11 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 		}
 	}
 	for c := range copies {
+		clock.t = w.Start
 		for _, r := range w.Requests {
-			if _, err := s.Decide(ctx, names[c][r.Key], alg, w.Start.Add(r.At), r.Cost); err != nil {
+			now := w.Start.Add(r.At)
+			clock.t = maxTime(clock.t, now)
+			if _, err := s.Decide(ctx, names[c][r.Key], alg, now, r.Cost); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -147,6 +153,19 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 	// size of an empty store.
 	names = nil
 	return perEntry(s, base, empty)
+}
+
+// followClock is a store's clock that follows a replay's time (see
+// storememory.WithClock). It is not safe for concurrent use.
+type followClock struct{ t time.Time }
+
+func (c *followClock) Now() time.Time { return c.t }
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // perEntry is the heap growth since base per entry s holds, less the size

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -24,8 +25,9 @@ func BenchmarkChurn(b *testing.B) {
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
 	const wave, live = 1_000_000, 10_000
 	for range b.N {
-		s := storememory.New()
 		t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+		clock := ratewisetest.NewClock(t0)
+		s := storememory.New(storememory.WithClock(clock))
 		for i := range wave {
 			if _, err := s.Decide(ctx, fmt.Sprint("wave:", i), alg, t0, 1); err != nil {
 				b.Fatal(err)
@@ -34,6 +36,7 @@ func BenchmarkChurn(b *testing.B) {
 		// 10,000 keys decide 100 times each long after the wave: as many
 		// decisions as the wave made, which sweeps every shard.
 		end := t0.Add(time.Hour)
+		clock.Set(end)
 		for i := range 100 * live {
 			if _, err := s.Decide(ctx, fmt.Sprint("live:", i%live), alg, end, 1); err != nil {
 				b.Fatal(err)
@@ -59,11 +62,13 @@ func BenchmarkChurnStream(b *testing.B) {
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
 	const keys = 5_000_000
 	for range b.N {
-		s := storememory.New()
 		t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+		clock := ratewisetest.NewClock(t0)
+		s := storememory.New(storememory.WithClock(clock))
 		peak := 0
 		for i := range keys {
 			now := t0.Add(time.Duration(i) * 100 * time.Microsecond)
+			clock.Set(now)
 			if _, err := s.Decide(ctx, fmt.Sprint("user:", i), alg, now, 1); err != nil {
 				b.Fatal(err)
 			}

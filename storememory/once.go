@@ -10,8 +10,8 @@ import (
 
 // Request IDs (store.WithRequestID): a shard remembers each admission made
 // with an ID, under the write lock that decides it, for as long as what it
-// charged counts (its ResetAfter, plus ExpiryGrace), and answers a request
-// with the same ID from there.
+// charged counts (its ResetAfter, plus ExpiryGrace) on the store's own clock
+// (see Store.elapsed), and answers a request with the same ID from there.
 
 // onceOp tells apart what one ID may be applied to on one state: a
 // decision (Decide, Reserve), a set's decision and a refund.
@@ -34,7 +34,7 @@ type onceKey struct {
 type onceRecord struct {
 	results []algorithms.Result
 	delay   time.Duration
-	expires int64 // Unix nanoseconds
+	expires time.Duration // on the store's clock (see Store.elapsed)
 }
 
 // onceTable is a shard's records. Its zero value is empty.
@@ -56,11 +56,11 @@ func requestID(ctx context.Context, cost int64) (string, bool, error) {
 	return id, cost > 0, nil
 }
 
-// find returns the record of k if it still counts at now (Unix
-// nanoseconds).
-func (o *onceTable) find(k onceKey, now int64) (onceRecord, bool) {
+// find returns the record of k if it still counts at el on the store's
+// clock.
+func (o *onceTable) find(k onceKey, el time.Duration) (onceRecord, bool) {
 	r, ok := o.m[k]
-	if !ok || r.expires <= now {
+	if !ok || r.expires <= el {
 		return onceRecord{}, false
 	}
 	return r, true
@@ -69,15 +69,15 @@ func (o *onceTable) find(k onceKey, now int64) (onceRecord, bool) {
 // keep records an admission, to count until the latest ResetAfter of its
 // results (at least a microsecond, as on Redis), plus ExpiryGrace. Records
 // that stopped counting go when the table has doubled since the last sweep.
-func (o *onceTable) keep(k onceKey, now int64, delay time.Duration, results ...algorithms.Result) {
-	o.keepFor(k, now, delay, time.Microsecond, results...)
+func (o *onceTable) keep(k onceKey, el, delay time.Duration, results ...algorithms.Result) {
+	o.keepFor(k, el, delay, time.Microsecond, results...)
 }
 
 // forget drops k's record.
 func (o *onceTable) forget(k onceKey) { delete(o.m, k) }
 
 // keepFor is keep for at least least.
-func (o *onceTable) keepFor(k onceKey, now int64, delay, least time.Duration, results ...algorithms.Result) {
+func (o *onceTable) keepFor(k onceKey, el, delay, least time.Duration, results ...algorithms.Result) {
 	if o.m == nil {
 		o.m = make(map[onceKey]onceRecord)
 		o.sweepAfter = minSweepOps
@@ -86,10 +86,10 @@ func (o *onceTable) keepFor(k onceKey, now int64, delay, least time.Duration, re
 	for _, r := range results {
 		reset = max(reset, r.ResetAfter)
 	}
-	o.m[k] = onceRecord{results: results, delay: delay, expires: now + int64(reset) + int64(ExpiryGrace)}
+	o.m[k] = onceRecord{results: results, delay: delay, expires: el + reset + ExpiryGrace}
 	if len(o.m) >= o.sweepAfter {
 		for k, r := range o.m {
-			if r.expires <= now {
+			if r.expires <= el {
 				delete(o.m, k)
 			}
 		}

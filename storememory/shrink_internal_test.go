@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 )
 
 // After a wave of keys has expired and been swept, a table that holds a
@@ -15,9 +16,10 @@ import (
 // size: keeping the large ones would keep the wave's memory.
 func TestSweepShrinksEmptiedTables(t *testing.T) {
 	ctx := context.Background()
-	s := New()
-	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	clock := ratewisetest.NewClock(t0)
+	s := New(WithClock(clock))
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
 	for i := range shardCount * 2 * minShrink {
 		if _, err := s.Decide(ctx, fmt.Sprint("wave:", i), alg, t0, 1); err != nil {
 			t.Fatal(err)
@@ -45,6 +47,7 @@ func TestSweepShrinksEmptiedTables(t *testing.T) {
 			live = append(live, k)
 		}
 	}
+	clock.Set(t0.Add(time.Hour))
 	for i := range 3 * shardCount * 2 * minShrink {
 		if _, err := s.Decide(ctx, live[i%len(live)], alg, t0.Add(time.Hour), 1); err != nil {
 			t.Fatal(err)
@@ -69,10 +72,11 @@ func TestSweepShrinksEmptiedTables(t *testing.T) {
 // changed rate count packs again rather than boxing every key for good.
 func TestTagFollowsTheRateCount(t *testing.T) {
 	ctx := context.Background()
-	s := New()
+	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	clock := ratewisetest.NewClock(t0)
+	s := New(WithClock(clock))
 	before := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 10}
 	after := algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 10}
-	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	key := sameShard(s, 1)[0]
 	boxedNow := func() bool {
 		c := s.shard(s.hash("", key)).find(s.hash("", key), "", key, after, s.seed, false)
@@ -89,6 +93,7 @@ func TestTagFollowsTheRateCount(t *testing.T) {
 	}
 	// An hour later, enough decisions for a sweep, which drops the key.
 	later := t0.Add(time.Hour)
+	clock.Set(later)
 	for range minSweepOps {
 		s.Decide(ctx, key, after, later, 0)
 	}

@@ -17,18 +17,22 @@
 // a key's copy is the one allocation a decision may make, once after each
 // write to its shard.
 //
-// It reads no clock: the time of every decision is the now its caller
-// passes, so a limiter with an injected clock drives it completely and tests
-// never sleep. State expires Result.ResetAfter after the decision that wrote
-// it, the moment it can no longer affect a decision; expired entries are
-// dropped, ExpiryGrace later, by an incremental sweep that costs O(1)
-// amortised per decision, so memory stays bounded under key churn without a
-// background goroutine.
+// Every decision is made at the now its caller passes, so a limiter with an
+// injected clock drives it completely and tests never sleep. State stops
+// counting Result.ResetAfter after the decision that wrote it, the moment it
+// can no longer affect a decision. An incremental sweep, O(1) amortised per
+// decision and with no background goroutine, drops entries that have
+// stopped counting ExpiryGrace later on the store's own clock: the process's
+// monotonic clock, or one given with WithClock. No caller's reading decides
+// what a sweep drops, so a clock far ahead (stepped forward, a VM resumed,
+// a limiter with a clock of its own) never drops another key's live state,
+// and memory stays bounded under key churn.
 package storememory
 
 import (
 	"context"
 	"hash/maphash"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -63,6 +67,11 @@ const (
 type Store struct {
 	shards [shardCount]shard // first, so that shards start on a cache line
 	seed   maphash.Seed
+	// clock is the store's own clock (WithClock), nil for the process's
+	// monotonic clock, and base its reading when the store was made: what
+	// sweeps and request-ID records go by (see elapsed).
+	clock interface{ Now() time.Time }
+	base  time.Time
 }
 
 // tableID tells apart state that must never mix: the algorithm and its
@@ -79,12 +88,61 @@ func idOf(alg algorithms.Algorithm) tableID {
 }
 
 // New returns an empty store.
-func New() *Store {
+func New(opts ...Option) *Store {
 	s := &Store{seed: maphash.MakeSeed()}
+	for _, o := range opts {
+		o.apply(s)
+	}
+	if s.clock != nil {
+		s.base = s.clock.Now()
+	} else {
+		s.base = time.Now()
+	}
 	for i := range s.shards {
 		s.shards[i].sweepAfter.Store(minSweepOps)
 	}
 	return s
+}
+
+// Option configures a Store.
+type Option interface {
+	apply(*Store)
+}
+
+type optionFunc func(*Store)
+
+func (f optionFunc) apply(s *Store) { f(s) }
+
+// WithClock makes the store's own clock c instead of the process's
+// monotonic clock. The store's clock decides nothing: every decision uses
+// the now its caller passes. It decides when a key that has stopped
+// counting may be dropped from memory, and how long a request ID is
+// remembered, so that no caller's clock reading, however far ahead, drops
+// another key's state. A simulation that runs far faster than real time,
+// replaying hours in seconds, passes its clock so that keys go as they
+// would in real time and memory stays bounded; c must then never fall
+// behind the times its decisions are made at by more than their states'
+// lifetimes. A nil c keeps the monotonic clock.
+func WithClock(c interface{ Now() time.Time }) Option {
+	return optionFunc(func(s *Store) { s.clock = c })
+}
+
+// elapsed is the time since the store was made on its own clock: the
+// process's monotonic clock, never a caller's reading, or WithClock's.
+func (s *Store) elapsed() time.Duration {
+	if s.clock != nil {
+		return max(s.clock.Now().Sub(s.base), 0)
+	}
+	return time.Since(s.base)
+}
+
+// sweepAt is the second on the store's clock from which a sweep may drop
+// an entry written at el (see elapsed) whose state counts for life:
+// el + life + ExpiryGrace, rounded up, at most the largest second an entry
+// holds.
+func sweepAt(el, life time.Duration) uint32 {
+	at := (el + max(life, 0) + ExpiryGrace + time.Second - 1) / time.Second
+	return uint32(min(at, math.MaxUint32))
 }
 
 // hash returns the hash of prefix+key, without joining them.
@@ -163,7 +221,7 @@ func (c *cursor) state(now int64) algorithms.State {
 // anyway (algorithms.Keeper: a bucket converted from another rate count),
 // which it then writes as an admission would. The cursor's table must exist
 // when cost > 0 or changed.
-func (c *cursor) keep(state algorithms.State, res algorithms.Result, now, cost int64, changed bool) {
+func (c *cursor) keep(state algorithms.State, res algorithms.Result, now int64, el time.Duration, cost int64, changed bool) {
 	switch {
 	case c.t == nil || cost <= 0 && !changed:
 		// An inspection changes nothing: not even an expired entry goes,
@@ -177,7 +235,7 @@ func (c *cursor) keep(state algorithms.State, res algorithms.Result, now, cost i
 		c.t.replace(c.pos, state)
 		return
 	}
-	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now)
+	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, sweepAt(el, res.ResetAfter))
 }
 
 // changes reports whether Decide(state, now, cost) of alg may change state
@@ -242,11 +300,12 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 		res, done, expired := sh.inspect(h, prefix, key, alg, t, now, cost)
 		sh.runlock(r)
 		if done {
-			sh.sweepIfDue(!expired, t)
+			s.sweepIfDue(sh, !expired)
 			return res, nil
 		}
 	}
 
+	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	// decideLocked, inline: a call here costs a hot key's admissions
@@ -255,12 +314,12 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
 	state, res := alg.Decide(st, now, cost)
-	c.keep(state, res, t, cost, changed)
+	c.keep(state, res, t, el, cost, changed)
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
 	}
 	if sh.tick(false) {
-		sh.sweep(t)
+		sh.sweep(el)
 	}
 	return res, nil
 }
@@ -270,30 +329,31 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 // in decide, whose one deferred unlock stays open-coded.
 func (s *Store) decideOnce(sh *shard, h uint64, prefix, key, id string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
 	k := onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
+	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
-	if r, ok := sh.once.find(k, t); ok {
+	if r, ok := sh.once.find(k, el); ok {
 		return r.results[0]
 	}
-	res := sh.decideLocked(s.seed, h, prefix, key, alg, now, t, cost)
+	res := sh.decideLocked(s.seed, h, prefix, key, alg, now, t, el, cost)
 	if res.Allowed {
-		sh.once.keep(k, t, 0, res)
+		sh.once.keep(k, el, 0, res)
 	}
 	return res
 }
 
 // decideLocked decides under the write lock.
-func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
+func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
 	c := sh.find(h, prefix, key, alg, seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
 	state, res := alg.Decide(st, now, cost)
-	c.keep(state, res, t, cost, changed)
+	c.keep(state, res, t, el, cost, changed)
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
 	}
 	if sh.tick(false) {
-		sh.sweep(t)
+		sh.sweep(el)
 	}
 	return res
 }
@@ -370,12 +430,13 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	t := now.UnixNano()
 	h := s.hash("", key)
 	sh := s.shard(h)
+	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	var k onceKey
 	if once {
 		k = onceKey{t: idOf(alg), op: onceDecide, key: key, id: id}
-		if rec, ok := sh.once.find(k, t); ok {
+		if rec, ok := sh.once.find(k, el); ok {
 			return rec.results[0], rec.delay, nil
 		}
 	}
@@ -383,12 +444,12 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
 	state, res, delay := r.Reserve(st, now, cost, maxWait)
-	c.keep(state, res, t, cost, changed)
+	c.keep(state, res, t, el, cost, changed)
 	if once && res.Allowed {
-		sh.once.keep(k, t, delay, res)
+		sh.once.keep(k, el, delay, res)
 	}
 	if sh.tick(false) {
-		sh.sweep(t)
+		sh.sweep(el)
 	}
 	return res, delay, nil
 }
@@ -412,12 +473,13 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	t := now.UnixNano()
 	h := s.hash("", key)
 	sh := s.shard(h)
+	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	var k onceKey
 	if once {
 		k = onceKey{t: idOf(algs[0]), op: onceSet, key: key, id: id}
-		if rec, ok := sh.once.find(k, t); ok {
+		if rec, ok := sh.once.find(k, el); ok {
 			return append([]algorithms.Result(nil), rec.results...), nil
 		}
 	}
@@ -448,13 +510,13 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 			// An inspection, or it would admit but the set does not: not
 			// charged, and written only if the inspection changed it.
 			if inspected[i] != nil {
-				cursors[i].keep(inspected[i], results[i], t, 0, true)
+				cursors[i].keep(inspected[i], results[i], t, el, 0, true)
 			}
 			continue
 		}
 		changed := changes(alg, states[i], now, cost)
 		state, res := alg.Decide(states[i], now, cost)
-		cursors[i].keep(state, res, t, cost, changed)
+		cursors[i].keep(state, res, t, el, cost, changed)
 		results[i] = res
 	}
 	if cost <= 0 {
@@ -462,15 +524,15 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	}
 	if once && all {
 		kept := append([]algorithms.Result(nil), results...)
-		sh.once.keep(k, t, 0, kept...)
+		sh.once.keep(k, el, 0, kept...)
 		// Each other limit's state knows the admission too, so that a
 		// refund of it with the ID forgets it (see refund).
 		for _, alg := range algs[1:] {
-			sh.once.keep(onceKey{t: idOf(alg), op: onceSet, key: key, id: id}, t, 0, kept...)
+			sh.once.keep(onceKey{t: idOf(alg), op: onceSet, key: key, id: id}, el, 0, kept...)
 		}
 	}
 	if sh.tick(false) {
-		sh.sweep(t)
+		sh.sweep(el)
 	}
 	return results, nil
 }
@@ -501,6 +563,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	t := now.UnixNano()
 	h := s.hash(prefix, key)
 	sh := s.shard(h)
+	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	// A refund with an ID gives back the admission made with it (a
@@ -512,10 +575,10 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 		k = onceKey{t: idOf(alg), op: onceRefund, key: prefix + key, id: id}
 		admitted = onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
 		inSet = onceKey{t: idOf(alg), op: onceSet, key: prefix + key, id: id}
-		_, decided := sh.once.find(admitted, t)
-		_, setDecided := sh.once.find(inSet, t)
+		_, decided := sh.once.find(admitted, el)
+		_, setDecided := sh.once.find(inSet, el)
 		if !decided && !setDecided {
-			if rec, ok := sh.once.find(k, t); ok {
+			if rec, ok := sh.once.find(k, el); ok {
 				return rec.results[0], nil
 			}
 		}
@@ -530,12 +593,12 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	_, res := alg.Decide(state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
-		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t)
+		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, sweepAt(el, res.ResetAfter))
 	}
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of
 		// the refund, however soon the state itself goes.
-		sh.once.keepFor(k, t, 0, alg.Params().Window, res)
+		sh.once.keepFor(k, el, 0, alg.Params().Window, res)
 		sh.once.forget(admitted)
 		sh.once.forget(inSet)
 	}
@@ -546,13 +609,13 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 // later sweep to give it an index and chunk lists of its present size.
 const minShrink = 1024
 
-// ExpiryGrace is how long an entry is kept after it stops counting, before
-// a sweep may drop it. Decisions treat an entry as gone once its ResetAfter has
-// passed on their own clock; the grace keeps it for a request whose clock
-// reading lags the one that triggered a sweep (concurrent callers read
-// their clocks before the shard lock orders them), which must still see
-// it. The Redis store keeps keys ClientTimeGrace longer for the same
-// reason.
+// ExpiryGrace is how long an entry is kept after it stops counting, on the
+// store's own clock and rounded up to the second, before a sweep may drop
+// it. Decisions treat an entry as gone once its ResetAfter has passed on
+// their own clock; the grace keeps it for a request whose clock reading
+// lags (concurrent callers read their clocks before the shard lock orders
+// them), which must still see it. The Redis store keeps keys
+// ClientTimeGrace longer for the same reason.
 const ExpiryGrace = time.Second
 
 // tick counts a decision and reports whether the shard is due a sweep: once
@@ -584,27 +647,30 @@ func (sh *shard) tick(quiet bool) bool {
 	return n >= sh.sweepAfter.Load()
 }
 
-// sweepIfDue counts a decision made under the read lock or none, and
-// sweeps if that makes a sweep due and the write lock is free: if not, a
-// later decision will. Requires sh.mu not held.
-func (sh *shard) sweepIfDue(quiet bool, now int64) {
+// sweepIfDue counts a decision of shard sh made under the read lock or
+// none, and sweeps if that makes a sweep due and the write lock is free: if
+// not, a later decision will. Requires sh.mu not held.
+func (s *Store) sweepIfDue(sh *shard, quiet bool) {
 	if sh.tick(quiet) && sh.mu.TryLock() {
 		// The hot entry stays: a sweep drops only entries that stopped
 		// counting, whose copies then count no more either.
 		sh.excludeReaders()
-		sh.sweep(now)
+		sh.sweep(s.elapsed())
 		sh.unlock()
 	}
 }
 
-// sweep drops expired entries, if a sweep is still due. Requires the write
-// lock: mu held to write, and readers excluded.
-func (sh *shard) sweep(now int64) {
+// sweep drops the entries that may go at el on the store's clock (see
+// sweepAt), if a sweep is still due. It goes by the store's clock, never a
+// caller's: a reading far ahead, from a clock stepped forward or a limiter
+// with a clock of its own, would otherwise drop other keys' live state.
+// Requires the write lock: mu held to write, and readers excluded.
+func (sh *shard) sweep(el time.Duration) {
 	if sh.opsSinceSweep.Load() < sh.sweepAfter.Load() {
 		return // another decision swept since its tick
 	}
 	for _, t := range sh.tables {
-		t.sweep(now - int64(ExpiryGrace))
+		t.sweep(uint32(max(el, 0) / time.Second))
 	}
 	sh.opsSinceSweep.Store(0)
 	sh.sweepAfter.Store(int64(max(sh.len(), minSweepOps)))

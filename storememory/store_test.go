@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -19,14 +20,17 @@ var (
 
 // TestMemoryBoundedUnderChurn sends one request for each of 100,000 distinct
 // keys, one every 100µs, with a 1s window: at most 10,000 keys are live at
-// any moment, and the store must not hold all 100,000.
+// any moment, and the store must not hold all 100,000. The store's clock
+// (WithClock) runs with the simulated one.
 func TestMemoryBoundedUnderChurn(t *testing.T) {
-	s := storememory.New()
+	clock := ratewisetest.NewClock(t0)
+	s := storememory.New(storememory.WithClock(clock))
 	alg := algorithms.FixedWindow{Limit: 5, Window: time.Second}
 	const keys, live = 100_000, 10_000
 	peak := 0
 	for i := range keys {
 		now := t0.Add(time.Duration(i) * 100 * time.Microsecond)
+		clock.Set(now)
 		if _, err := s.Decide(ctx, fmt.Sprintf("user:%d", i), alg, now, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +45,8 @@ func TestMemoryBoundedUnderChurn(t *testing.T) {
 }
 
 func TestStateLivesExactlyResetAfter(t *testing.T) {
-	s := storememory.New()
+	clock := ratewisetest.NewClock(t0)
+	s := storememory.New(storememory.WithClock(clock))
 	alg := algorithms.TokenBucket{Capacity: 4, Refill: algorithms.PerSecond(2)}
 	res, err := s.Decide(ctx, "k", alg, t0, 3)
 	if err != nil || res.ResetAfter != 1500*time.Millisecond {
@@ -56,6 +61,7 @@ func TestStateLivesExactlyResetAfter(t *testing.T) {
 	}
 	// Decisions at ResetAfter find nothing: the key is full. There are
 	// enough of them for the shard to sweep.
+	clock.Set(at)
 	for range 64 {
 		if res, _ := s.Decide(ctx, "k", alg, at, 0); res.Remaining != 4 {
 			t.Fatalf("after ResetAfter: %+v; want full", res)
@@ -67,9 +73,11 @@ func TestStateLivesExactlyResetAfter(t *testing.T) {
 	if res, _ := s.Decide(ctx, "k", alg, at.Add(-time.Millisecond), 1); !res.Allowed || res.Remaining != 2 {
 		t.Fatalf("1ms before ResetAfter, after a later peek: %+v; want Remaining 2", res)
 	}
-	// Once ExpiryGrace has passed too, a sweep drops it (a shard sweeps
-	// after 64 decisions).
-	later := at.Add(storememory.ExpiryGrace + time.Second)
+	// Once ExpiryGrace has passed too on the store's clock, and the second
+	// that counts it out, a sweep drops it (a shard sweeps after 64
+	// decisions).
+	later := at.Add(storememory.ExpiryGrace + 2*time.Second)
+	clock.Set(later)
 	for range 64 {
 		s.Decide(ctx, "k", alg, later, 0)
 	}
@@ -202,5 +210,32 @@ func TestHotKeyConcurrently(t *testing.T) {
 				t.Fatalf("admitted %d, want the limit %d and the %d refunded", got, limit, refunded.Load())
 			}
 		})
+	}
+}
+
+// TestNoReadingDropsAnotherKeysState: sweeps go by the store's own clock,
+// never a caller's, so readings far ahead of a key's own clock, from a
+// limiter with a clock of its own or a clock stepped forward, drop none of
+// its live state. A victim key uses 3 of SlidingLog's 3 per minute; 100,000
+// other keys are then decided with a clock 2 minutes ahead, enough for
+// every shard to sweep; 5s after its requests the victim still admits
+// nothing. (Sweeping by the caller's reading, it admitted 3 more: 6 within
+// 5s.)
+func TestNoReadingDropsAnotherKeysState(t *testing.T) {
+	alg := algorithms.SlidingLog{Limit: 3, Window: time.Minute}
+	s := storememory.New()
+	for range 3 {
+		if res, err := s.Decide(ctx, "victim", alg, t0, 1); err != nil || !res.Allowed {
+			t.Fatalf("%+v, %v", res, err)
+		}
+	}
+	ahead := t0.Add(2 * time.Minute)
+	for i := range 100_000 {
+		if _, err := s.Decide(ctx, fmt.Sprint("other:", i), alg, ahead, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res, err := s.Decide(ctx, "victim", alg, t0.Add(5*time.Second), 1); err != nil || res.Allowed {
+		t.Fatalf("the victim 5s after using its 3 per minute, once other keys were decided 2 minutes ahead: %+v, %v; want denied", res, err)
 	}
 }

@@ -18,7 +18,8 @@ import (
 // A Go map could do neither: it gives no pointer into its values, so an
 // update is a lookup and an assignment, and a slot of a key and a boxed
 // state, with the state's own allocation, cost a GCRA key 88 bytes, where
-// an entry here is 32, plus a chunk's slack and 4 bytes per index slot.
+// an entry here is 32, plus 4 for when a sweep may drop it, a chunk's slack
+// and 4 bytes per index slot.
 type table struct {
 	id tableID
 	// packer keeps the states of algorithms that pack (algorithms.Packer)
@@ -48,12 +49,18 @@ type table struct {
 	peak int
 }
 
-// chunkSize is how many entries a chunk holds: a chunk is one 1 KiB
-// allocation, so a table's slack is at most two chunks and entries never
-// move when a table grows.
+// chunkSize is how many entries a chunk holds: a chunk is one allocation
+// of 1,152 bytes, so a table's slack is at most two chunks and entries
+// never move when a table grows.
 const chunkSize = 32
 
-type chunk [chunkSize]entry
+// chunk holds entries and, apart so that an entry stays 32 bytes, the
+// second on the store's own clock from which a sweep may drop each (see
+// sweepAt).
+type chunk struct {
+	e     [chunkSize]entry
+	sweep [chunkSize]uint32
+}
 
 // entry is a key and its state: packed (algorithms.Packer), where w[0] >= 0
 // is the microsecond it stops counting from, or boxed, where w[0] is boxed
@@ -85,7 +92,11 @@ func newTable(id tableID, alg algorithms.Algorithm, seed maphash.Seed) *table {
 	return &table{id: id, packer: packer, seed: seed, index: make([]uint32, minIndex)}
 }
 
-func (t *table) at(pos int) *entry { return &t.chunks[pos/chunkSize][pos%chunkSize] }
+func (t *table) at(pos int) *entry { return &t.chunks[pos/chunkSize].e[pos%chunkSize] }
+
+// sweepAt returns where the second from which a sweep may drop the entry
+// at pos is kept (see Store.sweepAt).
+func (t *table) sweepAt(pos int) *uint32 { return &t.chunks[pos/chunkSize].sweep[pos%chunkSize] }
 
 // box returns where the boxed state at pos is held, making its chunk if
 // create is set; nil if it has none.
@@ -195,6 +206,7 @@ func (t *table) remove(slot, pos int) {
 		ls := t.slotOf(t.hashAt(last), last)
 		t.index[ls] = t.index[ls]&^mask | uint32(pos+1)
 		*t.at(pos) = *t.at(last)
+		*t.sweepAt(pos) = *t.sweepAt(last)
 		var moved algorithms.State
 		if b := t.box(last, false); b != nil {
 			moved = *b
@@ -249,8 +261,9 @@ func (t *table) state(pos int, now int64) algorithms.State {
 
 // keep records the state a decision at now (Unix nanoseconds) left for
 // prefix+key, whose hash is h and whose slot and position (-1 for none)
-// find returned; it counts for res.ResetAfter.
-func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now int64) {
+// find returned; it counts for res.ResetAfter, and a sweep may drop it from
+// second sweep on the store's clock.
+func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now int64, sweep uint32) {
 	switch {
 	case state == nil || res.ResetAfter <= 0:
 		if pos >= 0 {
@@ -261,6 +274,7 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorith
 	if pos < 0 {
 		pos = t.insert(slot, h, prefix, key)
 	}
+	*t.sweepAt(pos) = sweep
 	e := t.at(pos)
 	if t.packer != nil {
 		if w, tag, ok := t.packer.Pack(state); ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
@@ -294,16 +308,16 @@ func (t *table) replace(pos int, state algorithms.State) {
 	*t.box(pos, true) = state
 }
 
-// sweep drops the entries that stopped counting at or before cutoff (Unix
-// nanoseconds), and shrinks a table left mostly empty.
-func (t *table) sweep(cutoff int64) {
+// sweep drops the entries that a sweep may drop from second cutoff on the
+// store's clock or earlier, and shrinks a table left mostly empty.
+func (t *table) sweep(cutoff uint32) {
 	t.peak = max(t.peak, t.n)
 	packed := 0
 	// Downwards, so that the entry that takes a dropped one's position has
 	// been looked at.
 	for pos := t.n - 1; pos >= 0; pos-- {
 		switch {
-		case t.expires(pos) <= cutoff:
+		case *t.sweepAt(pos) <= cutoff:
 			t.remove(t.slotOf(t.hashAt(pos), pos), pos)
 		case t.at(pos).w[0] != boxed:
 			packed++
