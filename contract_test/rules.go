@@ -51,7 +51,7 @@ var rules = []rule{
 	{"rate_change", "a token bucket's or GCRA's rate changed on a live key keeps the tokens it used, converted at the first decision under the new rate (a peek and a denial included), which then refills them: lowering never hands quota back", rateChange, false},
 	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
 	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},
-	{"request_id_once", "a request retried with its request ID (WithRequestID), through Allow, a Set, a booking or a Refund, returns its first outcome and charges nothing more, also from 16 goroutines at once; another ID is another request; a denial is decided afresh when retried; a peek ignores the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing", requestIDOnce, false},
+	{"request_id_once", "a request retried with its request ID (WithRequestID), through Allow, a Set, a booking, a Refund or a Reset, returns its first outcome and charges (or resets) nothing more, also from 16 goroutines at once; another ID is another request; a denial is decided afresh when retried; a peek ignores the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing", requestIDOnce, false},
 	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled, true},
 }
 

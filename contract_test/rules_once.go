@@ -140,6 +140,33 @@ func requestIDOnce(e *env) {
 	requestIDSet(e, id)
 	requestIDReserve(e, id)
 	requestIDRefund(e, id)
+	requestIDReset(e, id)
+}
+
+// requestIDReset: a reset retried with its ID is not applied again, so it
+// does not forget what was charged after it.
+func requestIDReset(e *env, id func(string) context.Context) {
+	l := e.limiter(e.c.alg)
+	e.allowN(l, "k", min(e.c.limit, 3))
+	if err := l.Reset(id("reset"), "k"); err != nil {
+		e.fatalf("Reset with an ID: %v", err)
+	}
+	e.allow(l, "k")
+	if err := l.Reset(id("reset"), "k"); err != nil {
+		e.fatalf("Reset retried with its ID: %v", err)
+	}
+	if p := e.peek(l, "k"); p.Remaining != e.c.limit-1 {
+		e.fatalf("a reset retried with its ID forgot a request made after it: %+v, want Remaining %d", p, e.c.limit-1)
+	}
+	if err := l.Reset(id("another reset"), "k"); err != nil {
+		e.fatalf("Reset with another ID: %v", err)
+	}
+	if p := e.peek(l, "k"); p.Remaining != e.c.limit {
+		e.fatalf("a reset with another ID: %+v, want the key full", p)
+	}
+	if err := l.Reset(ratewise.WithRequestID(context.Background(), ""), "k"); !errors.Is(err, store.ErrInvalidRequestID) {
+		e.fatalf("Reset with an empty ID: %v, want ErrInvalidRequestID", err)
+	}
 }
 
 // requestIDSet: a set's request retried with its ID charges every limit

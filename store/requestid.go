@@ -34,14 +34,22 @@ type requestIDKey struct{}
 // once per state: while what the first admission charged still counts (its
 // Result.ResetAfter), a request with the same ID on the same key, algorithm
 // kind and scope (or set, for DecideSet) returns the first admission's
-// results and charges nothing, whether it is a decision or a booking. A
-// denial is not remembered, so a denied request retried later is decided
-// afresh, and Limiter.Wait can carry one ID. Inspections (a cost of 0 or
-// less) charge nothing and ignore the ID, which must still be valid.
+// results, and what it charged, and charges nothing, whether it is a
+// decision or a booking. A denial is not remembered, so a denied request
+// retried later is decided afresh, and Limiter.Wait can carry one ID.
+// Inspections (a cost of 0 or less) charge nothing and ignore the ID, which
+// must still be valid.
 //
 // A Refund with the ID of an admission gives it back and forgets it, so
 // that the request, retried, is charged again; the refund itself applies at
-// most once, and a retry of it returns its first Result.
+// most once, and a retry of it returns its first Result. A Reset with an ID
+// is applied once while the state it deleted would have counted: retried,
+// it does not forget what was charged after it.
+//
+// A store whose client may send a command twice (the Redis store with
+// go-redis's retries on, or on Redis Cluster) gives every write that carries
+// no ID one of its own, kept at least as long as the client may resend it,
+// so that the client's resends are applied once too.
 //
 // Any string of 1 to MaxRequestIDLen bytes will do, such as a ULID. Use one
 // ID per request: two requests with one ID are charged once. So never take

@@ -14,13 +14,14 @@ import (
 // (see Store.elapsed), and answers a request with the same ID from there.
 
 // onceOp tells apart what one ID may be applied to on one state: a
-// decision (Decide, Reserve), a set's decision and a refund.
+// decision (Decide, Reserve), a set's decision, a refund and a reset.
 type onceOp uint8
 
 const (
 	onceDecide onceOp = iota
 	onceSet
 	onceRefund
+	onceReset
 )
 
 type onceKey struct {

@@ -696,12 +696,30 @@ func (s *Store) reset(ctx context.Context, prefix, key string, alg algorithms.Al
 	if err := alg.Validate(); err != nil {
 		return err
 	}
+	id, once, err := requestID(ctx, 1)
+	if err != nil {
+		return err
+	}
 	h := s.hash(prefix, key)
 	sh := s.shard(h)
+	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
+	// A reset with an ID is applied once while its record lasts: as long
+	// as the state it deleted would have been kept.
+	k := onceKey{t: idOf(alg), op: onceReset, key: prefix + key, id: id}
+	if once {
+		if _, ok := sh.once.find(k, el); ok {
+			return nil
+		}
+	}
+	var kept time.Duration
 	if c := sh.find(h, prefix, key, alg, s.seed, false); c.pos >= 0 {
+		kept = time.Duration(*c.t.sweepAt(c.pos))*time.Second - el
 		c.t.remove(c.slot, c.pos)
+	}
+	if once {
+		sh.once.keepFor(k, el, 0, max(kept, time.Microsecond))
 	}
 	return nil
 }

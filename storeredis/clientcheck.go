@@ -24,6 +24,7 @@ type clientSettings struct {
 	retries, dialRetries          int
 	redirects                     int // a ClusterClient's MaxRedirects
 	dialRetryWait, clusterReloads time.Duration
+	backoff                       time.Duration // MaxRetryBackoff
 	cluster                       bool
 }
 
@@ -32,23 +33,59 @@ func settingsOf(c Client) (clientSettings, bool) {
 	case *redis.Client:
 		o := c.Options()
 		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
-			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout}, true
+			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout,
+			backoff: o.MaxRetryBackoff}, true
 	case *redis.ClusterClient:
 		o := c.Options()
 		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
 			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout,
-			clusterReloads: o.ClusterStateReloadInterval, cluster: true, redirects: o.MaxRedirects}, true
+			clusterReloads: o.ClusterStateReloadInterval, cluster: true, redirects: o.MaxRedirects, backoff: o.MaxRetryBackoff}, true
 	case *redis.Ring:
 		o := c.Options()
 		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
-			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout}, true
+			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout,
+			backoff: o.MaxRetryBackoff}, true
 	}
 	return clientSettings{}, false
 }
 
+// unboundedResends is how long the store keeps the record of a write for a
+// client whose settings let it resend after any time: one with a timeout
+// that never fires, or one it cannot inspect.
+const unboundedResends = 10 * time.Minute
+
+// resendHorizon is how long after a command was first sent go-redis may
+// still send it again (0 for a client that sends once): each resend follows
+// an attempt that failed, which takes at most a wait for a connection, a
+// dial with its retries, a write, a read and a backoff, and a ClusterClient
+// makes up to MaxRedirects+1 rounds of its nodes' MaxRetries+1 attempts.
+func resendHorizon(c Client) time.Duration {
+	s, ok := settingsOf(c)
+	if !ok {
+		return unboundedResends
+	}
+	attempts := max(s.retries, 0) + 1
+	if s.cluster {
+		attempts *= max(s.redirects, 0) + 1
+	}
+	if attempts == 1 {
+		return 0
+	}
+	for _, d := range []time.Duration{s.poolWait, s.dial, s.write, s.read} {
+		if d <= 0 {
+			return unboundedResends
+		}
+	}
+	dialRetries := time.Duration(max(s.dialRetries, 0))
+	attempt := s.poolWait + (dialRetries+1)*s.dial + dialRetries*max(s.dialRetryWait, 0) + s.write + s.read + max(s.backoff, 0)
+	return min(time.Duration(attempts-1)*attempt, unboundedResends)
+}
+
 // CheckClient reports the settings of client that let a decision outlast
-// budget, the longest a caller may wait for one, that charge a decision
-// twice, or that keep a Cluster client blind to a failover. Each warning
+// budget, the longest a caller may wait for one, that make a decision take
+// several attempts (and the store keep a record of every write for as long
+// as go-redis may resend it), or that keep a Cluster client blind to a
+// failover. Each warning
 // wraps ErrUnsafeClient and names the go-redis option to change; the
 // client is not changed. It knows *redis.Client, *redis.ClusterClient and
 // *redis.Ring, and returns nothing for other clients. docs/redis.md shows
@@ -81,10 +118,8 @@ func CheckClient(client Client, budget time.Duration) []error {
 			s.dialRetries, s.dial, s.dialRetryWait, time.Duration(s.dialRetries+1)*s.dial+time.Duration(s.dialRetries)*s.dialRetryWait, budget)
 	}
 	if s.retries > 0 {
-		out = append(out, fmt.Errorf("%w: %w", ErrUnsafeClient, &retriesWarning{option: "MaxRetries", n: s.retries}))
-	}
-	if s.cluster && s.redirects > 0 {
-		out = append(out, fmt.Errorf("%w: %w", ErrUnsafeClient, &retriesWarning{option: "MaxRedirects", n: s.redirects}))
+		warn("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, so a decision can take %d attempts' time; the store then gives every write an ID it keeps in Redis for %v, the longest go-redis may resend it, so that it is applied once; -1 turns retries off and needs neither",
+			s.retries, s.retries+1, resendHorizon(client).Round(time.Millisecond))
 	}
 	if s.cluster && (s.clusterReloads <= 0 || s.clusterReloads > clusterReloadBound) {
 		warn("ClusterStateReloadInterval is %v: the client learns of a failover only from a MOVED or ASK reply or at that interval, and a dead master answers neither; about 1s finds a promoted replica within a second", s.clusterReloads)
@@ -92,26 +127,9 @@ func CheckClient(client Client, budget time.Duration) []error {
 	return out
 }
 
-// retriesWarning is CheckClient's warning about a setting that resends
-// commands, which New leaves out when the store gives every request an ID
-// (WithAutoRequestIDs).
-type retriesWarning struct {
-	option string // MaxRetries, or a ClusterClient's MaxRedirects
-	n      int
-}
-
-func (w *retriesWarning) Error() string {
-	if w.option == "MaxRedirects" {
-		return fmt.Sprintf("MaxRedirects is %d: besides following MOVED and ASK, a ClusterClient sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice; give requests IDs (WithAutoRequestIDs), since -1 would also stop it following a resharding", w.n)
-	}
-	return fmt.Sprintf("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, and a decision Redis already ran is then charged twice, unless the store gives requests IDs (WithAutoRequestIDs); -1 turns retries off", w.n)
-}
-
 // WithWarnings has New check the client once with CheckClient against
-// budget and call warn with each warning, for example to log it. With
-// WithAutoRequestIDs, resent commands charge once, and neither MaxRetries
-// nor a ClusterClient's MaxRedirects is reported. It never changes the
-// client.
+// budget and call warn with each warning, for example to log it. It never
+// changes the client.
 func WithWarnings(budget time.Duration, warn func(error)) Option {
 	return optionFunc(func(s *Store) {
 		s.warnBudget, s.warn = budget, warn

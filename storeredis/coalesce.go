@@ -69,6 +69,7 @@ type coalescer struct {
 	client     Client
 	cluster    *redis.ClusterClient // nil unless the client is one
 	clientTime bool                 // each decision sends its own now
+	horizon    int64                // µs a once key lives at least (Store.horizon)
 	limit      int                  // decisions sent alone at once before decisions queue
 
 	mu       sync.Mutex
@@ -106,12 +107,12 @@ type call struct {
 	err       error
 }
 
-func newCoalescer(client Client, limit int, clientTime bool) *coalescer {
+func newCoalescer(client Client, limit int, clientTime bool, horizon int64) *coalescer {
 	switch c := client.(type) {
 	case *redis.Client:
-		return &coalescer{client: client, limit: limit, clientTime: clientTime}
+		return &coalescer{client: client, limit: limit, clientTime: clientTime, horizon: horizon}
 	case *redis.ClusterClient:
-		return &coalescer{client: client, cluster: c, limit: limit, clientTime: clientTime, nodes: map[string]*queue{}}
+		return &coalescer{client: client, cluster: c, limit: limit, clientTime: clientTime, horizon: horizon, nodes: map[string]*queue{}}
 	}
 	return nil
 }
@@ -266,7 +267,7 @@ func (co *coalescer) run(ctx context.Context, b *batch, groups []*group) error {
 		if scripts[i], err = driven(&batchScripts, g.kind, "decide_batch.lua"); err != nil {
 			return err
 		}
-		keys[i], args[i] = batchArgs(b, g, co.clientTime)
+		keys[i], args[i] = batchArgs(b, g, co.clientTime, co.horizon)
 	}
 	exec := func(eval bool, only []int) {
 		send := func(c redis.Scripter, i int) {
@@ -310,7 +311,7 @@ var batchScripts sync.Map // *algorithms.Kind → *redis.Script
 // distinct parameter set once, then for each decision the index of its
 // set, its cost, the index of its once key in KEYS (0 for none) and in
 // client-time mode its now.
-func batchArgs(b *batch, g *group, clientTime bool) ([]string, []any) {
+func batchArgs(b *batch, g *group, clientTime bool, horizon int64) ([]string, []any) {
 	first := &b.calls[g.calls[0]]
 	width := paramCount(first.alg)
 	var sets []algorithms.Params
@@ -327,7 +328,7 @@ func batchArgs(b *batch, g *group, clientTime bool) ([]string, []any) {
 	}
 	keys := make([]string, len(g.calls), 2*len(g.calls))
 	args := make([]any, 0, 4+width*len(sets)+4*len(g.calls))
-	args = append(args, first.at, 0, len(sets), width)
+	args = append(args, first.at, horizon, len(sets), width)
 	for _, alg := range algs {
 		args = appendParams(args, alg)
 	}

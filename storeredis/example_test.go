@@ -23,9 +23,10 @@ func ExampleNew() {
 
 	// A limiter's client: deadlines honoured on the socket, every wait
 	// shorter than the request's budget for a decision (here 100ms), and
-	// no retry that could charge a decision twice. For a ClusterClient,
-	// also ClusterStateReloadInterval: time.Second, and
-	// storeredis.WithAutoRequestIDs(), since a ClusterClient resends commands.
+	// no retries, which would make a decision take several attempts and
+	// the store keep an ID for every write as long as go-redis may resend
+	// it. For a ClusterClient, also ClusterStateReloadInterval:
+	// time.Second; it resends on MaxRedirects, which its IDs make safe.
 	rdb := redis.NewClient(&redis.Options{
 		Addr:                  addr,
 		ContextTimeoutEnabled: true,

@@ -22,7 +22,7 @@ type BatchDecision struct {
 func DecideBatch(ctx context.Context, s *Store, ds []BatchDecision) ([]algorithms.Result, []error) {
 	co := s.co
 	if co == nil {
-		co = newCoalescer(s.client, 1, s.clientTime)
+		co = newCoalescer(s.client, 1, s.clientTime, s.horizon)
 	}
 	b := &batch{done: make(chan struct{})}
 	for _, d := range ds {

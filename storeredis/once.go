@@ -2,43 +2,37 @@ package storeredis
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"net"
+	"strconv"
+	"sync/atomic"
 
-	"github.com/oklog/ulid/v2"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/store"
 )
 
-// WithAutoRequestIDs gives every charging request (Decide, DecideSet and
-// Reserve with a cost above 0, and Refund) a request ID when its context
-// carries none (store.WithRequestID): a ULID, made for the call. The script
-// then applies the request at most once, so a command that go-redis sends
-// again after a read timeout or a dropped connection (MaxRetries, and a
-// ClusterClient's MaxRedirects) returns the first outcome instead of
-// charging twice.
-//
-// It costs one more key per admission, kept as long as what the admission
-// charged counts (under 200 bytes), one more GET and SET inside the script,
-// and a ULID in Go; docs/redis.md has the figures. Use it when go-redis
-// resends commands: MaxRetries above 0, which rides out a dropped
-// connection at the price of latency, and on Redis Cluster, whose client
-// resends on MaxRedirects whatever MaxRetries says. Without it, a request
-// that carries its own ID is applied once all the same; the others are not
-// protected, and a client that resends may charge them twice (see
-// CheckClient).
-func WithAutoRequestIDs() Option {
-	return optionFunc(func(s *Store) { s.autoIDs = true })
-}
+// Writes that go-redis may send twice: with a client that resends
+// commands (MaxRetries above 0, any ClusterClient, whose MaxRedirects also
+// counts resends after network errors, or a client the store cannot
+// inspect), every write that a resend would apply twice (a charging
+// decision, a set's, a booking, a refund, a reset) carries a request ID the
+// store makes when the caller gave none, and its script applies it once. The
+// record of it is kept at least as long as go-redis may still send the
+// command again (resendHorizon), so a resend gets the first outcome instead
+// of charging, or giving back, twice. A client that sends each command
+// once needs none of this, and costs nothing for it.
 
 // Kinds of once keys, each the state's key followed by the kind and the ID:
 // one ID names a request's admission (a decision or a booking), a set's
-// decision and a refund of the admission.
+// decision, a refund of the admission, and a reset.
 const (
 	onceDecide = ":once:"
 	onceSet    = ":once-set:"
 	onceRefund = ":once-refund:"
+	onceReset  = ":once-reset:"
 )
 
 // requestID is a request's ID, from its context or made for it.
@@ -48,7 +42,7 @@ type requestID struct {
 }
 
 // requestID returns ctx's request ID, checked, or a new one if the store
-// makes them (WithAutoRequestIDs) and the request charges; its id is ""
+// makes them (its client resends) and the request writes; its id is ""
 // when the request goes without.
 func (s *Store) requestID(ctx context.Context, charges bool) (requestID, error) {
 	id, ok := store.RequestID(ctx)
@@ -67,10 +61,28 @@ func (s *Store) idFor(id string, given, charges bool) requestID {
 		return requestID{}
 	case given:
 		return requestID{id: id, caller: true}
-	case s.autoIDs:
-		return requestID{id: ulid.Make().String()}
+	case s.ids != nil:
+		return requestID{id: s.ids.next()}
 	}
 	return requestID{}
+}
+
+// idMaker makes the store's request IDs: a random prefix drawn when the
+// store is made, unique to it among every store on every server, and a
+// counter: one allocation per ID, where a ULID takes a process-wide lock.
+type idMaker struct {
+	prefix string
+	n      atomic.Uint64
+}
+
+func newIDMaker() *idMaker {
+	var b [9]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on the platforms Go supports
+	return &idMaker{prefix: base64.RawURLEncoding.EncodeToString(b[:]) + "."}
+}
+
+func (m *idMaker) next() string {
+	return m.prefix + strconv.FormatUint(m.n.Add(1), 36)
 }
 
 // key returns the once key of kind for the state's key rkey (see

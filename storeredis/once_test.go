@@ -109,9 +109,10 @@ func (p *dropProxy) pipe(c net.Conn) {
 }
 
 // TestLostReplyChargesOnce: Redis runs a decision and its reply is lost.
-// go-redis's retry charges it a second time, unless the request carries an
-// ID (WithAutoRequestIDs), when the retry returns the first outcome; and without
-// retries, the caller gets ErrMaybeDecided and can retry with the ID itself.
+// go-redis sends it again, and the store, which gives every write an ID
+// when its client resends, gets the first outcome back rather than a second
+// charge; without retries, the caller gets ErrMaybeDecided and can retry
+// with an ID of its own.
 func TestLostReplyChargesOnce(t *testing.T) {
 	srv := redistest.Standalone(t)
 	alg := algorithms.FixedWindow{Limit: 10, Window: time.Minute}
@@ -144,20 +145,8 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		return alg.Limit - res.Remaining
 	}
 
-	t.Run("go-redis retries without IDs", func(t *testing.T) {
+	t.Run("go-redis retries, the store gives the ID", func(t *testing.T) {
 		p, s, res, err := decideLost(t, 1, ctx)
-		if err != nil || !res.Allowed {
-			t.Fatalf("Decide: %+v, %v", res, err)
-		}
-		// The charge this test exists to prevent: shown, so that the
-		// cases below are known to meet it.
-		if evals, n := p.evals.Load(), used(t, s); n != 2 || evals != 3 {
-			t.Fatalf("one request with its reply lost used %d (with %d EVALSHAs, warm-up included); want 2: retried, charged twice", n, evals)
-		}
-	})
-
-	t.Run("go-redis retries with WithAutoRequestIDs", func(t *testing.T) {
-		p, s, res, err := decideLost(t, 1, ctx, storeredis.WithAutoRequestIDs())
 		if err != nil || !res.Allowed || res.Remaining != alg.Limit-1 {
 			t.Fatalf("Decide: %+v, %v; want the first outcome, Remaining %d", res, err, alg.Limit-1)
 		}
@@ -222,10 +211,13 @@ func TestLostReplyChargesOnce(t *testing.T) {
 }
 
 // TestOnceKeyLifetime: an admission with a request ID keeps its once key as
-// long as what it charged counts; a denial keeps none. It prints what a
-// once key costs in Redis's memory.
+// long as what it charged counts, and with a client that resends at least
+// as long as go-redis may send it again; a denial keeps none. It prints
+// what a once key costs in Redis's memory.
 func TestOnceKeyLifetime(t *testing.T) {
-	c := newClient(t, redistest.Standalone(t).Addr)
+	addr := redistest.Standalone(t).Addr
+	c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1}) // sends once
+	t.Cleanup(func() { c.Close() })
 	ctx := context.Background()
 	for _, alg := range []algorithms.Algorithm{
 		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
@@ -250,6 +242,18 @@ func TestOnceKeyLifetime(t *testing.T) {
 		}
 		t.Logf("%s: the once key %q takes %d bytes (MEMORY USAGE), for %v", alg, once, bytes, ttl.Round(time.Millisecond))
 
+		// go-redis's defaults (v9.23) resend for up to 3 × (6s for a
+		// connection, 6 dials of 5s and their 5 waits of 100ms, 5s to
+		// write, 5s to read, 1s of backoff): 142.5s.
+		resending := storeredis.New(newClient(t, addr))
+		key2, id2 := key+":resending", ratewise.NewRequestID()
+		if _, err := resending.Decide(store.WithRequestID(ctx, id2), key2, alg, time.Time{}, 1); err != nil {
+			t.Fatal(err)
+		}
+		if ttl, err := c.PTTL(ctx, storeredis.OnceKey(resending, key2, alg, id2)).Result(); err != nil || ttl < 142*time.Second || ttl > 143500*time.Millisecond {
+			t.Fatalf("%s: with a client that resends, the once key lives %v (%v), want go-redis's 142.5s", alg, ttl, err)
+		}
+
 		denyID := ratewise.NewRequestID()
 		if res, err := s.Decide(store.WithRequestID(ctx, denyID), key, alg, time.Time{}, 1); err != nil || res.Allowed {
 			t.Fatalf("%s: a second request: %+v, %v; want a denial", alg, res, err)
@@ -261,22 +265,26 @@ func TestOnceKeyLifetime(t *testing.T) {
 }
 
 // BenchmarkRequestIDs measures what a request ID costs a decision on Redis,
-// one caller at a time: without IDs, with one made per decision
-// (WithAutoRequestIDs), and with one the caller gives.
+// one caller at a time: without IDs (a client that sends once), with one
+// the store makes per decision (a client that resends), and with one the
+// caller gives.
 func BenchmarkRequestIDs(b *testing.B) {
-	c := newClient(b, redistest.Standalone(b).Addr)
+	addr := redistest.Standalone(b).Addr
+	once := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1})
+	b.Cleanup(func() { once.Close() })
+	c := newClient(b, addr)
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1000000), Burst: 1000}
 	for _, bc := range []struct {
-		name string
-		opts []storeredis.Option
-		ctx  func() context.Context
+		name   string
+		client *redis.Client
+		ctx    func() context.Context
 	}{
-		{"none", nil, context.Background},
-		{"WithAutoRequestIDs", []storeredis.Option{storeredis.WithAutoRequestIDs()}, context.Background},
-		{"caller", nil, func() context.Context { return store.WithRequestID(context.Background(), ratewise.NewRequestID()) }},
+		{"none", once, context.Background},
+		{"store", c, context.Background},
+		{"caller", once, func() context.Context { return store.WithRequestID(context.Background(), ratewise.NewRequestID()) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			s := storeredis.New(c, append(bc.opts, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))...)
+			s := storeredis.New(bc.client, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))
 			key := "bench:" + runID + ":" + bc.name
 			if err := c.ConfigResetStat(context.Background()).Err(); err != nil {
 				b.Fatal(err)

@@ -475,7 +475,7 @@ func (p *prober) clientSettings() {
 		return
 	}
 	if len(warnings) == 0 {
-		p.add("client settings", StatusOK, fmt.Sprintf("no setting lets a decision outlast the budget of %v, charge it twice or miss a failover", p.budget), "")
+		p.add("client settings", StatusOK, fmt.Sprintf("no setting lets a decision outlast the budget of %v, take several attempts or miss a failover", p.budget), "")
 		return
 	}
 	for _, w := range warnings {
@@ -498,9 +498,7 @@ func recommended(option string, budget time.Duration) string {
 	case "DialerRetries":
 		return fmt.Sprintf("DialerRetries: 1, DialerRetryTimeout: %v", budget/10)
 	case "MaxRetries":
-		return "MaxRetries: -1, or give the store storeredis.WithAutoRequestIDs()"
-	case "MaxRedirects":
-		return "give the store storeredis.WithAutoRequestIDs(), so that a decision sent again is charged once"
+		return "MaxRetries: -1"
 	case "ClusterStateReloadInterval":
 		return "ClusterStateReloadInterval: time.Second"
 	}

@@ -75,13 +75,22 @@ type Store struct {
 	deny       *denyCache // nil when off
 	warnBudget time.Duration
 	warn       func(error) // WithWarnings's hook, or nil
-	autoIDs    bool        // WithAutoRequestIDs
 	resends    bool        // whether go-redis may send a command twice (see resends)
+	ids        *idMaker    // the store's request IDs, nil unless it resends
+	horizon    int64       // µs: how long go-redis may resend a command (resendHorizon)
 }
 
 const (
-	resetSource = `return redis.call('UNLINK', KEYS[1])`
-	ttlSource   = `return redis.call('PTTL', KEYS[1])`
+	// resetSource deletes KEYS[1]; with KEYS[2], the reset's once key (see
+	// scripts/once.lua), only if the reset has not been applied, and then
+	// keeps KEYS[2] for as long as the state it deleted would have counted,
+	// and at least ARGV[1] ms, how long go-redis may resend it.
+	resetSource = `if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+local left = redis.call('PTTL', KEYS[1])
+redis.call('UNLINK', KEYS[1])
+if KEYS[2] then redis.call('SET', KEYS[2], '1', 'PX', math.max(left, tonumber(ARGV[1]), 1)) end
+return 1`
+	ttlSource = `return redis.call('PTTL', KEYS[1])`
 )
 
 var (
@@ -232,18 +241,19 @@ func New(client Client, opts ...Option) *Store {
 	for _, o := range opts {
 		o.apply(s)
 	}
-	if s.coalesce > 0 {
-		s.co = newCoalescer(client, s.coalesce, s.clientTime)
-	}
 	s.resends = resends(client)
+	if s.resends {
+		s.ids = newIDMaker()
+		s.horizon = resendHorizon(client).Microseconds()
+	}
+	if s.coalesce > 0 {
+		s.co = newCoalescer(client, s.coalesce, s.clientTime, s.horizon)
+	}
 	if s.denyCache > 0 {
 		s.deny = newDenyCache(s.denyCache)
 	}
 	if s.warn != nil {
 		for _, w := range CheckClient(client, s.warnBudget) {
-			if rw := (*retriesWarning)(nil); s.autoIDs && errors.As(w, &rw) {
-				continue // retries apply a request once
-			}
 			s.warn(w)
 		}
 	}
@@ -391,7 +401,7 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, gi
 		res, err := parseReply(reply, alg.MaxCost(), notBefore)
 		return algorithms.Charge(res, alg, cost), err
 	}
-	args := append(appendOnceParams(append(make([]any, 0, 7), at, cost), alg), alg.MaxCost())
+	args := append(appendOnceParams(append(make([]any, 0, 8), at, cost), alg), alg.MaxCost(), s.horizon)
 	reply, err := sc.Run(ctx, s.client, []string{rkey, once}, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.decisionFailure(ctx, err)
@@ -506,8 +516,8 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	if err != nil {
 		return nil, err
 	}
-	args := make([]any, 0, 2+7*len(algs))
-	args = append(args, at, cost)
+	args := make([]any, 0, 3+7*len(algs))
+	args = append(args, at, cost, s.horizon)
 	for i, alg := range algs {
 		keys[i] = s.Key(key, alg)
 		// The kind's index in the script, then how many values follow:
@@ -630,7 +640,7 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 		}
 		return parseReply(reply, alg.MaxCost(), notBefore)
 	}
-	args := append(appendOnceParams(append(make([]any, 0, 8), arg, n, at.UnixMicro()), alg), alg.MaxCost())
+	args := append(appendOnceParams(append(make([]any, 0, 9), arg, n, at.UnixMicro()), alg), alg.MaxCost(), s.horizon)
 	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
 		return algorithms.Result{}, s.decisionFailure(ctx, err)
@@ -677,7 +687,7 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	args := append(appendParams(append(make([]any, 0, 7), at, cost), alg), maxWait.Microseconds())
 	limit, want := alg.MaxCost(), 6
 	if once != "" {
-		args, want = append(args, limit), 10
+		args, want = append(args, limit, s.horizon), 10
 	}
 	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
 	if err != nil {
@@ -725,7 +735,9 @@ var serverTime any = ""
 
 // Reset deletes alg's state for key. The memory of a large sorted set is
 // freed in the background (UNLINK), so even a key of millions of records does
-// not block Redis.
+// not block Redis. A reset with a request ID, the caller's or, with a client
+// that resends, the store's, is applied once: sent again, it does not delete
+// what was charged after it.
 func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
 	if _, err := scriptFor(alg); err != nil {
 		return err
@@ -733,9 +745,17 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 	if err := alg.Validate(); err != nil {
 		return err
 	}
+	rid, err := s.requestID(ctx, true)
+	if err != nil {
+		return err
+	}
+	keys := []string{s.Key(key, alg)}
+	if rid.id != "" {
+		keys = append(keys, rid.key(keys[0], onceReset))
+	}
 	defer s.forget(key, alg)
-	if err := resetScript.Run(ctx, s.client, []string{s.Key(key, alg)}).Err(); err != nil {
-		return s.failure(ctx, err)
+	if err := resetScript.Run(ctx, s.client, keys, (s.horizon+999)/1000).Err(); err != nil {
+		return s.decisionFailure(ctx, err)
 	}
 	return nil
 }

@@ -63,8 +63,7 @@ func TestDoctor(t *testing.T) {
 		}},
 		{"cluster", []string{"doctor", "--cluster", strings.Join(cluster.Addrs(), ",")}, 0, []any{
 			"Checked the Redis Cluster at ", row("cluster", "ok", "Redis Cluster: 3 masters, each answers"),
-			row("client settings", "warning", "the doctor's own client, not your app's (see below): MaxRedirects is 3"),
-			"change: give the store storeredis.WithAutoRequestIDs()", "no failure, 2 warnings.",
+			row("client settings", "ok", "the doctor's own client, not your app's"), "no failure, 1 warning.",
 		}},
 		{"unreachable", []string{"doctor", "--redis", closed}, 1, []any{
 			row("server", "failure", "unreachable: dial tcp "+closed), "1 failure, no warning.",

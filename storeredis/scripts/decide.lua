@@ -9,11 +9,13 @@
 --
 -- KEYS[2], if given, is the request's once key (see once.lua); ARGV[3…6]
 -- then hold four parameters, '' for those the kind does not take, ARGV[7]
--- the limit, and the reply ends with it and the charge: ARGV[3], ARGV[5]
--- and the cost, or the first admission's.
+-- the limit, ARGV[8] the record's least lifetime in µs (once_horizon), and
+-- the reply ends with the limit and the charge: ARGV[3], ARGV[5] and the
+-- cost, or the first admission's.
 -- requires: once.lua
 
 local key, once = KEYS[1], KEYS[2]
+if once then once_horizon = tonumber(ARGV[8]) or 0 end
 local seen = once_seen(once)
 if seen then
   return {seen[1], seen[2], seen[3], seen[4], seen[5], seen[7] or tonumber(ARGV[7]),

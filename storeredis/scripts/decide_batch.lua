@@ -8,7 +8,8 @@
 --          once keys of the decisions that have one
 -- ARGV[1]  '' to decide every decision at Redis's TIME, read once, or a
 --          number for client time, each decision then giving its own now
--- ARGV[2]  ignored (the prelude reads it as a cost)
+-- ARGV[2]  the once keys' least lifetime in µs (once_horizon; the prelude
+--          also reads it as a cost, which each decision sets)
 -- ARGV[3]  m, the number of parameter sets, and ARGV[4] w, the parameters
 --          in each (as in decide.lua: limit, window, then burst or
 --          sub-windows); then the m sets, w values each
@@ -26,6 +27,7 @@
 -- requires: once.lua
 
 local clientTime = ARGV[1] ~= ''
+once_horizon = tonumber(ARGV[2]) or 0
 local m, w = tonumber(ARGV[3]), tonumber(ARGV[4])
 local sets = {}
 for j = 0, m - 1 do

@@ -13,7 +13,8 @@
 --          keys for the request: an admission marks each, so that a
 --          refund with the ID forgets it (see refund.lua)
 -- ARGV[1]  now, ARGV[2] cost (see prelude.lua)
--- ARGV[3…] for each limit in turn: its kind's index in kinds, the number m
+-- ARGV[3]  the once key's least lifetime in µs (once_horizon), 0 without
+-- ARGV[4…] for each limit in turn: its kind's index in kinds, the number m
 --          of its parameters, then its m parameters (as in decide.lua)
 -- Reply    {allowed, remaining, retry_after, reset_after, at} for each limit
 -- requires: once.lua
@@ -25,7 +26,8 @@
 -- inspection, for its uncharged result. An inspection writes only a bucket
 -- state it converted from another rate count, as it would alone.
 
-local n, limits, pos = 0, {}, 3
+once_horizon = tonumber(ARGV[3]) or 0
+local n, limits, pos = 0, {}, 4
 while ARGV[pos] do
   local kind, m = kinds[tonumber(ARGV[pos])], tonumber(ARGV[pos + 1])
   local p = {}
@@ -86,7 +88,7 @@ if once then
   reply[#reply + 1] = cost
   if all and cost > 0 then
     once_keep(once, reply, longest)
-    for j = n + 2, #KEYS do redis.call('SET', KEYS[j], '1', 'PX', ttl_ms(longest)) end
+    for j = n + 2, #KEYS do redis.call('SET', KEYS[j], '1', 'PX', ttl_ms(max(longest, once_horizon))) end
   end
 end
 return reply

@@ -20,6 +20,11 @@
 -- the same batch, never the caller's (see WithCoalescing); decide.lua falls
 -- back to the limit and charge it is given all the same.
 
+-- A record is kept at least once_horizon µs, which a driver sets from its
+-- arguments: how long go-redis may still send the request again
+-- (resendHorizon), 0 for a client that sends once.
+local once_horizon = 0
+
 -- once_seen returns the reply kept under k, or nil when k is nil or empty.
 local function once_seen(k)
   if not k then return nil end
@@ -30,9 +35,10 @@ local function once_seen(k)
   return r
 end
 
--- once_keep keeps reply, a list of integers, under k for us µs.
+-- once_keep keeps reply, a list of integers, under k for us µs, and at
+-- least once_horizon.
 local function once_keep(k, reply, us)
   local s = {}
   for i = 1, #reply do s[i] = string.format('%d', reply[i]) end
-  redis.call('SET', k, table.concat(s, ' '), 'PX', ttl_ms(us))
+  redis.call('SET', k, table.concat(s, ' '), 'PX', ttl_ms(max(us, once_horizon)))
 end

@@ -6,7 +6,8 @@
 -- KEYS[2]   if given, the refund's once key (see once.lua): a refund that
 --           changed the state is kept, and not applied again; ARGV[4…7]
 --           then hold four parameters ('' for those the kind does not
---           take), ARGV[8] the limit, and the reply ends with it
+--           take), ARGV[8] the limit, ARGV[9] the record's least lifetime
+--           in µs (once_horizon), and the reply ends with the limit
 -- KEYS[3]   if given, the once key of the admission the refund gives back
 --           (a decision or a booking with the same ID), and KEYS[4] that of
 --           a set's admission with it (see decide_set.lua): while either
@@ -26,6 +27,7 @@
 -- inspection's reset_after, or loses it at once if that is 0.
 
 local key, once, admitted, inset = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+if once then once_horizon = tonumber(ARGV[9]) or 0 end
 if once and not (admitted and redis.call('EXISTS', admitted, inset) > 0) then
   local seen = once_seen(once)
   if seen then return seen end

@@ -8,11 +8,13 @@
 -- Reply     {allowed, remaining, retry_after, reset_after, at, delay}: delay
 --           is the wait until the booked request's turn
 -- KEYS[2]   if given, the request's once key (see once.lua); ARGV[7] is
---           then the limit, and the reply ends with it and the charge:
---           ARGV[3], ARGV[5] and the cost, or the first admission's
+--           then the limit, ARGV[8] the record's least lifetime in µs
+--           (once_horizon), and the reply ends with the limit and the
+--           charge: ARGV[3], ARGV[5] and the cost, or the first admission's
 -- requires: once.lua
 
 local key, once = KEYS[1], KEYS[2]
+if once then once_horizon = tonumber(ARGV[8]) or 0 end
 local seen = once_seen(once)
 if seen then
   return {seen[1], seen[2], seen[3], seen[4], seen[5], seen[6], seen[7] or tonumber(ARGV[7]),

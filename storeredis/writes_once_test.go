@@ -1,0 +1,182 @@
+package storeredis_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/storeredis"
+)
+
+// TestEveryWriteAppliedOnce: each write the store makes (a decision, a
+// set's, a booking, a refund, a booking's cancellation, a reset) has its
+// reply lost once, after Redis ran it, and another client charges the key
+// before go-redis, with its default settings or as a ClusterClient, sends
+// the write again. The write returns without an error, and the key ends
+// exactly as a twin key to which the write was applied once, with the same
+// charge after it: the store gives every write of a client that resends an
+// ID, so the resend gets the first outcome instead of charging, booking,
+// refunding or resetting twice.
+func TestEveryWriteAppliedOnce(t *testing.T) {
+	gcra := algorithms.GCRA{Rate: algorithms.PerMinute(10), Burst: 10}
+	partner := algorithms.SlidingLog{Limit: 20, Window: time.Hour}
+	ctx := context.Background()
+	clock := ratewisetest.NewClock(time.Now().Truncate(time.Microsecond))
+
+	// A write: prepare runs on both keys through the store that loses
+	// nothing; write is the one whose reply is lost; charge is the other
+	// client's request in between.
+	type write struct {
+		name    string
+		prepare func(l *ratewise.Limiter, key string) any
+		write   func(l *ratewise.Limiter, s *ratewise.Set, key string, prepared any) error
+		charges bool // another client charges the key while the reply is lost
+	}
+	writes := []write{
+		{"decision", nil, func(l *ratewise.Limiter, _ *ratewise.Set, key string, _ any) error {
+			_, err := l.AllowN(ctx, key, 2)
+			return err
+		}, true},
+		{"set", nil, func(_ *ratewise.Limiter, s *ratewise.Set, key string, _ any) error {
+			_, err := s.AllowN(ctx, key, 2)
+			return err
+		}, true},
+		{"booking", func(l *ratewise.Limiter, key string) any {
+			l.AllowN(ctx, key, 10)
+			return nil
+		}, func(l *ratewise.Limiter, _ *ratewise.Set, key string, _ any) error {
+			r, err := l.Reserve(ctx, key, time.Minute)
+			if err == nil && (!r.OK() || r.Delay() != 6*time.Second) {
+				err = fmt.Errorf("booked %+v, want a turn 6s away", r.Result())
+			}
+			return err
+		}, false},
+		{"refund", func(l *ratewise.Limiter, key string) any {
+			res, _ := l.AllowN(ctx, key, 3)
+			return res
+		}, func(l *ratewise.Limiter, _ *ratewise.Set, key string, prepared any) error {
+			_, err := l.Refund(ctx, key, prepared.(ratewise.Result), 2)
+			return err
+		}, true},
+		{"cancel", func(l *ratewise.Limiter, key string) any {
+			l.AllowN(ctx, key, 10)
+			r, err := l.Reserve(ctx, key, time.Minute)
+			if err != nil || !r.OK() {
+				t.Fatalf("a booking to cancel: %+v, %v", r, err)
+			}
+			return r
+		}, func(_ *ratewise.Limiter, _ *ratewise.Set, _ string, prepared any) error {
+			_, err := prepared.(*ratewise.Reservation).Cancel(ctx)
+			return err
+		}, false},
+		{"reset", func(l *ratewise.Limiter, key string) any {
+			l.AllowN(ctx, key, 5)
+			return nil
+		}, func(l *ratewise.Limiter, _ *ratewise.Set, key string, _ any) error {
+			return l.Reset(ctx, key)
+		}, true},
+	}
+
+	targets := []struct {
+		name string
+		// clients returns go-redis's default client, or ClusterClient, on
+		// the server with a Dropper in its dial, and one without.
+		clients func(t *testing.T, d *redistest.Dropper) (lossy, plain redis.Scripter)
+	}{
+		{"client", func(t *testing.T, d *redistest.Dropper) (redis.Scripter, redis.Scripter) {
+			addr := redistest.Standalone(t).Addr
+			lossy := redis.NewClient(&redis.Options{Addr: addr, Dialer: d.Dial})
+			t.Cleanup(func() { lossy.Close() })
+			return lossy, newClient(t, addr)
+		}},
+		{"cluster", func(t *testing.T, d *redistest.Dropper) (redis.Scripter, redis.Scripter) {
+			addrs := redistest.SharedCluster(t).Addrs()
+			lossy := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, Dialer: d.Dial})
+			plain := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+			t.Cleanup(func() { lossy.Close(); plain.Close() })
+			return lossy, plain
+		}},
+	}
+	for _, target := range targets {
+		t.Run(target.name, func(t *testing.T) {
+			d := new(redistest.Dropper)
+			lossyClient, plainClient := target.clients(t, d)
+			opts := []storeredis.Option{storeredis.WithClientTime(), storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
+			lossyStore, plainStore := storeredis.New(lossyClient, opts...), storeredis.New(plainClient, opts...)
+			namespace := strings.ReplaceAll(testKey(t), ":", ".")
+			limiters := func(s *storeredis.Store) (*ratewise.Limiter, *ratewise.Set, *ratewise.Limiter) {
+				l, err := ratewise.New(s, gcra, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+				if err != nil {
+					t.Fatal(err)
+				}
+				set, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, partner}, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := ratewise.New(s, partner, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return l, set, p
+			}
+			lossy, lossySet, _ := limiters(lossyStore)
+			plain, plainSet, plainPartner := limiters(plainStore)
+			for _, w := range writes {
+				t.Run(w.name, func(t *testing.T) {
+					key, twin, warm := w.name, w.name+"-twin", w.name+"-warm"
+					var prepared, preparedTwin, preparedWarm any
+					if w.prepare != nil {
+						// A cancellation is the lossy limiter's own booking's.
+						prepLimiter := plain
+						if w.name == "cancel" {
+							prepLimiter = lossy
+						}
+						prepared, preparedWarm = w.prepare(prepLimiter, key), w.prepare(prepLimiter, warm)
+						preparedTwin = w.prepare(plain, twin)
+					}
+					// Once with nothing lost, on a key of its own.
+					if err := w.write(lossy, lossySet, warm, preparedWarm); err != nil {
+						t.Fatalf("the write on a key of its own: %v", err)
+					}
+					var onDrop func()
+					if w.charges {
+						onDrop = func() {
+							if res, err := plain.Allow(ctx, key); err != nil || !res.Allowed {
+								t.Errorf("the other client's request while the reply was lost: %+v, %v", res, err)
+							}
+						}
+					}
+					before := d.Dropped()
+					d.Arm(onDrop, "evalsha", "eval")
+					if err := w.write(lossy, lossySet, key, prepared); err != nil {
+						t.Fatalf("the write whose reply was lost, sent again by go-redis: %v; want its first outcome", err)
+					}
+					if got := d.Dropped() - before; got != 1 {
+						t.Fatalf("%d replies dropped, want 1", got)
+					}
+					if err := w.write(plain, plainSet, twin, preparedTwin); err != nil {
+						t.Fatalf("the write on the twin: %v", err)
+					}
+					if w.charges {
+						plain.Allow(ctx, twin)
+					}
+					for _, l := range []*ratewise.Limiter{plain, plainPartner} {
+						got, err := l.Peek(ctx, key)
+						want, werr := l.Peek(ctx, twin)
+						if err != nil || werr != nil || got != want {
+							t.Fatalf("%s after the write with its reply lost: %+v (%v); the twin, written once: %+v (%v)", l.Algorithm(), got, err, want, werr)
+						}
+					}
+				})
+			}
+		})
+	}
+}
