@@ -184,7 +184,9 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // another rate has converted the key; a sliding log frees its oldest units
 // if others were recorded after the refunded ones; and a fixed window
 // gives back nothing once its window has ended. Refund each admission at
-// most once.
+// most once, and not after its key was Reset, which forgot the charge: a
+// refund then would give back what later requests were charged (see
+// "Refunds" in package algorithms).
 //
 // It fails with ErrNotAdmitted for a Result that charged nothing (a
 // denial, a Peek's, the zero Result), with ErrInvalidCost for n outside

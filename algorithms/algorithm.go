@@ -108,8 +108,9 @@ type Algorithm interface {
 	// each algorithm's doc says: exactly n when the refund comes at once,
 	// at the admission's own time with nothing charged in between; later,
 	// possibly less, never more. Each admission must be refunded at
-	// most once, and by at most its cost: a key's state cannot tell one
-	// request from another.
+	// most once, by at most its cost, and not after its state was reset: a
+	// key's state cannot tell one request from another (see "Refunds" in
+	// the package doc).
 	//
 	// The inputs must pass CheckRefund; Refund does not check them.
 	Refund(state State, now, at time.Time, n int64) (State, bool)

@@ -87,14 +87,16 @@ func (b bucket) tokens(x span) int64 {
 
 // usedAt returns the decision time for a decision at now on st, the later
 // of now and the key's latest time; how far the key's TAT is ahead of it,
-// in b's units; and whether st was written under another rate count.
+// in b's units; and whether st was written under another rate count and
+// still holds tokens then.
 //
 // Such a state is converted at the decision's time, in tokens: what the key
 // had used then at the old rate (TAT - eff over the old interval) is charged
 // at b's rate, exactly, rounded up to b's fraction of a microsecond, so a
 // changed rate never gives back what was used, nor takes more; the decision
-// must then write it (see step). A valid state is never more than 2^50µs
-// ahead; the caps keep any other in range.
+// must then write it (see step). One that holds no tokens any more is as
+// no state: nothing to convert, nor to write. A valid state is never more
+// than 2^50µs ahead; the caps keep any other in range.
 func (b bucket) usedAt(st *bucketState, now time.Time) (eff int64, used span, converted bool) {
 	eff = micros(now)
 	if st == nil {
@@ -102,8 +104,8 @@ func (b bucket) usedAt(st *bucketState, now time.Time) (eff int64, used span, co
 	}
 	eff = max(eff, st.Latest)
 	converted = st.Count != b.count
-	if st.TAT < eff {
-		return eff, span{}, converted
+	if st.TAT < eff || st.TAT == eff && st.Frac <= 0 {
+		return eff, span{}, false
 	}
 	if !converted || st.Count <= 0 || st.Count > maxCount {
 		// A count no decision writes reads as b's own.

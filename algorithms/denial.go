@@ -34,18 +34,20 @@ var (
 // Keeps is true: an inspection or a denial changes nothing.
 func (FixedWindow) Keeps(State, time.Time, int64) bool { return true }
 
-// Keeps reports whether the state was written under this rate count: one
-// written under another is converted (see TokenBucket).
-func (a TokenBucket) Keeps(state State, _ time.Time, _ int64) bool {
-	st := stateAs[*TokenBucketState](a.Name(), state)
-	return st == nil || st.Count == a.Refill.Count
+// Keeps reports whether the state was written under this rate count, or
+// holds no tokens at now: one written under another that still does is
+// converted (see TokenBucket).
+func (a TokenBucket) Keeps(state State, now time.Time, _ int64) bool {
+	_, _, converted := newBucket(a.Capacity, a.Refill).usedAt((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now)
+	return !converted
 }
 
-// Keeps reports whether the state was written under this rate count: one
-// written under another is converted (see GCRA).
-func (a GCRA) Keeps(state State, _ time.Time, _ int64) bool {
-	st := stateAs[*GCRAState](a.Name(), state)
-	return st == nil || st.Count == a.Rate.Count
+// Keeps reports whether the state was written under this rate count, or
+// holds no tokens at now: one written under another that still does is
+// converted (see GCRA).
+func (a GCRA) Keeps(state State, now time.Time, _ int64) bool {
+	_, _, converted := newBucket(a.Burst, a.Rate).usedAt((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now)
+	return !converted
 }
 
 // Keeps is true for an inspection; for a denial, it reports whether no

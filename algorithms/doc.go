@@ -60,20 +60,32 @@
 //
 // # Changing limits
 //
-// State is kept per algorithm and Scope (the window or period). Two limiters
-// with different windows, such as 10 per second and 1,000 per hour of one
-// algorithm, never share a key's state. A changed limit, burst, capacity or
-// rate count keeps the state, and what a key used carries over in the units
-// the algorithm counts: requests for the windows, tokens for the token
-// bucket and GCRA. Lowering never hands back quota: a key that has used u
-// of the new limit L has Remaining max(0, L-u), and waits until its own
-// expiry (the windows) or the new rate's refill (the buckets) frees room
-// under L. Raising keeps u. Every result stays in range.
+// State is kept per algorithm and Scope (the window or period): 10 per
+// second and 1,000 per hour of one algorithm never share a key's state. A
+// changed limit, burst, capacity or rate count keeps the state, and what a
+// key used carries over in the units the algorithm counts: requests for the
+// windows, tokens for the token bucket and GCRA. Lowering never hands back
+// quota: a key that has used u of the new limit L has Remaining max(0, L-u),
+// and waits until its own expiry (the windows) or the new rate's refill
+// (the buckets) frees room under L. Raising keeps u. Every result stays in
+// range.
 //
 // A bucket's rate count is part of its state, so a decision under a new
 // rate count, whatever its cost (an inspection and a denial of cost 1
-// included), converts the state to it at its own time and writes it: the
-// change takes effect for a key at the first decision that carries it.
-// A refund charged under the old rate count then gives back nothing (see
-// Algorithm.Refund).
+// included), converts the state to it at its own time, in exact tokens, and
+// writes it: the change takes effect for a key at the first decision that
+// carries it. A state that holds no tokens by then is as no state.
+//
+// # Refunds
+//
+// A refund gives back into the state its admission charged, named by the
+// admission's Result (Result.Charged), whatever limit the key has since. It
+// never lets more through than if the refunded units had never been
+// charged: made at once, before time passes or another request is charged,
+// it gives back exactly what it names; later it may give back less, and
+// nothing once its window has passed or a decision under another rate count
+// has converted a bucket. Refund each admission at most once, by at most its
+// cost, and not after its key was Reset, which forgot the charge: a refund
+// then would give back what later requests were charged. Each algorithm's
+// Refund says what comes back when.
 package algorithms

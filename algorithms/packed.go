@@ -96,12 +96,14 @@ func (a TokenBucket) Unpack(w Words, tag int64, into State) State {
 
 // Inspect decides cost, taken as an inspection, on the state Pack packed;
 // it keeps the state unless its tag, the rate count it was written under,
-// is not Refill.Count.
+// is not Refill.Count and it still holds tokens.
 func (a TokenBucket) Inspect(w Words, tag int64, now time.Time, cost int64) (Result, bool) {
 	var st bucketState
 	unpackBucket(&st, w, tag)
-	_, res, _ := newBucket(a.Capacity, a.Refill).step(&st, now, min(cost, -cost), 0)
-	return res, tag == a.Refill.Count
+	b := newBucket(a.Capacity, a.Refill)
+	_, _, converted := b.usedAt(&st, now)
+	_, res, _ := b.step(&st, now, min(cost, -cost), 0)
+	return res, !converted
 }
 
 // Pack returns TAT and the latest time, tagged with the rate count, when
@@ -122,12 +124,14 @@ func (a GCRA) Unpack(w Words, tag int64, into State) State {
 
 // Inspect decides cost, taken as an inspection, on the state Pack packed;
 // it keeps the state unless its tag, the rate count it was written under,
-// is not Rate.Count.
+// is not Rate.Count and it still holds tokens.
 func (a GCRA) Inspect(w Words, tag int64, now time.Time, cost int64) (Result, bool) {
 	var st bucketState
 	unpackBucket(&st, w, tag)
-	_, res, _ := newBucket(a.Burst, a.Rate).step(&st, now, min(cost, -cost), 0)
-	return res, tag == a.Rate.Count
+	b := newBucket(a.Burst, a.Rate)
+	_, _, converted := b.usedAt(&st, now)
+	_, res, _ := b.step(&st, now, min(cost, -cost), 0)
+	return res, !converted
 }
 
 // packBucket packs a state whose TAT is whole and not before its latest

@@ -53,6 +53,7 @@ var rules = []rule{
 	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},
 	{"request_id_once", "a request retried with its request ID (WithRequestID), through Allow, a Set, a booking, a Refund or a Reset, returns its first outcome and charges (or resets) nothing more, also from 16 goroutines at once; another ID is another request; a denial is decided afresh when retried; a peek ignores the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing", requestIDOnce, false},
 	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled, true},
+	{"model_check", "random sequences mixing admissions, peeks, refunds of any age and amount, bookings and cancellations, resets, changes of limit, burst, rate, window and kind, sets, clock readings behind and ahead, requests retried with their ID and writes whose reply is lost and resent decide exactly as the reference store, every Result in range; a retried write changes nothing; no window of any limit in force admits more than that limit, and what was admitted and not refunded replays on an empty key", modelCheck, false},
 }
 
 func exactAdmission(e *env) {

@@ -67,9 +67,10 @@ func refundAtOnce(e *env) {
 }
 
 // keptFor checks that the store keeps l's key "k" no longer than res, the
-// Result of a refund, says its state counts, plus the store's grace: a
-// refund that shortens a key's life shortens its TTL, and one that leaves
-// nothing counting drops it.
+// Result of a refund, says its state counts, or until its At if that is
+// later (for a fixed window, until the window of At ends: its state pins
+// its window, even when it counts nothing), plus the store's grace: a
+// refund that shortens a key's life shortens its TTL.
 func (e *env) keptFor(l lim, res ratewise.Result) {
 	e.t.Helper()
 	reporter, ok := e.store.(store.TTLReporter)
@@ -80,15 +81,14 @@ func (e *env) keptFor(l lim, res ratewise.Result) {
 	if err != nil {
 		e.fatalf("TTL: %v", err)
 	}
-	if res.ResetAfter == 0 {
-		if ttl != 0 {
-			e.fatalf("after a refund that left nothing counting (%+v) the store keeps the state for %v", res, ttl)
-		}
-		return
+	life := max(res.ResetAfter, res.At.Sub(e.clock.Now()))
+	if e.c.kind.Family() == algorithms.FamilyFixedWindow {
+		w := e.c.alg.Scope().Window
+		life = max(life, res.At.Truncate(w).Add(w).Sub(e.clock.Now()))
 	}
 	// Stores with millisecond expiry may round up to the next ms.
-	if ceil := res.ResetAfter.Truncate(time.Millisecond) + time.Millisecond + e.cfg.grace; ttl <= 0 || ttl > ceil {
-		e.fatalf("after a refund the store keeps the state for %v, want (0, %v] for ResetAfter %v", ttl, ceil, res.ResetAfter)
+	if ceil := life.Truncate(time.Millisecond) + time.Millisecond + e.cfg.grace; ttl > ceil {
+		e.fatalf("after a refund the store keeps the state for %v, want at most %v for ResetAfter %v and At %v after now", ttl, ceil, res.ResetAfter, res.At.Sub(e.clock.Now()))
 	}
 }
 

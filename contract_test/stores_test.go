@@ -39,9 +39,9 @@ func TestContract(t *testing.T) {
 		{"storememory", func(*testing.T) store.Store { return storememory.New() }, nil},
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
-		{"reference", func(*testing.T) store.Store { return newReferenceStore() }, nil},
+		{"reference", func(*testing.T) store.Store { return contract.ReferenceStore() }, nil},
 		{"miniredis", func(t *testing.T) store.Store {
-			return storeredis.New(client(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
+			return lossy(t, miniredis.RunT(t).Addr(), storeredis.WithClientTime())
 		}, clientTime},
 		{"miniredis-server-time", func(t *testing.T) store.Store {
 			m := miniredis.RunT(t)
@@ -50,13 +50,13 @@ func TestContract(t *testing.T) {
 			return &serverClock{Store: storeredis.New(client(t, m.Addr()), storeredis.WithDenyCache(0)), m: m}
 		}, nil},
 		{"redis", func(t *testing.T) store.Store {
-			return storeredis.New(client(t, redistest.Standalone(t).Addr), storeredis.WithClientTime())
+			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
 		}, clientTime},
 		{"redis-server-time", func(t *testing.T) store.Store {
 			return storeredis.New(client(t, redistest.Standalone(t).Addr))
 		}, []contract.Option{contract.StoreClock()}},
 		{"cluster", func(t *testing.T) store.Store {
-			return storeredis.New(clusterClient(t), storeredis.WithClientTime())
+			return lossyCluster(t, storeredis.WithClientTime())
 		}, clientTime},
 		{"cluster-server-time", func(t *testing.T) store.Store {
 			return storeredis.New(clusterClient(t))
@@ -71,13 +71,13 @@ func TestContract(t *testing.T) {
 		opts []contract.Option
 	}{
 		{"miniredis-plain", func(t *testing.T) store.Store {
-			return storeredis.New(client(t, miniredis.RunT(t).Addr()), append(plain, storeredis.WithClientTime())...)
+			return lossy(t, miniredis.RunT(t).Addr(), append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
 		{"redis-plain", func(t *testing.T) store.Store {
-			return storeredis.New(client(t, redistest.Standalone(t).Addr), append(plain, storeredis.WithClientTime())...)
+			return lossy(t, redistest.Standalone(t).Addr, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
 		{"cluster-plain", func(t *testing.T) store.Store {
-			return storeredis.New(clusterClient(t), append(plain, storeredis.WithClientTime())...)
+			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
 	}...)
 	// The targets run side by side: most of their time is spent waiting
@@ -121,6 +121,16 @@ func (s *serverClock) DecideSet(ctx context.Context, key string, algs []algorith
 	return s.Store.DecideSet(ctx, key, algs, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
+func (s *serverClock) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	if err := algorithms.CheckTime(now); err != nil {
+		return algorithms.Result{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.SetTime(now)
+	return s.Store.Refund(ctx, key, alg, now.Add(-time.Hour), at, n) // the store must ignore now
+}
+
 func (s *serverClock) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
 	if err := algorithms.CheckTime(now); err != nil {
 		return algorithms.Result{}, 0, err
@@ -129,6 +139,43 @@ func (s *serverClock) Reserve(ctx context.Context, key string, alg algorithms.Al
 	defer s.mu.Unlock()
 	s.m.SetTime(now)
 	return s.Store.Reserve(ctx, key, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
+}
+
+// lossyStore is the Redis store on a client whose connections can lose a
+// reply (contract.ReplyLoser): go-redis's defaults, which resend.
+type lossyStore struct {
+	*storeredis.Store
+	d      *redistest.Dropper
+	before int64
+}
+
+func (s *lossyStore) LoseNextReply() {
+	s.before = s.d.Dropped()
+	s.d.Arm(nil, "evalsha", "eval")
+}
+
+func (s *lossyStore) KeepReplies() bool {
+	s.d.Arm(nil)
+	return s.d.Dropped() > s.before
+}
+
+// lossy returns a lossyStore on a go-redis client with its default
+// settings, but for no backoff before a resend, which would only slow the
+// suite (TestEveryWriteAppliedOnce in storeredis keeps every default).
+func lossy(t *testing.T, addr string, opts ...storeredis.Option) *lossyStore {
+	d := new(redistest.Dropper)
+	c := redis.NewClient(&redis.Options{Addr: addr, Dialer: d.Dial, MinRetryBackoff: -1, MaxRetryBackoff: -1})
+	t.Cleanup(func() { c.Close() })
+	return &lossyStore{Store: storeredis.New(c, opts...), d: d}
+}
+
+// lossyCluster returns a lossyStore on a ClusterClient of the shared
+// cluster with its default settings, but for no backoff before a resend.
+func lossyCluster(t *testing.T, opts ...storeredis.Option) *lossyStore {
+	d := new(redistest.Dropper)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs(), Dialer: d.Dial, MinRetryBackoff: -1, MaxRetryBackoff: -1})
+	t.Cleanup(func() { c.Close() })
+	return &lossyStore{Store: storeredis.New(c, opts...), d: d}
 }
 
 func client(t *testing.T, addr string) *redis.Client {

@@ -42,10 +42,14 @@ import (
 //     A cost of -n inspects the same way, for a request of cost n
 //     (algorithms.Algorithm.Decide).
 //   - State counts for Result.ResetAfter after the decision that wrote it,
-//     and is kept no longer than that plus a grace the store documents, so
-//     that a request whose clock reading lags (read before the store ordered
-//     it) still finds it; an inspection never drops it. Idle keys vanish on
-//     their own, so memory stays bounded under key churn.
+//     and is kept at least that long, and at least until the decision's
+//     At (a state that counts nothing may still hold a later time than the
+//     decision's now, which a request whose clock reading lags is decided
+//     at; a fixed window's, its window), and no longer than that plus a
+//     grace the store documents, so that a request whose clock reading lags
+//     (read before the store ordered it) still finds it; an inspection
+//     never drops it. Idle keys vanish on their own, so memory stays
+//     bounded under key churn.
 //   - Being limited is Result.Allowed == false, never an error. An error
 //     means the decision did not happen or its outcome is unknown: the caller
 //     must not treat it as allowed.
@@ -118,11 +122,12 @@ type Reserver interface {
 type Refunder interface {
 	// Refund runs alg.Refund on key's state for n units charged at time at
 	// (the admission's Result.At), at time now, and returns what Decide
-	// with a cost of 0 then returns. The state then counts for that
-	// Result's ResetAfter (plus the store's grace), or goes at once if that
-	// is 0. Invalid input is the error algorithms.CheckRefund returns; a
-	// store on its own clock checks at with algorithms.CheckTime, and now
-	// only where it uses the caller's.
+	// with a cost of 0 then returns, writing nothing more (not even a rate
+	// count that inspection would convert). The state is then kept as a
+	// decision's is, for that Result's ResetAfter and at least until its
+	// At (plus the store's grace). Invalid input is the error
+	// algorithms.CheckRefund returns; a store on its own clock checks at
+	// with algorithms.CheckTime, and now only where it uses the caller's.
 	Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
 }
 

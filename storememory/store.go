@@ -235,7 +235,7 @@ func (c *cursor) keep(state algorithms.State, res algorithms.Result, now int64, 
 		c.t.replace(c.pos, state)
 		return
 	}
-	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, sweepAt(el, res.ResetAfter))
+	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, sweepAt(el, keptFor(res, now)))
 }
 
 // changes reports whether Decide(state, now, cost) of alg may change state
@@ -593,7 +593,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	_, res := alg.Decide(state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
-		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, sweepAt(el, res.ResetAfter))
+		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, sweepAt(el, keptFor(res, t)))
 	}
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of

@@ -3,6 +3,7 @@ package storememory
 import (
 	"hash/maphash"
 	"math"
+	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
 )
@@ -261,11 +262,11 @@ func (t *table) state(pos int, now int64) algorithms.State {
 
 // keep records the state a decision at now (Unix nanoseconds) left for
 // prefix+key, whose hash is h and whose slot and position (-1 for none)
-// find returned; it counts for res.ResetAfter, and a sweep may drop it from
-// second sweep on the store's clock.
+// find returned; it counts for keptFor(res, now), and a sweep may drop it
+// from second sweep on the store's clock.
 func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now int64, sweep uint32) {
-	switch {
-	case state == nil || res.ResetAfter <= 0:
+	life := keptFor(res, now)
+	if state == nil {
 		if pos >= 0 {
 			t.remove(slot, pos)
 		}
@@ -292,8 +293,18 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorith
 	if state == t.scratch {
 		t.scratch = nil // the box owns it now
 	}
-	e.w = algorithms.Words{boxed, now + int64(res.ResetAfter)}
+	e.w = algorithms.Words{boxed, now + int64(life)}
 	*t.box(pos, true) = state
+}
+
+// keptFor is how long after now (Unix nanoseconds) the state a decision
+// left must be kept: while it counts, ResetAfter, and at least until the
+// decision's time, At, which a decision made with an earlier clock reading
+// is made at: a state that counts nothing may still hold a later time than
+// now (the latest a log was decided at, a fixed window's start), and a
+// stale reading must still find it.
+func keptFor(res algorithms.Result, now int64) time.Duration {
+	return max(res.ResetAfter, time.Duration(res.At.UnixNano()-now))
 }
 
 // replace puts state in place of a boxed entry's state, keeping its

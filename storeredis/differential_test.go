@@ -190,11 +190,10 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 			var changed bool
 			state, changed = alg.Refund(state, fake, c.at, n)
 			// The inspection that reports the state writes nothing, not
-			// even a rate count it would convert (store.Refunder).
+			// even a rate count it would convert; the state is kept as a
+			// decision's is (store.Refunder).
 			_, want := alg.Decide(state, fake, 0)
-			if changed && want.ResetAfter == 0 {
-				state = nil // the state goes at once (store.Refunder)
-			}
+			_ = changed
 			got, err := s.Refund(ctx, key, alg, fake, c.at, n)
 			if err != nil {
 				t.Fatalf("%#v step %d: refund: %v", alg, step, err)
@@ -203,7 +202,7 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 				t.Fatalf("%#v step %d at %s, refund of %d charged at %s:\n  lua %+v\n  go  %+v\n  go state before %s",
 					alg, step, fake.Format(time.RFC3339Nano), n, c.at.Format(time.RFC3339Nano), got, want, before)
 			}
-			expiresReal, fullAt = time.Now().Add(want.ResetAfter), fake.Add(want.ResetAfter)
+			expiresReal, fullAt = time.Now().Add(kept(want, fake)), fake.Add(kept(want, fake))
 			refunds++
 			continue
 		}
@@ -224,11 +223,12 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 		if got != want {
 			t.Fatalf("%#v step %d at %s, cost %d:\n  lua %+v\n  go  %+v\n  go state before %s", alg, step, fake.Format(time.RFC3339Nano), cost, got, want, before)
 		}
-		// The key lives at least ResetAfter of real time from now, whether
-		// this decision wrote it (an admission, a denial of a larger cost,
-		// any decision that converted a rate count) or not.
-		expiresReal = time.Now().Add(want.ResetAfter)
-		fullAt = fake.Add(want.ResetAfter)
+		// The key lives at least ResetAfter of real time from now, and
+		// until its At, whether this decision wrote it (an admission, a
+		// denial of a larger cost, any decision that converted a rate
+		// count) or not.
+		expiresReal = time.Now().Add(kept(want, fake))
+		fullAt = fake.Add(kept(want, fake))
 		if cost > 0 && want.Allowed {
 			charges = append(charges, charge{want.At, cost})
 		}
@@ -236,6 +236,12 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 	if refunds == 0 && len(charges) > 3 {
 		t.Fatalf("%#v: no refund ran", alg)
 	}
+}
+
+// kept is how long after now a store keeps the state a decision at now
+// left: while it counts, and until the decision's At (store.Store).
+func kept(res algorithms.Result, now time.Time) time.Duration {
+	return max(res.ResetAfter, res.At.Sub(now))
 }
 
 func maxTime(a, b time.Time) time.Time {

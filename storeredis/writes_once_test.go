@@ -111,7 +111,8 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 			lossyClient, plainClient := target.clients(t, d)
 			opts := []storeredis.Option{storeredis.WithClientTime(), storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
 			lossyStore, plainStore := storeredis.New(lossyClient, opts...), storeredis.New(plainClient, opts...)
-			namespace := strings.ReplaceAll(testKey(t), ":", ".")
+			// A namespace of its own on every run, -count included.
+			namespace := strings.ReplaceAll(testKey(t)+"."+ratewise.NewRequestID(), ":", ".")
 			limiters := func(s *storeredis.Store) (*ratewise.Limiter, *ratewise.Set, *ratewise.Limiter) {
 				l, err := ratewise.New(s, gcra, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
 				if err != nil {

@@ -63,6 +63,9 @@ func (d *Dropper) Dropped() int64 { return d.dropped.Load() }
 func (d *Dropper) take(p []byte) ([][]byte, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	if d.armed == nil {
+		return nil, false
+	}
 	lower := bytes.ToLower(p)
 	for _, name := range d.armed {
 		if bytes.Contains(lower, name) {

@@ -95,7 +95,9 @@ local function bucket_used(raw, count, period, burst)
     -- written by anything else in range.
     latest = min(latest, 4503599627370495)
     eff = max(now, latest)
-    converted = scount ~= count
+    -- A state that holds no tokens at eff is as no state: nothing to
+    -- convert, nor to write.
+    converted = scount ~= count and (tat > eff or (tat == eff and frac > 0))
     if tat >= eff then
       if not converted or scount <= 0 or scount > MAXC then
         -- A count no decision writes reads as this one.

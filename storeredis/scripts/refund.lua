@@ -24,7 +24,9 @@
 --
 -- The refund step changes the state (a string state comes back as the new
 -- string); the key is then inspected, and keeps its state for the
--- inspection's reset_after, or loses it at once if that is 0.
+-- inspection's reset_after, and at least until the time it was decided at:
+-- a state that counts nothing may still hold a later time than now, which
+-- a stale reading is decided at.
 
 local key, once, admitted, inset = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if once then once_horizon = tonumber(ARGV[9]) or 0 end
@@ -43,12 +45,11 @@ end
 cost, need = 0, 1
 local allowed, remaining, retry, reset, when = step(key, state, p1, p2, p3, p4)
 if new then
-  if reset <= 0 then
-    redis.call('DEL', key)
-  elseif read then
-    redis.call('PEXPIRE', key, ttl_ms(reset))
+  local keep = max(reset, when - now)
+  if read then
+    redis.call('PEXPIRE', key, ttl_ms(keep))
   else
-    redis.call('SET', key, new, 'PX', ttl_ms(reset))
+    redis.call('SET', key, new, 'PX', ttl_ms(keep))
   end
 end
 if once then

@@ -1,0 +1,244 @@
+package contract
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+// ReferenceStore returns the simplest store that can be: one lock, one map,
+// each decision the algorithm's own step (algorithms.Algorithm.Decide,
+// Reserve, Refund), state kept forever and request IDs remembered forever.
+// The model checker runs every sequence on one beside the store under test
+// and requires the same Results; a store that drops state once it stops
+// counting must decide exactly as this one, which never drops it. It has
+// every optional capability of package store but PrefixDecider.
+func ReferenceStore() store.Store {
+	return &refStore{states: map[refKey]algorithms.State{}, once: map[refOnce]refRecord{}}
+}
+
+var (
+	_ store.SetDecider = (*refStore)(nil)
+	_ store.Reserver   = (*refStore)(nil)
+	_ store.Refunder   = (*refStore)(nil)
+	_ store.Idempotent = (*refStore)(nil)
+)
+
+type refStore struct {
+	mu     sync.Mutex
+	states map[refKey]algorithms.State
+	once   map[refOnce]refRecord
+}
+
+type refKey struct {
+	kind  *algorithms.Kind
+	scope algorithms.Scope
+	key   string
+}
+
+// refOnce names what one request ID was applied to on one state.
+type refOnce struct {
+	state refKey
+	op    string // "decide" (a decision or a booking), "set", "refund", "reset"
+	id    string
+}
+
+type refRecord struct {
+	results []algorithms.Result
+	delay   time.Duration
+}
+
+func keyOf(key string, alg algorithms.Algorithm) refKey {
+	return refKey{alg.Kind(), alg.Scope(), key}
+}
+
+// requestID returns ctx's request ID, whether the request applies it (it
+// has one and writes), and the error for an invalid one.
+func refRequestID(ctx context.Context, writes bool) (string, bool, error) {
+	id, ok := store.RequestID(ctx)
+	if !ok {
+		return "", false, nil
+	}
+	if err := store.CheckRequestID(ctx); err != nil {
+		return "", false, err
+	}
+	return id, writes, nil
+}
+
+func (s *refStore) AppliesRequestIDs() {}
+
+func (s *refStore) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, err
+	}
+	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
+		return algorithms.Result{}, err
+	}
+	id, once, err := refRequestID(ctx, cost > 0)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := keyOf(key, alg)
+	rec := refOnce{k, "decide", id}
+	if once {
+		if r, ok := s.once[rec]; ok {
+			return r.results[0], nil
+		}
+	}
+	state, res := alg.Decide(s.states[k], now, cost)
+	s.states[k] = state
+	if once && res.Allowed {
+		s.once[rec] = refRecord{results: []algorithms.Result{res}}
+	}
+	return res, nil
+}
+
+func (s *refStore) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	r, err := store.CheckReserve(alg, now, cost, maxWait)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	id, once, err := refRequestID(ctx, true)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := keyOf(key, alg)
+	rec := refOnce{k, "decide", id}
+	if once {
+		if r, ok := s.once[rec]; ok {
+			return r.results[0], r.delay, nil
+		}
+	}
+	state, res, delay := r.Reserve(s.states[k], now, cost, maxWait)
+	s.states[k] = state
+	if once && res.Allowed {
+		s.once[rec] = refRecord{results: []algorithms.Result{res}, delay: delay}
+	}
+	return res, delay, nil
+}
+
+func (s *refStore) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := store.CheckSet(algs, now, cost); err != nil {
+		return nil, err
+	}
+	id, once, err := refRequestID(ctx, cost > 0)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rec := refOnce{keyOf(key, algs[0]), "set", id}
+	if once {
+		if r, ok := s.once[rec]; ok {
+			return append([]algorithms.Result(nil), r.results...), nil
+		}
+	}
+	// Every limit inspected as the request; all charged if all admit,
+	// else only the denials decided (store.SetDecider).
+	results := make([]algorithms.Result, len(algs))
+	all := true
+	for i, alg := range algs {
+		k := keyOf(key, alg)
+		var st algorithms.State
+		st, results[i] = alg.Decide(s.states[k], now, min(cost, -cost))
+		s.states[k] = st // an inspection changes nothing but a converted rate
+		all = all && results[i].Allowed
+	}
+	if cost <= 0 {
+		return results, nil
+	}
+	for i, alg := range algs {
+		if !all && results[i].Allowed {
+			continue
+		}
+		k := keyOf(key, alg)
+		s.states[k], results[i] = alg.Decide(s.states[k], now, cost)
+	}
+	if once && all {
+		for _, alg := range algs {
+			s.once[refOnce{keyOf(key, alg), "set", id}] = refRecord{results: append([]algorithms.Result(nil), results...)}
+		}
+	}
+	return results, nil
+}
+
+func (s *refStore) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, err
+	}
+	if err := algorithms.CheckRefund(alg, now, at, n); err != nil {
+		return algorithms.Result{}, err
+	}
+	id, once, err := refRequestID(ctx, true)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := keyOf(key, alg)
+	rec, decided, inSet := refOnce{k, "refund", id}, refOnce{k, "decide", id}, refOnce{k, "set", id}
+	if once {
+		_, d := s.once[decided]
+		_, i := s.once[inSet]
+		if r, ok := s.once[rec]; ok && !d && !i {
+			return r.results[0], nil
+		}
+	}
+	state, changed := s.states[k], false
+	if state != nil {
+		state, changed = alg.Refund(state, now, at, n)
+	}
+	// Reported as an inspection, which writes nothing, not even a rate it
+	// would convert (store.Refunder).
+	_, res := alg.Decide(state, now, 0)
+	if changed {
+		s.states[k] = state
+		if once {
+			s.once[rec] = refRecord{results: []algorithms.Result{res}}
+			delete(s.once, decided)
+			delete(s.once, inSet)
+		}
+	}
+	return res, nil
+}
+
+func (s *refStore) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := algorithms.CheckKind(alg); err != nil {
+		return err
+	}
+	if err := alg.Validate(); err != nil {
+		return err
+	}
+	id, once, err := refRequestID(ctx, true)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := keyOf(key, alg)
+	rec := refOnce{k, "reset", id}
+	if once {
+		if _, ok := s.once[rec]; ok {
+			return nil
+		}
+		s.once[rec] = refRecord{}
+	}
+	delete(s.states, k)
+	return nil
+}
