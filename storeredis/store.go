@@ -78,6 +78,7 @@ type Store struct {
 	resends    bool        // whether go-redis may send a command twice (see resends)
 	ids        *idMaker    // the store's request IDs, nil unless it resends
 	horizon    int64       // µs: how long go-redis may resend a command (resendHorizon)
+	replicas   replicaWait // WithReplicas's; its n is 0 when off
 }
 
 const (
@@ -246,7 +247,7 @@ func New(client Client, opts ...Option) *Store {
 		s.ids = newIDMaker()
 		s.horizon = resendHorizon(client).Microseconds()
 	}
-	if s.coalesce > 0 {
+	if s.coalesce > 0 && s.replicas.n == 0 {
 		s.co = newCoalescer(client, s.coalesce, s.clientTime, s.horizon)
 	}
 	if s.denyCache > 0 {
@@ -394,17 +395,17 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, gi
 	}
 	if once == "" {
 		args := appendParams(append(make([]any, 0, 6), at, cost), alg)
-		reply, err := sc.Run(ctx, s.client, []string{rkey}, args...).Result()
+		reply, err := s.run(ctx, sc, []string{rkey}, args...)
 		if err != nil {
-			return algorithms.Result{}, s.decisionFailure(ctx, err)
+			return algorithms.Result{}, err
 		}
 		res, err := parseReply(reply, alg.MaxCost(), notBefore)
 		return algorithms.Charge(res, alg, cost), err
 	}
 	args := append(appendOnceParams(append(make([]any, 0, 8), at, cost), alg), alg.MaxCost(), s.horizon)
-	reply, err := sc.Run(ctx, s.client, []string{rkey, once}, args...).Result()
+	reply, err := s.run(ctx, sc, []string{rkey, once}, args...)
 	if err != nil {
-		return algorithms.Result{}, s.decisionFailure(ctx, err)
+		return algorithms.Result{}, err
 	}
 	return parseOnce(reply, alg, notBefore)
 }
@@ -543,9 +544,9 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		return nil, err // not sent
 	}
 	defer s.forget(key, algs...)
-	reply, err := sc.(*redis.Script).Run(ctx, s.client, keys, args...).Result()
+	reply, err := s.run(ctx, sc.(*redis.Script), keys, args...)
 	if err != nil {
-		return nil, s.decisionFailure(ctx, err)
+		return nil, err
 	}
 	n := len(algs)
 	want := 5 * n
@@ -634,16 +635,16 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 	defer s.forget(key, alg)
 	if rid.id == "" {
 		args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
-		reply, err := sc.Run(ctx, s.client, keys, args...).Result()
+		reply, err := s.run(ctx, sc, keys, args...)
 		if err != nil {
-			return algorithms.Result{}, s.decisionFailure(ctx, err)
+			return algorithms.Result{}, err
 		}
 		return parseReply(reply, alg.MaxCost(), notBefore)
 	}
 	args := append(appendOnceParams(append(make([]any, 0, 9), arg, n, at.UnixMicro()), alg), alg.MaxCost(), s.horizon)
-	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
+	reply, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
-		return algorithms.Result{}, s.decisionFailure(ctx, err)
+		return algorithms.Result{}, err
 	}
 	// An inspection's fields and the limit (see scripts/refund.lua).
 	fields, ok := reply.([]any)
@@ -689,9 +690,9 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if once != "" {
 		args, want = append(args, limit, s.horizon), 10
 	}
-	reply, err := sc.Run(ctx, s.client, keys, args...).Result()
+	reply, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
-		return algorithms.Result{}, 0, s.decisionFailure(ctx, err)
+		return algorithms.Result{}, 0, err
 	}
 	fields, ok := reply.([]any)
 	if !ok || len(fields) != want {
@@ -754,8 +755,8 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 		keys = append(keys, rid.key(keys[0], onceReset))
 	}
 	defer s.forget(key, alg)
-	if err := resetScript.Run(ctx, s.client, keys, (s.horizon+999)/1000).Err(); err != nil {
-		return s.decisionFailure(ctx, err)
+	if _, err := s.run(ctx, resetScript, keys, (s.horizon+999)/1000); err != nil {
+		return err
 	}
 	return nil
 }

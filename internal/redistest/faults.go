@@ -114,8 +114,10 @@ func StartClusterWithReplicas(masters, replicasPerMaster int) (*ReplicatedCluste
 		if err != nil {
 			return nil, err
 		}
+		// A replica syncs at once: Redis waits 5s by default for more
+		// replicas to share a diskless transfer.
 		s, err := Start("cluster-enabled yes", "cluster-config-file nodes.conf",
-			"cluster-node-timeout 1000", "cluster-port "+strconv.Itoa(busPort))
+			"cluster-node-timeout 1000", "cluster-port "+strconv.Itoa(busPort), "repl-diskless-sync-delay 0")
 		if err != nil {
 			return nil, err
 		}
