@@ -9,13 +9,17 @@ import (
 // bucketState is the state TokenBucket and GCRA share: the theoretical
 // arrival time TAT + Frac/k µs (k the rate's count in lowest terms with its
 // period), at which the key is back at full capacity; the latest time it was
-// decided at; and the rate count it was written under, so that a changed
-// rate can carry over what was used.
+// decided at; the rate count it was written under, so that a changed rate
+// can carry over what was used; and, while a refund must still tell what
+// came before the rate count last changed, Since and Booked (see changed),
+// 0 otherwise.
 type bucketState struct {
 	TAT    int64
 	Frac   int64
 	Latest int64
 	Count  int64
+	Since  int64
+	Booked int64
 }
 
 // bucket is the exact arithmetic TokenBucket and GCRA share. The rate is k
@@ -145,10 +149,11 @@ func (b bucket) convert(x span, old bucket) span {
 // refund gives back n tokens charged at time at; see TokenBucket.Refund. It
 // returns nil when nothing comes back.
 func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState {
-	if st == nil || st.Count != b.count {
-		// No state, or one a decision at another rate count has converted
-		// since the charge: what the charge took is not what the key counts
-		// now, so nothing comes back.
+	if st == nil || st.Count != b.count || b.before(st, micros(at)) {
+		// No state, or one written under another rate count since the
+		// charge, if only for a while: what the charge took is not what
+		// the key counts now, nor is what has refilled since, so nothing
+		// comes back.
 		return nil
 	}
 	eff, used, _ := b.usedAt(st, now)
@@ -216,6 +221,7 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 	if !less(capacity, used) {
 		res.Remaining = b.tokens(b.sub(capacity, used))
 	}
+	since, booked := b.changed(st, eff)
 	switch {
 	case (cost <= 0 || !res.Allowed && cost == 1) && !converted:
 		// An inspection changes nothing, and neither does a denial of cost
@@ -229,8 +235,68 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 	case st == nil:
 		st = &bucketState{}
 	}
-	st.TAT, st.Frac, st.Latest, st.Count = eff+used.us, used.f, eff, b.count
+	st.TAT, st.Frac, st.Latest, st.Count, st.Since, st.Booked = eff+used.us, used.f, eff, b.count, since, booked
 	return st, res, delay
+}
+
+// changed returns the Since and Booked a write at eff leaves on st.
+//
+// A refund subtracts what has refilled since the charge at the rate it is
+// given, which is what the key refilled only if the rate count has not
+// changed since: a key changed to a faster rate and back drains more in
+// between. So a write under a rate count the state was not written under
+// marks the change, and until a refund can no longer give anything back
+// for what came before it, no refund does (see before): Since, the latest
+// change, is later than every charge made before it; Booked, the latest
+// time, rounded up, at which a key changed holding tokens would have been
+// full again, is later than every booking made before a change by at least
+// its capacity (a booking's Result.At is its turn, later than the time it
+// was made). Both go at the first write under the same rate count from
+// which neither counts (see keptUntil).
+func (b bucket) changed(st *bucketState, eff int64) (since, booked int64) {
+	switch {
+	case st == nil:
+		return 0, 0
+	case st.Count == b.count:
+		if st.Since != 0 && eff >= b.keptUntil(&bucketState{Since: st.Since, Booked: st.Booked}) {
+			return 0, 0
+		}
+		return st.Since, st.Booked
+	}
+	booked = st.Booked
+	if st.TAT > eff || st.TAT == eff && st.Frac > 0 {
+		full := st.TAT
+		if st.Frac > 0 {
+			full++
+		}
+		booked = max(booked, full)
+	}
+	return max(eff, st.Since), booked
+}
+
+// before reports whether a charge at time at may have been made before the
+// rate count last changed (see changed): at before Since, or a booking whose
+// turn is at least a capacity before Booked.
+func (b bucket) before(st *bucketState, at int64) bool {
+	if at < st.Since {
+		return true
+	}
+	return st.Booked != 0 && !less(span{st.Booked, 0}, b.add(span{at, 0}, b.times(b.burst)))
+}
+
+// keptUntil returns the µs from which st no longer counts: when the bucket
+// is full again, and while Since is set no earlier than a capacity's refill
+// time after it, nor than Booked, from when no refund of a charge made
+// before the rate count changed gives anything back.
+func (b bucket) keptUntil(st *bucketState) int64 {
+	until := st.TAT
+	if st.Frac > 0 {
+		until++
+	}
+	if st.Since != 0 {
+		until = max(until, st.Since+b.times(b.burst).ceil(), st.Booked)
+	}
+	return until
 }
 
 // checkBucket checks a burst or capacity against a valid rate whose period

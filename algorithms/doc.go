@@ -83,9 +83,10 @@
 // never lets more through than if the refunded units had never been
 // charged: made at once, before time passes or another request is charged,
 // it gives back exactly what it names; later it may give back less, and
-// nothing once its window has passed or a decision under another rate count
-// has converted a bucket. Refund each admission at most once, by at most its
+// nothing once its window has passed or since a bucket was written under
+// another rate count, even if it has changed back. Refund each admission at most once, by at most its
 // cost, and not after its key was Reset, which forgot the charge: a refund
-// then would give back what later requests were charged. Each algorithm's
-// Refund says what comes back when.
+// then would give back what later requests were charged.
+//
+// Each algorithm's Refund says what comes back when.
 package algorithms

@@ -41,7 +41,11 @@ type GCRA struct {
 // GCRAState is the theoretical arrival time TAT + Frac/k µs since the Unix
 // epoch, where k is Rate.Count in lowest terms with Rate.Period and 0 <= Frac
 // < k; the latest time, in µs, a request was admitted at or denied at with a
-// cost above 1; and the Rate.Count it was written under.
+// cost above 1; the Rate.Count it was written under; and, for a capacity's
+// refill time after that count changed, the time of the change (Since) and
+// the time, in µs rounded up, at which the key would have been full again
+// as the change found it (Booked), which bound refunds (see Refund); both
+// are 0 otherwise.
 type GCRAState bucketState
 
 // Name returns "gcra".
@@ -110,9 +114,15 @@ func (a GCRA) Reserve(state State, now time.Time, cost int64, maxWait time.Durat
 // between, had the request never been made, and later bookings' turns are
 // already set behind it. Refunded at once, an admission comes back in full;
 // a booking cancelled before its turn comes back in full when none was made
-// after it. A state that a decision under another rate count has converted
-// since (see "Changing limits" in the package doc) gives nothing back: what
-// the charge took is not what the key counts now. See Algorithm.Refund.
+// after it. A key written under another rate count since the charge (see
+// "Changing limits" in the package doc) gives nothing back, even once the
+// rate count is back: what the charge took is not what the key counts now,
+// nor is what has refilled since. A booking is known only by its turn,
+// which may come after such a change, so while the change is recent (a
+// capacity's refill time) a refund also gives nothing for an At a capacity
+// or more before the time at which the key, as the change found it, would
+// have been full: only bookings, or a capacity lowered since, put At there.
+// See Algorithm.Refund.
 func (a GCRA) Refund(state State, now, at time.Time, n int64) (State, bool) {
 	st := newBucket(a.Burst, a.Rate).refund((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, at, n)
 	if st == nil {

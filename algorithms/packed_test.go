@@ -11,9 +11,9 @@ import (
 )
 
 // history drives two copies of one key's state through the same random
-// requests, under two limits of one scope, with a clock that sometimes steps
-// back, and calls probe before each request with both copies, equal. probe
-// may decide on them, the same on each.
+// requests, under two limits of one scope that take turns in runs, with a
+// clock that sometimes steps back, and calls probe before each request with
+// both copies, equal. probe may decide on them, the same on each.
 func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algorithms.Algorithm, a, b *algorithms.State, now time.Time)) {
 	t.Helper()
 	var algs []algorithms.Algorithm
@@ -27,6 +27,7 @@ func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algor
 	rng := rand.New(rand.NewPCG(2, uint64(limit)))
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	var a, b algorithms.State
+	alg := algs[0]
 	for range 2000 {
 		switch r := rng.IntN(10); {
 		case r < 6:
@@ -34,7 +35,9 @@ func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algor
 		case r < 7:
 			now = now.Add(-time.Duration(rng.Int64N(30_000_000)))
 		}
-		alg := algs[rng.IntN(2)]
+		if rng.IntN(8) == 0 {
+			alg = algs[rng.IntN(2)]
+		}
 		probe(alg, &a, &b, now)
 		cost := 1 + rng.Int64N(alg.MaxCost())
 		if rng.IntN(2) == 0 {
@@ -104,7 +107,7 @@ func TestPackRoundTrip(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
 		for _, limit := range []int64{7, 20} {
 			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
-				packed := 0
+				packed, unpacked := 0, 0
 				history(t, k, limit, func(alg algorithms.Algorithm, pa, pb *algorithms.State, now time.Time) {
 					a, b := *pa, *pb
 					p, ok := alg.(algorithms.Packer)
@@ -113,6 +116,10 @@ func TestPackRoundTrip(t *testing.T) {
 					}
 					w, tag, ok := p.Pack(a)
 					if !ok {
+						if w[0] > 0 {
+							unpacked++
+							stopsCounting(t, alg, a, now, time.UnixMicro(w[0]))
+						}
 						return
 					}
 					packed++
@@ -129,23 +136,47 @@ func TestPackRoundTrip(t *testing.T) {
 							t.Fatalf("Inspect(%v, cost %d) keeps %v, but Decide returned %+v for %+v", now, cost, keeps, after, b)
 						}
 					}
-					end := time.UnixMicro(w[0])
-					for _, at := range []time.Time{end, end.Add(time.Second)} {
-						if at.Before(now) {
-							continue
-						}
-						_, want := alg.Decide(nil, at, 1)
-						if _, got := alg.Decide(p.Unpack(w, tag, nil), at, 1); got != want {
-							t.Fatalf("at %v, from when %+v stops counting: %+v, with no state %+v", at, a, got, want)
-						}
-					}
+					stopsCounting(t, alg, p.Unpack(w, tag, nil), now, time.UnixMicro(w[0]))
 				})
 				if _, isPacker := mustNominal(t, k).(algorithms.Packer); isPacker && packed == 0 {
 					t.Fatal("no state packed: the test tests nothing")
 				}
+				if k.Family() == algorithms.FamilyBucket && unpacked == 0 {
+					t.Fatal("every state packed: the test tests no state that counts longer")
+				}
 			})
 		}
 	}
+}
+
+// stopsCounting checks that from end on, decided at now or later, state
+// decides as no state, and a refund of any charge finds nothing to give
+// back.
+func stopsCounting(t *testing.T, alg algorithms.Algorithm, state algorithms.State, now, end time.Time) {
+	t.Helper()
+	for _, at := range []time.Time{end, end.Add(time.Second)} {
+		if at.Before(now) {
+			continue
+		}
+		for _, charged := range []time.Time{now, at.Add(-time.Millisecond), at} {
+			if _, ok := alg.Refund(state, at, charged, 1); ok {
+				t.Fatalf("at %v, from when %+v stops counting: a refund of a charge at %v gave something back", at, state, charged)
+			}
+		}
+		_, want := alg.Decide(nil, at, 1)
+		if _, got := alg.Decide(shallowCopy(state), at, 1); got != want {
+			t.Fatalf("at %v, from when %+v stops counting: %+v, with no state %+v", at, state, got, want)
+		}
+	}
+}
+
+// shallowCopy returns a copy of *state, for a state that is a pointer to a
+// struct of plain values, which a decision may write in place.
+func shallowCopy(state algorithms.State) algorithms.State {
+	v := reflect.ValueOf(state).Elem()
+	c := reflect.New(v.Type())
+	c.Elem().Set(v)
+	return c.Interface().(algorithms.State)
 }
 
 func mustNominal(t *testing.T, k *algorithms.Kind) algorithms.Algorithm {

@@ -264,11 +264,23 @@ func TestCheckRefund(t *testing.T) {
 	}
 }
 
+// plannedRequest is a request of cost at a time, decided under a plan.
+type plannedRequest struct {
+	alg  algorithms.Algorithm
+	at   time.Time
+	cost int64
+}
+
+func (r plannedRequest) String() string {
+	return fmt.Sprintf("%s cost %d at %v", r.alg, r.cost, r.at.Sub(t0))
+}
+
 // TestRefundAcrossLimitChanges: the key's limit changes between the charge
-// and the refund (a plan change), and clocks step back; a refund still
-// never lets more through than if the refunded request had never been
-// made: at the refund, a burst of requests gets no more through on the key
-// that had it than on a key that never did. (The key's history is under the
+// and the refund (a plan change), back and forth with requests under each
+// in between, the charge may be a booking, and clocks step back; a refund
+// still never lets more through than if the refunded request had never
+// been made: at the refund, a burst of requests gets no more through on the
+// key that had it than on a key that never did. (The key's history is under the
 // plan it had when it was charged: a charge under another rate converts the
 // key's state, which changes what later rates see whether or not the charge
 // is refunded.)
@@ -281,11 +293,7 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 		{algorithms.SlidingWindow{Limit: 10, Window: 10 * sec, SubWindows: 5}, algorithms.SlidingWindow{Limit: 4, Window: 10 * sec, SubWindows: 5}},
 		{algorithms.FixedWindow{Limit: 10, Window: 10 * sec}, algorithms.FixedWindow{Limit: 2, Window: 10 * sec}},
 	}
-	type op struct {
-		alg  algorithms.Algorithm
-		at   time.Time
-		cost int64
-	}
+	type op = plannedRequest
 	burst := func(alg algorithms.Algorithm, st algorithms.State, now time.Time) (n int64) {
 		for ; n <= alg.MaxCost(); n++ {
 			var res algorithms.Result
@@ -299,7 +307,7 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 		t.Run(algs[0].Name(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			checked := 0
-			for range 6000 {
+			for range 8000 {
 				clock := t0
 				var ops []op
 				charge := algs[rng.IntN(len(algs))] // the plan before
@@ -318,14 +326,38 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				clock = clock.Add(time.Duration(rng.Int64N(int64(sec)))).Truncate(time.Microsecond)
 				n := 1 + rng.Int64N(charge.MaxCost())
 				var res algorithms.Result
-				if with, res = charge.Decide(with, clock, n); !res.Allowed {
+				if r, ok := charge.(algorithms.Reserver); ok && rng.IntN(3) == 0 {
+					with, res, _ = r.Reserve(with, clock, n, time.Duration(rng.Int64N(int64(5*sec))).Truncate(time.Microsecond))
+				} else {
+					with, res = charge.Decide(with, clock, n)
+				}
+				if !res.Allowed {
+					continue
+				}
+				// Requests under any plan between the charge and the refund,
+				// the same on both keys: the sample counts only if each gets
+				// the same answer on both, so that both keys' histories hold
+				// the same requests but the refunded one.
+				var between []op
+				same := true
+				for range rng.IntN(4) {
+					clock = clock.Add(time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))).Truncate(time.Microsecond)
+					o := op{algs[rng.IntN(len(algs))], clock, rng.Int64N(3)}
+					o.cost = min(o.cost, o.alg.MaxCost())
+					var a, b algorithms.Result
+					with, a = o.alg.Decide(with, o.at, o.cost)
+					without, b = o.alg.Decide(without, o.at, o.cost)
+					same = same && a.Allowed == b.Allowed
+					between = append(between, o)
+				}
+				if !same {
 					continue
 				}
 				refund := algs[rng.IntN(len(algs))]
 				if rng.IntN(2) == 0 {
 					clock = clock.Add(time.Duration(rng.Int64N(int64(2 * sec)))).Truncate(time.Microsecond)
 				}
-				dbg := fmt.Sprintf("charged %+v", with)
+				dbg := fmt.Sprintf("charged, then %v: %+v", between, with)
 				with, _ = refund.Refund(with, clock, res.At, min(n, refund.MaxCost()))
 				dbg += fmt.Sprintf(" refunded %+v, never %+v", with, without)
 				if got, want := burst(refund, with, clock), burst(refund, without, clock); got > want {

@@ -27,7 +27,7 @@ var rules = []rule{
 	{"refund_at_once", "an admission refunded before anything else happens on the key leaves it exactly as if the request had never been made", refundAtOnce, false},
 	{"refund_never_more", "after any refunds, what was admitted and not refunded is a history the algorithm admits on its own: a refund never lets more through than if the refunded units had never been charged", refundNeverMore, false},
 	{"refund_invalid", "refunding a denial, a cost outside [1, the admission's cost] (a store: [1, limit]) or a time outside the range is an error and changes nothing", refundInvalid, false},
-	{"refund_bound", "a refund goes into the state its admission charged (Result.Charged), whatever the key's limit or tier is by then; a Peek's Result, a denial or more than the admission's cost is refused; a Set's admission comes back to every limit; a bucket converted to another rate since gives nothing back", refundBound, false},
+	{"refund_bound", "a refund goes into the state its admission charged (Result.Charged), whatever the key's limit or tier is by then; a Peek's Result, a denial or more than the admission's cost is refused; a Set's admission comes back to every limit; a bucket converted to another rate since, or changed and changed back, gives nothing back", refundBound, false},
 	{"refund_concurrency", "64 goroutines that each take a unit and give it back at once leave the key full", refundConcurrency, false},
 	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset, true},
 	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation, true},

@@ -329,5 +329,31 @@ func refundBound(e *env) {
 		if after := e.peek(other, "k"); after != before {
 			e.fatalf("a refund of a charge made at another rate count changed the converted key: %+v, was %+v", after, before)
 		}
+
+		// Nor does one changed to a faster rate and back since: it drained
+		// faster in between than the charge's rate says, and what it holds
+		// now is a later admission's. The store keeps the key, full or not,
+		// for as long as a refund of the earlier charge could still give
+		// anything back: a capacity's refill time.
+		b = e.limiter(e.c.alg)
+		charge = e.allowN(b, "k", 3)
+		fast := e.limiterIn(e.c.build(100*e.c.limit, e.c.window), e.clock, b.namespace)
+		e.peek(fast, "k") // converts the key to the faster rate
+		// Drained at the faster rate, well before the charge's rate says.
+		e.clock.Advance((4*e.c.window/time.Duration(100*e.c.limit) + time.Microsecond - 1).Truncate(time.Microsecond))
+		e.allow(b, "k") // back at the charge's rate: a later admission
+		if reporter, ok := e.store.(store.TTLReporter); ok {
+			ttl, err := reporter.TTL(ctx, b.prefix+"k", e.c.alg, e.clock.Now())
+			if want := e.c.alg.Quota().Window.Truncate(time.Millisecond); err != nil || ttl < want {
+				e.fatalf("a bucket whose rate changed and changed back is kept for %v (%v), want at least a capacity's refill time, %v", ttl, err, want)
+			}
+		}
+		before = e.peek(b, "k")
+		if _, err := b.Refund(ctx, "k", charge, 3); err != nil {
+			e.fatalf("a refund after the rate changed and changed back: %v", err)
+		}
+		if after := e.peek(b, "k"); after != before {
+			e.fatalf("a refund of a charge made before the rate changed and changed back gave back a later admission: %+v, was %+v", after, before)
+		}
 	}
 }

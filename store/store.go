@@ -45,11 +45,13 @@ import (
 //     and is kept at least that long, and at least until the decision's
 //     At (a state that counts nothing may still hold a later time than the
 //     decision's now, which a request whose clock reading lags is decided
-//     at; a fixed window's, its window), and no longer than that plus a
-//     grace the store documents, so that a request whose clock reading lags
-//     (read before the store ordered it) still finds it; an inspection
-//     never drops it. Idle keys vanish on their own, so memory stays
-//     bounded under key churn.
+//     at; a fixed window's, its window), and until the time
+//     algorithms.Packer's Pack gives for it if that is later (a bucket
+//     whose rate count changed lately, which refunds must still see), and
+//     no longer than that plus a grace the store documents, so that a
+//     request whose clock reading lags (read before the store ordered it)
+//     still finds it; an inspection never drops it. Idle keys vanish on
+//     their own, so memory stays bounded under key churn.
 //   - Being limited is Result.Allowed == false, never an error. An error
 //     means the decision did not happen or its outcome is unknown: the caller
 //     must not treat it as allowed.
@@ -125,7 +127,7 @@ type Refunder interface {
 	// with a cost of 0 then returns, writing nothing more (not even a rate
 	// count that inspection would convert). The state is then kept as a
 	// decision's is, for that Result's ResetAfter and at least until its
-	// At (plus the store's grace). Invalid input is the error
+	// At, or the time Pack gives (plus the store's grace). Invalid input is the error
 	// algorithms.CheckRefund returns; a store on its own clock checks at
 	// with algorithms.CheckTime, and now only where it uses the caller's.
 	Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)

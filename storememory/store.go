@@ -235,7 +235,7 @@ func (c *cursor) keep(state algorithms.State, res algorithms.Result, now int64, 
 		c.t.replace(c.pos, state)
 		return
 	}
-	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, sweepAt(el, keptFor(res, now)))
+	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, el)
 }
 
 // changes reports whether Decide(state, now, cost) of alg may change state
@@ -593,12 +593,12 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	_, res := alg.Decide(state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
-		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, sweepAt(el, keptFor(res, t)))
+		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, el)
 	}
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of
 		// the refund, however soon the state itself goes.
-		sh.once.keepFor(k, el, 0, alg.Params().Window, res)
+		sh.once.keepFor(k, el, 0, alg.Quota().Window, res)
 		sh.once.forget(admitted)
 		sh.once.forget(inSet)
 	}

@@ -260,12 +260,13 @@ func (t *table) state(pos int, now int64) algorithms.State {
 	return t.scratch
 }
 
-// keep records the state a decision at now (Unix nanoseconds) left for
-// prefix+key, whose hash is h and whose slot and position (-1 for none)
-// find returned; it counts for keptFor(res, now), and a sweep may drop it
-// from second sweep on the store's clock.
-func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now int64, sweep uint32) {
-	life := keptFor(res, now)
+// keep records the state a decision at now (Unix nanoseconds), el after
+// the store's start, left for prefix+key, whose hash is h and whose slot
+// and position (-1 for none) find returned; it counts for keptFor(res,
+// now), or longer if it has no packed form that says so
+// (algorithms.Packer), and a sweep may drop it from that time on the
+// store's clock (sweepAt).
+func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now int64, el time.Duration) {
 	if state == nil {
 		if pos >= 0 {
 			t.remove(slot, pos)
@@ -275,10 +276,11 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorith
 	if pos < 0 {
 		pos = t.insert(slot, h, prefix, key)
 	}
-	*t.sweepAt(pos) = sweep
+	life := keptFor(res, now)
 	e := t.at(pos)
 	if t.packer != nil {
-		if w, tag, ok := t.packer.Pack(state); ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
+		w, tag, ok := t.packer.Pack(state)
+		if ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
 			t.tag, t.tagged = tag, true
 			e.w = w
 			if b := t.box(pos, false); b != nil {
@@ -287,9 +289,14 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorith
 			if t.scratch == nil {
 				t.scratch = state // packed, it is the table's to reuse
 			}
+			*t.sweepAt(pos) = sweepAt(el, life)
 			return
 		}
+		if !ok && w[0] > 0 {
+			life = max(life, time.Duration(min(w[0], maxPacked)*1000-now))
+		}
 	}
+	*t.sweepAt(pos) = sweepAt(el, life)
 	if state == t.scratch {
 		t.scratch = nil // the box owns it now
 	}

@@ -90,10 +90,11 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 }
 
 // TestDifferentialReservations runs random bookings, decisions and
-// cancellations (refunds of earlier bookings), with random longest waits,
-// costs and stale readings, on the algorithms that book ahead, through the
-// memory store (the Go step) and the Redis reservation and refund scripts,
-// and requires identical Results and delays.
+// cancellations (refunds of earlier bookings, under the limit each was
+// booked under), with random longest waits, costs, stale readings and
+// limits that change back and forth, on the algorithms that book ahead,
+// through the memory store (the Go step) and the Redis reservation and
+// refund scripts, and requires identical Results and delays.
 func TestDifferentialReservations(t *testing.T) {
 	for name, client := range scriptTargets {
 		t.Run(name, func(t *testing.T) {
@@ -103,33 +104,42 @@ func TestDifferentialReservations(t *testing.T) {
 			rng := rand.New(rand.NewPCG(5, 6))
 			ctx := context.Background()
 			for seq := range 40 {
-				var alg algorithms.Algorithm
-				for alg == nil {
-					k := algorithms.Kinds()[rng.IntN(len(algorithms.Kinds()))]
-					if !k.TakesBurst() {
-						continue
-					}
-					p := algorithms.Params{Limit: 1 + rng.Int64N(9), Window: time.Duration(1+rng.Int64N(3_000_000)) * time.Microsecond, Burst: 1 + rng.Int64N(9)}
-					alg, _ = k.New(p)
+				var k *algorithms.Kind
+				for k == nil || !k.TakesBurst() {
+					k = algorithms.Kinds()[rng.IntN(len(algorithms.Kinds()))]
 				}
-				window := alg.Params().Window
+				window := time.Duration(1+rng.Int64N(3_000_000)) * time.Microsecond
+				limits := make([]algorithms.Algorithm, 2)
+				for i := range limits {
+					for limits[i] == nil {
+						limits[i], _ = k.New(algorithms.Params{Limit: 1 + rng.Int64N(9), Window: window, Burst: 1 + rng.Int64N(9)})
+					}
+				}
+				alg := limits[0]
 				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
 				clock := newSteppingClock(rng)
-				var booked []algorithms.Result // bookings not yet cancelled
-				var history []string           // what happened, for a failure's message
+				type booking struct {
+					alg algorithms.Algorithm
+					res algorithms.Result
+				}
+				var booked []booking // bookings not yet cancelled
+				var history []string // what happened, for a failure's message
 				for step := range 200 {
 					now := clock.step(rng, window)
-					history = append(history, fmt.Sprintf("step %d at %s", step, now.Format("15:04:05.000000")))
+					if rng.IntN(12) == 0 {
+						alg = limits[rng.IntN(len(limits))]
+					}
+					history = append(history, fmt.Sprintf("step %d at %s under %s", step, now.Format("15:04:05.000000"), alg))
 					if len(booked) > 0 && rng.IntN(4) == 0 {
 						i := rng.IntN(len(booked))
 						b := booked[i]
 						booked = append(booked[:i], booked[i+1:]...)
-						n := 1 + rng.Int64N(alg.MaxCost())
-						want, werr := ms.Refund(ctx, key, alg, now, b.At, n)
-						got, gerr := rs.Refund(ctx, key, alg, now, b.At, n)
-						history = append(history, fmt.Sprintf("  refund %d of %s: %+v", n, b.At.Format("15:04:05.000000"), want))
+						n := 1 + rng.Int64N(b.alg.MaxCost())
+						want, werr := ms.Refund(ctx, key, b.alg, now, b.res.At, n)
+						got, gerr := rs.Refund(ctx, key, b.alg, now, b.res.At, n)
+						history = append(history, fmt.Sprintf("  refund %d of %s under %s: %+v", n, b.res.At.Format("15:04:05.000000"), b.alg, want))
 						if werr != nil || gerr != nil || got != want {
-							t.Fatalf("%s step %d at %s, a refund of %d booked at %s:\n  lua %+v (%v)\n  go  %+v (%v)\n%s", alg, step, now.Format(time.RFC3339Nano), n, b.At.Format(time.RFC3339Nano), got, gerr, want, werr, strings.Join(history, "\n"))
+							t.Fatalf("%s step %d at %s, a refund of %d booked at %s:\n  lua %+v (%v)\n  go  %+v (%v)\n%s", b.alg, step, now.Format(time.RFC3339Nano), n, b.res.At.Format(time.RFC3339Nano), got, gerr, want, werr, strings.Join(history, "\n"))
 						}
 						continue
 					}
@@ -145,7 +155,7 @@ func TestDifferentialReservations(t *testing.T) {
 					}
 					history = append(history, fmt.Sprintf("  book %d within %v: %+v delay %v", cost, maxWait, want, wantDelay))
 					if want.Allowed {
-						booked = append(booked, want)
+						booked = append(booked, booking{alg, want})
 					}
 					if rng.IntN(3) == 0 { // a plain decision between bookings
 						want, werr := ms.Decide(ctx, key, alg, now, 1)

@@ -56,6 +56,12 @@ func OnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {
 	return requestID{id: id}.key(s.Key(key, alg), onceDecide)
 }
 
+// RefundOnceKey is the once key of a refund of key's alg state with the
+// request ID id.
+func RefundOnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {
+	return requestID{id: id}.key(s.Key(key, alg), onceRefund)
+}
+
 // Coalescing returns how many of s's decisions are in flight alone, how
 // many are queued and not yet taken to be sent, and how many goroutines
 // send queued decisions, so that tests can sequence concurrent callers.

@@ -210,6 +210,30 @@ func TestLostReplyChargesOnce(t *testing.T) {
 	})
 }
 
+// TestRefundOnceKeyLifetime: a refund with a request ID keeps its once key
+// as long as the charge it gives back could count, the algorithm's quota
+// window (10s for 100 at 10 per second), so that a retry of the refund
+// within it is not applied again, however soon the key's state goes.
+func TestRefundOnceKeyLifetime(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: redistest.Standalone(t).Addr, MaxRetries: -1}) // sends once
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 100}
+	s := storeredis.New(c)
+	key, id := testKey(t), ratewise.NewRequestID()
+	res, err := s.Decide(ctx, key, alg, time.Time{}, 5)
+	if err != nil || !res.Allowed {
+		t.Fatalf("the admission: %+v, %v", res, err)
+	}
+	if _, err := s.Refund(store.WithRequestID(ctx, id), key, alg, time.Time{}, res.At, 5); err != nil {
+		t.Fatal(err)
+	}
+	window := alg.Quota().Window
+	if ttl, err := c.PTTL(ctx, storeredis.RefundOnceKey(s, key, alg, id)).Result(); err != nil || ttl < window-time.Second || ttl > window+time.Millisecond {
+		t.Fatalf("the refund's once key lives %v (%v), want the quota's window, %v", ttl, err, window)
+	}
+}
+
 // TestOnceKeyLifetime: an admission with a request ID keeps its once key as
 // long as what it charged counts, and with a client that resends at least
 // as long as go-redis may send it again; a denial keeps none. It prints

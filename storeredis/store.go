@@ -534,8 +534,11 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	once := rid.key(keys[0], onceSet)
 	if once != "" {
 		keys, notBefore = append(keys, once), 0
+	}
+	if rid.caller {
 		// Each other limit's state knows the admission too, so that a
-		// refund of it with the ID forgets it (see scripts/refund.lua).
+		// refund of it with the caller's ID forgets it (see
+		// scripts/refund.lua); a store-made ID names no refund.
 		for _, k := range keys[1:len(algs)] {
 			keys = append(keys, rid.key(k, onceSet))
 		}
@@ -641,7 +644,7 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 		}
 		return parseReply(reply, alg.MaxCost(), notBefore)
 	}
-	args := append(appendOnceParams(append(make([]any, 0, 9), arg, n, at.UnixMicro()), alg), alg.MaxCost(), s.horizon)
+	args := append(appendOnceParams(append(make([]any, 0, 10), arg, n, at.UnixMicro()), alg), alg.MaxCost(), s.horizon, int64(alg.Quota().Window/time.Microsecond))
 	reply, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
 		return algorithms.Result{}, err

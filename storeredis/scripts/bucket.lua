@@ -1,15 +1,18 @@
 -- bucket.lua: the step the token bucket and GCRA share (algorithms/bucket.go).
 --
--- State: a string "tat frac latest count": the time at which the key is full
--- again, tat + frac/k µs; the latest time (µs) a request was admitted at, or
--- denied at with a cost above 1; and the rate count it was written under. No
+-- State: a string "tat frac latest count [since booked]": the time at which
+-- the key is full again, tat + frac/k µs; the latest time (µs) a request was
+-- admitted at, or denied at with a cost above 1; the rate count it was
+-- written under; and, only while a refund must still tell what came before
+-- the rate count last changed, since and booked (see bucket_changed). No
 -- state means a full bucket. k/p is the rate count over the period in lowest
 -- terms; the emission interval is p/k µs.
 --
 -- The step returns a new state when a request was admitted, or was denied
 -- with a cost above 1 and moved the key's latest time, or when any decision,
 -- an inspection included, found the state written under another rate count
--- and converted it; it expires when the bucket is full again.
+-- and converted it; it expires when the bucket is full again, and while
+-- since is set not before bucket_until.
 --
 -- Times are whole µs plus a fraction in 1/k µs, held as pairs (us, f) with
 -- 0 <= f < k. n × interval is n×q µs plus n×r/k with q = p div k, r = p mod k;
@@ -67,7 +70,8 @@ end
 -- eff, how far the key's TAT is ahead of it, used + used_f/k µs, the state's
 -- latest time (nil for no state), and whether the state was written under
 -- another rate count: converted, as algorithms/bucket.go's usedAt does, in
--- tokens at eff, which the decision must then write.
+-- tokens at eff, which the decision must then write; then the state's own
+-- tat, frac, rate count, since and booked, for bucket_changed.
 local function bucket_used(raw, count, period, burst)
   local k, p = lowest(count, period) -- k per p µs
   -- The interval is q + r/k µs.
@@ -77,19 +81,21 @@ local function bucket_used(raw, count, period, burst)
 
   local eff, used, used_f = now, 0, 0 -- used: TAT - eff, used + used_f/k µs
   local latest, converted = nil, false
+  local tat, frac, scount, since, booked
   if raw then
-    local tat, frac, scount
-    tat, frac, latest, scount = string.match(raw, '^(%d+) (%d+) (%d+) (%d+)$')
+    tat, frac, latest, scount, since, booked = string.match(raw, '^(%d+) (%d+) (%d+) (%d+) ?(%d*) ?(%d*)$')
     if tat then
       -- A number too long for tonumber (not one a decision writes) reads as
       -- missing.
       tat, frac = tonumber(tat) or now, tonumber(frac) or 0
       latest, scount = tonumber(latest) or now, tonumber(scount) or 0
+      since, booked = tonumber(since) or 0, tonumber(booked) or 0
     else
       -- Not this version's layout: read the numbers there are.
       local v = {}
       for n in string.gmatch(raw, '%-?%d+') do v[#v + 1] = tonumber(n) end
       tat, frac, latest, scount = v[1] or now, v[2] or 0, v[3] or now, v[4] or 0
+      since, booked = v[5] or 0, v[6] or 0
     end
     -- No decision writes a latest time past 2^52 µs; the cap keeps a value
     -- written by anything else in range.
@@ -124,11 +130,60 @@ local function bucket_used(raw, count, period, burst)
       end
     end
   end
-  return k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted
+  return k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted, tat, frac, scount, since, booked
+end
+
+-- bucket_until returns the µs from which a state no longer counts: when it
+-- is full again, tat + frac rounded up, and while since is set no earlier
+-- than a capacity's refill time after it, nor than booked (see
+-- algorithms/bucket.go's keptUntil).
+local function bucket_until(tat, frac, since, booked, cap, cap_f)
+  local t = tat
+  if frac > 0 then t = t + 1 end
+  if since ~= 0 then
+    local full = cap
+    if cap_f > 0 then full = full + 1 end
+    t = max(t, since + full, booked)
+  end
+  return t
+end
+
+-- bucket_changed returns the since and booked a write at eff leaves on a
+-- state read as bucket_used reads it (tat nil for none), as
+-- algorithms/bucket.go's changed does. A refund subtracts what has refilled
+-- since the charge at its own rate, which is what the key refilled only if
+-- its rate count has not changed since. So a write under another rate count
+-- marks the change: since, the latest change, is later than every charge
+-- made before it; booked, the latest time, rounded up, at which a key
+-- changed holding tokens would have been full again, is later than every
+-- booking made before a change by at least its capacity. Both go at the
+-- first write under the same count from bucket_until on.
+local function bucket_changed(eff, tat, frac, scount, since, booked, count, cap, cap_f)
+  if not tat then return 0, 0 end
+  if scount == count then
+    if since ~= 0 and eff >= bucket_until(0, 0, since, booked, cap, cap_f) then return 0, 0 end
+    return since, booked
+  end
+  if tat > eff or (tat == eff and frac > 0) then
+    local full = tat
+    if frac > 0 then full = full + 1 end
+    booked = max(booked, full)
+  end
+  return max(eff, since), booked
+end
+
+-- bucket_format returns the state string, and how long after now the key
+-- must be kept (bucket_until).
+local function bucket_format(tat, frac, latest, count, since, booked, cap, cap_f)
+  local keep = bucket_until(tat, frac, since, booked, cap, cap_f) - now
+  if since == 0 then
+    return string.format('%d %d %d %d', tat, frac, latest, count), keep
+  end
+  return string.format('%d %d %d %d %d %d', tat, frac, latest, count, since, booked), keep
 end
 
 local function bucket_step(_, raw, count, period, burst)
-  local k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted = bucket_used(raw, count, period, burst)
+  local k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted, tat, frac, scount, since, booked = bucket_used(raw, count, period, burst)
   local gap = eff - now -- the caller's clock behind the key's latest time
 
   local allowed, retry, reset, remaining = 0, 0, 0, 0
@@ -165,23 +220,28 @@ local function bucket_step(_, raw, count, period, burst)
   -- A denial of cost 1 and an inspection write nothing (see
   -- algorithms.Algorithm.Decide), unless they converted the state from
   -- another rate count.
-  local new
+  local new, keep
   if converted or (cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest)))) then
-    new = string.format('%d %d %d %d', eff + used, used_f, eff, count)
+    since, booked = bucket_changed(eff, tat, frac, scount, since, booked, count, cap, cap_f)
+    new, keep = bucket_format(eff + used, used_f, eff, count, since, booked, cap, cap_f)
   end
-  return allowed, remaining, retry, reset, at, new, reset, delay
+  return allowed, remaining, retry, reset, at, new, keep, delay
 end
 
 -- bucket_refund gives back cost intervals of the key's TAT, less what has
 -- refilled since at and less the bookings made after it, never past now
--- (algorithms.GCRA.Refund).
+-- (algorithms.GCRA.Refund). It returns the new state and how long after now
+-- the key must be kept, or nil.
 local function bucket_refund(_, raw, at, count, period, burst)
   if not raw then return nil end
-  local k, _, q, r, cap, cap_f, eff, used, used_f, _, converted = bucket_used(raw, count, period, burst)
-  -- A state converted from another rate count since the charge: what the
-  -- charge took is not what the key counts now, so nothing comes back; a
-  -- full bucket has nothing to give back either.
-  if converted or (used == 0 and used_f == 0) then return nil end
+  local k, _, q, r, cap, cap_f, eff, used, used_f, _, _, _, _, scount, since, booked = bucket_used(raw, count, period, burst)
+  -- A state written under another rate count since the charge, if only
+  -- for a while (at before since, or a booking's turn a capacity before
+  -- booked): what the charge took is not what the key counts now, nor is
+  -- what has refilled since, so nothing comes back; a full bucket has
+  -- nothing to give back either.
+  if scount ~= count or at < since or (booked > at + cap or (booked == at + cap and cap_f == 0))
+    or (used == 0 and used_f == 0) then return nil end
   local bc, back_f = mul_div(cost, r, k)
   local back = cost * q + bc
   if eff > at then back = back - (eff - at) end
@@ -200,5 +260,5 @@ local function bucket_refund(_, raw, at, count, period, burst)
   else
     used, used_f = 0, 0
   end
-  return string.format('%d %d %d %d', eff + used, used_f, eff, count)
+  return bucket_format(eff + used, used_f, eff, count, since, booked, cap, cap_f)
 end

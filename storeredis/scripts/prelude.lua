@@ -68,7 +68,8 @@ local function ttl_ms(us) return string.format('%d', max(1, ceil((us + grace) / 
 -- the prelude's. A driver reads, steps and writes. A fourth local,
 -- <name>_refund(key, state, at, limit, window, ...), gives back cost units
 -- charged at time at (algorithms.Algorithm.Refund): for a state in one
--- string it returns the new string, or nil when nothing changes; otherwise it
+-- string it returns the new string, or nil when nothing changes, and may
+-- return after it the µs after now the key must be kept at least; otherwise it
 -- writes the key itself and returns true when it changed it. A state held in one
 -- string leaves read and write nil: the driver then GETs it, and SETs new
 -- with a TTL of aux µs. They are plain locals, not a table, since a script

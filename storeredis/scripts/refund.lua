@@ -7,7 +7,9 @@
 --           changed the state is kept, and not applied again; ARGV[4…7]
 --           then hold four parameters ('' for those the kind does not
 --           take), ARGV[8] the limit, ARGV[9] the record's least lifetime
---           in µs (once_horizon), and the reply ends with the limit
+--           in µs (once_horizon), ARGV[10] how long in µs a charge counts
+--           at most (algorithms.Quota's Window), and the reply ends with
+--           the limit
 -- KEYS[3]   if given, the once key of the admission the refund gives back
 --           (a decision or a booking with the same ID), and KEYS[4] that of
 --           a set's admission with it (see decide_set.lua): while either
@@ -26,7 +28,7 @@
 -- string); the key is then inspected, and keeps its state for the
 -- inspection's reset_after, and at least until the time it was decided at:
 -- a state that counts nothing may still hold a later time than now, which
--- a stale reading is decided at.
+-- a stale reading is decided at; and as long as the refund step asks.
 
 local key, once, admitted, inset = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 if once then once_horizon = tonumber(ARGV[9]) or 0 end
@@ -38,14 +40,14 @@ local at = tonumber(ARGV[3])
 local p1, p2, p3, p4 = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local state
 if read then state = read(key) else state = redis.call('GET', key) end
-local new = refund(key, state, at, p1, p2, p3, p4)
+local new, least = refund(key, state, at, p1, p2, p3, p4)
 if new then
   if read then state = read(key) else state = new end
 end
 cost, need = 0, 1
 local allowed, remaining, retry, reset, when = step(key, state, p1, p2, p3, p4)
 if new then
-  local keep = max(reset, when - now)
+  local keep = max(reset, when - now, least or 0)
   if read then
     redis.call('PEXPIRE', key, ttl_ms(keep))
   else
@@ -55,9 +57,10 @@ end
 if once then
   local reply = {allowed, remaining, retry, reset, when, tonumber(ARGV[8])}
   if new then
-    -- Kept as long as the refunded charge could count (a window, p2), for
-    -- a retry of the refund, however soon the state itself goes.
-    once_keep(once, reply, max(reset, p2))
+    -- Kept as long as the refunded charge could count (the quota's
+    -- window), for a retry of the refund, however soon the state itself
+    -- goes.
+    once_keep(once, reply, max(reset, tonumber(ARGV[10]) or 0))
     if admitted then redis.call('DEL', admitted, inset) end
   end
   return reply
