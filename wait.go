@@ -37,8 +37,9 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 // RetryAfter is then the wait the request needed, the shortest after which
 // it would be admitted, on every path. It returns with ctx's error when
 // ctx ends while waiting: a booking is then cancelled (see
-// Reservation.Cancel), and a retrying waiter was charged nothing. Other
-// errors are AllowN's.
+// Reservation.Cancel), and a retrying waiter was charged nothing. A Result
+// returned with an error is never Allowed, and names no charge to refund
+// (Result.Charged). Other errors are AllowN's.
 //
 // With an algorithm that can book ahead (algorithms.Reserver: the token
 // bucket and GCRA) on a store that can (store.Reserver: the memory and
@@ -135,7 +136,7 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 		cctx, cancel := detached(ctx)
 		defer cancel()
 		if _, err := r.cancel(cctx); err != nil {
-			return Result{}, err
+			return r.refused(), fmt.Errorf("%w: %v to wait for %q, the booking took %v, and giving it back failed: %w", ErrWaitExceedsDeadline, r.delay, key, r.took, err)
 		}
 		return r.refused(), fmt.Errorf("%w: %v to wait for %q, and the booking took %v", ErrWaitExceedsDeadline, r.delay, key, r.took)
 	}
@@ -146,7 +147,7 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 			cctx, cancel := detached(ctx)
 			defer cancel()
 			_, _ = r.Cancel(cctx)
-			return r.res, err
+			return r.refused(), err
 		}
 	}
 	return r.res, nil
@@ -232,7 +233,8 @@ func (r *Reservation) Result() Result { return r.res }
 // acted, so Cancel does nothing, as it does for a booking that was not
 // made or was cancelled already: it returns the booking's own Result. A
 // booking is given back at most once: if the store fails, Cancel returns
-// the error, and calling it again does not retry.
+// the error, and calling it again does not retry. As with Limiter.Refund,
+// do not cancel a booking after its key was Reset, which forgot it.
 func (r *Reservation) Cancel(ctx context.Context) (Result, error) {
 	if !r.l.clock.Now().Before(r.turn) {
 		return r.res, nil
@@ -253,11 +255,17 @@ func (r *Reservation) cancel(ctx context.Context) (Result, error) {
 }
 
 // refused is the Result of a wait whose booking was given back: not
-// admitted, RetryAfter the wait it had booked.
+// admitted, RetryAfter the wait it had booked, and no charge for a refund
+// to name (Result.Charged).
 func (r *Reservation) refused() Result {
-	res := r.res
-	res.Allowed, res.RetryAfter = false, r.delay
-	return res
+	return Result{
+		Allowed:    false,
+		Limit:      r.res.Limit,
+		Remaining:  r.res.Remaining,
+		RetryAfter: r.delay,
+		ResetAfter: r.res.ResetAfter,
+		At:         r.res.At,
+	}
 }
 
 // Reserve is shorthand for ReserveN(ctx, key, 1, maxWait).

@@ -61,14 +61,25 @@ func TestWaitRefusesAWaitPastTheDeadline(t *testing.T) {
 }
 
 // Without a test clock, Wait sleeps on a timer and returns the context's
-// error when it is cancelled.
+// error when it is cancelled: its booking given back, and a Result that is
+// not Allowed and names no charge, so that a refund of it is refused.
 func TestWaitEndsWithItsContext(t *testing.T) {
 	l, _ := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1})
 	l.Allow(context.Background(), "k")
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(5*time.Millisecond, cancel)
-	if _, err := l.Wait(ctx, "k"); !errors.Is(err, context.Canceled) {
+	res, err := l.Wait(ctx, "k")
+	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
+	}
+	if alg, cost := res.Charged(); res.Allowed || alg != nil || cost != 0 {
+		t.Fatalf("the Result of a wait cut short: %+v, charged %v, %d; want not Allowed and no charge", res, alg, cost)
+	}
+	if _, err := l.Refund(context.Background(), "k", res, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
+		t.Fatalf("a refund of a wait cut short: %v, want ErrNotAdmitted", err)
+	}
+	if p, err := l.Peek(context.Background(), "k"); err != nil || p.RetryAfter > time.Hour {
+		t.Fatalf("after the wait was cut short: %+v, %v; want only the first admission charged", p, err)
 	}
 }
 
@@ -121,6 +132,9 @@ func TestWaitCountsTheRoundTrip(t *testing.T) {
 		}
 		if got := s.refunds.Load(); got != want {
 			t.Fatalf("wait %d: %d bookings given back, want %d", i, got, want)
+		}
+		if _, err := l.Refund(ctx, key, res, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
+			t.Fatalf("wait %d: a refund of the refused wait's Result: %v, want ErrNotAdmitted", i, err)
 		}
 		// Only the first admission counts: a turn is at most one interval
 		// away, not two.

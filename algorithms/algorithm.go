@@ -211,9 +211,9 @@ type charge struct {
 // and its limit the quota), and its cost. A refund gives back into exactly
 // that state, whatever limit the key has since (see Algorithm.Refund and
 // ratewise's Limiter.Refund). For a denial and an inspection, which charged
-// nothing, it returns nil and 0.
+// nothing, and any Result whose Allowed is false, it returns nil and 0.
 func (r Result) Charged() (Algorithm, int64) {
-	if r.charge.kind == nil {
+	if r.charge.kind == nil || !r.Allowed {
 		return nil, 0
 	}
 	return r.charge.kind.build(r.charge.params), r.charge.cost
