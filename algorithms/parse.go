@@ -29,9 +29,13 @@ func ParseRate(s string) (Rate, error) {
 	if !ok {
 		return Rate{}, fmt.Errorf("%w %q: want a count per period, such as 100/min", ErrInvalidRate, s)
 	}
-	n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
+	count = strings.TrimSpace(count)
+	n, err := strconv.ParseInt(count, 10, 64)
 	if err != nil {
-		if errors.Is(err, strconv.ErrRange) {
+		switch {
+		case errors.Is(err, strconv.ErrRange) && strings.HasPrefix(count, "-"):
+			return Rate{}, fmt.Errorf("%w, got the count of %q", ErrInvalidLimit, s)
+		case errors.Is(err, strconv.ErrRange):
 			return Rate{}, fmt.Errorf("%w: the count of %q is above 2^50", ErrOutOfRange, s)
 		}
 		return Rate{}, fmt.Errorf("%w %q: the count must be a whole number", ErrInvalidRate, s)
@@ -86,6 +90,8 @@ func ParsePeriod(s string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(s)
 	switch {
+	case err != nil && durationForm.MatchString(s) && strings.HasPrefix(s, "-"):
+		return 0, fmt.Errorf("%w, got period %q", ErrInvalidPeriod, s)
 	case err != nil && durationForm.MatchString(s):
 		// Well formed, so too long for a time.Duration.
 		return 0, fmt.Errorf("%w: period %q is above 2^50µs", ErrOutOfRange, s)

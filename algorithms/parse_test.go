@@ -70,7 +70,8 @@ func TestParseRate(t *testing.T) {
 		// A count out of range.
 		{"0/min", algorithms.ErrInvalidLimit},
 		{"-3/min", algorithms.ErrInvalidLimit},
-		{"1125899906842625/s", algorithms.ErrOutOfRange}, // 2^50 + 1
+		{"-99999999999999999999/min", algorithms.ErrInvalidLimit}, // below, not above
+		{"1125899906842625/s", algorithms.ErrOutOfRange},          // 2^50 + 1
 		{"99999999999999999999/s", algorithms.ErrOutOfRange},
 		// A period out of range.
 		{"10/0s", algorithms.ErrInvalidPeriod},
@@ -83,6 +84,7 @@ func TestParseRate(t *testing.T) {
 		{"10/999999h", algorithms.ErrOutOfRange},
 		{"10/99999999999999999days", algorithms.ErrOutOfRange},
 		{"10/99999999999999999999h", algorithms.ErrOutOfRange},
+		{"10/-99999999999999999999h", algorithms.ErrInvalidPeriod}, // below, not above
 	} {
 		if got, err := algorithms.ParseRate(tc.in); !errors.Is(err, tc.want) {
 			t.Errorf("ParseRate(%q) = %v, %v; want an error matching %v", tc.in, got, err, tc.want)
@@ -108,6 +110,7 @@ func TestParsePeriod(t *testing.T) {
 		"0day":      algorithms.ErrInvalidPeriod,
 		"-2m":       algorithms.ErrInvalidPeriod,
 		"9999999h":  algorithms.ErrOutOfRange,
+		"-9999999h": algorithms.ErrInvalidPeriod,
 	} {
 		if got, err := algorithms.ParsePeriod(in); !errors.Is(err, want) {
 			t.Errorf("ParsePeriod(%q) = %v, %v; want an error matching %v", in, got, err, want)
