@@ -331,26 +331,29 @@ func (s *checkerSide) do(ctx context.Context, i int, o op) (any, error) {
 	return nil, nil
 }
 
-// run runs the sequence ops, on store and on a fresh ReferenceStore, in
-// namespace, and returns the first broken promise, or "".
-func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) string {
+// runSequence runs the sequence ops, on store and on a fresh
+// ReferenceStore, in namespace, and returns the first broken promise, or
+// "", and how many replies the store lost.
+func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (string, int) {
 	ctx := context.Background()
 	start := e.c.start.Truncate(time.Second)
 	clock := ratewisetest.NewClock(start)
 	sut, err := newCheckerSide(e.store, setup, namespace, clock)
 	if err != nil {
-		return err.Error()
+		return err.Error(), 0
 	}
 	ref, err := newCheckerSide(ReferenceStore(), setup, namespace, clock)
 	if err != nil {
-		return err.Error()
+		return err.Error(), 0
 	}
+	lost := 0
 	loser, _ := e.store.(ReplyLoser)
 	h := newHistory(setup)
 	for i, o := range ops {
-		if o.kind == opRefund && h.resetSince(o.ref) {
-			// Refunding an admission after its state was Reset is not
-			// allowed (Limiter.Refund): skipped, on both.
+		if (o.kind == opRefund || o.kind == opCancel) && h.resetSince(o.ref) {
+			// Refunding an admission, or cancelling a booking, after its
+			// state was Reset is not allowed (Limiter.Refund,
+			// Reservation.Cancel): skipped, on both.
 			o = op{kind: opWait}
 		}
 		base := clock.Now()
@@ -364,15 +367,15 @@ func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) string
 			loser.LoseNextReply()
 		}
 		got, gotErr := sut.do(rctx, i, o)
-		if lose {
-			loser.KeepReplies()
+		if lose && loser.KeepReplies() {
+			lost++
 		}
 		latest := ref.latest(o.key)
 		want, wantErr := ref.do(rctx, i, o)
 		if o.retried {
 			again, againErr := sut.do(rctx, i, o)
 			if msg := same(again, againErr, got, gotErr); msg != "" {
-				return fmt.Sprintf("step %d, retried with its request ID, did not return its first outcome: %s", i+1, msg)
+				return fmt.Sprintf("step %d, retried with its request ID, did not return its first outcome: %s", i+1, msg), lost
 			}
 			ref.do(rctx, i, o)
 		}
@@ -383,13 +386,35 @@ func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) string
 		sut.results, sut.errs = append(sut.results, got), append(sut.errs, gotErr)
 		ref.results, ref.errs = append(ref.results, want), append(ref.errs, wantErr)
 		if msg := same(got, gotErr, want, wantErr); msg != "" {
-			return fmt.Sprintf("step %d gave another outcome than the reference store: %s", i+1, msg)
+			return fmt.Sprintf("step %d gave another outcome than the reference store: %s", i+1, msg), lost
 		}
 		if msg := h.record(i, o, ref, base.Add(o.off), latest); msg != "" {
-			return fmt.Sprintf("step %d: %s", i+1, msg)
+			return fmt.Sprintf("step %d: %s", i+1, msg), lost
 		}
 	}
-	return h.check()
+	// Every state the sequence may have touched, peeked on both: what the
+	// store holds at the end is what the reference holds, whether or not a
+	// step's Result showed it. (A peek under another rate count converts a
+	// bucket, on both alike.)
+	for _, key := range []string{"a", "b"} {
+		for _, alg := range append(slices.Clone(setup.tiers), setup.partner) {
+			got, gotErr := sut.peek(ctx, key, alg)
+			want, wantErr := ref.peek(ctx, key, alg)
+			if msg := same(got, gotErr, want, wantErr); msg != "" {
+				return fmt.Sprintf("at the end, a peek of %q under %v gave another outcome than the reference store: %s", key, alg, msg), lost
+			}
+		}
+	}
+	return h.check(), lost
+}
+
+// peek returns PeekN(key, 1) under alg, on the side's store and clock.
+func (s *checkerSide) peek(ctx context.Context, key string, alg algorithms.Algorithm) (any, error) {
+	l, err := ratewise.New(s.store, alg, s.tierOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return l.PeekN(ctx, key, 1)
 }
 
 // same compares two outcomes of one step; "" when they are the same.
@@ -439,20 +464,21 @@ func modelCheck(e *env) {
 		sequences *= soak
 	}
 	rng := rand.New(rand.NewPCG(23, uint64(len(e.c.name))))
-	var steps int
+	var steps, lost int
 	for seq := range sequences {
 		ops := setup.generate(rng, 6+rng.IntN(20), books, lossy)
 		steps += len(ops)
 		namespace := e.checkerNamespace(seq)
 		realStart := time.Now()
-		msg := e.runSequence(ops, namespace, setup)
+		msg, n := e.runSequence(ops, namespace, setup)
+		lost += n
 		if msg == "" {
 			continue
 		}
 		// A sequence whose state outlived its keys' time to live in real
 		// time (a Redis server's expiry, ExpiryGrace past it) is run again.
 		if time.Since(realStart) > e.cfg.grace && e.cfg.grace > 0 {
-			if e.runSequence(ops, e.checkerNamespace(seq)+"r", setup) == "" {
+			if again, _ := e.runSequence(ops, e.checkerNamespace(seq)+"r", setup); again == "" {
 				continue
 			}
 		}
@@ -465,7 +491,10 @@ func modelCheck(e *env) {
 		fmt.Fprintf(&b, "  tiers: %v; partner %v", setup.tiers, setup.partner)
 		e.fatalf("%s", b.String())
 	}
-	e.t.Logf("%d sequences, %d steps, on %s", sequences, steps, e.c.name)
+	if lossy && lost == 0 {
+		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
+	}
+	e.t.Logf("%d sequences, %d steps, %d replies lost, on %s", sequences, steps, lost, e.c.name)
 }
 
 // checkerNamespace returns a namespace of the rule's own, new on each
@@ -480,7 +509,7 @@ func (e *env) checkerNamespace(seq int) string {
 // simplifying the rest, and what it breaks.
 func (e *env) shrink(ops []op, setup checkerSetup, msg string) ([]op, string) {
 	fails := func(cand []op) (string, bool) {
-		m := e.runSequence(cand, e.checkerNamespace(len(cand)), setup)
+		m, _ := e.runSequence(cand, e.checkerNamespace(len(cand)), setup)
 		return m, m != ""
 	}
 	for chunk := len(ops) / 2; chunk >= 1; chunk /= 2 {
@@ -547,6 +576,8 @@ type history struct {
 	// refunds and cancellations gave back; by step, and for a set the
 	// partner's too (step -2-i).
 	kept map[int]*admission
+	// at is the time each step was made at, on the limiters' clock.
+	at map[int]time.Time
 }
 
 type stateHistory struct {
@@ -569,7 +600,7 @@ type event2 struct {
 }
 
 func newHistory(setup checkerSetup) *history {
-	return &history{setup: setup, states: map[refKey]*stateHistory{}, kept: map[int]*admission{}}
+	return &history{setup: setup, states: map[refKey]*stateHistory{}, kept: map[int]*admission{}, at: map[int]time.Time{}}
 }
 
 func (h *history) state(k refKey) *stateHistory {
@@ -586,6 +617,7 @@ func (h *history) state(k refKey) *stateHistory {
 // latest is the reference state's latest time before the step, the time a
 // booking was decided at if now is behind it.
 func (h *history) record(i int, o op, ref *checkerSide, now, latest time.Time) string {
+	h.at[i] = now
 	if ref.errs[i] != nil {
 		return ""
 	}
@@ -642,9 +674,10 @@ func (h *history) record(i int, o op, ref *checkerSide, now, latest time.Time) s
 			}
 		}
 	case opRefund, opCancel:
-		// What comes back counts no more. A cancellation after the
-		// booking's turn gives nothing back (Reservation.Cancel).
-		if r, ok := ref.results[o.ref].(*ratewise.Reservation); o.kind == opCancel && (!ok || !now.Before(r.Result().At)) {
+		// What comes back counts no more. A cancellation once the
+		// booking's turn has come on the limiter's clock, the booking's
+		// time plus its Delay, gives nothing back (Reservation.Cancel).
+		if r, ok := ref.results[o.ref].(*ratewise.Reservation); o.kind == opCancel && (!ok || !now.Before(h.at[o.ref].Add(r.Delay()))) {
 			return ""
 		}
 		if a := h.kept[o.ref]; a != nil {
