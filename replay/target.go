@@ -139,6 +139,10 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 		}
 	}
 	for c := range copies {
+		// Each copy replays the same times on keys of its own, so that
+		// every copy's keys are held at once: the clock goes back to the
+		// start, which only delays sweeps of the copies before until it
+		// passes their times again.
 		clock.t = w.Start
 		for _, r := range w.Requests {
 			now := w.Start.Add(r.At)

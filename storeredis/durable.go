@@ -41,7 +41,10 @@ var ErrNotReplicated = errors.New("storeredis: write not acknowledged by enough 
 // plain success. The caller's failure policy answers it as any failure. A
 // request with an ID (store.WithRequestID) retried with that ID gets its
 // first outcome: the record of the ID is written by the same script, and
-// replicates with it.
+// replicates with it. The retry waits as the first call did, although it
+// writes nothing: Redis moves a connection's replication offset, which
+// WAIT waits for, to the master's after every command, so the replayed
+// script's WAIT waits for the write it replays, from any connection.
 //
 // Every script waits, inspections included (a peek may convert a key's
 // state to a changed rate, which writes), so with too few replicas

@@ -228,6 +228,52 @@ func TestReplicasNotReplicated(t *testing.T) {
 	}
 }
 
+// TestReplicasReplayWaits: a write sent again with its request ID, which
+// Redis already applied, waits for the replica as the first did, although
+// it replays a kept reply: from another app server's connection, which has
+// written nothing WAIT could count, a decision and a reset retried while
+// the replica is held back fail with ErrNotReplicated, and succeed once it
+// is back.
+func TestReplicasReplayWaits(t *testing.T) {
+	r := startReplicated(t)
+	ctx := context.Background()
+	alg := algorithms.GCRA{Rate: algorithms.PerHour(10), Burst: 10}
+	for _, tc := range []struct {
+		name  string
+		write func(s *storeredis.Store, ctx context.Context, key string) error
+	}{
+		{"decision", func(s *storeredis.Store, ctx context.Context, key string) error {
+			_, err := s.Decide(ctx, key, alg, time.Time{}, 1)
+			return err
+		}},
+		{"reset", func(s *storeredis.Store, ctx context.Context, key string) error {
+			return s.Reset(ctx, key, alg)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := testKey(t)
+			if _, err := storeredis.New(r.mc).Decide(ctx, key, alg, time.Time{}, 1); err != nil {
+				t.Fatal(err)
+			}
+			withID := store.WithRequestID(ctx, ratewise.NewRequestID())
+			r.holdReplication(t, 2*time.Second)
+			first := storeredis.New(r.mc, storeredis.WithReplicas(1, 100*time.Millisecond))
+			if err := tc.write(first, withID, key); !errors.Is(err, storeredis.ErrNotReplicated) {
+				t.Fatalf("the write while the replica is held back: %v, want ErrNotReplicated", err)
+			}
+			other := storeredis.New(newClient(t, r.master.Addr), storeredis.WithReplicas(1, 100*time.Millisecond))
+			if err := tc.write(other, withID, key); !errors.Is(err, storeredis.ErrNotReplicated) {
+				t.Fatalf("the write sent again from another connection, the replica still held back: %v, want ErrNotReplicated", err)
+			}
+			r.rc.Do(ctx, "CLIENT", "UNPAUSE")
+			again := storeredis.New(newClient(t, r.master.Addr), storeredis.WithReplicas(1, 5*time.Second))
+			if err := tc.write(again, withID, key); err != nil {
+				t.Fatalf("the write sent again once the replica is back: %v", err)
+			}
+		})
+	}
+}
+
 // TestReplicasDecisionsGoAlone: with WithReplicas, 32 concurrent decisions
 // are not coalesced, and each is followed by a WAIT of its own, where a
 // coalesced batch would go without; WithReplicas(0, ...) sends no WAIT.

@@ -68,11 +68,11 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 
 // chargeOf reads what the reply of a request with a once key says of the
 // admission it reports (see scripts/once.lua), the first one if the request
-// was applied before: the limit its Result reports, then the parameters it
-// was decided under (the limit or rate count, then the burst, or the
-// sub-windows, or 0), then its cost. alg is the request's algorithm, of
-// the same kind and scope. It returns the limit, and res marked as what
-// that admission charged (algorithms.Charge).
+// was applied before: tail is the reply's end after the limit its Result
+// reports, the parameters it was decided under (the limit or rate count,
+// then the burst or the sub-windows, or 0), then its cost. alg is the
+// request's algorithm, of the same kind and scope. It returns res marked as
+// what that admission charged (algorithms.Charge).
 func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algorithms.Result, error) {
 	bad := func(what string) (algorithms.Result, error) {
 		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply ends %v)", store.ErrUnavailable, ErrMalformedReply, what, tail)
