@@ -71,3 +71,59 @@ func read(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestReadmePromisesQuoteTheirRules: the README's promises on changed
+// limits, refunds and retried writes are the rules themselves, word for
+// word, as the algorithms package doc ("Changing limits", "Refunds") and
+// docs/redis.md ("Retries and request IDs") state them, so that the three
+// never drift apart. Comment markers, Markdown emphasis and code quotes,
+// and line breaks are not words.
+func TestReadmePromisesQuoteTheirRules(t *testing.T) {
+	readme := words(read(t, "README.md"))
+	doc := read(t, "algorithms/doc.go")
+	redis := read(t, "docs/redis.md")
+	for _, rule := range []struct{ name, text string }{
+		{"algorithms: Changing limits", paragraph(t, doc, "// # Changing limits\n")},
+		{"algorithms: Refunds", paragraph(t, doc, "// # Refunds\n")},
+		{"docs/redis.md: Retries and request IDs", strings.SplitN(paragraph(t, redis, "### Retries and request IDs\n"), "**", 3)[1]},
+	} {
+		if w := words(rule.text); len(w) < 100 || !strings.Contains(readme, w) {
+			t.Errorf("README.md does not quote the rule of %s word for word:\n%s", rule.name, w)
+		}
+	}
+}
+
+// paragraph returns the first paragraph after heading in text, Markdown or
+// a Go comment, without the comment's markers.
+func paragraph(t *testing.T, text, heading string) string {
+	t.Helper()
+	_, after, ok := strings.Cut(text, heading)
+	if !ok {
+		t.Fatalf("no %q", heading)
+	}
+	comment := strings.HasPrefix(heading, "//")
+	var lines []string
+	for _, line := range strings.Split(after, "\n") {
+		if comment {
+			if !strings.HasPrefix(line, "//") {
+				break
+			}
+			line = strings.TrimPrefix(strings.TrimPrefix(line, "//"), " ")
+		}
+		if strings.TrimSpace(line) == "" {
+			if len(lines) > 0 {
+				break
+			}
+			continue
+		}
+		lines = append(lines, line)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// words is text with only its words: no comment markers, emphasis or code
+// quotes, and single spaces.
+func words(text string) string {
+	text = strings.NewReplacer("**", "", "`", "").Replace(text)
+	return strings.Join(strings.Fields(text), " ")
+}
