@@ -177,11 +177,13 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 //
 // A refund never lets more through than if the units had never been
 // charged. Made at once, before time passes or another request for key is
-// charged, it gives back exactly n; later, what comes back depends on the
+// charged, it gives back exactly n (unless a bucket's rate count has
+// changed more than once lately); later, what comes back depends on the
 // algorithm and on what the key did since, and may be less (see
 // algorithms.Algorithm.Refund): a token bucket or GCRA gives back less
-// what has refilled since the charge, and nothing once a decision under
-// another rate has converted the key; a sliding log frees its oldest units
+// what has refilled since the charge, and nothing once the key has been
+// written under another rate count, even if it has changed back; a sliding
+// log frees its oldest units
 // if others were recorded after the refunded ones; and a fixed window
 // gives back nothing once its window has ended. Refund each admission at
 // most once, and not after its key was Reset, which forgot the charge: a

@@ -11,15 +11,16 @@ import (
 // period), at which the key is back at full capacity; the latest time it was
 // decided at; the rate count it was written under, so that a changed rate
 // can carry over what was used; and, while a refund must still tell what
-// came before the rate count last changed, Since and Booked (see changed),
-// 0 otherwise.
+// came before the rate count last changed, Since, Booked and BookedCount
+// (see changed), 0 otherwise.
 type bucketState struct {
-	TAT    int64
-	Frac   int64
-	Latest int64
-	Count  int64
-	Since  int64
-	Booked int64
+	TAT         int64
+	Frac        int64
+	Latest      int64
+	Count       int64
+	Since       int64
+	Booked      int64
+	BookedCount int64
 }
 
 // bucket is the exact arithmetic TokenBucket and GCRA share. The rate is k
@@ -221,7 +222,7 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 	if !less(capacity, used) {
 		res.Remaining = b.tokens(b.sub(capacity, used))
 	}
-	since, booked := b.changed(st, eff)
+	since, booked, bookedCount := b.changed(st, eff)
 	switch {
 	case (cost <= 0 || !res.Allowed && cost == 1) && !converted:
 		// An inspection changes nothing, and neither does a denial of cost
@@ -235,53 +236,62 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 	case st == nil:
 		st = &bucketState{}
 	}
-	st.TAT, st.Frac, st.Latest, st.Count, st.Since, st.Booked = eff+used.us, used.f, eff, b.count, since, booked
+	st.TAT, st.Frac, st.Latest, st.Count = eff+used.us, used.f, eff, b.count
+	st.Since, st.Booked, st.BookedCount = since, booked, bookedCount
 	return st, res, delay
 }
 
-// changed returns the Since and Booked a write at eff leaves on st.
+// changed returns the Since, Booked and BookedCount a write at eff leaves
+// on st.
 //
 // A refund subtracts what has refilled since the charge at the rate it is
 // given, which is what the key refilled only if the rate count has not
 // changed since: a key changed to a faster rate and back drains more in
 // between. So a write under a rate count the state was not written under
 // marks the change, and until a refund can no longer give anything back
-// for what came before it, no refund does (see before): Since, the latest
-// change, is later than every charge made before it; Booked, the latest
-// time, rounded up, at which a key changed holding tokens would have been
-// full again, is later than every booking made before a change by at least
-// its capacity (a booking's Result.At is its turn, later than the time it
-// was made). Both go at the first write under the same rate count from
-// which neither counts (see keptUntil).
-func (b bucket) changed(st *bucketState, eff int64) (since, booked int64) {
+// for what came before it, no refund does (see before). Since, the latest
+// change (at least 1µs, so that 0 means none), is later than every charge
+// made before it. A booking's Result.At is its turn, later than the time it
+// was made, so Booked, the latest time, rounded up, at which a key left by
+// a rate count while holding tokens would have been full again, is later
+// by at least a capacity than every booking made under that count before;
+// it bounds the refunds of that count, BookedCount, or of every count (0)
+// once keys left by two counts have set it. All three go at the first
+// write under the same rate count from which none counts (see keptUntil).
+func (b bucket) changed(st *bucketState, eff int64) (since, booked, bookedCount int64) {
 	switch {
 	case st == nil:
-		return 0, 0
+		return 0, 0, 0
 	case st.Count == b.count:
 		if st.Since != 0 && eff >= b.keptUntil(&bucketState{Since: st.Since, Booked: st.Booked}) {
-			return 0, 0
+			return 0, 0, 0
 		}
-		return st.Since, st.Booked
+		return st.Since, st.Booked, st.BookedCount
 	}
-	booked = st.Booked
+	booked, bookedCount = st.Booked, st.BookedCount
 	if st.TAT > eff || st.TAT == eff && st.Frac > 0 {
 		full := st.TAT
 		if st.Frac > 0 {
 			full++
 		}
-		booked = max(booked, full)
+		if booked == 0 || bookedCount == st.Count {
+			booked, bookedCount = max(booked, full), st.Count
+		} else {
+			booked, bookedCount = max(booked, full), 0
+		}
 	}
-	return max(eff, st.Since), booked
+	return max(eff, st.Since, 1), booked, bookedCount
 }
 
 // before reports whether a charge at time at may have been made before the
-// rate count last changed (see changed): at before Since, or a booking whose
-// turn is at least a capacity before Booked.
+// rate count last changed (see changed): at before Since, or a booking of
+// this rate count whose turn is at least a capacity before Booked.
 func (b bucket) before(st *bucketState, at int64) bool {
 	if at < st.Since {
 		return true
 	}
-	return st.Booked != 0 && !less(span{st.Booked, 0}, b.add(span{at, 0}, b.times(b.burst)))
+	return st.Booked != 0 && (st.BookedCount == 0 || st.BookedCount == b.count) &&
+		!less(span{st.Booked, 0}, b.add(span{at, 0}, b.times(b.burst)))
 }
 
 // keptUntil returns the µs from which st no longer counts: when the bucket

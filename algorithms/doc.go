@@ -82,11 +82,13 @@
 // admission's Result (Result.Charged), whatever limit the key has since. It
 // never lets more through than if the refunded units had never been
 // charged: made at once, before time passes or another request is charged,
-// it gives back exactly what it names; later it may give back less, and
-// nothing once its window has passed or since a bucket was written under
-// another rate count, even if it has changed back. Refund each admission at most once, by at most its
-// cost, and not after its key was Reset, which forgot the charge: a refund
-// then would give back what later requests were charged.
+// it gives back exactly what it names, unless a bucket's rate count has
+// changed more than once lately; later it may give back less, and nothing
+// once its window has passed or since a bucket was written under another
+// rate count, even if it has changed back. Refund each admission at most
+// once, by at most its cost, and not after its key was Reset, which forgot
+// the charge: a refund then would give back what later requests were
+// charged.
 //
 // Each algorithm's Refund says what comes back when.
 package algorithms

@@ -22,14 +22,16 @@ type Packer interface {
 	// Pack returns state, which this algorithm's Decide, Reserve or Refund
 	// returned, as words and a tag, or ok false when it has no packed form
 	// (a bucket whose TAT has a fraction of a microsecond, or whose rate
-	// count changed within a capacity's refill time). The first word is
+	// count changed lately, which refunds must still see). The first word is
 	// the microsecond, since the Unix epoch, from which the state no
 	// longer counts, at least 0: a decision or refund at that microsecond
 	// or later finds it as it would find no state, with the same Result.
 	// It is when the Result.ResetAfter of the decision that wrote it runs
 	// out, to the microsecond. With ok false, the first word, if above 0,
 	// is still when the state stops counting, which may then be later
-	// than that, and a store keeps the state until then.
+	// than that, and depend on the algorithm's limit (a bucket's
+	// capacity), not only its Kind and Scope: a store keeps the state
+	// until then, as Pack of the algorithm that decided says.
 	Pack(state State) (w Words, tag int64, ok bool)
 
 	// Unpack returns the state that w and tag, from Pack, stand for. It
@@ -138,14 +140,15 @@ func (a GCRA) Inspect(w Words, tag int64, now time.Time, cost int64) (Result, bo
 }
 
 // pack packs a state whose TAT is whole and not before its latest time, as
-// every state step and refund write, and whose Since and Booked are 0: TAT is then when
+// every state step and refund write, and that marks no rate count change
+// (Since, Booked and BookedCount 0): TAT is then when
 // it stops counting (see bucket.usedAt). Another gives the time it stops
 // counting (see keptUntil) and ok false.
 func (b bucket) pack(st *bucketState) (Words, int64, bool) {
 	switch {
 	case st == nil:
 		return Words{}, 0, false
-	case st.Frac != 0 || st.Since != 0 || st.Booked != 0 || st.Latest < 0 || st.TAT < st.Latest:
+	case st.Frac != 0 || st.Since != 0 || st.Booked != 0 || st.BookedCount != 0 || st.Latest < 0 || st.TAT < st.Latest:
 		return Words{max(b.keptUntil(st), 0)}, 0, false
 	}
 	return Words{st.TAT, st.Latest}, st.Count, true

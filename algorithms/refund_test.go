@@ -353,16 +353,19 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				if !same {
 					continue
 				}
-				refund := algs[rng.IntN(len(algs))]
+				// The refund goes into the state charged, as a Result's
+				// receipt makes it (Result.Charged); the burst after it
+				// runs under whatever plan the key has by then.
+				plan := algs[rng.IntN(len(algs))]
 				if rng.IntN(2) == 0 {
 					clock = clock.Add(time.Duration(rng.Int64N(int64(2 * sec)))).Truncate(time.Microsecond)
 				}
 				dbg := fmt.Sprintf("charged, then %v: %+v", between, with)
-				with, _ = refund.Refund(with, clock, res.At, min(n, refund.MaxCost()))
+				with, _ = charge.Refund(with, clock, res.At, n)
 				dbg += fmt.Sprintf(" refunded %+v, never %+v", with, without)
-				if got, want := burst(refund, with, clock), burst(refund, without, clock); got > want {
-					t.Fatalf("after %v, %s charged %d at %v and refunded under %s at %v: a burst gets %d through, %d had it never been charged (%s)",
-						ops, charge, n, res.At.Sub(t0), refund, clock.Sub(t0), got, want, dbg)
+				if got, want := burst(plan, with, clock), burst(plan, without, clock); got > want {
+					t.Fatalf("after %v, %s charged %d at %v and refunded at %v, under %s: a burst gets %d through, %d had it never been charged (%s)",
+						ops, charge, n, res.At.Sub(t0), clock.Sub(t0), plan, got, want, dbg)
 				}
 				checked++
 			}
@@ -370,6 +373,41 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				t.Fatalf("only %d refunds checked", checked)
 			}
 		})
+	}
+}
+
+// A refund made at once still gives back exactly what it names when the
+// admission changed the key's rate count: the key then decides as if the
+// request had been a peek, which converts the key all the same. The rate
+// left (1 per second, 10 of burst) still held tokens, more than the new
+// rate's capacity (3 at 10 per second) ahead of the admission.
+func TestRefundAtOnceAfterARateChange(t *testing.T) {
+	for _, pair := range [][2]algorithms.Algorithm{
+		{algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}, algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 3}},
+		{algorithms.TokenBucket{Capacity: 10, Refill: algorithms.PerSecond(1)}, algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(10)}},
+	} {
+		before, after := pair[0], pair[1]
+		at := t0.Add(500 * time.Millisecond)
+		history := func(cost int64) (algorithms.State, algorithms.Result) {
+			st, _ := before.Decide(nil, t0, 1)
+			return after.Decide(st, at, cost)
+		}
+		st, res := history(1)
+		if !res.Allowed {
+			t.Fatalf("%s: the admission after the change: %+v", after, res)
+		}
+		st, ok := after.Refund(st, at, res.At, 1)
+		if !ok {
+			t.Fatalf("%s: a refund at once of the admission that changed the rate count gave nothing back", after)
+		}
+		never, _ := history(0)
+		for _, d := range []time.Duration{0, 50 * time.Millisecond, 2 * time.Second} {
+			_, got := after.Decide(shallowCopy(st), at.Add(d), 0)
+			_, want := after.Decide(shallowCopy(never), at.Add(d), 0)
+			if got != want {
+				t.Fatalf("%s, %v after the refund: %+v; had the admission been a peek, %+v", after, d, got, want)
+			}
+		}
 	}
 }
 

@@ -41,11 +41,13 @@ type TokenBucket struct {
 // TokenBucketState is the time TAT + Frac/k µs since the Unix epoch at which
 // the bucket is full again, where k is Refill.Count in lowest terms with
 // Refill.Period; the latest time, in µs, a request was admitted at or denied
-// at with a cost above 1; the Refill.Count it was written under; and, for a
-// capacity's refill time after that count changed, the time of the change
-// (Since) and the time, in µs rounded up, at which the bucket would have
-// been full again as the change found it (Booked), which bound refunds (see
-// Refund); both are 0 otherwise. At time t the bucket holds
+// at with a cost above 1; the Refill.Count it was written under; and, after
+// that count changed, until no refund of an earlier charge could give
+// anything back, the time of the change (Since), the time, in µs rounded
+// up, at which the bucket would have been full again as a change left it
+// holding tokens (Booked), and the count it left then (BookedCount, 0 for
+// two or more), which bound refunds (see Refund); all 0 otherwise. At time
+// t the bucket holds
 // Capacity - (TAT - t)/T tokens, T being the time one token takes to
 // refill.
 type TokenBucketState bucketState
@@ -116,16 +118,19 @@ func (a TokenBucket) Reserve(state State, now time.Time, cost int64, maxWait tim
 // request charged at time at took, less what has refilled since at and less
 // any booking made after it, since the bucket could have been full in
 // between, had the request never been made, and later bookings' turns are
-// already set behind it. Refunded at once, an admission comes back in full;
+// already set behind it. Refunded at once, an admission comes back in full
+// (unless the key's rate count has changed more than once lately, below);
 // a booking cancelled before its turn comes back in full when none was made
 // after it. A key written under another rate count since the charge (see
 // "Changing limits" in the package doc) gives nothing back, even once the
 // rate count is back: what the charge took is not what the key counts now,
 // nor is what has refilled since. A booking is known only by its turn,
-// which may come after such a change, so while the change is recent (a
-// capacity's refill time) a refund also gives nothing for an At a capacity
-// or more before the time at which the key, as the change found it, would
-// have been full: only bookings, or a capacity lowered since, put At there.
+// which may come after such a change, so when a key that held tokens has
+// left this rate count (or two rate counts) since, a refund under it also
+// gives nothing for an At a capacity or more before the time at which the
+// key, as it was left, would have been full, until no refund of an earlier
+// charge could give anything back: only a booking made before the change, a
+// capacity lowered since, or a count left twice puts At there.
 // See Algorithm.Refund.
 func (a TokenBucket) Refund(state State, now, at time.Time, n int64) (State, bool) {
 	st := newBucket(a.Capacity, a.Refill).refund((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, at, n)

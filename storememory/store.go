@@ -192,6 +192,7 @@ func (sh *shard) len() int {
 // writes. A nil table holds nothing.
 type cursor struct {
 	t           *table
+	alg         algorithms.Algorithm // the algorithm deciding
 	h           uint64
 	prefix, key string
 	slot, pos   int
@@ -200,7 +201,7 @@ type cursor struct {
 // find looks prefix+key up in alg's table, creating the table if create is
 // set. Requires a read lock, or the write lock if create is set.
 func (sh *shard) find(h uint64, prefix, key string, alg algorithms.Algorithm, seed maphash.Seed, create bool) cursor {
-	c := cursor{t: sh.table(alg, seed, create), h: h, prefix: prefix, key: key, pos: -1}
+	c := cursor{t: sh.table(alg, seed, create), alg: alg, h: h, prefix: prefix, key: key, pos: -1}
 	if c.t != nil {
 		c.slot, c.pos = c.t.find(h, prefix, key)
 	}
@@ -235,7 +236,7 @@ func (c *cursor) keep(state algorithms.State, res algorithms.Result, now int64, 
 		c.t.replace(c.pos, state)
 		return
 	}
-	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, now, el)
+	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, c.alg, state, res, now, el)
 }
 
 // changes reports whether Decide(state, now, cost) of alg may change state
@@ -593,7 +594,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	_, res := alg.Decide(state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
-		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, state, res, t, el)
+		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, c.alg, state, res, t, el)
 	}
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of

@@ -260,13 +260,13 @@ func (t *table) state(pos int, now int64) algorithms.State {
 	return t.scratch
 }
 
-// keep records the state a decision at now (Unix nanoseconds), el after
-// the store's start, left for prefix+key, whose hash is h and whose slot
-// and position (-1 for none) find returned; it counts for keptFor(res,
-// now), or longer if it has no packed form that says so
-// (algorithms.Packer), and a sweep may drop it from that time on the
-// store's clock (sweepAt).
-func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorithms.State, res algorithms.Result, now int64, el time.Duration) {
+// keep records the state a decision of alg at now (Unix nanoseconds), el
+// after the store's start, left for prefix+key, whose hash is h and whose
+// slot and position (-1 for none) find returned; it counts for
+// keptFor(res, now), or longer if it has no packed form and alg's Pack
+// says so (algorithms.Packer), and a sweep may drop it from that time on
+// the store's clock (sweepAt).
+func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms.Algorithm, state algorithms.State, res algorithms.Result, now int64, el time.Duration) {
 	if state == nil {
 		if pos >= 0 {
 			t.remove(slot, pos)
@@ -292,8 +292,16 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, state algorith
 			*t.sweepAt(pos) = sweepAt(el, life)
 			return
 		}
-		if !ok && w[0] > 0 {
-			life = max(life, time.Duration(min(w[0], maxPacked)*1000-now))
+		if !ok {
+			// How long the state counts may depend on the limit that
+			// decided, not only on the Kind and Scope the table's packer
+			// shares with it.
+			if p, isPacker := alg.(algorithms.Packer); isPacker {
+				w, _, _ = p.Pack(state)
+			}
+			if w[0] > 0 {
+				life = max(life, time.Duration(min(w[0], maxPacked)*1000-now))
+			}
 		}
 	}
 	*t.sweepAt(pos) = sweepAt(el, life)

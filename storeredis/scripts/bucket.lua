@@ -1,10 +1,10 @@
 -- bucket.lua: the step the token bucket and GCRA share (algorithms/bucket.go).
 --
--- State: a string "tat frac latest count [since booked]": the time at which
+-- State: a string "tat frac latest count [since booked bcount]": the time at which
 -- the key is full again, tat + frac/k µs; the latest time (µs) a request was
 -- admitted at, or denied at with a cost above 1; the rate count it was
 -- written under; and, only while a refund must still tell what came before
--- the rate count last changed, since and booked (see bucket_changed). No
+-- the rate count last changed, since, booked and bcount (see bucket_changed). No
 -- state means a full bucket. k/p is the rate count over the period in lowest
 -- terms; the emission interval is p/k µs.
 --
@@ -71,7 +71,7 @@ end
 -- latest time (nil for no state), and whether the state was written under
 -- another rate count: converted, as algorithms/bucket.go's usedAt does, in
 -- tokens at eff, which the decision must then write; then the state's own
--- tat, frac, rate count, since and booked, for bucket_changed.
+-- tat, frac, rate count, since, booked and bcount, for bucket_changed.
 local function bucket_used(raw, count, period, burst)
   local k, p = lowest(count, period) -- k per p µs
   -- The interval is q + r/k µs.
@@ -81,21 +81,21 @@ local function bucket_used(raw, count, period, burst)
 
   local eff, used, used_f = now, 0, 0 -- used: TAT - eff, used + used_f/k µs
   local latest, converted = nil, false
-  local tat, frac, scount, since, booked
+  local tat, frac, scount, since, booked, bcount
   if raw then
-    tat, frac, latest, scount, since, booked = string.match(raw, '^(%d+) (%d+) (%d+) (%d+) ?(%d*) ?(%d*)$')
+    tat, frac, latest, scount, since, booked, bcount = string.match(raw, '^(%d+) (%d+) (%d+) (%d+) ?(%d*) ?(%d*) ?(%d*)$')
     if tat then
       -- A number too long for tonumber (not one a decision writes) reads as
       -- missing.
       tat, frac = tonumber(tat) or now, tonumber(frac) or 0
       latest, scount = tonumber(latest) or now, tonumber(scount) or 0
-      since, booked = tonumber(since) or 0, tonumber(booked) or 0
+      since, booked, bcount = tonumber(since) or 0, tonumber(booked) or 0, tonumber(bcount) or 0
     else
       -- Not this version's layout: read the numbers there are.
       local v = {}
       for n in string.gmatch(raw, '%-?%d+') do v[#v + 1] = tonumber(n) end
       tat, frac, latest, scount = v[1] or now, v[2] or 0, v[3] or now, v[4] or 0
-      since, booked = v[5] or 0, v[6] or 0
+      since, booked, bcount = v[5] or 0, v[6] or 0, v[7] or 0
     end
     -- No decision writes a latest time past 2^52 µs; the cap keeps a value
     -- written by anything else in range.
@@ -130,7 +130,7 @@ local function bucket_used(raw, count, period, burst)
       end
     end
   end
-  return k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted, tat, frac, scount, since, booked
+  return k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted, tat, frac, scount, since, booked, bcount
 end
 
 -- bucket_until returns the µs from which a state no longer counts: when it
@@ -148,42 +148,49 @@ local function bucket_until(tat, frac, since, booked, cap, cap_f)
   return t
 end
 
--- bucket_changed returns the since and booked a write at eff leaves on a
--- state read as bucket_used reads it (tat nil for none), as
+-- bucket_changed returns the since, booked and bcount a write at eff leaves
+-- on a state read as bucket_used reads it (tat nil for none), as
 -- algorithms/bucket.go's changed does. A refund subtracts what has refilled
 -- since the charge at its own rate, which is what the key refilled only if
 -- its rate count has not changed since. So a write under another rate count
--- marks the change: since, the latest change, is later than every charge
--- made before it; booked, the latest time, rounded up, at which a key
--- changed holding tokens would have been full again, is later than every
--- booking made before a change by at least its capacity. Both go at the
--- first write under the same count from bucket_until on.
-local function bucket_changed(eff, tat, frac, scount, since, booked, count, cap, cap_f)
-  if not tat then return 0, 0 end
+-- marks the change: since, the latest change (at least 1, so that 0 means
+-- none), is later than every charge made before it; booked, the latest
+-- time, rounded up, at which a key left by a rate count while holding
+-- tokens would have been full again, is later by at least a capacity than
+-- every booking made under that count before, and bounds the refunds of
+-- that count, bcount, or of every count (0) once keys left by two counts
+-- have set it. All three go at the first write under the same count from
+-- bucket_until on.
+local function bucket_changed(eff, tat, frac, scount, since, booked, bcount, count, cap, cap_f)
+  if not tat then return 0, 0, 0 end
   if scount == count then
-    if since ~= 0 and eff >= bucket_until(0, 0, since, booked, cap, cap_f) then return 0, 0 end
-    return since, booked
+    if since ~= 0 and eff >= bucket_until(0, 0, since, booked, cap, cap_f) then return 0, 0, 0 end
+    return since, booked, bcount
   end
   if tat > eff or (tat == eff and frac > 0) then
     local full = tat
     if frac > 0 then full = full + 1 end
-    booked = max(booked, full)
+    if booked == 0 or bcount == scount then
+      booked, bcount = max(booked, full), scount
+    else
+      booked, bcount = max(booked, full), 0
+    end
   end
-  return max(eff, since), booked
+  return max(eff, since, 1), booked, bcount
 end
 
 -- bucket_format returns the state string, and how long after now the key
 -- must be kept (bucket_until).
-local function bucket_format(tat, frac, latest, count, since, booked, cap, cap_f)
+local function bucket_format(tat, frac, latest, count, since, booked, bcount, cap, cap_f)
   local keep = bucket_until(tat, frac, since, booked, cap, cap_f) - now
   if since == 0 then
     return string.format('%d %d %d %d', tat, frac, latest, count), keep
   end
-  return string.format('%d %d %d %d %d %d', tat, frac, latest, count, since, booked), keep
+  return string.format('%d %d %d %d %d %d %d', tat, frac, latest, count, since, booked, bcount), keep
 end
 
 local function bucket_step(_, raw, count, period, burst)
-  local k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted, tat, frac, scount, since, booked = bucket_used(raw, count, period, burst)
+  local k, p, q, r, cap, cap_f, eff, used, used_f, latest, converted, tat, frac, scount, since, booked, bcount = bucket_used(raw, count, period, burst)
   local gap = eff - now -- the caller's clock behind the key's latest time
 
   local allowed, retry, reset, remaining = 0, 0, 0, 0
@@ -222,8 +229,8 @@ local function bucket_step(_, raw, count, period, burst)
   -- another rate count.
   local new, keep
   if converted or (cost > 0 and (allowed == 1 or (cost > 1 and (not latest or eff > latest)))) then
-    since, booked = bucket_changed(eff, tat, frac, scount, since, booked, count, cap, cap_f)
-    new, keep = bucket_format(eff + used, used_f, eff, count, since, booked, cap, cap_f)
+    since, booked, bcount = bucket_changed(eff, tat, frac, scount, since, booked, bcount, count, cap, cap_f)
+    new, keep = bucket_format(eff + used, used_f, eff, count, since, booked, bcount, cap, cap_f)
   end
   return allowed, remaining, retry, reset, at, new, keep, delay
 end
@@ -234,13 +241,14 @@ end
 -- the key must be kept, or nil.
 local function bucket_refund(_, raw, at, count, period, burst)
   if not raw then return nil end
-  local k, _, q, r, cap, cap_f, eff, used, used_f, _, _, _, _, scount, since, booked = bucket_used(raw, count, period, burst)
+  local k, _, q, r, cap, cap_f, eff, used, used_f, _, _, _, _, scount, since, booked, bcount = bucket_used(raw, count, period, burst)
   -- A state written under another rate count since the charge, if only
-  -- for a while (at before since, or a booking's turn a capacity before
-  -- booked): what the charge took is not what the key counts now, nor is
-  -- what has refilled since, so nothing comes back; a full bucket has
-  -- nothing to give back either.
-  if scount ~= count or at < since or (booked > at + cap or (booked == at + cap and cap_f == 0))
+  -- for a while (at before since, or a booking of this count whose turn is
+  -- a capacity before booked): what the charge took is not what the key
+  -- counts now, nor is what has refilled since, so nothing comes back; a
+  -- full bucket has nothing to give back either.
+  if scount ~= count or at < since
+    or (booked ~= 0 and (bcount == 0 or bcount == count) and (booked > at + cap or (booked == at + cap and cap_f == 0)))
     or (used == 0 and used_f == 0) then return nil end
   local bc, back_f = mul_div(cost, r, k)
   local back = cost * q + bc
@@ -260,5 +268,5 @@ local function bucket_refund(_, raw, at, count, period, burst)
   else
     used, used_f = 0, 0
   end
-  return bucket_format(eff + used, used_f, eff, count, since, booked, cap, cap_f)
+  return bucket_format(eff + used, used_f, eff, count, since, booked, bcount, cap, cap_f)
 end
