@@ -394,10 +394,18 @@ func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (strin
 	}
 	// Every state the sequence may have touched, peeked on both: what the
 	// store holds at the end is what the reference holds, whether or not a
-	// step's Result showed it. (A peek under another rate count converts a
-	// bucket, on both alike.)
+	// step's Result showed it. One peek per state: under the key's limit
+	// for its own, under the first tier of each other kind and scope, and
+	// under the partner.
 	for _, key := range []string{"a", "b"} {
-		for _, alg := range append(slices.Clone(setup.tiers), setup.partner) {
+		current := setup.tiers[ref.tier[key]]
+		algs := []algorithms.Algorithm{current, setup.partner}
+		for _, t := range setup.tiers {
+			if !slices.ContainsFunc(algs, func(a algorithms.Algorithm) bool { return sameState(a, t) }) {
+				algs = append(algs, t)
+			}
+		}
+		for _, alg := range algs {
 			got, gotErr := sut.peek(ctx, key, alg)
 			want, wantErr := ref.peek(ctx, key, alg)
 			if msg := same(got, gotErr, want, wantErr); msg != "" {
@@ -406,6 +414,12 @@ func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (strin
 		}
 	}
 	return h.check(), lost
+}
+
+// sameState reports whether a and b keep one state for a key: the same
+// kind and Scope.
+func sameState(a, b algorithms.Algorithm) bool {
+	return a.Kind() == b.Kind() && a.Scope() == b.Scope()
 }
 
 // peek returns PeekN(key, 1) under alg, on the side's store and clock.
@@ -460,6 +474,9 @@ func modelCheck(e *env) {
 	_, books := e.c.alg.(algorithms.Reserver)
 	_, lossy := e.store.(ReplyLoser)
 	sequences := checkerSequences
+	if e.cfg.sequences > 0 {
+		sequences = e.cfg.sequences
+	}
 	if soak, err := strconv.Atoi(os.Getenv("RATEWISE_MODEL_SOAK")); err == nil && soak > 1 {
 		sequences *= soak
 	}

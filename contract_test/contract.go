@@ -51,6 +51,7 @@ type Option interface {
 type config struct {
 	storeClock bool
 	grace      time.Duration
+	sequences  int // the model checker's per algorithm; 0 for checkerSequences
 }
 
 type optionFunc func(*config)
@@ -68,6 +69,12 @@ func StoreClock() Option { return optionFunc(func(c *config) { c.storeClock = tr
 // than its ResetAfter, as the Redis store does in client-time mode so that
 // late clock readings still see it. The state_expiry rule allows for it.
 func ExpiryGrace(d time.Duration) Option { return optionFunc(func(c *config) { c.grace = d }) }
+
+// ModelSequences sets how many sequences the model checker (model_check)
+// runs for each algorithm, 250 by default, such as fewer on a target that
+// only repeats another's code more slowly. RATEWISE_MODEL_SOAK multiplies
+// it all the same.
+func ModelSequences(n int) Option { return optionFunc(func(c *config) { c.sequences = n }) }
 
 // Run checks the store returned by newStore against every rule for every
 // algorithm, each as a subtest named algorithm/rule.
