@@ -54,6 +54,9 @@ type ReplyLoser interface {
 // soak, such as RATEWISE_MODEL_SOAK=50 go test -run 'Contract/.*/model_check' ./contract_test.
 const checkerSequences = 250
 
+// sampledSequences is how many it runs on a Sampled target.
+const sampledSequences = 80
+
 // opKind is what a step does.
 type opKind int
 
@@ -474,8 +477,8 @@ func modelCheck(e *env) {
 	_, books := e.c.alg.(algorithms.Reserver)
 	_, lossy := e.store.(ReplyLoser)
 	sequences := checkerSequences
-	if e.cfg.sequences > 0 {
-		sequences = e.cfg.sequences
+	if e.cfg.sampled {
+		sequences = sampledSequences
 	}
 	if soak, err := strconv.Atoi(os.Getenv("RATEWISE_MODEL_SOAK")); err == nil && soak > 1 {
 		sequences *= soak

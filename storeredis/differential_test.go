@@ -18,7 +18,7 @@ import (
 
 const (
 	sequences        = 40
-	stepsPerSequence = 250 // 10,000 steps per algorithm
+	stepsPerSequence = 250 // 10,000 steps per algorithm (on miniredis, see sequencesOn, 2,500)
 )
 
 // logUniform returns an integer in [lo, hi], uniform in its logarithm, so
@@ -111,7 +111,7 @@ func TestDifferential(t *testing.T) {
 			for i, k := range algorithms.Kinds() {
 				t.Run(k.Name(), func(t *testing.T) {
 					rng := rand.New(rand.NewPCG(uint64(i), 42))
-					for seq := range sequences {
+					for seq := range sequencesOn(target.name, sequences) {
 						alg, relimit := scope(rng, k)
 						differential(t, s, rng, alg, relimit, fmt.Sprintf("%s:%d:%d", testKey(t), seq, rng.Uint64()), target.realTTL)
 					}
