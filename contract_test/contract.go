@@ -75,8 +75,9 @@ func ExpiryGrace(d time.Duration) Option { return optionFunc(func(c *config) { c
 // whose Lua interpreter runs them many times slower under the race
 // detector. Every rule still runs, on a sample of the heaviest work: the
 // model checker runs 80 sequences per algorithm instead of 250 (both
-// multiplied by RATEWISE_MODEL_SOAK), and real_quotas skips the quotas that
-// fill a log of one record per unit with over 100,000 records.
+// multiplied by RATEWISE_MODEL_SOAK), matches_model 1,000 random steps
+// instead of 3,000, and real_quotas skips the quotas that fill a log of one
+// record per unit with over 100,000 records.
 func Sampled() Option { return optionFunc(func(c *config) { c.sampled = true }) }
 
 // Run checks the store returned by newStore against every rule for every

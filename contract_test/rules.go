@@ -106,7 +106,11 @@ func matchesModel(e *env) {
 		e.clock.Advance(window)
 	}
 	rng := rand.New(rand.NewPCG(9, 10))
-	for step := range 3000 {
+	steps := 3000
+	if e.cfg.sampled {
+		steps = 1000
+	}
+	for step := range steps {
 		// Mostly short gaps, sometimes several windows.
 		gap := time.Duration(rng.Int64N(int64(window / 4)))
 		if rng.IntN(20) == 0 {

@@ -79,11 +79,22 @@ func FillLog(ctx context.Context, s *storeredis.Store, key string, alg algorithm
 	return nil
 }
 
-// DeleteKeys deletes every key that starts with prefix.
+// DeleteKeys deletes every key that starts with prefix, a page of SCAN at
+// a time, each page in one UNLINK, so that a run's hundreds of thousands of
+// keys go in hundreds of round trips, not one each.
 func DeleteKeys(ctx context.Context, c *redis.Client, prefix string) {
-	iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		c.Del(ctx, iter.Val())
+	var cursor uint64
+	for {
+		keys, next, err := c.Scan(ctx, cursor, prefix+"*", 1000).Result()
+		if err != nil {
+			return
+		}
+		if len(keys) > 0 {
+			c.Unlink(ctx, keys...)
+		}
+		if cursor = next; cursor == 0 {
+			return
+		}
 	}
 }
 

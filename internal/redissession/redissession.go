@@ -26,27 +26,29 @@ type Session struct {
 
 // Open connects to the Redis at addr, or to a throwaway redis-server it
 // starts when addr is empty, with a pool of poolSize connections; keys are
-// to go under name plus a unique suffix. Close deletes them and stops what
-// Open started.
+// to go under name plus a unique suffix. Close deletes them from a given
+// server, and stops one Open started.
 func Open(addr, name string, poolSize int) (*Session, error) {
-	stop := func() {}
+	stop, own := func() {}, false
 	if addr == "" {
 		srv, err := redistest.Start()
 		if err != nil {
 			return nil, err
 		}
-		stop, addr = srv.Stop, srv.Addr
+		stop, addr, own = srv.Stop, srv.Addr, true
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize})
 	s := &Session{Client: c, RoundTrips: roundtrips.Count(c), Prefix: fmt.Sprintf("%s:%d:", name, time.Now().UnixNano())}
 	s.close = func() {
-		redisinfo.DeleteKeys(context.Background(), c, s.Prefix)
+		if !own { // a server of our own goes with its keys
+			redisinfo.DeleteKeys(context.Background(), c, s.Prefix)
+		}
 		c.Close()
 		stop()
 	}
 	return s, nil
 }
 
-// Close deletes the session's keys, closes its client and stops the server
-// Open started, if any.
+// Close deletes the session's keys from a server it was given, closes its
+// client and stops the server Open started, if any.
 func (s *Session) Close() { s.close() }
