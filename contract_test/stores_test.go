@@ -27,14 +27,12 @@ func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
 // miniredis lets the suite drive that clock (see serverClock), and real
 // Redis runs the rules that hold at any time. Real Redis is started by the
 // test on free loopback ports. The Redis targets run with coalescing and the
-// deny cache on, as by default, and the -plain ones with both off. A new
-// store is one more line here.
+// deny cache on, as by default, and the -plain ones and miniredis-server-time
+// with both off. A new store is one more line here.
 func TestContract(t *testing.T) {
 	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace)}
-	// miniredis runs the scripts the Redis targets run, in an interpreter
-	// many times slower under the race detector: it runs a sample of the
-	// heaviest work, the real servers all of it.
-	miniClientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Sampled()}
+	// Without coalescing and the deny cache, which are on by default.
+	plain := []storeredis.Option{storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
 	targets := []struct {
 		name string
 		new  contract.Factory
@@ -47,14 +45,19 @@ func TestContract(t *testing.T) {
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
 		{"reference", func(*testing.T) store.Store { return contract.ReferenceStore() }, nil},
+		// miniredis runs the scripts the Redis targets run, in an
+		// interpreter many times slower under the race detector: a sample
+		// of the heaviest work (Sampled), the real servers all of it.
 		{"miniredis", func(t *testing.T) store.Store {
 			return lossy(t, miniredis.RunT(t).Addr(), storeredis.WithClientTime())
-		}, miniClientTime},
+		}, []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Sampled()}},
 		{"miniredis-server-time", func(t *testing.T) store.Store {
 			m := miniredis.RunT(t)
-			// The deny cache counts on the local monotonic clock, which
-			// runs with Redis's own; this target jumps Redis's clock instead.
-			return &serverClock{Store: storeredis.New(client(t, m.Addr()), storeredis.WithDenyCache(0)), m: m}
+			// Plain: the deny cache counts on the local monotonic clock,
+			// which runs with Redis's own, and this target jumps Redis's
+			// clock instead; and serverClock sends one decision at a time,
+			// so coalescing would send each alone all the same.
+			return &serverClock{Store: storeredis.New(client(t, m.Addr()), plain...), m: m}
 		}, []contract.Option{contract.Sampled()}},
 		{"redis", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
@@ -68,25 +71,13 @@ func TestContract(t *testing.T) {
 		{"cluster-server-time", func(t *testing.T) store.Store {
 			return storeredis.New(clusterClient(t))
 		}, []contract.Option{contract.StoreClock()}},
-	}
-	// The same stores without coalescing and the deny cache, which are on
-	// by default.
-	plain := []storeredis.Option{storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
-	targets = append(targets, []struct {
-		name string
-		new  contract.Factory
-		opts []contract.Option
-	}{
-		{"miniredis-plain", func(t *testing.T) store.Store {
-			return lossy(t, miniredis.RunT(t).Addr(), append(plain, storeredis.WithClientTime())...)
-		}, miniClientTime},
 		{"redis-plain", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
 		{"cluster-plain", func(t *testing.T) store.Store {
 			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
-	}...)
+	}
 	// The targets run side by side: most of their time is spent waiting
 	// for round trips, and each subtest's keys are its own.
 	for _, target := range targets {
