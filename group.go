@@ -38,7 +38,7 @@ type Group struct {
 
 // NewGroup returns a Group of limiters, checked in order; each limiter's
 // store must be able to refund (store.Refunder), as the memory and Redis
-// stores can, or NewGroup fails with ErrUnsupported. No limiters, or a nil
+// stores can, or NewGroup fails with store.ErrUnsupported. No limiters, or a nil
 // one, is ErrInvalidGroup.
 func NewGroup(limiters ...*Limiter) (*Group, error) {
 	if len(limiters) == 0 {
@@ -49,7 +49,7 @@ func NewGroup(limiters ...*Limiter) (*Group, error) {
 			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidGroup, i)
 		}
 		if _, ok := l.store.(store.Refunder); !ok {
-			return nil, fmt.Errorf("%w: limiter %d's store %T cannot refund (store.Refunder)", ErrUnsupported, i, l.store)
+			return nil, fmt.Errorf("%w: limiter %d's store %T cannot refund (store.Refunder)", store.ErrUnsupported, i, l.store)
 		}
 	}
 	return &Group{limiters: append([]*Limiter(nil), limiters...)}, nil

@@ -63,7 +63,7 @@ type DecisionEvent struct {
 	// monotonic clock whatever WithClock says, error or not.
 	StoreLatency time.Duration
 	// Err is the store's error, nil for a decision. It wraps
-	// ErrStoreUnavailable when the store failed, is ctx's error, or is the
+	// store.ErrUnavailable when the store failed, is ctx's error, or is the
 	// error of input the store rejected.
 	Err error
 }

@@ -114,7 +114,7 @@ func TestObserverHearsStoreErrors(t *testing.T) {
 		t.Fatalf("events: got %d, want %d", got, want)
 	}
 	e := events[0]
-	if !errors.Is(e.Err, ratewise.ErrStoreUnavailable) || e.Allowed || e.Result != (ratewise.Result{}) {
+	if !errors.Is(e.Err, store.ErrUnavailable) || e.Allowed || e.Result != (ratewise.Result{}) {
 		t.Fatalf("event %+v: want the store's error, not allowed, no Result", e)
 	}
 	if e.StoreLatency < 5*time.Millisecond {

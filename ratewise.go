@@ -58,10 +58,10 @@ type Limiter struct {
 type LimitFunc func(ctx context.Context, key string) (algorithms.Algorithm, error)
 
 // New returns a limiter that runs alg on s. It fails with ErrNilStore,
-// ErrNilAlgorithm, ErrUnknownAlgorithm for a type that only embeds one of
+// ErrNilAlgorithm, algorithms.ErrUnknownAlgorithm for a type that only embeds one of
 // package algorithms' types, an error from alg.Validate wrapping one of the
 // algorithms package's sentinels (re-exported here, such as
-// ErrInvalidLimit), ErrUnsupported when the store cannot run alg, or
+// algorithms.ErrInvalidLimit), store.ErrUnsupported when the store cannot run alg, or
 // ErrInvalidNamespace.
 func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, error) {
 	if s == nil {
@@ -102,7 +102,7 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // AllowN reports whether a request of cost n for key is admitted now, and
 // consumes n if it is. A denied request consumes nothing. n must be in
 // [1, the key's limit]: a larger n could never be admitted and fails with
-// ErrCostExceedsLimit.
+// algorithms.ErrCostExceedsLimit.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
 	alg, err := l.checkedAlgorithmFor(ctx, key)
 	if err != nil {
@@ -135,7 +135,7 @@ func (l *Limiter) allow(ctx context.Context, key string, alg algorithms.Algorith
 // checkCost checks a request's cost: at least 1, at most alg's limit.
 func checkCost(alg algorithms.Algorithm, n int64) error {
 	if n <= 0 {
-		return fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
+		return fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
 	return algorithms.CheckCost(alg, n)
 }
@@ -191,8 +191,8 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // "Refunds" in package algorithms).
 //
 // It fails with ErrNotAdmitted for a Result that charged nothing (a
-// denial, a Peek's, the zero Result), with ErrInvalidCost for n outside
-// [1, the admission's cost], and with ErrUnsupported on a store that cannot
+// denial, a Peek's, the zero Result), with algorithms.ErrInvalidCost for n outside
+// [1, the admission's cost], and with store.ErrUnsupported on a store that cannot
 // refund (store.Refunder; the memory and Redis stores can).
 func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int64) (Result, error) {
 	if key == "" {
@@ -204,10 +204,10 @@ func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int6
 	}
 	rf, ok := l.store.(store.Refunder)
 	if !ok {
-		return Result{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", ErrUnsupported, l.store)
+		return Result{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", store.ErrUnsupported, l.store)
 	}
 	if n <= 0 || n > cost {
-		return Result{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", ErrInvalidCost, cost, n)
+		return Result{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
 	}
 	if pr, ok := l.store.(store.PrefixRefunder); ok && l.prefix != "" {
 		return pr.RefundPrefixed(ctx, l.prefix, key, alg, l.clock.Now(), charged.At, n)

@@ -22,17 +22,17 @@ func TestNewRejectsBadInput(t *testing.T) {
 	}{
 		{"nil store", nil, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.ErrNilStore},
 		{"nil algorithm", s, nil, ratewise.ErrNilAlgorithm},
-		{"limit 0", s, algorithms.FixedWindow{Limit: 0, Window: time.Second}, ratewise.ErrInvalidLimit},
-		{"limit -3", s, algorithms.SlidingLog{Limit: -3, Window: time.Second}, ratewise.ErrInvalidLimit},
-		{"capacity 0", s, algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)}, ratewise.ErrInvalidLimit},
-		{"window 0", s, algorithms.FixedWindow{Limit: 1}, ratewise.ErrInvalidWindow},
-		{"window -1m", s, algorithms.SlidingLog{Limit: 1, Window: -time.Minute}, ratewise.ErrInvalidWindow},
-		{"period 0", s, algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, ratewise.ErrInvalidPeriod},
-		{"period -1s", s, algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}}, ratewise.ErrInvalidPeriod},
-		{"burst 0", s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, ratewise.ErrInvalidBurst},
-		{"sub-windows 0", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second}, ratewise.ErrInvalidSubWindows},
-		{"sub-windows under 1ms", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 2000}, ratewise.ErrInvalidSubWindows},
-		{"too large", s, algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 40}, ratewise.ErrOutOfRange},
+		{"limit 0", s, algorithms.FixedWindow{Limit: 0, Window: time.Second}, algorithms.ErrInvalidLimit},
+		{"limit -3", s, algorithms.SlidingLog{Limit: -3, Window: time.Second}, algorithms.ErrInvalidLimit},
+		{"capacity 0", s, algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)}, algorithms.ErrInvalidLimit},
+		{"window 0", s, algorithms.FixedWindow{Limit: 1}, algorithms.ErrInvalidWindow},
+		{"window -1m", s, algorithms.SlidingLog{Limit: 1, Window: -time.Minute}, algorithms.ErrInvalidWindow},
+		{"period 0", s, algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidPeriod},
+		{"period -1s", s, algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}}, algorithms.ErrInvalidPeriod},
+		{"burst 0", s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidBurst},
+		{"sub-windows 0", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second}, algorithms.ErrInvalidSubWindows},
+		{"sub-windows under 1ms", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 2000}, algorithms.ErrInvalidSubWindows},
+		{"too large", s, algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 40}, algorithms.ErrOutOfRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,9 +55,9 @@ func TestCallsRejectBadInput(t *testing.T) {
 		call func() error
 		want error
 	}{
-		{"n 0", func() error { _, err := l.AllowN(ctx, "k", 0); return err }, ratewise.ErrInvalidCost},
-		{"n -1", func() error { _, err := l.AllowN(ctx, "k", -1); return err }, ratewise.ErrInvalidCost},
-		{"n above the limit", func() error { _, err := l.AllowN(ctx, "k", 6); return err }, ratewise.ErrCostExceedsLimit},
+		{"n 0", func() error { _, err := l.AllowN(ctx, "k", 0); return err }, algorithms.ErrInvalidCost},
+		{"n -1", func() error { _, err := l.AllowN(ctx, "k", -1); return err }, algorithms.ErrInvalidCost},
+		{"n above the limit", func() error { _, err := l.AllowN(ctx, "k", 6); return err }, algorithms.ErrCostExceedsLimit},
 		{"empty key Allow", func() error { _, err := l.Allow(ctx, ""); return err }, ratewise.ErrEmptyKey},
 		{"empty key AllowN", func() error { _, err := l.AllowN(ctx, "", 1); return err }, ratewise.ErrEmptyKey},
 		{"empty key Peek", func() error { _, err := l.Peek(ctx, ""); return err }, ratewise.ErrEmptyKey},
@@ -124,10 +124,10 @@ func TestWithLimitsChecksTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := l.Allow(ctx, "k"); !errors.Is(err, ratewise.ErrInvalidLimit) || res.Allowed {
+	if res, err := l.Allow(ctx, "k"); !errors.Is(err, algorithms.ErrInvalidLimit) || res.Allowed {
 		t.Fatalf("Allow under an invalid per-key limit: %+v, %v; want ErrInvalidLimit", res, err)
 	}
-	if _, err := l.Wait(ctx, "k"); !errors.Is(err, ratewise.ErrInvalidLimit) {
+	if _, err := l.Wait(ctx, "k"); !errors.Is(err, algorithms.ErrInvalidLimit) {
 		t.Fatalf("Wait under an invalid per-key limit: %v; want ErrInvalidLimit", err)
 	}
 }

@@ -26,11 +26,11 @@ func TestRefundRejects(t *testing.T) {
 	if _, err := l.Refund(ctx, "", res, 1); !errors.Is(err, ratewise.ErrEmptyKey) {
 		t.Errorf("an empty key: %v", err)
 	}
-	if _, err := l.Refund(ctx, "k", res, -1); !errors.Is(err, ratewise.ErrInvalidCost) {
+	if _, err := l.Refund(ctx, "k", res, -1); !errors.Is(err, algorithms.ErrInvalidCost) {
 		t.Errorf("n -1: %v", err)
 	}
 	hidden, _ := ratewise.New(onlyStore{storememory.New()}, algorithms.SlidingLog{Limit: 2, Window: time.Minute})
-	if _, err := hidden.Refund(ctx, "k", res, 1); !errors.Is(err, ratewise.ErrUnsupported) {
+	if _, err := hidden.Refund(ctx, "k", res, 1); !errors.Is(err, store.ErrUnsupported) {
 		t.Errorf("a store that cannot refund: %v, want ErrUnsupported", err)
 	}
 }
@@ -83,7 +83,7 @@ func TestReservations(t *testing.T) {
 	}
 
 	log, _ := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: 1, Window: time.Second})
-	if _, err := log.Reserve(ctx, "k", time.Second); !errors.Is(err, ratewise.ErrUnsupported) {
+	if _, err := log.Reserve(ctx, "k", time.Second); !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("a sliding log booking: %v, want ErrUnsupported", err)
 	}
 }
@@ -139,7 +139,7 @@ func TestGroup(t *testing.T) {
 		t.Fatalf("a nil limiter: %v", err)
 	}
 	hidden, _ := ratewise.New(onlyStore{s}, algorithms.FixedWindow{Limit: 3, Window: time.Minute})
-	if _, err := ratewise.NewGroup(user, hidden); !errors.Is(err, ratewise.ErrUnsupported) {
+	if _, err := ratewise.NewGroup(user, hidden); !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("a store that cannot refund: %v", err)
 	}
 }
@@ -257,7 +257,7 @@ func TestRefundOnlyWhatWasCharged(t *testing.T) {
 		t.Fatalf("a refund of a denial %+v: %v, want ErrNotAdmitted", denied, err)
 	}
 	one, _ := l.Allow(ctx, "k")
-	if _, err := l.Refund(ctx, "k", one, 2); !errors.Is(err, ratewise.ErrInvalidCost) {
+	if _, err := l.Refund(ctx, "k", one, 2); !errors.Is(err, algorithms.ErrInvalidCost) {
 		t.Fatalf("a refund of 2 of an admission of 1: %v, want ErrInvalidCost", err)
 	}
 	if got, _ := l.Peek(ctx, "k"); got.Remaining != 0 {

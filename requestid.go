@@ -8,17 +8,6 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// ErrMaybeDecided is wrapped, beside ErrStoreUnavailable or the context's
-// error, when a request reached the store and no answer came back: it may
-// have been decided and charged. Retry it with the same request ID
-// (WithRequestID) to get the first outcome instead of a second charge. An
-// error without it means nothing was decided. It is store.ErrMaybeDecided.
-var ErrMaybeDecided = store.ErrMaybeDecided
-
-// ErrInvalidRequestID is returned for a request ID that is empty or longer
-// than store.MaxRequestIDLen bytes. It is store.ErrInvalidRequestID.
-var ErrInvalidRequestID = store.ErrInvalidRequestID
-
 // WithRequestID returns a copy of ctx that makes the decisions made with it
 // (Allow, AllowN, a Set's, Wait's booking, and Refund) apply at most once:
 // while what the first admission charged counts, a request with the same ID
@@ -33,7 +22,7 @@ var ErrInvalidRequestID = store.ErrInvalidRequestID
 //
 //	id := ratewise.NewRequestID()
 //	res, err := limiter.Allow(ratewise.WithRequestID(ctx, id), user)
-//	if errors.Is(err, ratewise.ErrMaybeDecided) {
+//	if errors.Is(err, store.ErrMaybeDecided) {
 //		retry, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 //		defer cancel()
 //		res, err = limiter.Allow(ratewise.WithRequestID(retry, id), user) // the first outcome, if there was one

@@ -60,7 +60,7 @@ type SetResult struct {
 
 // NewSet returns a Set of algs on s, which must implement
 // store.SetDecider, as the memory and Redis stores do. It fails as New does
-// for each algorithm, with ErrUnsupported for a store that cannot decide
+// for each algorithm, with store.ErrUnsupported for a store that cannot decide
 // sets, and with store.ErrSharedState for two algorithms of one kind and
 // scope, which would count against one state. WithClock, WithNamespace and
 // WithObserver apply as to a Limiter.
@@ -70,7 +70,7 @@ func NewSet(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Set, e
 	}
 	sd, ok := s.(store.SetDecider)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot decide a set of limits (store.SetDecider)", ErrUnsupported, s)
+		return nil, fmt.Errorf("%w: %T cannot decide a set of limits (store.SetDecider)", store.ErrUnsupported, s)
 	}
 	if len(algs) == 0 {
 		return nil, ErrNilAlgorithm
@@ -100,7 +100,7 @@ func (s *Set) Allow(ctx context.Context, key string) (SetResult, error) {
 // limit].
 func (s *Set) AllowN(ctx context.Context, key string, n int64) (SetResult, error) {
 	if n <= 0 {
-		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
+		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
 	return s.decide(ctx, key, n)
 }
@@ -115,7 +115,7 @@ func (s *Set) Peek(ctx context.Context, key string) (SetResult, error) {
 // Limiter.PeekN does for one. n must be in [1, the smallest limit].
 func (s *Set) PeekN(ctx context.Context, key string, n int64) (SetResult, error) {
 	if n <= 0 {
-		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", ErrInvalidCost, n)
+		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
 	return s.decide(ctx, key, -n) // a negative cost inspects (algorithms.Algorithm.Decide)
 }
@@ -126,8 +126,8 @@ func (s *Set) PeekN(ctx context.Context, key string, n int64) (SetResult, error)
 // limits are now, and never more than if the units had never been charged.
 // It returns each limit's state afterwards, as a Peek under the algorithm
 // it charged reports it. A denied res is ErrNotAdmitted, an n outside
-// [1, the admission's cost] ErrInvalidCost, and a store that cannot refund
-// (store.Refunder) ErrUnsupported. Each limit is refunded in a round trip
+// [1, the admission's cost] algorithms.ErrInvalidCost, and a store that cannot refund
+// (store.Refunder) store.ErrUnsupported. Each limit is refunded in a round trip
 // of its own; an error on one is returned, joined with the others', after
 // every limit has been tried, and retrying the whole refund with the same
 // request ID (WithRequestID) gives back only what was not given back yet.
@@ -140,7 +140,7 @@ func (s *Set) Refund(ctx context.Context, key string, res SetResult, n int64) (S
 	}
 	rf, ok := s.store.(store.Refunder)
 	if !ok {
-		return SetResult{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", ErrUnsupported, s.store)
+		return SetResult{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", store.ErrUnsupported, s.store)
 	}
 	type charge struct {
 		alg  algorithms.Algorithm
@@ -153,7 +153,7 @@ func (s *Set) Refund(ctx context.Context, key string, res SetResult, n int64) (S
 			return SetResult{}, fmt.Errorf("%w: limit %d of the set", ErrNotAdmitted, i)
 		}
 		if n <= 0 || n > cost {
-			return SetResult{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", ErrInvalidCost, cost, n)
+			return SetResult{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
 		}
 		charges[i] = charge{alg, cost}
 	}
@@ -213,7 +213,7 @@ func (s *Set) decideStore(ctx context.Context, key string, cost int64) (SetResul
 		return SetResult{}, err
 	}
 	if len(results) != len(s.algs) {
-		return SetResult{}, fmt.Errorf("%w: %d results for %d limits", ErrStoreUnavailable, len(results), len(s.algs))
+		return SetResult{}, fmt.Errorf("%w: %d results for %d limits", store.ErrUnavailable, len(results), len(s.algs))
 	}
 	return combine(results), nil
 }

@@ -62,10 +62,10 @@ func TestNewSetRejects(t *testing.T) {
 	if _, err := ratewise.NewSet(s, nil); !errors.Is(err, ratewise.ErrNilAlgorithm) {
 		t.Errorf("no algorithms: %v", err)
 	}
-	if _, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(err, ratewise.ErrInvalidLimit) {
+	if _, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(err, algorithms.ErrInvalidLimit) {
 		t.Errorf("an invalid algorithm: %v", err)
 	}
-	if _, err := ratewise.NewSet(onlyStore{s}, []algorithms.Algorithm{gcra}); !errors.Is(err, ratewise.ErrUnsupported) {
+	if _, err := ratewise.NewSet(onlyStore{s}, []algorithms.Algorithm{gcra}); !errors.Is(err, store.ErrUnsupported) {
 		t.Errorf("a store without sets: %v", err)
 	}
 }

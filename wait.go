@@ -281,7 +281,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration
 // Result's RetryAfter is then the wait until the request's turn, the
 // shortest after which it would be admitted. It needs an
 // algorithm that can book (the token bucket and GCRA: algorithms.Reserver)
-// on a store that can (store.Reserver), and fails with ErrUnsupported
+// on a store that can (store.Reserver), and fails with store.ErrUnsupported
 // otherwise; maxWait must be a whole number of microseconds in [0, 2^50µs].
 func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
 	if key == "" {
@@ -293,10 +293,10 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait tim
 	}
 	rs, ok := l.store.(store.Reserver)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot book requests ahead (store.Reserver)", ErrUnsupported, l.store)
+		return nil, fmt.Errorf("%w: %T cannot book requests ahead (store.Reserver)", store.ErrUnsupported, l.store)
 	}
 	if _, ok := alg.(algorithms.Reserver); !ok {
-		return nil, fmt.Errorf("%w: %s cannot book requests ahead", ErrUnsupported, alg)
+		return nil, fmt.Errorf("%w: %s cannot book requests ahead", store.ErrUnsupported, alg)
 	}
 	if err := checkCost(alg, n); err != nil {
 		return nil, err

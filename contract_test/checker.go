@@ -463,7 +463,7 @@ func same(got any, gotErr error, want any, wantErr error) string {
 
 // errClass is the sentinel an error of the checker's steps wraps.
 func errClass(err error) error {
-	for _, s := range []error{ratewise.ErrNotAdmitted, ratewise.ErrInvalidCost, ratewise.ErrCostExceedsLimit, store.ErrUnavailable, store.ErrMaybeDecided, ratewise.ErrUnsupported} {
+	for _, s := range []error{ratewise.ErrNotAdmitted, algorithms.ErrInvalidCost, algorithms.ErrCostExceedsLimit, store.ErrUnavailable, store.ErrMaybeDecided, store.ErrUnsupported} {
 		if errors.Is(err, s) {
 			return s
 		}

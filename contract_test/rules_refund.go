@@ -156,10 +156,10 @@ func refundInvalid(e *env) {
 	if _, err := l.Refund(ctx, "k", ratewise.Result{At: res.At}, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
 		e.fatalf("Refund of a denial: %v, want ErrNotAdmitted", err)
 	}
-	if _, err := l.Refund(ctx, "k", res, 0); !errors.Is(err, ratewise.ErrInvalidCost) {
+	if _, err := l.Refund(ctx, "k", res, 0); !errors.Is(err, algorithms.ErrInvalidCost) {
 		e.fatalf("Refund(0): %v, want ErrInvalidCost", err)
 	}
-	if _, err := l.Refund(ctx, "k", res, 2); !errors.Is(err, ratewise.ErrInvalidCost) {
+	if _, err := l.Refund(ctx, "k", res, 2); !errors.Is(err, algorithms.ErrInvalidCost) {
 		e.fatalf("Refund(2) of an admission of 1: %v, want ErrInvalidCost", err)
 	}
 	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), res.At, e.c.alg.MaxCost()+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
@@ -240,7 +240,7 @@ func peekN(e *env) {
 		if after := e.peek(l, "k"); after != before {
 			e.fatalf("PeekN changed the key: Peek %+v before, %+v after", before, after)
 		}
-		if _, err := l.PeekN(ctx, "k", e.c.limit+1); !errors.Is(err, ratewise.ErrCostExceedsLimit) {
+		if _, err := l.PeekN(ctx, "k", e.c.limit+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
 			e.fatalf("PeekN(limit+1): %v, want ErrCostExceedsLimit", err)
 		}
 	}
@@ -292,7 +292,7 @@ func refundBound(e *env) {
 	} else if _, err := m.Refund(ctx, "k", denied, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
 		e.fatalf("a refund of a denial: %v, want ErrNotAdmitted", err)
 	}
-	if _, err := m.Refund(ctx, "k", used, e.c.limit); !errors.Is(err, ratewise.ErrInvalidCost) {
+	if _, err := m.Refund(ctx, "k", used, e.c.limit); !errors.Is(err, algorithms.ErrInvalidCost) {
 		e.fatalf("a refund of %d of an admission of %d: %v, want ErrInvalidCost", e.c.limit, e.c.limit-1, err)
 	}
 	if res := e.peek(m, "k"); res.Remaining != 1 {

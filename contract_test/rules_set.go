@@ -129,7 +129,7 @@ func setAllOrNothing(e *env) {
 		e.fatalf("a set over an exhausted limit: %+v, %v; want denied by it, the partner at %d", res, err, 2*e.c.limit)
 	}
 	// A cost that only one limit can take is denied whole.
-	if res, err := s.AllowN(ctx, "fresh", e.c.limit+1); !errors.Is(err, ratewise.ErrCostExceedsLimit) {
+	if res, err := s.AllowN(ctx, "fresh", e.c.limit+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
 		e.fatalf("a cost above the smallest limit: %+v, %v; want ErrCostExceedsLimit", res, err)
 	}
 	if got := e.peek(lims[1], "j"); got.Remaining != 2*e.c.limit {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
 )
 
 // Middleware limits requests to an http.Handler. Create it with New or
@@ -193,7 +194,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		res := d.res
 		if err != nil {
 			switch {
-			case errors.Is(err, ratewise.ErrCostExceedsLimit):
+			case errors.Is(err, algorithms.ErrCostExceedsLimit):
 				// The request asked for more than the limit: 413, the
 				// client's error, not the server's.
 				fail(err)
@@ -287,8 +288,8 @@ func (m *Middleware) decide(parent context.Context, key string, algs []algorithm
 			return decision{}, err
 		}
 		return decision{}, context.DeadlineExceeded
-	case ctx != parent && ended(ctx) && !errors.Is(err, ratewise.ErrStoreUnavailable):
-		return decision{timedOut: true}, fmt.Errorf("%w: no decision within %v: %w", ratewise.ErrStoreUnavailable, m.timeout, err)
+	case ctx != parent && ended(ctx) && !errors.Is(err, store.ErrUnavailable):
+		return decision{timedOut: true}, fmt.Errorf("%w: no decision within %v: %w", store.ErrUnavailable, m.timeout, err)
 	}
 	// A store that gave up on the decision's deadline itself, with an
 	// error of its own, timed out too.
@@ -326,7 +327,7 @@ func (m *Middleware) run(ctx context.Context, key string, algs []algorithms.Algo
 // (whether the store gave up on its own deadline or the middleware stopped
 // waiting). A request whose own context ended is not one.
 func (m *Middleware) storeFailure(r *http.Request, err error) bool {
-	if errors.Is(err, ratewise.ErrStoreUnavailable) {
+	if errors.Is(err, store.ErrUnavailable) {
 		return true
 	}
 	return m.timeout > 0 && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil
@@ -370,7 +371,7 @@ func (m *Middleware) writeFailed(w http.ResponseWriter, _ *http.Request, err err
 		http.Error(w, http.StatusText(http.StatusServiceUnavailable), http.StatusServiceUnavailable)
 		return
 	}
-	if errors.Is(err, ratewise.ErrCostExceedsLimit) {
+	if errors.Is(err, algorithms.ErrCostExceedsLimit) {
 		http.Error(w, http.StatusText(http.StatusRequestEntityTooLarge), http.StatusRequestEntityTooLarge)
 		return
 	}

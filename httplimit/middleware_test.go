@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -292,7 +293,7 @@ func TestContextIsPassedToTheStore(t *testing.T) {
 		if w.Code != http.StatusInternalServerError {
 			t.Fatalf("cancelled request %d: %d, want 500", i, w.Code)
 		}
-		if h.count() != i+1 || !errors.Is(h.errs[i], context.Canceled) || errors.Is(h.errs[i], ratewise.ErrStoreUnavailable) {
+		if h.count() != i+1 || !errors.Is(h.errs[i], context.Canceled) || errors.Is(h.errs[i], store.ErrUnavailable) {
 			t.Fatalf("cancelled request %d: the hook heard %v, want context.Canceled", i, h.errs)
 		}
 	}

@@ -30,7 +30,7 @@ const (
 const (
 	// ReasonTimeout: no decision within the decision timeout (WithTimeout).
 	ReasonTimeout = "timeout"
-	// ReasonUnavailable: the store failed (ratewise.ErrStoreUnavailable).
+	// ReasonUnavailable: the store failed (store.ErrUnavailable).
 	ReasonUnavailable = "unavailable"
 )
 

@@ -105,7 +105,7 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 				t.Fatalf("events: got %d, want %d", got, want)
 			}
 			e := events[len(events)-1]
-			if !errors.Is(e.Err, ratewise.ErrStoreUnavailable) || e.Err != h.errs[len(h.errs)-1] {
+			if !errors.Is(e.Err, store.ErrUnavailable) || e.Err != h.errs[len(h.errs)-1] {
 				t.Errorf("Err: got %v, want the OnError hook's %v", e.Err, h.errs)
 			}
 			if tt.timeout && !errors.Is(e.Err, context.DeadlineExceeded) {

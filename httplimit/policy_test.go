@@ -130,8 +130,8 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 				t.Fatalf("the hook heard of %d failures, want 5", got)
 			}
 			for _, err := range h.errs {
-				if !errors.Is(err, ratewise.ErrStoreUnavailable) {
-					t.Fatalf("hook error %v does not wrap ratewise.ErrStoreUnavailable", err)
+				if !errors.Is(err, store.ErrUnavailable) {
+					t.Fatalf("hook error %v does not wrap store.ErrUnavailable", err)
 				}
 			}
 		})
@@ -182,7 +182,7 @@ func TestTimeoutBoundsASilentStore(t *testing.T) {
 	if resp.StatusCode != 503 || took > 2*time.Second {
 		t.Fatalf("silent store: status %d after %v, want 503 soon after the 100ms timeout", resp.StatusCode, took)
 	}
-	if h.count() != 1 || !errors.Is(h.errs[0], ratewise.ErrStoreUnavailable) {
+	if h.count() != 1 || !errors.Is(h.errs[0], store.ErrUnavailable) {
 		t.Fatalf("hook: %v", h.errs)
 	}
 }
@@ -222,7 +222,7 @@ func TestOnlyStoreFailuresReachTheFailurePolicy(t *testing.T) {
 	}{
 		{"store unavailable", limiter(failingStore{fmt.Errorf("%w: connection refused", store.ErrUnavailable)}), nil, 200, store.ErrUnavailable},
 		{"algorithm unsupported", limiter(failingStore{fmt.Errorf("%w: no script", store.ErrUnsupported)}), nil, 500, store.ErrUnsupported},
-		{"clock at the zero time", limiter(storememory.New(), ratewise.WithClock(zeroClock{})), nil, 500, ratewise.ErrInvalidTime},
+		{"clock at the zero time", limiter(storememory.New(), ratewise.WithClock(zeroClock{})), nil, 500, algorithms.ErrInvalidTime},
 		{"no key", limiter(storememory.New()), []Option{WithKey(ByUser(func(*http.Request) (string, bool) { return "", false }))}, 500, ErrNoKey},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

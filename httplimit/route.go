@@ -48,13 +48,13 @@ type routeTable struct {
 // keys. Every error wraps ErrRoute: a name that is empty or not printable
 // ASCII (it names the quota in the headers); an algorithm ratewise.New
 // refuses on any store, with New's error (ratewise.ErrNilAlgorithm,
-// ratewise.ErrUnknownAlgorithm, or alg.Validate's, such as
-// ratewise.ErrInvalidLimit); m from NewSet, whose limits are fixed, or from
+// algorithms.ErrUnknownAlgorithm, or alg.Validate's, such as
+// algorithms.ErrInvalidLimit); m from NewSet, whose limits are fixed, or from
 // Route; and a Fallback failure policy, whose local limiter holds a share
 // of the limiter's algorithm and none of alg's: give such a route a Limiter
 // and a Middleware of its own. An algorithm the store cannot run shows only
 // on a request, which is answered 500 and reported to the OnError hook
-// with ratewise.ErrUnsupported, as under WithLimits.
+// with store.ErrUnsupported, as under WithLimits.
 func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, error) {
 	switch {
 	case name == "":

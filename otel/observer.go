@@ -14,6 +14,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/httplimit"
+	"github.com/ratewise/ratewise/store"
 )
 
 var (
@@ -287,7 +288,7 @@ var errorClassNames = [...]string{
 func (c errorClass) String() string { return errorClassNames[c] }
 
 // classify returns err's class. A store returns a context error only when
-// the caller's context ended, and wraps ErrStoreUnavailable around every
+// the caller's context ended, and wraps store.ErrUnavailable around every
 // other failure of its own (see package store).
 func classify(err error) errorClass {
 	switch {
@@ -295,9 +296,9 @@ func classify(err error) errorClass {
 		return errClassDeadline
 	case errors.Is(err, context.Canceled):
 		return errClassCanceled
-	case errors.Is(err, ratewise.ErrStoreUnavailable):
+	case errors.Is(err, store.ErrUnavailable):
 		return errClassUnavailable
-	case errors.Is(err, ratewise.ErrUnsupported):
+	case errors.Is(err, store.ErrUnsupported):
 		return errClassUnsupported
 	}
 	return errClassOther

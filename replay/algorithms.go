@@ -9,10 +9,6 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// ErrUnknownAlgorithm is returned for an algorithm name not in the
-// registry. It is algorithms.ErrUnknownAlgorithm.
-var ErrUnknownAlgorithm = algorithms.ErrUnknownAlgorithm
-
 // ErrInvalidOption is wrapped by every error about an Options field that no
 // algorithm can take as given, such as a number of sub-windows that does
 // not split a workload's window evenly. Configure never adjusts an option

@@ -323,7 +323,7 @@ func TestErrors(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 		t.Cleanup(func() { c.Close() })
 		res, err := storeredis.New(c).Decide(ctx, "k", alg, time.Now(), 1)
-		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, ratewise.ErrStoreUnavailable) || res.Allowed {
+		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, store.ErrUnavailable) || res.Allowed {
 			t.Fatalf("got %+v, %v; want ErrUnavailable and not allowed", res, err)
 		}
 	})
@@ -361,7 +361,7 @@ func TestErrors(t *testing.T) {
 			if !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("%T: got %v, want ErrUnsupported and not ErrUnavailable", a, err)
 			}
-			if _, err := ratewise.New(s, a); !errors.Is(err, ratewise.ErrUnknownAlgorithm) {
+			if _, err := ratewise.New(s, a); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
 				t.Fatalf("ratewise.New with %T: got %v, want ErrUnknownAlgorithm", a, err)
 			}
 			// Nor may it reset or inspect the key of the algorithm whose
@@ -391,8 +391,8 @@ func TestErrors(t *testing.T) {
 		srv.Stop()
 		for range 3 {
 			res, err := l.Allow(ctx, "k")
-			if !errors.Is(err, ratewise.ErrStoreUnavailable) || res.Allowed {
-				t.Fatalf("after the kill: %+v, %v; want ErrStoreUnavailable", res, err)
+			if !errors.Is(err, store.ErrUnavailable) || res.Allowed {
+				t.Fatalf("after the kill: %+v, %v; want store.ErrUnavailable", res, err)
 			}
 		}
 	})
