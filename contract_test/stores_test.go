@@ -78,10 +78,16 @@ func TestContract(t *testing.T) {
 			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
 	}
+	// go test -short runs every rule once on each kind of store: the
+	// memory store, miniredis and one real Redis.
+	short := map[string]bool{"storememory": true, "reference": true, "miniredis": true, "redis": true}
 	// The targets run side by side: most of their time is spent waiting
 	// for round trips, and each subtest's keys are its own.
 	for _, target := range targets {
 		t.Run(target.name, func(t *testing.T) {
+			if testing.Short() && !short[target.name] {
+				t.Skip("runs without -short")
+			}
 			t.Parallel()
 			contract.Run(t, target.new, target.opts...)
 		})

@@ -203,6 +203,7 @@ func TestClusterFailover(t *testing.T) {
 		nKeys    = 48
 		killed   = 0 // index of the master killed
 	)
+	redistest.SkipShort(t, "a Redis Cluster with replicas")
 	redistest.Require(t)
 	formStart := time.Now()
 	cl, err := redistest.StartClusterWithReplicas(3, 1)

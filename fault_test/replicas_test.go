@@ -60,6 +60,7 @@ func TestFailoverWithReplicas(t *testing.T) {
 		perStore = 4 // keys
 		killed   = 0 // index of the master killed
 	)
+	redistest.SkipShort(t, "a Redis Cluster with replicas")
 	redistest.Require(t)
 	formStart := time.Now()
 	cl, err := redistest.StartClusterWithReplicas(3, 1)

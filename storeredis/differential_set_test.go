@@ -30,10 +30,13 @@ var scriptTargets = map[string]func(t *testing.T) redis.Scripter{
 // quarter on miniredis, whose interpreter runs several times slower under
 // the race detector. A quarter is enough to show that the scripts decide
 // there as on Redis; Redis itself holds them to the Go steps on every
-// sequence.
+// sequence. go test -short runs a quarter of that.
 func sequencesOn(target string, n int) int {
 	if target == "miniredis" {
-		return n / 4
+		n /= 4
+	}
+	if testing.Short() {
+		n /= 4
 	}
 	return n
 }

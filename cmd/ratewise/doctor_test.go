@@ -20,6 +20,7 @@ func row(check, status, found string) *regexp.Regexp {
 // doctor prints one row per check and what to change under it; a warning
 // alone exits 0, a failure 1.
 func TestDoctor(t *testing.T) {
+	redistest.SkipShort(t, "doctor on five servers and a Redis Cluster")
 	redistest.Require(t)
 	plain, err := redistest.Start()
 	if err != nil {

@@ -333,9 +333,11 @@ func Standalone(t testing.TB) *Server {
 }
 
 // SharedCluster returns the package's shared 3-master cluster, starting it on
-// first use. It calls Require first.
+// first use. It calls Require first. Under go test -short it skips t: the
+// quick path runs on one standalone server.
 func SharedCluster(t testing.TB) *Cluster {
 	t.Helper()
+	SkipShort(t, "a Redis Cluster")
 	Require(t)
 	sharedMu.Lock()
 	defer sharedMu.Unlock()
@@ -347,6 +349,15 @@ func SharedCluster(t testing.TB) *Cluster {
 		sharedCluster = c
 	}
 	return sharedCluster
+}
+
+// SkipShort skips t under go test -short, saying what the quick path leaves
+// out, such as "a Redis Cluster".
+func SkipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("%s: runs without -short", what)
+	}
 }
 
 // StopShared stops the shared servers.
