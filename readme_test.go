@@ -10,7 +10,8 @@ import (
 // output true. The quickstart is examples/quickstart/main.go verbatim (go vet
 // builds it), preceded by the go get line and followed by the output its
 // testable example checks. Every line of the second Go block must appear, in
-// order, in storeredis/example_test.go, and of every later one in
+// order, in storeredis/example_test.go (whose newLimiter it is, imports
+// included, so that it compiles as pasted), and of every later one in
 // example_test.go.
 func TestReadmeSnippetsAreExamples(t *testing.T) {
 	readme := read(t, "README.md")
@@ -38,6 +39,10 @@ func TestReadmeSnippetsAreExamples(t *testing.T) {
 		t.Fatalf("README's quickstart output:\n%s\nwant the example's:\n%s", got, strings.Join(lines, "\n"))
 	}
 
+	// The Redis block compiles as pasted: a file of its own, imports and all.
+	if !strings.HasPrefix(blocks[1], "import (\n") {
+		t.Fatal("README's Redis block does not start with its imports")
+	}
 	inOrder(t, blocks[1], "storeredis/example_test.go")
 	for _, b := range blocks[2:] {
 		inOrder(t, b, "example_test.go")

@@ -13,14 +13,8 @@ import (
 	"github.com/ratewise/ratewise/storeredis"
 )
 
-func ExampleNew() {
-	m, err := miniredis.Run() // stands in for your Redis
-	if err != nil {
-		panic(err)
-	}
-	defer m.Close()
-	addr := m.Addr()
-
+// newLimiter is README.md's Redis snippet: a limiter on the Redis at addr.
+func newLimiter(addr string) (*ratewise.Limiter, error) {
 	// A limiter's client: deadlines honoured on the socket, every wait
 	// shorter than the request's budget for a decision (here 100ms), and
 	// no retries, which would make a decision take several attempts and
@@ -40,7 +34,16 @@ func ExampleNew() {
 	})
 	warn := func(err error) { fmt.Println(err) } // or log it
 	s := storeredis.New(rdb, storeredis.WithWarnings(100*time.Millisecond, warn))
-	limiter, err := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute})
+	return ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute})
+}
+
+func ExampleNew() {
+	m, err := miniredis.Run() // stands in for your Redis
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	limiter, err := newLimiter(m.Addr())
 	if err != nil {
 		panic(err)
 	}
