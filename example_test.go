@@ -11,14 +11,9 @@ import (
 	"github.com/ratewise/ratewise/storememory"
 )
 
-// fixedClock stands in for the system clock so the output is repeatable.
-type fixedClock struct{ now time.Time }
-
-func (c *fixedClock) Now() time.Time { return c.now }
-
 func Example() {
 	ctx := context.Background()
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 13, 59, 30, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 13, 59, 30, 0, time.UTC)) // the output is repeatable
 
 	// 3 requests per minute per user, counted exactly over any minute.
 	limiter, err := ratewise.New(storememory.New(),
@@ -34,7 +29,7 @@ func Example() {
 		}
 		fmt.Printf("allowed=%v remaining=%d retry-after=%v\n", res.Allowed, res.Remaining, res.RetryAfter)
 	}
-	clock.now = clock.now.Add(time.Minute)
+	clock.Advance(time.Minute)
 	res, _ := limiter.Allow(ctx, "user:1001")
 	fmt.Printf("a minute later: allowed=%v remaining=%d\n", res.Allowed, res.Remaining)
 	// Output:
@@ -50,7 +45,7 @@ func Example() {
 // what they used this minute.
 func ExampleWithLimits() {
 	ctx := context.Background()
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	free := algorithms.SlidingLog{Limit: 3, Window: time.Minute}
 	paid := algorithms.SlidingLog{Limit: 10, Window: time.Minute}
 	plans := map[string]algorithms.Algorithm{"user:paid": paid}
@@ -83,7 +78,7 @@ func ExampleWithLimits() {
 // A call can also carry its own limit, chosen by the caller.
 func ExampleLimiter_AllowWith() {
 	ctx := context.Background()
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	limiter, err := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, ratewise.WithClock(clock))
 	if err != nil {
 		panic(err)
@@ -98,7 +93,7 @@ func ExampleLimiter_AllowWith() {
 // request passes only if both admit it, and a denied one charges neither.
 func ExampleNewSet() {
 	ctx := context.Background()
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
 		algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20},
 		algorithms.SlidingLog{Limit: 1000, Window: time.Hour},
@@ -147,7 +142,7 @@ func ExampleLimiter_Wait() {
 // use; a request that failed before doing any work gives back all of it.
 func ExampleLimiter_Refund() {
 	ctx := context.Background()
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	limiter, err := ratewise.New(storememory.New(),
 		algorithms.TokenBucket{Capacity: 100, Refill: algorithms.PerMinute(100)}, ratewise.WithClock(clock))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
@@ -38,7 +39,7 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 	ctx := context.Background()
 	alg := algorithms.SlidingLog{Limit: 2, Window: time.Minute}
 	rec := &recorder{}
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	l, err := ratewise.New(storememory.New(), alg, ratewise.WithObserver(rec), ratewise.WithClock(clock), ratewise.WithNamespace("api"))
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 			t.Errorf("%s: negative store latency %v", tt.name, e.StoreLatency)
 		}
 	}
-	if !events[1].Result.At.Equal(clock.now) || events[1].Result.RetryAfter != time.Minute {
+	if !events[1].Result.At.Equal(clock.Now()) || events[1].Result.RetryAfter != time.Minute {
 		t.Errorf("denial's Result: %+v, want the store's, RetryAfter 1m", events[1].Result)
 	}
 }
@@ -144,7 +145,7 @@ func TestObserverSetBinding(t *testing.T) {
 		algorithms.SlidingLog{Limit: 2, Window: time.Hour},
 	}
 	rec := &recorder{}
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	set, err := ratewise.NewSet(storememory.New(), algs, ratewise.WithObserver(rec), ratewise.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)

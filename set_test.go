@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
@@ -17,7 +18,7 @@ import (
 // limit is the one with the least left.
 func TestSetBinding(t *testing.T) {
 	ctx := context.Background()
-	clock := &fixedClock{now: time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
 	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: 1, Window: time.Minute},
 		algorithms.SlidingLog{Limit: 2, Window: time.Hour},
@@ -33,7 +34,7 @@ func TestSetBinding(t *testing.T) {
 	if res.Allowed || res.Binding != 0 || res.RetryAfter != 30*time.Second || !res.Results[1].Allowed || res.Results[1].Remaining != 1 {
 		t.Fatalf("second: %+v, want denied by the fixed window for 30s, the log uncharged", res)
 	}
-	clock.now = clock.now.Add(30 * time.Second)
+	clock.Advance(30 * time.Second)
 	if res, _ = set.Allow(ctx, "k"); !res.Allowed || res.Binding != 0 {
 		t.Fatalf("in the next minute: %+v, want admitted", res)
 	}

@@ -297,6 +297,8 @@ func heapInUse() uint64 {
 	return m.HeapAlloc
 }
 
+// fixedClock and stepClock take no lock, unlike ratewisetest.Clock, so that
+// the benchmarks measure the store and not a clock's mutex.
 type fixedClock struct{ t time.Time }
 
 func (c fixedClock) Now() time.Time { return c.t }

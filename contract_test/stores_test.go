@@ -13,6 +13,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	contract "github.com/ratewise/ratewise/contract_test"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
@@ -41,7 +42,9 @@ func TestContract(t *testing.T) {
 		// On a store clock that stands still, so that no sweep drops a
 		// state the suite's clock, which jumps ahead and back, still finds
 		// counting however long the run takes in real time.
-		{"storememory", func(*testing.T) store.Store { return storememory.New(storememory.WithClock(stillClock{})) }, nil},
+		{"storememory", func(*testing.T) store.Store {
+			return storememory.New(storememory.WithClock(ratewisetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
+		}, nil},
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
 		{"reference", func(*testing.T) store.Store { return contract.ReferenceStore() }, nil},
@@ -193,8 +196,3 @@ func clusterClient(t *testing.T) *redis.ClusterClient {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
-
-// stillClock is a clock that stands still.
-type stillClock struct{}
-
-func (stillClock) Now() time.Time { return time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC) }

@@ -14,13 +14,10 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
-
-type manualClock struct{ now time.Time }
-
-func (c *manualClock) Now() time.Time { return c.now }
 
 var ok = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 
@@ -32,7 +29,7 @@ var testAlgorithms = []algorithms.Algorithm{
 	algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: 6 * time.Second}, Burst: 5},
 }
 
-func newLimiter(t *testing.T, alg algorithms.Algorithm, clock *manualClock) *ratewise.Limiter {
+func newLimiter(t *testing.T, alg algorithms.Algorithm, clock *ratewisetest.Clock) *ratewise.Limiter {
 	t.Helper()
 	l, err := ratewise.New(storememory.New(), alg, ratewise.WithClock(clock))
 	if err != nil {
@@ -54,7 +51,7 @@ func serve(h http.Handler, remote string) *http.Response {
 func TestHeadersAreExact(t *testing.T) {
 	for _, alg := range testAlgorithms {
 		t.Run(alg.Name(), func(t *testing.T) {
-			clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+			clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			m, err := New(newLimiter(t, alg, clock), WithLegacyHeaders())
 			if err != nil {
 				t.Fatal(err)
@@ -63,9 +60,9 @@ func TestHeadersAreExact(t *testing.T) {
 			var model algorithms.State
 			denied := 0
 			for i := 0; denied < 3; i++ {
-				clock.now = clock.now.Add(700 * time.Millisecond)
+				clock.Advance(700 * time.Millisecond)
 				var want algorithms.Result
-				model, want = alg.Decide(model, clock.now, 1)
+				model, want = alg.Decide(model, clock.Now(), 1)
 				resp := serve(h, "192.0.2.1:1000")
 				wantStatus := http.StatusOK
 				if !want.Allowed {
@@ -109,12 +106,12 @@ func TestHeadersAreExact(t *testing.T) {
 func TestRetryAfterIsHonest(t *testing.T) {
 	for _, alg := range testAlgorithms {
 		t.Run(alg.Name(), func(t *testing.T) {
-			clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+			clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			m, _ := New(newLimiter(t, alg, clock))
 			h := m.Handler(ok)
 			waits := 0
 			for i := 0; waits < 5 && i < 100; i++ {
-				clock.now = clock.now.Add(123 * time.Millisecond)
+				clock.Advance(123 * time.Millisecond)
 				resp := serve(h, "192.0.2.1:1000")
 				if resp.StatusCode == http.StatusOK {
 					continue
@@ -123,7 +120,7 @@ func TestRetryAfterIsHonest(t *testing.T) {
 				if err != nil || secs < 1 {
 					t.Fatalf("denied with Retry-After %q", resp.Header.Get("Retry-After"))
 				}
-				clock.now = clock.now.Add(time.Duration(secs) * time.Second)
+				clock.Advance(time.Duration(secs) * time.Second)
 				if resp := serve(h, "192.0.2.1:1000"); resp.StatusCode != http.StatusOK {
 					t.Fatalf("waited Retry-After %ds and was denied again", secs)
 				}
@@ -137,7 +134,7 @@ func TestRetryAfterIsHonest(t *testing.T) {
 }
 
 func TestDeniedResponse(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	l := newLimiter(t, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, clock)
 	m, _ := New(l, WithBody("slow down\n"))
 	h := m.Handler(ok)
@@ -164,7 +161,7 @@ func TestDeniedResponse(t *testing.T) {
 }
 
 func TestCostPerRequest(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	l := newLimiter(t, algorithms.SlidingLog{Limit: 10, Window: time.Minute}, clock)
 	m, _ := New(l, WithCost(func(r *http.Request) (int64, error) {
 		return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64)
@@ -196,7 +193,7 @@ func TestCostPerRequest(t *testing.T) {
 }
 
 func TestAnonymousUserFails(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
 		WithKey(ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" })))
 	var failure error
@@ -212,7 +209,7 @@ func TestAnonymousUserFails(t *testing.T) {
 }
 
 func TestPolicyHeaderLeavesOutFractionalWindows(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: time.Second}, Burst: 2}, clock), WithQuotaName("api"))
 	resp := serve(m.Handler(ok), "192.0.2.1:1")
 	// A burst of 2 at 3 per second refills in 666.666ms: no whole w.
@@ -222,8 +219,8 @@ func TestPolicyHeaderLeavesOutFractionalWindows(t *testing.T) {
 }
 
 func TestNewRejectsBadOptions(t *testing.T) {
-	l := newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, &manualClock{})
-	other := newLimiter(t, algorithms.SlidingLog{Limit: 1, Window: time.Second}, &manualClock{})
+	l := newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, ratewisetest.NewClock(time.Time{}))
+	other := newLimiter(t, algorithms.SlidingLog{Limit: 1, Window: time.Second}, ratewisetest.NewClock(time.Time{}))
 	for name, opt := range map[string]Option{
 		"nil key":            WithKey(nil),
 		"nil hook":           WithOnError(nil),
@@ -280,7 +277,7 @@ func TestShare(t *testing.T) {
 // never the failure policy's answer, whichever of the store and the timeout
 // answers first.
 func TestContextIsPassedToTheStore(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	h := &hook{}
 	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
 		WithOnError(h.record), WithFailurePolicy(FailOpen()))
@@ -302,7 +299,7 @@ func TestContextIsPassedToTheStore(t *testing.T) {
 // A key's own limit (ratewise.WithLimits) is what its headers describe:
 // the paid user's quota is 50 per hour, the others' 5 per minute.
 func TestHeadersFollowTheKeysLimit(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	paid := algorithms.FixedWindow{Limit: 50, Window: time.Hour}
 	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute}, ratewise.WithClock(clock),
 		ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
@@ -333,7 +330,7 @@ func TestHeadersFollowTheKeysLimit(t *testing.T) {
 // A request without a key gets the answer WithNoKey sets, and the OnError
 // hook hears of it whatever the answer.
 func TestNoKeyAnswers(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	anonymous := WithKey(ByUser(func(*http.Request) (string, bool) { return "", false }))
 	for _, c := range []struct {
 		opt    Option
@@ -366,7 +363,7 @@ func TestNoKeyAnswers(t *testing.T) {
 // Exempt requests pass without being counted or described; the others are
 // limited as usual.
 func TestExempt(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	m, err := New(newLimiter(t, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, clock),
 		WithExempt(func(r *http.Request) bool { return r.URL.Path == "/healthz" }))
 	if err != nil {
@@ -395,7 +392,7 @@ func TestExempt(t *testing.T) {
 // Dry-run mode counts and describes every request and denies none: the hook
 // hears of exactly the requests that would have been denied.
 func TestDryRun(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	var wouldDeny []ratewise.Result
 	m, err := New(newLimiter(t, algorithms.FixedWindow{Limit: 2, Window: time.Minute}, clock),
 		WithDryRun(func(_ *http.Request, res ratewise.Result) { wouldDeny = append(wouldDeny, res) }))
@@ -417,7 +414,7 @@ func TestDryRun(t *testing.T) {
 // A Set on a route: a request passes only if every limit admits it;
 // RateLimit-Policy lists every limit and RateLimit reports the binding one.
 func TestSetMiddleware(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
 		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2},
 		algorithms.SlidingLog{Limit: 3, Window: time.Hour},
@@ -442,7 +439,7 @@ func TestSetMiddleware(t *testing.T) {
 		{time.Second, 200, `"default-1";r=0;t=2`, ""},
 		{2 * time.Second, 429, `"default-2";r=0;t=3598`, "3597"}, // now the hourly log binds
 	} {
-		clock.now = clock.now.Add(want.advance)
+		clock.Advance(want.advance)
 		resp := serve(m.Handler(ok), "192.0.2.1:1")
 		got := strings.Join(resp.Header.Values("RateLimit-Policy"), ", ")
 		if resp.StatusCode != want.status || got != policies || resp.Header.Get("RateLimit") != want.rateLimit || resp.Header.Get("Retry-After") != want.retryAfter {

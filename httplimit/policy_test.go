@@ -15,6 +15,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
@@ -197,10 +198,6 @@ func (s failingStore) Decide(context.Context, string, algorithms.Algorithm, time
 
 func (s failingStore) Reset(context.Context, string, algorithms.Algorithm) error { return s.err }
 
-type zeroClock struct{}
-
-func (zeroClock) Now() time.Time { return time.Time{} }
-
 // TestOnlyStoreFailuresReachTheFailurePolicy: with FailOpen, an unavailable store
 // lets requests through, but an algorithm the store cannot run, a broken
 // clock or a key that cannot be built is a 500, and the hook hears of every
@@ -222,7 +219,7 @@ func TestOnlyStoreFailuresReachTheFailurePolicy(t *testing.T) {
 	}{
 		{"store unavailable", limiter(failingStore{fmt.Errorf("%w: connection refused", store.ErrUnavailable)}), nil, 200, store.ErrUnavailable},
 		{"algorithm unsupported", limiter(failingStore{fmt.Errorf("%w: no script", store.ErrUnsupported)}), nil, 500, store.ErrUnsupported},
-		{"clock at the zero time", limiter(storememory.New(), ratewise.WithClock(zeroClock{})), nil, 500, algorithms.ErrInvalidTime},
+		{"clock at the zero time", limiter(storememory.New(), ratewise.WithClock(ratewisetest.NewClock(time.Time{}))), nil, 500, algorithms.ErrInvalidTime},
 		{"no key", limiter(storememory.New()), []Option{WithKey(ByUser(func(*http.Request) (string, bool) { return "", false }))}, 500, ErrNoKey},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

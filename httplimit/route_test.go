@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
@@ -42,7 +43,7 @@ func newRoute(t *testing.T, m *Middleware, name string, alg algorithms.Algorithm
 // its own algorithm, and its headers describe that algorithm's quota under
 // the route's name.
 func TestRoutes(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	m, err := New(newLimiter(t, algorithms.SlidingLog{Limit: 3, Window: time.Minute}, clock), WithLegacyHeaders())
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +86,7 @@ func TestRoutes(t *testing.T) {
 // Routes whose algorithms are equal to each other and to the limiter's
 // still count against quotas of their own.
 func TestRoutesDoNotShareQuotas(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	alg := algorithms.FixedWindow{Limit: 2, Window: time.Minute}
 	m, err := New(newLimiter(t, alg, clock))
 	if err != nil {
@@ -155,7 +156,7 @@ func TestRouteKeys(t *testing.T) {
 // A route shares its middleware's options: here the KeyFunc, the cost and
 // the exemptions. The cost is checked against the route's limit.
 func TestRouteSharesTheOptions(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	m, err := New(newLimiter(t, algorithms.SlidingLog{Limit: 10, Window: time.Minute}, clock),
 		WithKey(ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" })),
 		WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64) }),
@@ -186,7 +187,7 @@ func TestRouteSharesTheOptions(t *testing.T) {
 // Route refuses what it cannot limit, with an error wrapping ErrRoute, and
 // one name keeps one algorithm.
 func TestRouteRejectsBadInput(t *testing.T) {
-	clock := &manualClock{now: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	alg := algorithms.SlidingLog{Limit: 5, Window: time.Minute}
 	m, err := New(newLimiter(t, alg, clock))
 	if err != nil {

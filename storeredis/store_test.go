@@ -18,6 +18,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -43,10 +44,6 @@ func TestEveryKindHasAStep(t *testing.T) {
 	}
 }
 
-type manualClock struct{ now time.Time }
-
-func (c *manualClock) Now() time.Time { return c.now }
-
 // TestServerTimeSharedUnderClockSkew: two app servers whose clocks differ by
 // 5s either way share one limit in the default mode, because scripts read
 // Redis's TIME: together they admit the limit once, and both are told the
@@ -58,8 +55,8 @@ func TestServerTimeSharedUnderClockSkew(t *testing.T) {
 	for _, alg := range allAlgorithms {
 		t.Run(alg.Name(), func(t *testing.T) {
 			key := testKey(t)
-			a, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{real.Add(-5 * time.Second)}))
-			b, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{real.Add(5 * time.Second)}))
+			a, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(real.Add(-5*time.Second))))
+			b, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(real.Add(5*time.Second))))
 			admitted := 0
 			for i := range 10 {
 				l := a
@@ -97,8 +94,8 @@ func TestClientTimeFollowsTheCallersClock(t *testing.T) {
 	s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
 	alg := algorithms.FixedWindow{Limit: 5, Window: time.Minute}
 	boundary := time.Date(2026, 6, 1, 14, 0, 0, 0, time.UTC)
-	a, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{boundary.Add(-2 * time.Second)}))
-	b, _ := ratewise.New(s, alg, ratewise.WithClock(&manualClock{boundary.Add(3 * time.Second)}))
+	a, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(boundary.Add(-2*time.Second))))
+	b, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(boundary.Add(3*time.Second))))
 	admitted := 0
 	for _, l := range []*ratewise.Limiter{a, b} {
 		for range 5 {

@@ -16,15 +16,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
 var update = flag.Bool("update", false, "rewrite the transcripts in docs/http.md with what curl prints now")
-
-type fixedClock struct{ now time.Time }
-
-func (c fixedClock) Now() time.Time { return c.now }
 
 // docs/http.md shows curl talking to this server. This test runs every
 // "$ curl" line in the doc's console blocks against a fresh server, in
@@ -38,7 +35,7 @@ func TestDocsTranscripts(t *testing.T) {
 		}
 		t.Skip("curl is not installed: docs/http.md's transcripts are not checked")
 	}
-	h, err := newServer(storememory.New(), fixedClock{time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)}, nil)
+	h, err := newServer(storememory.New(), ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +156,7 @@ func TestServerOnRedis(t *testing.T) {
 	srv := redistest.Standalone(t)
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	t.Cleanup(func() { rdb.Close() })
-	clock := fixedClock{time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC)}
+	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
 	// A prefix of the test's own keeps reruns on the shared server apart.
 	s := storeredis.New(rdb, storeredis.WithPrefix(fmt.Sprintf("httpserver-test-%d:", time.Now().UnixNano())), storeredis.WithClientTime())
 	var instances []http.Handler
