@@ -26,7 +26,7 @@ type compareFlags struct {
 	rate, shape               string
 	duration, on, off         time.Duration
 	keys                      int
-	keysSet                   bool // -keys was given: the timed phase uses it too
+	keysSet                   bool // --keys was given: the timed phase uses it too
 	subWindows, burst         int64
 	redis                     redisFlags
 	timed                     time.Duration
@@ -39,18 +39,18 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.algs, "alg", "all", "comma-separated algorithms: "+strings.Join(replay.AlgorithmNames, ", ")+"; or all")
 	fs.StringVar(&f.trace, "trace", "", "replay this file as well: one request per line, `<time> [<key> [<cost>]]`, time in RFC 3339 or seconds")
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random workloads; the same seed gives the same traces")
-	fs.Int64Var(&f.limit, "limit", 100, "limit per window, for the custom workload, -trace and the timed phase")
-	fs.DurationVar(&f.window, "window", time.Minute, "window of the limit, for the custom workload, -trace and the timed phase")
+	fs.Int64Var(&f.limit, "limit", 100, "limit per window, for the custom workload, --trace and the timed phase")
+	fs.DurationVar(&f.window, "window", time.Minute, "window of the limit, for the custom workload, --trace and the timed phase")
 	fs.StringVar(&f.rate, "rate", "150/min", "custom workload: each key's average request rate, such as 150/min, 2/s or 2.5 (per second); bursts send it compressed into their on-periods")
 	fs.StringVar(&f.shape, "shape", "poisson", "custom workload: steady, poisson or bursts")
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "custom workload: simulated duration")
-	fs.DurationVar(&f.on, "on", 10*time.Second, "custom workload with -shape bursts: how long each burst lasts")
-	fs.DurationVar(&f.off, "off", 50*time.Second, "custom workload with -shape bursts: the pause between bursts")
-	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at -rate; when given, also the keys of the timed phase (else 10,000)")
+	fs.DurationVar(&f.on, "on", 10*time.Second, "custom workload with --shape bursts: how long each burst lasts")
+	fs.DurationVar(&f.off, "off", 50*time.Second, "custom workload with --shape bursts: the pause between bursts")
+	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at --rate; when given, also the keys of the timed phase (else 10,000)")
 	fs.Int64Var(&f.subWindows, "subwindows", 0, "sub-windows of the sliding window counter, which must split every window evenly; 0 means 10, or the largest smaller count that splits the window")
 	fs.Int64Var(&f.burst, "burst", 0, "capacity of the token bucket and burst of GCRA, for every workload; 0 means each workload's limit")
 	f.redis.register(fs, "run beside the in-memory store", forCompare)
-	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store, with -limit per -window; 0 skips it")
+	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store, with --limit per --window; 0 skips it")
 	fs.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "goroutines of the timed phase on the memory store")
 	fs.IntVar(&f.redisWorkers, "redis-concurrency", 16, "goroutines of the timed phase on a Redis store")
 	fs.StringVar(&f.format, "format", "table", "output: "+strings.Join(report.Formats, ", "))
@@ -59,7 +59,7 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 
 func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f compareFlags
-	fs := newCommand("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a throwaway redis-server (or -redis, -cluster, or the embedded miniredis when\nredis-server is not installed), and prints what each algorithm admitted, how far it\nstrayed from an exact sliding log, and what it cost.", stdout)
+	fs := newCommand("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a throwaway redis-server (or --redis, --cluster, or the embedded miniredis when\nredis-server is not installed), and prints what each algorithm admitted, how far it\nstrayed from an exact sliding log, and what it cost.", stdout)
 	f.register(fs.FlagSet)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -93,39 +93,39 @@ func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error
 // returns what the stores measured were, for the output: "the in-memory
 // store and ...".
 func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*replay.Report, string, error) {
-	// ParseAlgorithms reads "" as every algorithm; an empty -alg is more
+	// ParseAlgorithms reads "" as every algorithm; an empty --alg is more
 	// likely a variable that was not set.
 	if strings.TrimSpace(f.algs) == "" {
-		return nil, "", usagef("-alg is empty: give comma-separated algorithms (%s) or all", strings.Join(replay.AlgorithmNames, ", "))
+		return nil, "", usagef("--alg is empty: give comma-separated algorithms (%s) or all", strings.Join(replay.AlgorithmNames, ", "))
 	}
 	algs, err := replay.ParseAlgorithms(f.algs)
 	if err != nil {
 		return nil, "", err
 	}
-	// The timed phase enforces -limit per -window, whatever the workloads.
+	// The timed phase enforces --limit per --window, whatever the workloads.
 	if f.limit < 1 {
-		return nil, "", usagef("-limit must be > 0, got %d", f.limit)
+		return nil, "", usagef("--limit must be > 0, got %d", f.limit)
 	}
 	if f.window < time.Millisecond {
-		return nil, "", usagef("-window must be at least 1ms, got %v", f.window)
+		return nil, "", usagef("--window must be at least 1ms, got %v", f.window)
 	}
 	if f.subWindows < 0 {
-		return nil, "", usagef("-subwindows must be >= 0, got %d", f.subWindows)
+		return nil, "", usagef("--subwindows must be >= 0, got %d", f.subWindows)
 	}
 	if f.burst < 0 {
-		return nil, "", usagef("-burst must be >= 0, got %d", f.burst)
+		return nil, "", usagef("--burst must be >= 0, got %d", f.burst)
 	}
 	if f.timed < 0 {
-		return nil, "", usagef("-time must be >= 0, got %v", f.timed)
+		return nil, "", usagef("--time must be >= 0, got %v", f.timed)
 	}
 	if f.concurrency < 1 {
-		return nil, "", usagef("-concurrency must be >= 1, got %d", f.concurrency)
+		return nil, "", usagef("--concurrency must be >= 1, got %d", f.concurrency)
 	}
 	if f.redisWorkers < 1 {
-		return nil, "", usagef("-redis-concurrency must be >= 1, got %d", f.redisWorkers)
+		return nil, "", usagef("--redis-concurrency must be >= 1, got %d", f.redisWorkers)
 	}
 	if f.keysSet && f.keys < 1 {
-		return nil, "", usagef("-keys must be >= 1, got %d", f.keys)
+		return nil, "", usagef("--keys must be >= 1, got %d", f.keys)
 	}
 	workloads, err := f.buildWorkloads()
 	if err != nil {
@@ -134,7 +134,7 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*r
 	if f.subWindows > 0 {
 		for _, w := range workloads {
 			if _, err := replay.Configure("sliding_window", w.Limit, w.Window, replay.Options{SubWindows: f.subWindows}); err != nil {
-				return nil, "", usagef("-subwindows %d, workload %s: %v", f.subWindows, w.Name, err)
+				return nil, "", usagef("--subwindows %d, workload %s: %v", f.subWindows, w.Name, err)
 			}
 		}
 	}
@@ -161,11 +161,11 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*r
 // run is not lost to a directory its charts cannot be written into.
 func checkWritable(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return usagef("-svg %q: cannot write charts there: %v", dir, err)
+		return usagef("--svg %q: cannot write charts there: %v", dir, err)
 	}
 	probe, err := os.CreateTemp(dir, ".ratewise-probe-*")
 	if err != nil {
-		return usagef("-svg %q: cannot write charts there: %v", dir, err)
+		return usagef("--svg %q: cannot write charts there: %v", dir, err)
 	}
 	probe.Close()
 	return os.Remove(probe.Name())

@@ -39,7 +39,7 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *budget <= 0 {
-		return usagef("-budget must be > 0, got %v", *budget)
+		return usagef("--budget must be > 0, got %v", *budget)
 	}
 	client, where, err := doctorClient(addr, cluster, *budget)
 	if err != nil {
@@ -76,13 +76,13 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	return nil
 }
 
-// doctorClient builds the client for -redis or -cluster, exactly one of
+// doctorClient builds the client for --redis or --cluster, exactly one of
 // which must be given, with the settings docs/redis.md recommends for
 // budget, and says what it reaches.
 func doctorClient(addr, cluster string, budget time.Duration) (redis.UniversalClient, string, error) {
 	switch {
 	case addr != "" && cluster != "":
-		return nil, "", usagef("-redis and -cluster: give only one")
+		return nil, "", usagef("--redis and --cluster: give only one")
 	case addr != "":
 		opts, where, err := redisOptions(addr)
 		if err != nil {
@@ -105,7 +105,7 @@ func doctorClient(addr, cluster string, budget time.Duration) (redis.UniversalCl
 		opts.ClusterStateReloadInterval = time.Second
 		return redis.NewClusterClient(opts), "the Redis Cluster at " + where, nil
 	}
-	return nil, "", usagef("give -redis or -cluster: the Redis to check")
+	return nil, "", usagef("give --redis or --cluster: the Redis to check")
 }
 
 // describeSettings says what doctorClient sets, for the output.

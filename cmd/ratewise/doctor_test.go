@@ -123,12 +123,12 @@ func TestDoctorUsage(t *testing.T) {
 		args []string
 		says string
 	}{
-		{"no server", []string{"doctor"}, "ratewise doctor: give -redis or -cluster: the Redis to check"},
-		{"two servers", []string{"doctor", "--redis", "127.0.0.1:1", "--cluster", "127.0.0.1:2"}, "-redis and -cluster: give only one"},
-		{"zero budget", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "0s"}, "-budget must be > 0, got 0s"},
-		{"budget without a unit", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "100"}, `-budget "100": want a duration with a unit`},
-		{"redis without a port", []string{"doctor", "--redis", "localhost"}, `-redis "localhost": want host:port or a URL`},
-		{"password", []string{"doctor", "--redis", "redis://:hunter2@127.0.0.1:port"}, "-redis: not a valid URL"},
+		{"no server", []string{"doctor"}, "ratewise doctor: give --redis or --cluster: the Redis to check"},
+		{"two servers", []string{"doctor", "--redis", "127.0.0.1:1", "--cluster", "127.0.0.1:2"}, "--redis and --cluster: give only one"},
+		{"zero budget", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "0s"}, "--budget must be > 0, got 0s"},
+		{"budget without a unit", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "100"}, `--budget "100": want a duration with a unit`},
+		{"redis without a port", []string{"doctor", "--redis", "localhost"}, `--redis "localhost": want host:port or a URL`},
+		{"password", []string{"doctor", "--redis", "redis://:hunter2@127.0.0.1:port"}, "--redis: not a valid URL"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -139,7 +139,7 @@ func TestDoctorUsage(t *testing.T) {
 		})
 	}
 	code, stdout, _ := runCLI(t, "doctor", "help")
-	if code != 0 || !strings.Contains(stdout, "storeredis.Probe(ctx, rdb, budget)") || !strings.Contains(stdout, "-budget duration") {
+	if code != 0 || !strings.Contains(stdout, "storeredis.Probe(ctx, rdb, budget)") || !strings.Contains(stdout, "--budget duration") {
 		t.Errorf("doctor help: exit %d:\n%s", code, stdout)
 	}
 }

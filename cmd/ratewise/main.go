@@ -10,7 +10,7 @@
 // flags.
 //
 // By default compare, recommend and guide measure a real Redis: given none
-// of -redis, -cluster, -start-redis, -memory-store and -miniredis, they
+// of --redis, --cluster, --start-redis, --memory-store and --miniredis, they
 // start a throwaway redis-server of their own when one is on the PATH.
 // Without one, compare runs the in-memory store and the embedded miniredis,
 // and recommend measures the in-memory store, and each says so in its
@@ -57,8 +57,8 @@ commands:
   version    print ratewise's version, the revision it was built from and the Go version
 
 compare, recommend and guide measure a throwaway redis-server of their own
-when redis-server is on the PATH, unless given -redis, -cluster,
--memory-store or -miniredis; without one, an in-process store, as their
+when redis-server is on the PATH, unless given --redis, --cluster,
+--memory-store or --miniredis; without one, an in-process store, as their
 output says.
 
 Run 'ratewise help <command>' for a command's flags.
@@ -86,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case len(args) == 2 && isHelp(args[0]):
-		// "ratewise help compare" is "ratewise compare -h".
+		// "ratewise help compare" is "ratewise compare --help".
 		args = []string{args[1], "-h"}
 	case len(args) == 2 && args[1] == "help":
 		args = []string{args[0], "-h"}
@@ -222,28 +222,40 @@ func (c *command) parse(args []string) error {
 	if err := c.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprintf(c.stdout, "usage: ratewise %s [flags]\n\n%s\n\nflags:\n", c.Name(), c.summary)
-			c.SetOutput(c.stdout)
+			var b strings.Builder
+			c.SetOutput(&b)
 			c.PrintDefaults()
+			// The flag package writes -name; ratewise writes --name
+			// everywhere, and accepts both.
+			io.WriteString(c.stdout, strings.ReplaceAll("\n"+b.String(), "\n  -", "\n  --")[1:])
 			return err
 		}
-		return usagef("%s (run 'ratewise %s -h' for the flags)", c.explain(err), c.Name())
+		return usagef("%s (run 'ratewise %s --help' for the flags)", c.explain(err), c.Name())
 	}
 	if c.NArg() > 0 {
-		return usagef("unexpected argument %q (run 'ratewise %s -h' for the flags)", c.Arg(0), c.Name())
+		return usagef("unexpected argument %q (run 'ratewise %s --help' for the flags)", c.Arg(0), c.Name())
 	}
 	return nil
 }
 
 // explain returns the flag package's parse error, which says only "parse
-// error" of a duration without a unit, such as -time 5, rewritten for
+// error" of a duration without a unit, such as --time 5, rewritten for
 // every duration flag to say what a duration looks like:
 //
-//	-time "5": want a duration with a unit, such as 500ms or 2s
+//	--time "5": want a duration with a unit, such as 500ms or 2s
 //
 // The flag package's message is "invalid value %q for flag -%s: %v"; any
-// other is returned as it is.
+// other is returned as it is, its -name written --name.
 func (c *command) explain(err error) string {
 	msg := err.Error()
+	for _, prefix := range []string{"flag provided but not defined: -", "flag needs an argument: -", "bad flag syntax: -"} {
+		if name, ok := strings.CutPrefix(msg, prefix); ok && !strings.HasPrefix(name, "-") {
+			msg = prefix + "-" + name
+		}
+	}
+	if i := strings.Index(msg, " for flag -"); i >= 0 && !strings.HasPrefix(msg[i+len(" for flag -"):], "-") {
+		msg = msg[:i] + " for flag --" + msg[i+len(" for flag -"):]
+	}
 	rest, ok := strings.CutPrefix(msg, "invalid value ")
 	if !ok {
 		return msg
@@ -252,7 +264,7 @@ func (c *command) explain(err error) string {
 	if qerr != nil {
 		return msg
 	}
-	rest, ok = strings.CutPrefix(rest[len(value):], " for flag -")
+	rest, ok = strings.CutPrefix(rest[len(value):], " for flag --")
 	if !ok {
 		return msg
 	}
@@ -264,7 +276,7 @@ func (c *command) explain(err error) string {
 	if g, ok := fl.Value.(flag.Getter); !ok || !isDuration(g.Get()) {
 		return msg
 	}
-	return fmt.Sprintf("-%s %s: want a duration with a unit, such as 500ms or 2s", name, value)
+	return fmt.Sprintf("--%s %s: want a duration with a unit, such as 500ms or 2s", name, value)
 }
 
 func isDuration(v any) bool {

@@ -46,41 +46,41 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 		says string
 	}{
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
-		{"sub-windows that do not split the window", []string{"compare", "--memory-store", "--workload", "boundary", "--subwindows", "7"}, "-subwindows 7, workload boundary: 7 sub-windows do not split"},
+		{"sub-windows that do not split the window", []string{"compare", "--memory-store", "--workload", "boundary", "--subwindows", "7"}, "--subwindows 7, workload boundary: 7 sub-windows do not split"},
 		{"custom workload without a request", []string{"compare", "--memory-store", "--workload", "custom", "--rate", "1/h", "--shape", "poisson", "--duration", "1m"}, "sends no request"},
 		{"recommend burst above the limit", []string{"recommend", "--memory-store", "--qps", "600/min", "--precision", "approx", "--burst", "100000"}, "recommend: --burst 100000 exceeds the limit of 600 per 1m"},
 		{"recommend limit not whole", []string{"recommend", "--memory-store", "--qps", "1.4", "--window", "1s", "--precision", "approx"}, "a limit is a whole count"},
 		{"unknown workload", []string{"compare", "--workload", "tsunami"}, `unknown workload "tsunami"`},
 		{"unknown algorithm", []string{"compare", "--alg", "leaky_sieve"}, `unknown algorithm "leaky_sieve"`},
 		{"empty algorithm list", []string{"compare", "--workload", "boundary", "--time", "0", "--alg", ""},
-			"-alg is empty: give comma-separated algorithms (" + strings.Join(replay.AlgorithmNames, ", ") + ") or all"},
-		{"bad duration", []string{"compare", "--window", "soon"}, `-window "soon": want a duration with a unit, such as 500ms or 2s`},
-		{"duration without a unit", []string{"compare", "--time", "5"}, `-time "5": want a duration with a unit, such as 500ms or 2s`},
-		{"recommend duration without a unit", []string{"recommend", "--latency", "1"}, `-latency "1": want a duration with a unit`},
-		{"guide duration without a unit", []string{"guide", "--time", "5"}, `-time "5": want a duration with a unit`},
-		{"negative timed phase", []string{"compare", "--time", "-1s"}, "-time must be >= 0, got -1s"},
-		{"zero concurrency", []string{"compare", "--concurrency", "0"}, "-concurrency must be >= 1, got 0"},
-		{"zero redis concurrency", []string{"compare", "--redis-concurrency", "0"}, "-redis-concurrency must be >= 1, got 0"},
-		{"unwritable chart directory", append(quick, "--svg", filepath.Join(notADir, "charts")), `-svg "` + filepath.Join(notADir, "charts") + `": cannot write charts there`},
+			"--alg is empty: give comma-separated algorithms (" + strings.Join(replay.AlgorithmNames, ", ") + ") or all"},
+		{"bad duration", []string{"compare", "--window", "soon"}, `--window "soon": want a duration with a unit, such as 500ms or 2s`},
+		{"duration without a unit", []string{"compare", "--time", "5"}, `--time "5": want a duration with a unit, such as 500ms or 2s`},
+		{"recommend duration without a unit", []string{"recommend", "--latency", "1"}, `--latency "1": want a duration with a unit`},
+		{"guide duration without a unit", []string{"guide", "--time", "5"}, `--time "5": want a duration with a unit`},
+		{"negative timed phase", []string{"compare", "--time", "-1s"}, "--time must be >= 0, got -1s"},
+		{"zero concurrency", []string{"compare", "--concurrency", "0"}, "--concurrency must be >= 1, got 0"},
+		{"zero redis concurrency", []string{"compare", "--redis-concurrency", "0"}, "--redis-concurrency must be >= 1, got 0"},
+		{"unwritable chart directory", append(quick, "--svg", filepath.Join(notADir, "charts")), `--svg "` + filepath.Join(notADir, "charts") + `": cannot write charts there`},
 		{"bad rate", []string{"compare", "--workload", "custom", "--rate", "lots"}, `rate "lots"`},
 		{"zero limit", []string{"compare", "--workload", "custom", "--limit", "0"}, "limit must be > 0"},
 		{"missing trace", []string{"compare", "--trace", "/nonexistent/trace.log"}, "cannot read the trace"},
 		{"malformed trace", []string{"compare", "--trace", badTrace}, "bad.log:2"},
 		{"unreachable redis", []string{"compare", "--redis", closed}, "ratewise compare: store unavailable: " + closed},
-		{"redis without a port", []string{"compare", "--redis", "localhost"}, `-redis "localhost": want host:port or a URL`},
-		{"malformed redis URL", []string{"compare", "--redis", "redis://:hunter2@127.0.0.1:port"}, "-redis: not a valid URL"},
-		{"redis URL with a bad database", []string{"compare", "--redis", "redis://127.0.0.1:6379/first"}, `-redis redis://127.0.0.1:6379/first: invalid database number: "first"`},
-		{"malformed cluster URL", []string{"compare", "--cluster", "redis://:hunter2@127.0.0.1:port"}, "-cluster: not a valid URL"},
+		{"redis without a port", []string{"compare", "--redis", "localhost"}, `--redis "localhost": want host:port or a URL`},
+		{"malformed redis URL", []string{"compare", "--redis", "redis://:hunter2@127.0.0.1:port"}, "--redis: not a valid URL"},
+		{"redis URL with a bad database", []string{"compare", "--redis", "redis://127.0.0.1:6379/first"}, `--redis redis://127.0.0.1:6379/first: invalid database number: "first"`},
+		{"malformed cluster URL", []string{"compare", "--cluster", "redis://:hunter2@127.0.0.1:port"}, "--cluster: not a valid URL"},
 		{"unreachable cluster", []string{"compare", "--cluster", closed}, closed},
 		{"unknown format", []string{"compare", "--format", "xml"}, `unknown format "xml"`},
-		{"two redises", []string{"compare", "--start-redis", "--redis", closed}, "-redis and -start-redis: give only one of -redis, -cluster, -start-redis, -memory-store or -miniredis"},
-		{"two in-process stores", []string{"compare", "--memory-store", "--miniredis"}, "-memory-store and -miniredis: give only one of"},
+		{"two redises", []string{"compare", "--start-redis", "--redis", closed}, "--redis and --start-redis: give only one of --redis, --cluster, --start-redis, --memory-store or --miniredis"},
+		{"two in-process stores", []string{"compare", "--memory-store", "--miniredis"}, "--memory-store and --miniredis: give only one of"},
 		{"recommend on two stores", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory-store", "--start-redis"},
-			"-start-redis and -memory-store: give only one of -redis, -cluster, -start-redis or -memory-store"},
+			"--start-redis and --memory-store: give only one of --redis, --cluster, --start-redis or --memory-store"},
 		{"stray argument", []string{"compare", "boundary"}, `unexpected argument "boundary"`},
 		{"recommend without precision", []string{"recommend", "--qps", "10", "--window", "1m"}, "--precision must be exact or approx"},
 		{"recommend bad qps", []string{"recommend", "--qps", "-3", "--window", "1m", "--precision", "exact"}, "--qps must be > 0"},
-		{"recommend bad memory", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory", "much"}, `-memory "much"`},
+		{"recommend bad memory", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory", "much"}, `--memory "much"`},
 		{"recommend unreachable redis", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--redis", closed}, closed},
 	}
 	for _, c := range cases {
@@ -217,7 +217,7 @@ func TestVersionAndCommandHelp(t *testing.T) {
 	}
 }
 
-// The timed phase enforces -limit per -window over -keys keys, when -keys
+// The timed phase enforces --limit per --window over --keys keys, when --keys
 // is given.
 func TestCompareTimedPhaseHonoursTheLimit(t *testing.T) {
 	code, stdout, stderr := runCLI(t, "compare", "--workload", "steady-at", "--alg", "gcra", "--limit", "7", "--window", "2s", "--keys", "3",

@@ -195,7 +195,7 @@ func parseBytes(s string) (int64, error) {
 	}
 	v, err := strconv.ParseFloat(num, 64)
 	if err != nil || v <= 0 || v*mult > 1<<62 {
-		return 0, usagef("-memory %q: want a positive size such as 512MB, 4GB or 1GiB", s)
+		return 0, usagef("--memory %q: want a positive size such as 512MB, 4GB or 1GiB", s)
 	}
 	return int64(v * mult), nil
 }

@@ -23,7 +23,7 @@ type storeUse int
 
 const (
 	// forCompare runs the in-memory store and a second store beside it:
-	// a Redis, or the embedded miniredis; -memory-store runs the in-memory
+	// a Redis, or the embedded miniredis; --memory-store runs the in-memory
 	// store alone.
 	forCompare storeUse = iota
 	// forRecommend measures one store: a Redis, or the in-memory store.
@@ -76,7 +76,7 @@ func (f *redisFlags) open(ctx context.Context) (replay.Target, string, error) {
 	var chosen []string
 	for _, n := range f.names {
 		if set[n] {
-			chosen = append(chosen, "-"+n)
+			chosen = append(chosen, "--"+n)
 		}
 	}
 	if len(chosen) > 1 {
@@ -90,16 +90,16 @@ func (f *redisFlags) open(ctx context.Context) (replay.Target, string, error) {
 	case f.start:
 		return startRedis(ctx)
 	case f.memory:
-		t, about := f.inProcess("-memory-store")
+		t, about := f.inProcess("--memory-store")
 		return t, about, nil
 	case f.miniredis:
-		t, about := f.inProcess("-miniredis")
+		t, about := f.inProcess("--miniredis")
 		return t, about, nil
 	}
 	if _, err := redistest.Binary(); err == nil {
 		return startRedis(ctx)
 	}
-	t, about := f.inProcess("redis-server not found on PATH; install it, or give -redis, to measure Redis")
+	t, about := f.inProcess("redis-server not found on PATH; install it, or give --redis, to measure Redis")
 	return t, about, nil
 }
 
@@ -120,11 +120,11 @@ func (f *redisFlags) inProcess(why string) (replay.Target, string) {
 		"but its memory is not Redis's and its speed is no guide to Redis's"
 }
 
-// orList lists flag names as "-a, -b or -c".
+// orList lists flag names as "--a, --b or --c".
 func orList(names []string) string {
 	flags := make([]string, len(names))
 	for i, n := range names {
-		flags[i] = "-" + n
+		flags[i] = "--" + n
 	}
 	if len(flags) < 2 {
 		return strings.Join(flags, "")
@@ -135,22 +135,22 @@ func orList(names []string) string {
 // isURL reports whether s is a URL rather than host:port.
 func isURL(s string) bool { return strings.Contains(s, "://") }
 
-// redisOptions reads -redis: host:port, or a URL that redis.ParseURL takes
+// redisOptions reads --redis: host:port, or a URL that redis.ParseURL takes
 // (redis://user:password@host:port/db, rediss:// for TLS, unix://). where
 // is what errors and descriptions show of it: never the password.
 func redisOptions(s string) (opts *redis.Options, where string, err error) {
 	if !isURL(s) {
 		if _, _, err := net.SplitHostPort(s); err != nil {
-			return nil, "", usagef("-redis %q: want host:port or a URL such as redis://user:password@host:6379/0", s)
+			return nil, "", usagef("--redis %q: want host:port or a URL such as redis://user:password@host:6379/0", s)
 		}
 		return &redis.Options{Addr: s, DialTimeout: defaultDialTimeout}, s, nil
 	}
-	where, err = redactURL("-redis", s)
+	where, err = redactURL("--redis", s)
 	if err != nil {
 		return nil, "", err
 	}
 	if opts, err = redis.ParseURL(s); err != nil {
-		return nil, "", usagef("-redis %s: %s", where, strings.TrimPrefix(err.Error(), "redis: "))
+		return nil, "", usagef("--redis %s: %s", where, strings.TrimPrefix(err.Error(), "redis: "))
 	}
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = defaultDialTimeout
@@ -158,7 +158,7 @@ func redisOptions(s string) (opts *redis.Options, where string, err error) {
 	return opts, where, nil
 }
 
-// clusterOptions reads -cluster: comma-separated host:port seeds, or a URL
+// clusterOptions reads --cluster: comma-separated host:port seeds, or a URL
 // that redis.ParseClusterURL takes
 // (redis://user:password@host:port?addr=host2:port2, rediss:// for TLS).
 func clusterOptions(s string) (opts *redis.ClusterOptions, where string, err error) {
@@ -167,17 +167,17 @@ func clusterOptions(s string) (opts *redis.ClusterOptions, where string, err err
 		for i, seed := range seeds {
 			seeds[i] = strings.TrimSpace(seed)
 			if _, _, err := net.SplitHostPort(seeds[i]); err != nil {
-				return nil, "", usagef("-cluster %q: want comma-separated host:port seeds, or a URL such as redis://user:password@host:6379?addr=host2:6379", s)
+				return nil, "", usagef("--cluster %q: want comma-separated host:port seeds, or a URL such as redis://user:password@host:6379?addr=host2:6379", s)
 			}
 		}
 		return &redis.ClusterOptions{Addrs: seeds, DialTimeout: defaultDialTimeout}, strings.Join(seeds, ","), nil
 	}
-	where, err = redactURL("-cluster", s)
+	where, err = redactURL("--cluster", s)
 	if err != nil {
 		return nil, "", err
 	}
 	if opts, err = redis.ParseClusterURL(s); err != nil {
-		return nil, "", usagef("-cluster %s: %s", where, strings.TrimPrefix(err.Error(), "redis: "))
+		return nil, "", usagef("--cluster %s: %s", where, strings.TrimPrefix(err.Error(), "redis: "))
 	}
 	if opts.DialTimeout == 0 {
 		opts.DialTimeout = defaultDialTimeout

@@ -15,7 +15,7 @@ import (
 // quickCompare are flags that make a compare run in a moment.
 var quickCompare = []string{"compare", "--workload", "boundary", "--alg", "fixed_window", "--time", "0"}
 
-// -redis and -cluster take a URL as well as addresses: credentials, a
+// --redis and --cluster take a URL as well as addresses: credentials, a
 // database, TLS and go-redis's options, with a dial timeout of 2s unless the
 // URL sets one.
 func TestRedisFlagsTakeURLs(t *testing.T) {
@@ -25,16 +25,16 @@ func TestRedisFlagsTakeURLs(t *testing.T) {
 	}
 	if opts.Addr != "cache.example:6380" || opts.Username != "ann" || opts.Password != "s3cret" || opts.DB != 3 ||
 		opts.TLSConfig == nil || opts.ReadTimeout != 5*time.Second || opts.DialTimeout != 2*time.Second {
-		t.Errorf("-redis rediss://...: got %+v", opts)
+		t.Errorf("--redis rediss://...: got %+v", opts)
 	}
 	if want := "rediss://ann:xxxxx@cache.example:6380/3?read_timeout=5s"; where != want {
-		t.Errorf("-redis rediss://... shows as %q, want %q", where, want)
+		t.Errorf("--redis rediss://... shows as %q, want %q", where, want)
 	}
 	if opts, _, err := redisOptions("redis://127.0.0.1:6379?dial_timeout=5s"); err != nil || opts.DialTimeout != 5*time.Second {
-		t.Errorf("-redis with dial_timeout=5s: got %v, %v", opts, err)
+		t.Errorf("--redis with dial_timeout=5s: got %v, %v", opts, err)
 	}
 	if opts, where, err := redisOptions("127.0.0.1:6379"); err != nil || opts.Addr != "127.0.0.1:6379" || where != "127.0.0.1:6379" || opts.DialTimeout != 2*time.Second {
-		t.Errorf("-redis host:port: got %+v, %q, %v", opts, where, err)
+		t.Errorf("--redis host:port: got %+v, %q, %v", opts, where, err)
 	}
 
 	copts, where, err := clusterOptions("rediss://ann:s3cret@node1:7000?addr=node2:7001")
@@ -42,13 +42,13 @@ func TestRedisFlagsTakeURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(copts.Addrs, ",") != "node1:7000,node2:7001" || copts.Password != "s3cret" || copts.TLSConfig == nil || copts.DialTimeout != 2*time.Second {
-		t.Errorf("-cluster rediss://...: got %+v", copts)
+		t.Errorf("--cluster rediss://...: got %+v", copts)
 	}
 	if strings.Contains(where, "s3cret") {
-		t.Errorf("-cluster shows as %q, with the password", where)
+		t.Errorf("--cluster shows as %q, with the password", where)
 	}
 	if copts, _, err := clusterOptions("node1:7000, node2:7001"); err != nil || strings.Join(copts.Addrs, ",") != "node1:7000,node2:7001" {
-		t.Errorf("-cluster seeds: got %v, %v", copts, err)
+		t.Errorf("--cluster seeds: got %v, %v", copts, err)
 	}
 
 	// Against a server that wants a password: the wrong one is an error
@@ -129,9 +129,9 @@ func TestStoreFallbackWithoutRedisServer(t *testing.T) {
 		says []string
 	}{
 		{"recommend", forRecommend, nil, replay.Memory{}, []string{"the in-memory store's Go heap (redis-server not found on PATH", "a sorted-set record costs several times more"}},
-		{"recommend -memory-store", forRecommend, []string{"-memory-store"}, replay.Memory{}, []string{"the in-memory store's Go heap (-memory-store)"}},
-		{"compare -memory-store", forCompare, []string{"-memory-store"}, replay.Memory{}, []string{"the in-memory store alone (-memory-store)"}},
-		{"compare -miniredis", forCompare, []string{"-miniredis"}, replay.Miniredis{}, []string{"the embedded miniredis (-miniredis)"}},
+		{"recommend --memory-store", forRecommend, []string{"--memory-store"}, replay.Memory{}, []string{"the in-memory store's Go heap (--memory-store)"}},
+		{"compare --memory-store", forCompare, []string{"--memory-store"}, replay.Memory{}, []string{"the in-memory store alone (--memory-store)"}},
+		{"compare --miniredis", forCompare, []string{"--miniredis"}, replay.Miniredis{}, []string{"the embedded miniredis (--miniredis)"}},
 		{"guide", forGuide, nil, nil, []string{"the in-memory store and the embedded miniredis (redis-server not found on PATH"}},
 	}
 	for _, c := range cases {
