@@ -303,8 +303,8 @@ func check(in Input, c candidate, figs map[string]Figures) verdict {
 	mem := v.bytes / float64(in.MemoryBudget)
 	tm := float64(v.time.Median) / float64(in.LatencyBudget)
 	v.over = max(mem, tm)
-	memText := fmt.Sprintf("%s for %s keys (%s per key on %s%s) against the %s budget",
-		Bytes(v.bytes), report.Int(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)))
+	memText := fmt.Sprintf("%s for %s (%s per key on %s%s) against the %s budget",
+		Bytes(v.bytes), report.Keys(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)))
 	timeText := fmt.Sprintf("a decision takes %s in %s against the %s budget", v.time, v.store, report.Latency(in.LatencyBudget))
 	if mem > 1 {
 		v.failed = append(v.failed, "memory: "+memText)
@@ -367,8 +367,8 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 // reasons explains the chosen candidate.
 func reasons(in Input, v verdict, figs map[string]Figures) []string {
 	fixed, counter := figs["fixed_window"], figs["sliding_window"]
-	budget := fmt.Sprintf("%s for %s keys (%s per key on %s%s) within the %s budget; a decision takes %s in %s, within %s",
-		Bytes(v.bytes), report.Int(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)),
+	budget := fmt.Sprintf("%s for %s (%s per key on %s%s) within the %s budget; a decision takes %s in %s, within %s",
+		Bytes(v.bytes), report.Keys(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)),
 		v.time, v.store, report.Latency(in.LatencyBudget))
 	var out []string
 	main := v.c.algs[0]

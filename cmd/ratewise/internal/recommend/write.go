@@ -119,8 +119,8 @@ func (m *Measurements) names() []string {
 
 func writeCapacity(w io.Writer, in Input, m *Measurements, d Decision, c *Capacity) {
 	need := in.QPS * float64(in.Keys)
-	fmt.Fprintf(w, "\nCapacity: %s keys at up to %.6g requests per second each is %s decisions per second at the limit",
-		report.Int(in.Keys), in.QPS, perSecond(need))
+	fmt.Fprintf(w, "\nCapacity: %s at up to %.6g requests per second each is %s decisions per second at the limit",
+		report.Keys(in.Keys), in.QPS, perSecond(need))
 	if c == nil {
 		name := strings.Split(d.Answer(), " + ")[0]
 		if f, ok := m.Figures[name]; ok && f.Time.Median > 0 {

@@ -66,6 +66,14 @@ func Int(n int64) string {
 	return s
 }
 
+// Keys prints a number of keys, "1 key" or "100,000 keys".
+func Keys(n int64) string {
+	if n == 1 {
+		return "1 key"
+	}
+	return Int(n) + " keys"
+}
+
 // Table is rows of cells, rendered aligned or as Markdown.
 type Table struct {
 	Header []string
@@ -200,8 +208,8 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 	}
 	if len(rep.Timings) > 0 {
 		first := rep.Timings[0]
-		title := fmt.Sprintf("Timed phase: each algorithm on each store on the real clock, %s keys, limit %d per %s",
-			Int(int64(first.Keys)), rep.TimedLimit, Duration(rep.TimedWindow))
+		title := fmt.Sprintf("Timed phase: each algorithm on each store on the real clock, %s, limit %d per %s",
+			Keys(int64(first.Keys)), rep.TimedLimit, Duration(rep.TimedWindow))
 		if markdown {
 			fmt.Fprintf(w, "#### Timed phase\n\n%s.\n\n", title)
 		} else {

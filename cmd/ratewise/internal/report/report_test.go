@@ -23,6 +23,11 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("Duration(%v): got %q, want %q", in, got, want)
 		}
 	}
+	for in, want := range map[int64]string{1: "1 key", 2: "2 keys", 100000: "100,000 keys"} {
+		if got := Keys(in); got != want {
+			t.Errorf("Keys(%d): got %q, want %q", in, got, want)
+		}
+	}
 }
 
 func TestTableAlignsTextLeftAndNumbersRight(t *testing.T) {
