@@ -42,7 +42,7 @@ func (Miniredis) Open(ctx context.Context) (Instance, error) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	rt := roundtrips.Count(c)
-	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime(), storeredis.WithDenyCache(0), storeredis.WithCoalescing(0))}, nil
+	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime(), storeredis.WithDenyCache(0), storeredis.WithCoalescing(0), storeredis.WithWarnings(0, nil))}, nil
 }
 
 type miniInstance struct {
@@ -121,7 +121,7 @@ func (r *Redis) Open(ctx context.Context) (Instance, error) {
 	// a round trip of its own, which a denial answered from the cache or a
 	// decision batched with others (as concurrent replays of many keys
 	// would be) would hide.
-	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithPrefix(prefix), storeredis.WithClientTime(),
+	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithPrefix(prefix), storeredis.WithClientTime(), storeredis.WithWarnings(0, nil),
 		storeredis.WithDenyCache(0), storeredis.WithCoalescing(0))}
 	var err error
 	if i.baseCmds, err = r.scriptCommands(ctx); err != nil {

@@ -3,6 +3,8 @@ package storeredis
 import (
 	"errors"
 	"fmt"
+	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -127,11 +129,30 @@ func CheckClient(client Client, budget time.Duration) []error {
 	return out
 }
 
-// WithWarnings has New check the client once with CheckClient against
-// budget and call warn with each warning, for example to log it. It never
-// changes the client.
+// WithWarnings has New check the client with CheckClient against budget
+// and call warn with each warning, in place of the default: without
+// WithWarnings, New checks the client against a budget of one second and
+// logs each warning through slog.Default at level Warn, once per process.
+// WithWarnings(0, nil) turns the check off. It never changes the client.
 func WithWarnings(budget time.Duration, warn func(error)) Option {
 	return optionFunc(func(s *Store) {
-		s.warnBudget, s.warn = budget, warn
+		s.warnBudget, s.warn, s.warnSet = budget, warn, true
 	})
+}
+
+// defaultWarnBudget is the budget New checks a client against without
+// WithWarnings.
+const defaultWarnBudget = time.Second
+
+// logged holds the warnings already logged by New's default check.
+var logged sync.Map
+
+// logWarnings logs each warning through slog.Default, the first time this
+// process meets it.
+func logWarnings(warnings []error) {
+	for _, w := range warnings {
+		if _, seen := logged.LoadOrStore(w.Error(), true); !seen {
+			slog.Warn(w.Error(), "turn_off", "storeredis.WithWarnings(0, nil)")
+		}
+	}
 }

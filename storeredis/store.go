@@ -74,6 +74,7 @@ type Store struct {
 	denyCache  int        // WithDenyCache's n
 	deny       *denyCache // nil when off
 	warnBudget time.Duration
+	warnSet    bool        // WithWarnings was given
 	warn       func(error) // WithWarnings's hook, or nil
 	resends    bool        // whether go-redis may send a command twice (see resends)
 	ids        *idMaker    // the store's request IDs, nil unless it resends
@@ -253,10 +254,13 @@ func New(client Client, opts ...Option) *Store {
 	if s.denyCache > 0 {
 		s.deny = newDenyCache(s.denyCache)
 	}
-	if s.warn != nil {
+	switch {
+	case s.warn != nil:
 		for _, w := range CheckClient(client, s.warnBudget) {
 			s.warn(w)
 		}
+	case !s.warnSet:
+		logWarnings(CheckClient(client, defaultWarnBudget))
 	}
 	return s
 }

@@ -128,7 +128,7 @@ func run(d time.Duration, callers, modes []int) error {
 					return err
 				}
 				admin.ConfigResetStat(ctx)
-				l, err := ratewise.New(storeredis.New(rdb, storeredis.WithCoalescing(mode), storeredis.WithDenyCache(denyCacheSize)),
+				l, err := ratewise.New(storeredis.New(rdb, storeredis.WithCoalescing(mode), storeredis.WithDenyCache(denyCacheSize), storeredis.WithWarnings(0, nil)),
 					algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000})
 				if err != nil {
 					return err
@@ -177,8 +177,8 @@ func run(d time.Duration, callers, modes []int) error {
 // so it should never let through later than Redis.
 func overDenial(ctx context.Context, rdb *redis.Client) error {
 	const trials = 50
-	cached := storeredis.New(rdb, storeredis.WithCoalescing(0))
-	plain := storeredis.New(rdb, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))
+	cached := storeredis.New(rdb, storeredis.WithCoalescing(0), storeredis.WithWarnings(0, nil))
+	plain := storeredis.New(rdb, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0), storeredis.WithWarnings(0, nil))
 	var alg algorithms.Algorithm = algorithms.GCRA{Rate: algorithms.PerSecond(50), Burst: 1}
 	var lags []time.Duration
 	for i := range trials {

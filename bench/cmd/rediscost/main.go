@@ -48,7 +48,7 @@ func run(addr string) error {
 	defer session.Close()
 	ctx := context.Background()
 	c, roundTrips, prefix := session.Client, session.RoundTrips, session.Prefix
-	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix))
+	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix), storeredis.WithWarnings(0, nil))
 
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
@@ -77,7 +77,7 @@ func run(addr string) error {
 	fmt.Println()
 	fmt.Println("| algorithm | state | bytes (MEMORY USAGE) | encoding |")
 	fmt.Println("| --- | --- | --- | --- |")
-	keyStore := storeredis.New(c, storeredis.WithClientTime())
+	keyStore := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithWarnings(0, nil))
 	for _, m := range memoryCases() {
 		key := "user:1001"
 		_ = keyStore.Reset(ctx, key, m.alg)
