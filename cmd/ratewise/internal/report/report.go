@@ -190,19 +190,22 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 				writeWrapped(w, "         ", v.CheaperText)
 			}
 		}
-		legend := Legend(wl, rows, rep.Targets)
 		if markdown {
-			for _, l := range legend {
+			for _, l := range Legend(wl, rows, rep.Targets) {
 				fmt.Fprintf(w, "- %s\n", l)
 			}
-		} else {
-			for i, l := range legend {
-				prefix := "legend:  "
-				if i > 0 {
-					prefix = "         "
-				}
-				writeWrapped(w, prefix, l)
+		}
+		fmt.Fprintln(w)
+	}
+	if !markdown && len(rep.Workloads) > 0 {
+		// On a terminal the legend is the same under every table: once,
+		// after the last, for a window named W.
+		for i, l := range Legend(replay.WorkloadInfo{}, rep.Rows, rep.Targets) {
+			prefix := "legend:  "
+			if i > 0 {
+				prefix = "         "
 			}
+			writeWrapped(w, prefix, l)
 		}
 		fmt.Fprintln(w)
 	}
@@ -228,6 +231,9 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 			writeWrapped(w, "legend:  ", legend)
 			fmt.Fprintln(w)
 		}
+	}
+	if line := bottomLine(rep.Verdicts); line != "" && !markdown {
+		writeWrapped(w, "bottom line: ", line)
 	}
 	return nil
 }
@@ -317,9 +323,12 @@ func andList(names []string) string {
 // algorithms whose memory is measured by replaying the workload. Wrapped
 // to 120 columns it takes 6 lines for two targets.
 func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []string {
-	win := Duration(wl.Window)
+	win, span := Duration(wl.Window), Duration(wl.Window)
+	if wl.Window == 0 { // every workload's legend at once
+		win, span = "W", "W, the workload's window"
+	}
 	lines := []string{
-		fmt.Sprintf("admitted, denied: decisions of each kind. max in %s: the most admitted for one key in any span of %s.", win, win),
+		fmt.Sprintf("admitted, denied: decisions of each kind. max in %s: the most admitted for one key in any span of %s.", win, span),
 		fmt.Sprintf("× limit: max in %s over the limit; an exact limiter never exceeds 1.00. "+
 			"false admits, false denials: against an exact sliding log on the same trace.", win),
 	}
@@ -336,7 +345,7 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 		case "memory":
 			line := fmt.Sprintf("memory B/key: Go heap growth per key over %s fresh keys after one decision", Int(replay.FixedStateKeys))
 			if len(logs) > 0 {
-				line += fmt.Sprintf("; for %s (state grows with traffic), over this workload replayed on copies of its keys", andList(logs))
+				line += fmt.Sprintf("; for %s (state grows with traffic), over the workload replayed on copies of its keys", andList(logs))
 			}
 			lines = append(lines, line+".")
 		case "redis", "cluster":
@@ -357,6 +366,51 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 		lines = append(lines, strings.Join(stores, " "))
 	}
 	return lines
+}
+
+// bottomLine sums the verdicts up: which algorithm held the limit at the
+// least cost on how many workloads, and where to go for a user's own
+// traffic. It is "" without verdicts.
+func bottomLine(verdicts []replay.Verdict) string {
+	if len(verdicts) == 0 {
+		return ""
+	}
+	var order []string
+	won := map[string][]string{}
+	var none []string
+	for _, v := range verdicts {
+		if !v.Held {
+			none = append(none, v.Workload)
+			continue
+		}
+		a := v.Choice.Algorithm
+		if _, ok := won[a]; !ok {
+			order = append(order, a)
+		}
+		won[a] = append(won[a], v.Workload)
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return len(won[b]) - len(won[a]) })
+	workloads := "workloads"
+	if len(verdicts) == 1 {
+		workloads = "workload"
+	}
+	var parts []string
+	for i, a := range order {
+		of := ""
+		if i == 0 {
+			of = fmt.Sprintf(" of %d %s", len(verdicts), workloads)
+		}
+		parts = append(parts, fmt.Sprintf("%s on %d%s (%s)", a, len(won[a]), of, strings.Join(won[a], ", ")))
+	}
+	var b strings.Builder
+	if len(parts) > 0 {
+		fmt.Fprintf(&b, "the algorithm that held the limit at the least cost was %s.", strings.Join(parts, "; "))
+	}
+	if len(none) > 0 {
+		fmt.Fprintf(&b, " None held it on %s.", strings.Join(none, ", "))
+	}
+	b.WriteString(" No one algorithm fits every workload: for your own traffic, run ratewise recommend --qps N --window W --precision exact (or approx).")
+	return strings.TrimSpace(b.String())
 }
 
 // Fixed2 prints v with two decimals, as ratios are shown.

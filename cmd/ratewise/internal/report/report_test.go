@@ -72,7 +72,7 @@ func testReport() *replay.Report {
 			{Workload: "boundary", Algorithm: "gcra", Params: "100/1m burst 100", Settings: algorithms.Params{Limit: 100, Window: time.Minute, Burst: 100},
 				Accuracy: replay.Accuracy{Requests: 600, Admitted: 300, Denied: 300, MaxInWindow: 100, Overshoot: 1}, Stores: stores(63, 1.8)},
 		},
-		Verdicts: []replay.Verdict{{Workload: "boundary", Held: true,
+		Verdicts: []replay.Verdict{{Workload: "boundary", Held: true, Choice: replay.Judged{Algorithm: "gcra"},
 			Text:        "gcra held the limit (max 1.00×) at the least cost (63 B/key on memory, 1.80 cmds on miniredis).",
 			CheaperText: "fixed_window is cheaper (63 B/key, 1.67 cmds) but reached 2.00× the limit."}},
 		Timings: []replay.Timing{
@@ -102,9 +102,20 @@ func TestTablesExplainThemselves(t *testing.T) {
 			if verdict < table || !strings.Contains(out, "fixed_window is cheaper") {
 				t.Fatalf("no verdict under the table:\n%s", out)
 			}
-			// Every column of the table, explained after it.
-			legend := out[verdict:strings.Index(out, "Timed phase")]
-			for _, column := range []string{"admitted", "denied", "max in 1m", "× limit", "1.00", "false admits", "false denials", "exact sliding log",
+			// Every column of the table, explained after it: on a
+			// terminal once, after the last table, for a window W.
+			end := strings.Index(out, "Timed phase")
+			maxIn := "max in 1m"
+			if format == "table" {
+				maxIn = "max in W"
+				want := "bottom line: the algorithm that held the limit at the least cost was gcra on 1 of 1 workload (boundary)."
+				last := out[strings.LastIndex(strings.TrimSpace(out), "\n\n")+2:]
+				if !strings.HasPrefix(last, want) || !strings.Contains(last, "run ratewise recommend") {
+					t.Errorf("the output does not end with the bottom line %q, naming recommend:\n%s", want, out)
+				}
+			}
+			legend := out[verdict:end]
+			for _, column := range []string{"admitted", "denied", maxIn, "× limit", "1.00", "false admits", "false denials", "exact sliding log",
 				"memory B/key", "65,536 fresh keys", "sliding_window", "miniredis B/key", "cannot measure Redis memory", "cmds", "EVALSHA"} {
 				if !strings.Contains(legend, column) {
 					t.Errorf("the legend does not explain %q:\n%s", column, legend)
@@ -112,8 +123,8 @@ func TestTablesExplainThemselves(t *testing.T) {
 			}
 			if format == "table" {
 				lines := strings.Split(strings.TrimSpace(legend), "\n")
-				if len(lines) > 2+6 {
-					t.Errorf("verdict and legend take %d lines, want at most 8:\n%s", len(lines), legend)
+				if len(lines) > 2+1+7 {
+					t.Errorf("verdict and legend take %d lines, want at most 10:\n%s", len(lines), legend)
 				}
 				for _, l := range lines {
 					if n := utf8.RuneCountInString(l); n > 120 {
