@@ -167,14 +167,20 @@ func ExampleLimiter_Refund() {
 func ExampleGroup() {
 	ctx := context.Background()
 	s := storememory.New()
-	perUser, _ := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 10}, ratewise.WithNamespace("user"))
-	perTenant, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute}, ratewise.WithNamespace("tenant"))
+	perUser, err := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 10}, ratewise.WithNamespace("user"))
+	if err != nil {
+		panic(err)
+	}
+	perTenant, err := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute}, ratewise.WithNamespace("tenant"))
+	if err != nil {
+		panic(err)
+	}
 	group, err := ratewise.NewGroup(perUser, perTenant)
 	if err != nil {
 		panic(err)
 	}
 	for _, user := range []string{"ann", "bob", "cat", "dan"} {
-		res, err := group.Allow(ctx, user, "acme")
+		res, err := group.Allow(ctx, user, "acme") // a key per limiter, in order
 		if err != nil {
 			panic(err)
 		}
