@@ -116,8 +116,12 @@ func CheckRefund(alg Algorithm, now, at time.Time, n int64) error {
 // request's cost, 0 to inspect, or minus the cost of a request to inspect
 // as (see Algorithm.Decide). alg must be valid.
 func CheckCost(alg Algorithm, cost int64) error {
-	if limit := alg.MaxCost(); cost > limit || cost < -limit {
-		return fmt.Errorf("%w: cost %d outside [-%d, %d]", ErrCostExceedsLimit, cost, limit, limit)
+	limit := alg.MaxCost()
+	switch {
+	case cost > limit:
+		return fmt.Errorf("%w: a cost of %d, over the %d that %s takes at once", ErrCostExceedsLimit, cost, limit, alg)
+	case cost < -limit:
+		return fmt.Errorf("%w: an inspection for a cost of %d, over the %d that %s takes at once", ErrCostExceedsLimit, -cost, limit, alg)
 	}
 	return nil
 }
