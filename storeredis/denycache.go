@@ -17,10 +17,12 @@ const DefaultDenyCache = 4096
 // without a round trip; n = 0 turns the cache off.
 //
 // When Redis denies a request of cost 1, the key stays denied to requests
-// of cost 1 with the same parameters until its RetryAfter has passed,
-// whatever else happens, since other instances can only consume more. Until
-// then the store answers such requests itself, from the denial it
-// remembers: the Result is the one Redis would give if nothing else reached
+// of cost 1 with the same parameters until its RetryAfter has passed, since
+// other instances' decisions can only consume more. Only a write that gives
+// units back (a refund, a cancellation, a Reset) or another limit on the
+// key (a raised rate, say) can admit one sooner; the cache then errs
+// towards denying, never towards admitting. Until then the store answers
+// such requests itself, from the denial it remembers: the Result is the one Redis would give if nothing else reached
 // the key meanwhile (Remaining 0, RetryAfter and ResetAfter counting down,
 // At the decision's time). The time is the caller's now in client-time mode
 // (WithClientTime; a now before the remembered decision goes to Redis),
