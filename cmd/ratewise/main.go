@@ -30,6 +30,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -248,14 +249,7 @@ func (c *command) parse(args []string) error {
 // other is returned as it is, its -name written --name.
 func (c *command) explain(err error) string {
 	msg := err.Error()
-	for _, prefix := range []string{"flag provided but not defined: -", "flag needs an argument: -", "bad flag syntax: -"} {
-		if name, ok := strings.CutPrefix(msg, prefix); ok && !strings.HasPrefix(name, "-") {
-			msg = prefix + "-" + name
-		}
-	}
-	if i := strings.Index(msg, " for flag -"); i >= 0 && !strings.HasPrefix(msg[i+len(" for flag -"):], "-") {
-		msg = msg[:i] + " for flag --" + msg[i+len(" for flag -"):]
-	}
+	msg = flagName.ReplaceAllString(msg, "$1--$2")
 	rest, ok := strings.CutPrefix(msg, "invalid value ")
 	if !ok {
 		return msg
@@ -278,6 +272,10 @@ func (c *command) explain(err error) string {
 	}
 	return fmt.Sprintf("--%s %s: want a duration with a unit, such as 500ms or 2s", name, value)
 }
+
+// flagName finds a flag's name as the flag package writes it, -name, after
+// ": " ("flag provided but not defined: -x") or "flag " ("for flag -x").
+var flagName = regexp.MustCompile(`(: |flag )-([A-Za-z])`)
 
 func isDuration(v any) bool {
 	_, ok := v.(time.Duration)
