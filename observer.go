@@ -15,7 +15,7 @@ import (
 // block: count, record a histogram sample, and return. It may be called by
 // many goroutines at once.
 //
-// Label metrics with the event's Source, Algorithm.Name(), Binding, Allowed
+// Label metrics with the event's Source, Algorithm.Kind().Name(), Binding, Allowed
 // and whether Err is nil, never with Key: keys are users, IPs and paths,
 // unbounded in number, and a metric per key exhausts any metrics backend.
 type Observer interface {
@@ -82,7 +82,7 @@ type DecisionEvent struct {
 //		case !e.Allowed:
 //			outcome = "denied"
 //		}
-//		m.decisions.WithLabelValues(e.Algorithm.Name(), outcome).Inc()
+//		m.decisions.WithLabelValues(e.Algorithm.Kind().Name(), outcome).Inc()
 //	}
 //
 //	l, err := ratewise.New(s, alg, ratewise.WithObserver(metrics{vec}))
@@ -113,7 +113,7 @@ func observe(ctx context.Context, o Observer, start time.Time, key string, alg a
 }
 
 // peekCost is the cost a decision asked about, from the store's cost: a
-// negative cost -n inspects for n, and 0 for 1 (algorithms.Algorithm.Decide).
+// negative cost -n inspects for n, and 0 for 1 (see Limiter.PeekN).
 func peekCost(cost int64) int64 {
 	switch {
 	case cost < 0:

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -25,7 +26,7 @@ type Result = algorithms.Result
 
 // Limiter limits events per key. It is safe for simultaneous use by many
 // goroutines. Limiters that share a store share state when they use the same
-// algorithm with the same window or period (its algorithms.Scope) and the
+// algorithm with the same window or period (its algo.Scope) and the
 // same key in the same namespace: a per-second and a per-hour limit on one
 // key are independent, while two limiters that differ only in their limit
 // count against one quota. Give limiters their own namespace (WithNamespace)
@@ -53,7 +54,7 @@ type Limiter struct {
 // algorithm. It runs on every decision, so it should be quick (a map or a
 // cache, not a database query), and it may return different limits over
 // time, as after a configuration reload: a key keeps what it used when its
-// new algorithm has the same kind and Scope (see algorithms.Scope), and
+// new algorithm has the same kind and Scope (see algo.Scope), and
 // starts afresh under another. An error is returned to the caller, wrapped.
 type LimitFunc func(ctx context.Context, key string) (algorithms.Algorithm, error)
 
@@ -70,7 +71,7 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 	if alg == nil {
 		return nil, ErrNilAlgorithm
 	}
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return nil, err
 	}
 	if err := alg.Validate(); err != nil {
@@ -115,7 +116,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 // caller for this call alone, such as the plan of the user making it. The
 // key keeps what it used across calls whose algorithms share a kind and
 // Scope: 100 and 10,000 per hour count against one history, while a limit
-// per minute and one per hour are separate (see algorithms.Scope). alg is
+// per minute and one per hour are separate (see algo.Scope). alg is
 // checked on every call, with the errors New returns.
 func (l *Limiter) AllowWith(ctx context.Context, key string, alg algorithms.Algorithm, n int64) (Result, error) {
 	if err := checkAlgorithm(alg); err != nil {
@@ -137,7 +138,7 @@ func checkCost(alg algorithms.Algorithm, n int64) error {
 	if n <= 0 {
 		return fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
-	return algorithms.CheckCost(alg, n)
+	return algo.CheckCost(alg, n)
 }
 
 // Peek is shorthand for PeekN(ctx, key, 1).
@@ -161,7 +162,7 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 	if err := checkCost(alg, n); err != nil {
 		return Result{}, err
 	}
-	return l.decide(ctx, key, alg, -n) // a negative cost inspects (algorithms.Algorithm.Decide)
+	return l.decide(ctx, key, alg, -n) // a negative cost inspects (algo.Decide)
 }
 
 // Refund gives back n units of the cost an admission for key was charged:
@@ -179,8 +180,8 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // charged. Made at once, before time passes or another request for key is
 // charged, it gives back exactly n (unless a bucket's rate count has
 // changed more than once lately); later, what comes back depends on the
-// algorithm and on what the key did since, and may be less (see
-// algorithms.Algorithm.Refund): a token bucket or GCRA gives back less
+// algorithm and on what the key did since, and may be less (see "Refunds"
+// in package algorithms): a token bucket or GCRA gives back less
 // what has refilled since the charge, and nothing once the key has been
 // written under another rate count, even if it has changed back; a sliding
 // log frees its oldest units
@@ -268,7 +269,7 @@ func checkAlgorithm(alg algorithms.Algorithm) error {
 	if alg == nil {
 		return ErrNilAlgorithm
 	}
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return err
 	}
 	return alg.Validate()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -153,7 +154,7 @@ func TestGroupRefundsOnARace(t *testing.T) {
 	// Another request takes all of the tenant first, once.
 	s := &onCharge{Store: mem, key: "tenant:acme", do: func(ctx context.Context, alg algorithms.Algorithm, now time.Time) {
 		if raced.CompareAndSwap(0, 1) {
-			mem.Decide(ctx, "tenant:acme", alg, now, alg.MaxCost())
+			mem.Decide(ctx, "tenant:acme", alg, now, algo.MaxCost(alg))
 		}
 	}}
 	clock := ratewisetest.NewClock(refundStart)

@@ -117,7 +117,7 @@ func (s *Set) PeekN(ctx context.Context, key string, n int64) (SetResult, error)
 	if n <= 0 {
 		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
-	return s.decide(ctx, key, -n) // a negative cost inspects (algorithms.Algorithm.Decide)
+	return s.decide(ctx, key, -n) // a negative cost inspects (algo.Decide)
 }
 
 // Refund gives back n units of what an admission of the Set charged (res,

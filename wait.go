@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -41,7 +42,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 // returned with an error is never Allowed, and names no charge to refund
 // (Result.Charged). Other errors are AllowN's.
 //
-// With an algorithm that can book ahead (algorithms.Reserver: the token
+// With an algorithm that can book ahead (the token
 // bucket and GCRA) on a store that can (store.Reserver: the memory and
 // Redis stores), a wait is one round trip: the request books the earliest
 // time the key admits it, even across app instances, and sleeps until then.
@@ -63,7 +64,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) (Result, error
 		return Result{}, err
 	}
 	if rs, ok := l.store.(store.Reserver); ok {
-		if _, ok := alg.(algorithms.Reserver); ok {
+		if algo.Reserves(alg) {
 			return l.waitBooked(ctx, rs, key, alg, n)
 		}
 	}
@@ -100,7 +101,7 @@ func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // maxBooking is the longest wait a booking accepts without a deadline:
-// the largest algorithms.CheckMaxWait allows.
+// the largest algo.CheckMaxWait allows.
 const maxBooking = (1 << 50) * time.Microsecond
 
 // waitBooked books the request's turn under alg, which has been checked,
@@ -280,7 +281,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration
 // would wait longer than maxWait charges nothing and is not OK; its
 // Result's RetryAfter is then the wait until the request's turn, the
 // shortest after which it would be admitted. It needs an
-// algorithm that can book (the token bucket and GCRA: algorithms.Reserver)
+// algorithm that can book (the token bucket and GCRA)
 // on a store that can (store.Reserver), and fails with store.ErrUnsupported
 // otherwise; maxWait must be a whole number of microseconds in [0, 2^50µs].
 func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
@@ -295,7 +296,7 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait tim
 	if !ok {
 		return nil, fmt.Errorf("%w: %T cannot book requests ahead (store.Reserver)", store.ErrUnsupported, l.store)
 	}
-	if _, ok := alg.(algorithms.Reserver); !ok {
+	if !algo.Reserves(alg) {
 		return nil, fmt.Errorf("%w: %s cannot book requests ahead", store.ErrUnsupported, alg)
 	}
 	if err := checkCost(alg, n); err != nil {

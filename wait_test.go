@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 )
@@ -167,7 +168,7 @@ func TestWaitReportsTheWholeWait(t *testing.T) {
 			t.Errorf("%v: a 1s wait with 300ms left: %+v, %v; want ErrWaitExceedsDeadline with RetryAfter 1s", alg, res, err)
 		}
 		r, err := l.Reserve(context.Background(), "k", 300*time.Millisecond)
-		if _, books := alg.(algorithms.Reserver); books && (err != nil || r.OK() || r.Result().RetryAfter != time.Second) {
+		if books := algo.Reserves(alg); books && (err != nil || r.OK() || r.Result().RetryAfter != time.Second) {
 			t.Errorf("%v: a booking 1s away with 300ms to wait: %+v, %v; want not booked, RetryAfter 1s", alg, r, err)
 		}
 	}

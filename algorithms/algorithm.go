@@ -6,6 +6,8 @@ import (
 	"math/bits"
 	"strconv"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // Algorithm is one rate-limiting algorithm together with its parameters.
@@ -16,48 +18,47 @@ import (
 //
 // The interface is sealed: only this package's types implement it. Every
 // store must run every algorithm exactly, and the Redis store runs each one
-// as a Lua step kept bit-identical to its Go Decide by a differential test;
+// as a Lua step kept bit-identical to its Go step by a differential test;
 // an algorithm defined elsewhere would work on one store and fail on another
 // at run time. A new algorithm is added here, with its Lua step, and every
 // store, tool and test then picks it up from the registry (see Kinds).
 type Algorithm interface {
-	// Kind is the algorithm's entry in the registry.
+	// Kind is the algorithm's entry in the registry; Kind().Name() is its
+	// stable identifier, such as "fixed_window".
 	Kind() *Kind
-
-	// Name is Kind().Name(), the algorithm's stable identifier, such as
-	// "fixed_window". Stores use it, with Scope, to keep apart the state of
-	// different algorithms under one key.
-	Name() string
-
-	// Params returns the parameters in the form every algorithm shares;
-	// Kind().New(Params()) returns the same algorithm.
-	Params() Params
-
-	// Quota is the most cost an idle key admits at once (MaxCost), and the
-	// time an idle key takes to get it back in full: the window, or the
-	// time the rate takes to refill the capacity or burst.
-	Quota() Quota
 
 	// String describes the algorithm and its parameters, such as
 	// "gcra 10/1s burst 20".
 	String() string
 
-	// Scope is what, beside Name, tells apart the state this algorithm
-	// value reads and writes: its window or period. Values with the same
-	// Name and Scope share a key's state, so changing only a limit, burst
-	// or capacity keeps what a key has used; values whose windows or
-	// periods differ never share state.
-	Scope() Scope
-
 	// Validate reports whether the parameters are usable. The error wraps
 	// one of this package's sentinel errors.
 	Validate() error
 
-	// MaxCost is the largest cost a single request can have: the cost an
-	// idle key admits at once. A larger request could never be admitted.
-	MaxCost() int64
+	// name is Kind().Name().
+	name() string
 
-	// Decide is the pure decision step for one key.
+	// params returns the parameters in the form every algorithm shares;
+	// Kind().New(params()) returns the same algorithm.
+	params() Params
+
+	// quota is the most cost an idle key admits at once (maxCost), and the
+	// time an idle key takes to get it back in full: the window, or the
+	// time the rate takes to refill the capacity or burst.
+	quota() algobridge.Quota
+
+	// scope is what, beside the name, tells apart the state this algorithm
+	// value reads and writes: its window or period. Values with the same
+	// name and scope share a key's state, so changing only a limit, burst
+	// or capacity keeps what a key has used; values whose windows or
+	// periods differ never share state.
+	scope() algobridge.Scope
+
+	// maxCost is the largest cost a single request can have: the cost an
+	// idle key admits at once. A larger request could never be admitted.
+	maxCost() int64
+
+	// decide is the pure decision step for one key.
 	//
 	// state is what the previous step returned, or nil for a key with no
 	// state. now is the decision time; it is used at microsecond resolution.
@@ -83,7 +84,7 @@ type Algorithm interface {
 	// expired. An inspection changes nothing, but for a token bucket or
 	// GCRA state written under another rate count, which any decision
 	// converts (see "Changing limits"): it then returns a new state and
-	// leaves the one it was given as it was (Keeper tells when). Decide may
+	// leaves the one it was given as it was (keeper tells when). Decide may
 	// reuse state's memory for a request: the caller must keep the
 	// returned state and drop the one it passed in. A nil state and any
 	// state whose ResetAfter has passed are the same. State written under
@@ -95,9 +96,9 @@ type Algorithm interface {
 	// within [the Unix epoch, MaxTime] (see CheckDecision); Decide does not
 	// check them on the hot path. A state of another algorithm's type is a
 	// store's bug: Decide panics rather than treat it as no state.
-	Decide(state State, now time.Time, cost int64) (State, Result)
+	decide(state keyState, now time.Time, cost int64) (keyState, Result)
 
-	// Refund gives back n units of the cost that a request admitted at time
+	// refund gives back n units of the cost that a request admitted at time
 	// at was charged, at time now. It returns the state to keep and whether
 	// anything came back; when nothing did, the state is state itself,
 	// unchanged. at is the admission's Result.At: the time the request
@@ -113,16 +114,16 @@ type Algorithm interface {
 	// the package doc).
 	//
 	// The inputs must pass CheckRefund; Refund does not check them.
-	Refund(state State, now, at time.Time, n int64) (State, bool)
+	refund(state keyState, now, at time.Time, n int64) (keyState, bool)
 
 	sealed()
 }
 
-// Reserver is an algorithm that can book a request ahead: TokenBucket and
+// reserver is an algorithm that can book a request ahead: TokenBucket and
 // GCRA, whose state is the time the key is full again, so a booking is that
 // time moved on, whatever other requests do meanwhile.
 //
-// Reserve charges cost at once and reports Allowed true when the request's
+// reserve charges cost at once and reports Allowed true when the request's
 // turn comes within maxWait, with delay the wait until then (0 when it may
 // go now); the request must wait delay before acting. When its turn is
 // further away, nothing is charged, Allowed is false and RetryAfter is the
@@ -131,14 +132,14 @@ type Algorithm interface {
 // the key: Remaining is 0 and later requests wait behind it, so bookings
 // are served in the order they were made. maxWait must be in [0, 2^50µs]
 // (CheckMaxWait); with 0, Reserve decides as Decide does.
-type Reserver interface {
+type reserver interface {
 	Algorithm
-	Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration)
+	reserve(state keyState, now time.Time, cost int64, maxWait time.Duration) (keyState, Result, time.Duration)
 }
 
 // CheckMaxWait reports whether maxWait is a wait Reserve accepts: a whole
 // number of microseconds in [0, 2^50µs].
-func CheckMaxWait(maxWait time.Duration) error {
+func checkMaxWait(maxWait time.Duration) error {
 	if maxWait == 0 {
 		return nil
 	}
@@ -146,11 +147,11 @@ func CheckMaxWait(maxWait time.Duration) error {
 	return err
 }
 
-// State is an algorithm's per-key state: *FixedWindowState,
-// *SlidingLogState, *CompactLogState, *SlidingWindowState, *TokenBucketState
-// or *GCRAState.
+// State is an algorithm's per-key state: *fixedWindowState,
+// *slidingLogState, *compactLogState, *slidingWindowState, *tokenBucketState
+// or *gcraState.
 // Stores keep it opaque.
-type State any
+type keyState = any
 
 // Result is the outcome of one decision. The HTTP layer builds 429 responses,
 // Retry-After and RateLimit headers from it, so every field is exact.
@@ -184,13 +185,13 @@ type Result struct {
 
 	// At is the time the decision was made at, to the microsecond: the
 	// decision's now, or the latest time the key had already seen if that
-	// is later (see Algorithm.Decide); for FixedWindow, which keeps its
+	// is later (see Algorithm's decide); for FixedWindow, which keeps its
 	// window rather than a time, the start of that window if it is later. A
 	// Redis store deciding on the server's clock reports that clock. For a
-	// booking (Reserver) that must wait, At is its turn, rounded down to
+	// booking (reserver) that must wait, At is its turn, rounded down to
 	// the microsecond: the time the request counts at. RetryAfter and
 	// ResetAfter count from the decision's now, not from At. A refund takes
-	// At to find what the request was charged (Algorithm.Refund).
+	// At to find what the request was charged (Algorithm's refund).
 	At time.Time
 
 	// charge is what an admission charged (see Charged).
@@ -209,7 +210,7 @@ type charge struct {
 // Charged reports what an admission charged: the algorithm it was decided
 // under, with its parameters (its kind and scope name the state charged,
 // and its limit the quota), and its cost. A refund gives back into exactly
-// that state, whatever limit the key has since (see Algorithm.Refund and
+// that state, whatever limit the key has since (see Algorithm's refund and
 // ratewise's Limiter.Refund). For a denial and an inspection, which charged
 // nothing, and any Result whose Allowed is false, it returns nil and 0.
 func (r Result) Charged() (Algorithm, int64) {
@@ -219,15 +220,15 @@ func (r Result) Charged() (Algorithm, int64) {
 	return r.charge.kind.build(r.charge.params), r.charge.cost
 }
 
-// Charge returns res marked as the admission of a request of cost under
-// alg, as Decide and Reserve mark the admissions they make (see
+// markCharged returns res marked as the admission of a request of cost
+// under alg, as decide and reserve mark the admissions they make (see
 // Result.Charged). A store that decides outside Go, as the Redis store's Lua
 // steps do, marks the admissions it reads back with it, so that its Results
-// are the ones Decide returns. A denial, a cost below 1 or an alg that is
+// are the ones decide returns. A denial, a cost below 1 or an alg that is
 // not one of this package's types leaves res unchanged.
-func Charge(res Result, alg Algorithm, cost int64) Result {
-	if CheckKind(alg) == nil {
-		res.charged(alg.Kind(), alg.Params(), cost)
+func markCharged(res Result, alg Algorithm, cost int64) Result {
+	if checkKind(alg) == nil {
+		res.charged(alg.Kind(), alg.params(), cost)
 	}
 	return res
 }
@@ -259,7 +260,7 @@ func PerHour(n int64) Rate { return Rate{Count: n, Period: time.Hour} }
 // whole unit, for example "10/1s", "100/1m", "1000000/24h" or "7/1500ms".
 // ParseRate reads it back.
 func (r Rate) String() string {
-	return strconv.FormatInt(r.Count, 10) + "/" + compactDuration(r.Period)
+	return strconv.FormatInt(r.Count, 10) + "/" + algobridge.CompactDuration(r.Period)
 }
 
 // IsZero reports whether r is the zero Rate.
@@ -276,11 +277,11 @@ func (r Rate) validate() (periodMicros int64, err error) {
 	return durationMicros(ErrInvalidPeriod, "period", r.Period)
 }
 
-// TimeFor returns how long n events take at rate r: n × Period / Count,
-// rounded down to the microsecond. For example, PerMinute(10).TimeFor(3)
+// timeFor returns how long n events take at rate r: n × Period / Count,
+// rounded down to the microsecond. For example, PerMinute(10).timeFor(3)
 // is 18s. r must be valid and n >= 0; a result above the largest
 // time.Duration is capped there.
-func (r Rate) TimeFor(n int64) time.Duration {
+func (r Rate) timeFor(n int64) time.Duration {
 	hi, lo := bits.Mul64(uint64(n), uint64(r.Period/time.Microsecond))
 	if hi >= uint64(r.Count) {
 		return time.Duration(math.MaxInt64)
@@ -297,7 +298,7 @@ func (r Rate) TimeFor(n int64) time.Duration {
 // algorithm's state to another, which would silently admit as if the key
 // were idle; that is a bug in the store, so it panics. It takes the name,
 // not the algorithm, so that the hot path boxes nothing.
-func stateAs[S comparable](name string, state State) S {
+func stateAs[S comparable](name string, state keyState) S {
 	st, ok := state.(S)
 	if !ok && state != nil {
 		panic(fmt.Sprintf("algorithms: %s given a state of type %T: a store mixed up the state of two algorithms", name, state))

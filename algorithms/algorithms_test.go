@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 var t0 = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -87,12 +88,12 @@ func decision(r algorithms.Result) algorithms.Result {
 
 type run struct {
 	alg   algorithms.Algorithm
-	state algorithms.State
+	state algo.State
 }
 
 func (r *run) decide(now time.Time, cost int64) algorithms.Result {
 	var res algorithms.Result
-	r.state, res = r.alg.Decide(r.state, now, cost)
+	r.state, res = algo.Decide(r.alg, r.state, now, cost)
 	return res
 }
 
@@ -119,7 +120,7 @@ func TestNoDrift(t *testing.T) {
 		algorithms.GCRA{Rate: algorithms.PerSecond(3), Burst: 3},
 		algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(3)},
 	} {
-		t.Run(alg.Name(), func(t *testing.T) {
+		t.Run(alg.Kind().Name(), func(t *testing.T) {
 			r := run{alg: alg}
 			for s := range 3600 {
 				if res := r.decide(t0.Add(time.Duration(s)*time.Second), 3); !res.Allowed {
@@ -250,10 +251,10 @@ func TestLongIdle(t *testing.T) {
 		r := run{alg: alg}
 		r.decide(t0, 5)
 		if res := r.decide(later, 0); !res.Allowed || res.Remaining != 5 || res.ResetAfter != 0 {
-			t.Fatalf("%s after 300 years: %+v; want full", alg.Name(), res)
+			t.Fatalf("%s after 300 years: %+v; want full", alg.Kind().Name(), res)
 		}
 		if res := r.decide(later, 5); !res.Allowed || res.Remaining != 0 {
-			t.Fatalf("%s after 300 years, cost 5: %+v; want admitted", alg.Name(), res)
+			t.Fatalf("%s after 300 years, cost 5: %+v; want admitted", alg.Kind().Name(), res)
 		}
 	}
 }
@@ -263,22 +264,22 @@ func TestLongIdle(t *testing.T) {
 func TestCharged(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
 		alg := mustNominal(t, k)
-		st, admitted := alg.Decide(nil, t0, 1)
+		st, admitted := algo.Decide(alg, nil, t0, 1)
 		if got, cost := admitted.Charged(); got != alg || cost != 1 {
 			t.Errorf("%v: an admission charged %v, %d; want itself, 1", alg, got, cost)
 		}
-		if algorithms.Charge(decision(admitted), alg, 1) != admitted {
+		if algo.Charge(decision(admitted), alg, 1) != admitted {
 			t.Errorf("%v: Charge does not mark a Result as Decide does", alg)
 		}
-		_, denied := alg.Decide(st, t0, 1)
-		_, peeked := alg.Decide(nil, t0, 0)
-		for _, r := range []algorithms.Result{denied, peeked, algorithms.Charge(denied, alg, 1), algorithms.Charge(peeked, alg, 0)} {
+		_, denied := algo.Decide(alg, st, t0, 1)
+		_, peeked := algo.Decide(alg, nil, t0, 0)
+		for _, r := range []algorithms.Result{denied, peeked, algo.Charge(denied, alg, 1), algo.Charge(peeked, alg, 0)} {
 			if got, cost := r.Charged(); got != nil || cost != 0 {
 				t.Errorf("%v: %+v charged %v, %d; want nothing", alg, r, got, cost)
 			}
 		}
-		if r, ok := alg.(algorithms.Reserver); ok {
-			_, booked, _ := r.Reserve(st, t0, 1, time.Hour)
+		if algo.Reserves(alg) {
+			_, booked, _ := algo.Reserve(alg, st, t0, 1, time.Hour)
 			if got, cost := booked.Charged(); !booked.Allowed || got != alg || cost != 1 {
 				t.Errorf("%v: a booking %+v charged %v, %d", alg, booked, got, cost)
 			}

@@ -226,7 +226,7 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 	switch {
 	case (cost <= 0 || !res.Allowed && cost == 1) && !converted:
 		// An inspection changes nothing, and neither does a denial of cost
-		// 1 (see Algorithm.Decide).
+		// 1 (see Algorithm's decide).
 		return st, res, delay
 	case cost <= 0:
 		// An inspection that converted the state: it keeps the result in

@@ -3,6 +3,8 @@ package algorithms
 import (
 	"fmt"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // CompactLog is the exact sliding log in a ring of timestamps: it decides
@@ -27,45 +29,47 @@ import (
 // Changing Limit keeps the timestamps, as SlidingLog keeps its records; a
 // key whose limit was lowered keeps its larger ring until the key is idle
 // for a window and its state goes. A now earlier than the latest time the key was decided at
-// is decided at that latest time (see Algorithm.Decide).
+// is decided at that latest time (see Algorithm's decide).
 type CompactLog struct {
 	Limit  int64
 	Window time.Duration
 }
 
-// CompactLogState is the compact log's per-key state: a ring of timestamps
+// compactLogState is the compact log's per-key state: a ring of timestamps
 // (µs since the Unix epoch), one per unit of admitted cost, oldest at Head,
 // Len of them stored (some may have expired), and the latest time the key
-// was decided at, as SlidingLogState's Latest. len(Ring) is the ring's
+// was decided at, as slidingLogState's Latest. len(Ring) is the ring's
 // capacity.
-type CompactLogState struct {
+type compactLogState struct {
 	Ring      []int64
 	Head, Len int64
 	Latest    int64
 }
 
-// Name returns "compact_log".
-func (CompactLog) Name() string { return compactLogKind.name }
+// name returns "compact_log".
+func (CompactLog) name() string { return compactLogKind.name }
 
 // Kind returns the registry's "compact_log".
 func (CompactLog) Kind() *Kind { return compactLogKind }
 
-// Params returns the parameters in their shared form.
-func (a CompactLog) Params() Params { return Params{Limit: a.Limit, Window: a.Window} }
+// params returns the parameters in their shared form.
+func (a CompactLog) params() Params { return Params{Limit: a.Limit, Window: a.Window} }
 
-// Quota returns the limit per window.
-func (a CompactLog) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+// quota returns the limit per window.
+func (a CompactLog) quota() algobridge.Quota {
+	return algobridge.Quota{Limit: a.Limit, Window: a.Window}
+}
 
 // String describes the algorithm, such as "compact_log 100/1m".
 func (a CompactLog) String() string { return describe(a) }
 
 func (CompactLog) sealed() {}
 
-// Scope returns the window.
-func (a CompactLog) Scope() Scope { return Scope{Window: a.Window} }
+// scope returns the window.
+func (a CompactLog) scope() algobridge.Scope { return algobridge.Scope{Window: a.Window} }
 
-// MaxCost returns Limit.
-func (a CompactLog) MaxCost() int64 { return a.Limit }
+// maxCost returns Limit.
+func (a CompactLog) maxCost() int64 { return a.Limit }
 
 // CompactLogMaxLimit is the largest Limit a CompactLog takes: 2^20, a ring
 // of 8 MiB, which holds 10 requests a second for a day. Above it, the ring
@@ -83,14 +87,14 @@ func (a CompactLog) Validate() error {
 }
 
 // at returns the i-th timestamp stored, oldest first.
-func (st *CompactLogState) at(i int64) int64 {
+func (st *compactLogState) at(i int64) int64 {
 	return st.Ring[(st.Head+i)%int64(len(st.Ring))]
 }
 
 // firstLive returns how many of the stored timestamps are at or before
 // expired, which are a prefix: a gallop from the oldest, then a bisection,
 // so O(log k) reads for k expired.
-func (st *CompactLogState) firstLive(expired int64) int64 {
+func (st *compactLogState) firstLive(expired int64) int64 {
 	if st.Len == 0 || st.at(0) > expired {
 		return 0
 	}
@@ -112,10 +116,10 @@ func (st *CompactLogState) firstLive(expired int64) int64 {
 	return hi
 }
 
-// Decide runs one compact-log step; see Algorithm.Decide. It allocates only
+// decide runs one compact-log step; see Algorithm's decide. It allocates only
 // when the ring grows.
-func (a CompactLog) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st := stateAs[*CompactLogState](a.Name(), state)
+func (a CompactLog) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
+	st := stateAs[*compactLogState](a.name(), state)
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
 	eff := t
@@ -126,7 +130,7 @@ func (a CompactLog) Decide(state State, now time.Time, cost int64) (State, Resul
 		// An inspection of a key with no state: nothing to allocate.
 		return state, Result{Allowed: true, Limit: a.Limit, Remaining: a.Limit, At: time.UnixMicro(t)}
 	default:
-		st = &CompactLogState{}
+		st = &compactLogState{}
 	}
 	res := Result{Limit: a.Limit, At: time.UnixMicro(eff)}
 	first := st.firstLive(eff - w)
@@ -146,14 +150,14 @@ func (a CompactLog) Decide(state State, now time.Time, cost int64) (State, Resul
 			count += cost
 		}
 		if res.Allowed || cost > 1 {
-			st.Latest = eff // see Algorithm.Decide
+			st.Latest = eff // see Algorithm's decide
 		}
 	}
 	res.Remaining = max(0, a.Limit-count)
 	if count > 0 {
 		res.ResetAfter = duration(st.at(st.Len-1) + w - t)
 	}
-	res.charged(compactLogKind, a.Params(), cost)
+	res.charged(compactLogKind, a.params(), cost)
 	if st.Len == 0 && st.Latest == 0 && len(st.Ring) == 0 {
 		return state, res // nothing to keep
 	}
@@ -162,7 +166,7 @@ func (a CompactLog) Decide(state State, now time.Time, cost int64) (State, Resul
 
 // push appends cost timestamps t, growing the ring, by half at least and up
 // to limit (or what it must hold), when they do not fit.
-func (st *CompactLogState) push(limit, t, cost int64) {
+func (st *compactLogState) push(limit, t, cost int64) {
 	if size := int64(len(st.Ring)); st.Len+cost > size {
 		grown := make([]int64, min(max(limit, st.Len+cost), max(st.Len+cost, size+size/2, 8)))
 		for i := range st.Len {
@@ -177,11 +181,11 @@ func (st *CompactLogState) push(limit, t, cost int64) {
 	st.Len += cost
 }
 
-// Refund gives back n units charged at time at, as SlidingLog.Refund does:
+// refund gives back n units charged at time at, as SlidingLog.Refund does:
 // off the newest timestamps when they are the request's, otherwise the
-// oldest units still counting. See Algorithm.Refund.
-func (a CompactLog) Refund(state State, now, at time.Time, n int64) (State, bool) {
-	st := stateAs[*CompactLogState](a.Name(), state)
+// oldest units still counting. See Algorithm's refund.
+func (a CompactLog) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
+	st := stateAs[*compactLogState](a.name(), state)
 	if st == nil {
 		return state, false
 	}

@@ -2,10 +2,12 @@ package algorithms_test
 
 import (
 	"math/rand/v2"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // TestCompactLogIsSlidingLog feeds the same random sequences to CompactLog
@@ -19,7 +21,7 @@ func TestCompactLogIsSlidingLog(t *testing.T) {
 	for seq := range 400 {
 		window := time.Duration(1+rng.Int64N(5_000_000)) * time.Microsecond
 		limits := []int64{1 + rng.Int64N(3), 1 + rng.Int64N(20), 1 + rng.Int64N(200)}
-		var logState, ringState algorithms.State
+		var logState, ringState algo.State
 		clock := t0.Add(time.Duration(rng.Int64N(int64(time.Hour))).Truncate(time.Microsecond))
 		type charge struct {
 			at   time.Time
@@ -51,8 +53,8 @@ func TestCompactLogIsSlidingLog(t *testing.T) {
 					n = 1 + rng.Int64N(limit) // more than the request took
 				}
 				var logChanged, ringChanged bool
-				logState, logChanged = log.Refund(logState, clock, c.at, n)
-				ringState, ringChanged = ring.Refund(ringState, clock, c.at, n)
+				logState, logChanged = algo.Refund(log, logState, clock, c.at, n)
+				ringState, ringChanged = algo.Refund(ring, ringState, clock, c.at, n)
 				if logChanged != ringChanged {
 					t.Fatalf("sequence %d step %d: a refund changed the compact log: %v, the sliding log: %v", seq, step, ringChanged, logChanged)
 				}
@@ -62,8 +64,8 @@ func TestCompactLogIsSlidingLog(t *testing.T) {
 				cost = 1 + rng.Int64N(min(limit, 3))
 			}
 			var want, got algorithms.Result
-			logState, want = log.Decide(logState, clock, cost)
-			ringState, got = ring.Decide(ringState, clock, cost)
+			logState, want = algo.Decide(log, logState, clock, cost)
+			ringState, got = algo.Decide(ring, ringState, clock, cost)
 			if decision(got) != decision(want) {
 				t.Fatalf("sequence %d step %d, %s at %v cost %d:\n  compact %+v\n  log     %+v", seq, step, ring, clock.Sub(t0), cost, got, want)
 			}
@@ -80,29 +82,29 @@ func TestCompactLogIsSlidingLog(t *testing.T) {
 
 // A compact log in steady use allocates nothing per decision.
 func TestCompactLogAllocations(t *testing.T) {
-	alg := algorithms.CompactLog{Limit: 100, Window: time.Second}
-	var st algorithms.State
+	var alg algorithms.Algorithm = algorithms.CompactLog{Limit: 100, Window: time.Second}
+	var st algo.State
 	now := t0
 	for range 1000 { // grow the ring to its size
 		now = now.Add(5 * time.Millisecond)
-		st, _ = alg.Decide(st, now, 1)
+		st, _ = algo.Decide(alg, st, now, 1)
 	}
 	allocs := testing.AllocsPerRun(1000, func() {
 		now = now.Add(5 * time.Millisecond)
-		st, _ = alg.Decide(st, now, 1)
+		st, _ = algo.Decide(alg, st, now, 1)
 	})
 	if allocs != 0 {
 		t.Fatalf("%v allocations per decision", allocs)
 	}
-	if size := len(st.(*algorithms.CompactLogState).Ring); size > 100 {
+	if size := reflect.ValueOf(st).Elem().FieldByName("Ring").Len(); size > 100 {
 		t.Fatalf("the ring holds %d timestamps for a limit of 100", size)
 	}
 }
 
 // Inspecting a key with no state allocates nothing.
 func TestCompactLogInspectsWithoutAllocating(t *testing.T) {
-	alg := algorithms.CompactLog{Limit: 10, Window: time.Second}
-	if allocs := testing.AllocsPerRun(100, func() { alg.Decide(nil, t0, 0) }); allocs != 0 {
+	var alg algorithms.Algorithm = algorithms.CompactLog{Limit: 10, Window: time.Second}
+	if allocs := testing.AllocsPerRun(100, func() { algo.Decide(alg, nil, t0, 0) }); allocs != 0 {
 		t.Fatalf("%v allocations to inspect an empty key", allocs)
 	}
 }

@@ -2,20 +2,23 @@
 // decision steps.
 //
 // Each algorithm is a small value type (FixedWindow, SlidingLog,
-// CompactLog, SlidingWindow, TokenBucket, GCRA) whose Decide method maps
-// (state, now, cost) to (new state, Result). Decide reads no clock, does no
-// I/O and starts no goroutine: a store decides where state lives and how the
-// step is made atomic, the algorithm decides what the step is. Because the step
-// is a plain function, the in-memory store runs it directly and the Redis
-// store's Lua scripts are checked against it.
+// CompactLog, SlidingWindow, TokenBucket, GCRA) that holds its parameters.
+// A user builds one, checks it with Validate and hands it to a limiter;
+// String describes it. Its decision step maps (state, now, cost) to (new
+// state, Result), reads no clock, does no I/O and starts no goroutine: a
+// store decides where state lives and how the step is made atomic, the
+// algorithm decides what the step is. The in-memory store runs the step
+// directly, and the Redis store's Lua scripts are checked against it. The
+// steps are ratewise's own business: stores reach them through an internal
+// package, and users see only Result.
 //
 // # The registry
 //
-// Kinds lists every algorithm once, with what stores, tools and tests need
-// to handle it without naming its type: its Name, its Family, the Params it
-// takes and how to build it from them (Kind.New). Every algorithm value
-// reports its Kind, its Params, its Scope, its Quota and a display form
-// (String). The Algorithm interface is sealed; see Algorithm and CheckKind.
+// Kinds lists every algorithm once. Lookup finds one by its name (such as
+// "gcra"), and Kind.New builds it from Params, the form every algorithm's
+// parameters share, so that a configuration file or a command line can
+// name any algorithm without naming its type. The Algorithm interface is
+// sealed: only this package's types implement it.
 //
 // # Resolution and range
 //
@@ -90,5 +93,5 @@
 // the charge: a refund then would give back what later requests were
 // charged.
 //
-// Each algorithm's Refund says what comes back when.
+// Each algorithm's doc says what a refund gives back when.
 package algorithms

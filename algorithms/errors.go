@@ -7,7 +7,7 @@ import (
 )
 
 // Errors for invalid parameters, returned by Validate, and for invalid
-// decisions, returned by CheckDecision. Each returned error wraps exactly
+// decisions, which every store checks before it decides. Each returned error wraps exactly
 // one of them and adds the offending value, so callers match with errors.Is.
 var (
 	// ErrInvalidLimit: a limit, capacity or rate count is not > 0.
@@ -82,41 +82,41 @@ func durationMicros(sentinel error, what string, d time.Duration) (int64, error)
 // CheckDecision reports whether a store can run one decision of alg at now
 // with the given cost: alg is one of this package's types (CheckKind), its
 // parameters are valid (see Validate), now is
-// within [the Unix epoch, MaxTime], and cost is in [-alg.MaxCost(), alg.MaxCost()]. A
+// within [the Unix epoch, MaxTime], and cost is in [-alg.maxCost(), alg.maxCost()]. A
 // store calls it before every decision, so a bad input is an error on every
 // store, never a panic or a silent clamp. A store that decides on its own
 // clock checks the time with CheckTime only where it uses the caller's.
-func CheckDecision(alg Algorithm, now time.Time, cost int64) error {
-	if err := CheckKind(alg); err != nil {
+func checkDecision(alg Algorithm, now time.Time, cost int64) error {
+	if err := checkKind(alg); err != nil {
 		return err
 	}
 	if err := alg.Validate(); err != nil {
 		return err
 	}
-	if err := CheckCost(alg, cost); err != nil {
+	if err := checkCost(alg, cost); err != nil {
 		return err
 	}
-	return CheckTime(now)
+	return checkTime(now)
 }
 
 // CheckRefund reports whether a store can run a refund of n units charged
 // at time at under alg at now: alg as CheckDecision requires, n in
-// [1, alg.MaxCost()], and both times within [the Unix epoch, MaxTime].
-func CheckRefund(alg Algorithm, now, at time.Time, n int64) error {
+// [1, alg.maxCost()], and both times within [the Unix epoch, MaxTime].
+func checkRefund(alg Algorithm, now, at time.Time, n int64) error {
 	if n <= 0 {
 		return fmt.Errorf("%w: a refund must be > 0, got %d", ErrInvalidCost, n)
 	}
-	if err := CheckDecision(alg, now, n); err != nil {
+	if err := checkDecision(alg, now, n); err != nil {
 		return err
 	}
-	return CheckTime(at)
+	return checkTime(at)
 }
 
-// CheckCost reports whether cost is in [-alg.MaxCost(), alg.MaxCost()]: a
+// CheckCost reports whether cost is in [-alg.maxCost(), alg.maxCost()]: a
 // request's cost, 0 to inspect, or minus the cost of a request to inspect
-// as (see Algorithm.Decide). alg must be valid.
-func CheckCost(alg Algorithm, cost int64) error {
-	limit := alg.MaxCost()
+// as (see Algorithm's decide). alg must be valid.
+func checkCost(alg Algorithm, cost int64) error {
+	limit := alg.maxCost()
 	switch {
 	case cost > limit:
 		return fmt.Errorf("%w: a cost of %d, over the %d that %s takes at once", ErrCostExceedsLimit, cost, limit, alg)
@@ -128,7 +128,7 @@ func CheckCost(alg Algorithm, cost int64) error {
 
 // CheckTime reports whether t is within [the Unix epoch, MaxTime]. The zero
 // time.Time, which a broken clock may return, is outside it.
-func CheckTime(t time.Time) error {
+func checkTime(t time.Time) error {
 	if us := t.UnixMicro(); us < 0 || us >= maxTime {
 		return fmt.Errorf("%w: %s is not between 1970-01-01 and %s", ErrInvalidTime, t.Format(time.RFC3339Nano), MaxTime.Format(time.RFC3339))
 	}

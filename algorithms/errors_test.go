@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // A cost out of range is ErrCostExceedsLimit, and its message says the
@@ -21,14 +22,14 @@ func TestCheckCostSaysWhatIsTooMuch(t *testing.T) {
 		{7, "a cost of 7, over the 5 that sliding_log 5/1m takes at once"},
 		{-9, "an inspection for a cost of 9, over the 5 that sliding_log 5/1m takes at once"},
 	} {
-		err := algorithms.CheckCost(alg, tt.cost)
+		err := algo.CheckCost(alg, tt.cost)
 		if !errors.Is(err, algorithms.ErrCostExceedsLimit) || !strings.HasSuffix(err.Error(), tt.want) {
-			t.Errorf("algorithms.CheckCost(%d): %v, want ErrCostExceedsLimit ending %q", tt.cost, err, tt.want)
+			t.Errorf("algo.CheckCost(%d): %v, want ErrCostExceedsLimit ending %q", tt.cost, err, tt.want)
 		}
 	}
 	for _, cost := range []int64{-5, 0, 5} {
-		if err := algorithms.CheckCost(alg, cost); err != nil {
-			t.Errorf("algorithms.CheckCost(%d): %v", cost, err)
+		if err := algo.CheckCost(alg, cost); err != nil {
+			t.Errorf("algo.CheckCost(%d): %v", cost, err)
 		}
 	}
 }

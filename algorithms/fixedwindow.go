@@ -3,6 +3,8 @@ package algorithms
 import (
 	"fmt"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // FixedWindow is the fixed window counter: time is cut into windows of length
@@ -30,35 +32,37 @@ type FixedWindow struct {
 	Window time.Duration
 }
 
-// FixedWindowState is the count admitted in the window starting at Start
+// fixedWindowState is the count admitted in the window starting at Start
 // (microseconds since the Unix epoch).
-type FixedWindowState struct {
+type fixedWindowState struct {
 	Start int64
 	Count int64
 }
 
-// Name returns "fixed_window".
-func (FixedWindow) Name() string { return fixedWindowKind.name }
+// name returns "fixed_window".
+func (FixedWindow) name() string { return fixedWindowKind.name }
 
 // Kind returns the registry's "fixed_window".
 func (FixedWindow) Kind() *Kind { return fixedWindowKind }
 
-// Params returns the parameters in their shared form.
-func (a FixedWindow) Params() Params { return Params{Limit: a.Limit, Window: a.Window} }
+// params returns the parameters in their shared form.
+func (a FixedWindow) params() Params { return Params{Limit: a.Limit, Window: a.Window} }
 
-// Quota returns the limit per window.
-func (a FixedWindow) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+// quota returns the limit per window.
+func (a FixedWindow) quota() algobridge.Quota {
+	return algobridge.Quota{Limit: a.Limit, Window: a.Window}
+}
 
 // String describes the algorithm, such as "fixed_window 100/1m".
 func (a FixedWindow) String() string { return describe(a) }
 
 func (FixedWindow) sealed() {}
 
-// Scope returns the window.
-func (a FixedWindow) Scope() Scope { return Scope{Window: a.Window} }
+// scope returns the window.
+func (a FixedWindow) scope() algobridge.Scope { return algobridge.Scope{Window: a.Window} }
 
-// MaxCost returns Limit.
-func (a FixedWindow) MaxCost() int64 { return a.Limit }
+// maxCost returns Limit.
+func (a FixedWindow) maxCost() int64 { return a.Limit }
 
 // Validate checks Limit in [1, 2^50] and Window a whole number of
 // microseconds in [1µs, 2^50µs].
@@ -73,11 +77,11 @@ func (a FixedWindow) Validate() error {
 	return err
 }
 
-// Refund takes n off the count, not below zero, when at is in the key's
+// refund takes n off the count, not below zero, when at is in the key's
 // window. A request charged in an earlier window counts no more, so nothing
-// comes back for it. See Algorithm.Refund.
-func (a FixedWindow) Refund(state State, now, at time.Time, n int64) (State, bool) {
-	st := stateAs[*FixedWindowState](a.Name(), state)
+// comes back for it. See Algorithm's refund.
+func (a FixedWindow) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
+	st := stateAs[*fixedWindowState](a.name(), state)
 	w, t, n0 := int64(a.Window/time.Microsecond), micros(at), micros(now)
 	// The charge's window must be the key's, and not over.
 	if st == nil || st.Start != t-floorMod(t, w) || st.Start+w <= n0-floorMod(n0, w) || st.Count <= 0 {
@@ -87,10 +91,10 @@ func (a FixedWindow) Refund(state State, now, at time.Time, n int64) (State, boo
 	return st, true
 }
 
-// Decide runs one fixed-window step; see Algorithm.Decide.
-func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res := a.step(stateAs[*FixedWindowState](a.Name(), state), now, cost)
-	res.charged(fixedWindowKind, a.Params(), cost)
+// decide runs one fixed-window step; see Algorithm's decide.
+func (a FixedWindow) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
+	st, res := a.step(stateAs[*fixedWindowState](a.name(), state), now, cost)
+	res.charged(fixedWindowKind, a.params(), cost)
 	if st == nil {
 		return nil, res
 	}
@@ -99,7 +103,7 @@ func (a FixedWindow) Decide(state State, now time.Time, cost int64) (State, Resu
 
 // step is Decide on the state's own type. It returns st, updated when a
 // request is admitted, or a new state if st was nil.
-func (a FixedWindow) step(st *FixedWindowState, now time.Time, cost int64) (*FixedWindowState, Result) {
+func (a FixedWindow) step(st *fixedWindowState, now time.Time, cost int64) (*fixedWindowState, Result) {
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
 	start, at := t-floorMod(t, w), t
@@ -120,7 +124,7 @@ func (a FixedWindow) step(st *FixedWindowState, now time.Time, cost int64) (*Fix
 		if cost > 0 {
 			count += cost
 			if st == nil {
-				st = &FixedWindowState{}
+				st = &fixedWindowState{}
 			}
 			st.Start, st.Count = start, count
 		}

@@ -3,6 +3,8 @@ package algorithms
 import (
 	"fmt"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // GCRA is the generic cell rate algorithm, the leaky bucket as a meter, as
@@ -26,19 +28,19 @@ import (
 //
 // A changed limit keeps what the key used, in tokens (see "Changing limits"
 // in the package doc). Changing Burst keeps TAT. Changing Rate.Count (the
-// period is the Scope) converts TAT at the first decision under the new
+// period is the scope) converts TAT at the first decision under the new
 // rate, an inspection included: the tokens used then are charged at the new
 // rate, exactly, and refill at it. For example, with 1,000 per minute and a
 // Burst of 20, all 20 used, and the rate lowered to 10 per minute at the
 // same instant, the key is denied with Remaining 0, and admits one request
 // 6s later. A now earlier than the latest time the key was decided at is
-// decided at that latest time (see Algorithm.Decide).
+// decided at that latest time (see Algorithm's decide).
 type GCRA struct {
 	Rate  Rate
 	Burst int64
 }
 
-// GCRAState is the theoretical arrival time TAT + Frac/k µs since the Unix
+// gcraState is the theoretical arrival time TAT + Frac/k µs since the Unix
 // epoch, where k is Rate.Count in lowest terms with Rate.Period and 0 <= Frac
 // < k; the latest time, in µs, a request was admitted at or denied at with a
 // cost above 1; the Rate.Count it was written under; and, after that count
@@ -47,32 +49,34 @@ type GCRA struct {
 // key would have been full again as a change left it holding tokens
 // (Booked), and the count it left then (BookedCount, 0 for two or more),
 // which bound refunds (see Refund); all 0 otherwise.
-type GCRAState bucketState
+type gcraState bucketState
 
-// Name returns "gcra".
-func (GCRA) Name() string { return gcraKind.name }
+// name returns "gcra".
+func (GCRA) name() string { return gcraKind.name }
 
 // Kind returns the registry's "gcra".
 func (GCRA) Kind() *Kind { return gcraKind }
 
-// Params returns the parameters in their shared form.
-func (a GCRA) Params() Params {
+// params returns the parameters in their shared form.
+func (a GCRA) params() Params {
 	return Params{Limit: a.Rate.Count, Window: a.Rate.Period, Burst: a.Burst}
 }
 
-// Quota returns the burst and the time Burst requests take to drain.
-func (a GCRA) Quota() Quota { return Quota{Limit: a.Burst, Window: a.Rate.TimeFor(a.Burst)} }
+// quota returns the burst and the time Burst requests take to drain.
+func (a GCRA) quota() algobridge.Quota {
+	return algobridge.Quota{Limit: a.Burst, Window: a.Rate.timeFor(a.Burst)}
+}
 
 // String describes the algorithm, such as "gcra 10/1s burst 20".
 func (a GCRA) String() string { return describe(a) }
 
 func (GCRA) sealed() {}
 
-// Scope returns the rate's period.
-func (a GCRA) Scope() Scope { return Scope{Window: a.Rate.Period} }
+// scope returns the rate's period.
+func (a GCRA) scope() algobridge.Scope { return algobridge.Scope{Window: a.Rate.Period} }
 
-// MaxCost returns Burst.
-func (a GCRA) MaxCost() int64 { return a.Burst }
+// maxCost returns Burst.
+func (a GCRA) maxCost() int64 { return a.Burst }
 
 // Validate checks a valid Rate (Count in [1, 2^50], Period a whole number of
 // microseconds in [1µs, 2^50µs]), Burst in [1, 2^50], and that Burst
@@ -88,28 +92,28 @@ func (a GCRA) Validate() error {
 	return checkBucket(a.Burst, "burst", a.Rate, p)
 }
 
-// Decide runs one GCRA step; see Algorithm.Decide.
-func (a GCRA) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res, _ := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost, 0)
-	res.charged(gcraKind, a.Params(), cost)
+// decide runs one GCRA step; see Algorithm's decide.
+func (a GCRA) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
+	st, res, _ := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*gcraState](a.name(), state)), now, cost, 0)
+	res.charged(gcraKind, a.params(), cost)
 	if st == nil {
 		return nil, res
 	}
-	return (*GCRAState)(st), res
+	return (*gcraState)(st), res
 }
 
-// Reserve books a request of cost for the earliest time the GCRA admits it,
-// if that is at most maxWait away; see Reserver.
-func (a GCRA) Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration) {
-	st, res, delay := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, cost, int64(maxWait/time.Microsecond))
-	res.charged(gcraKind, a.Params(), cost)
+// reserve books a request of cost for the earliest time the GCRA admits it,
+// if that is at most maxWait away; see reserver.
+func (a GCRA) reserve(state keyState, now time.Time, cost int64, maxWait time.Duration) (keyState, Result, time.Duration) {
+	st, res, delay := newBucket(a.Burst, a.Rate).step((*bucketState)(stateAs[*gcraState](a.name(), state)), now, cost, int64(maxWait/time.Microsecond))
+	res.charged(gcraKind, a.params(), cost)
 	if st == nil {
 		return nil, res, delay
 	}
-	return (*GCRAState)(st), res, delay
+	return (*gcraState)(st), res, delay
 }
 
-// Refund gives back up to n×T of the key's TAT, never past now: the tokens a
+// refund gives back up to n×T of the key's TAT, never past now: the tokens a
 // request charged at time at took, less what has refilled since at and less
 // any booking made after it, since the bucket could have been full in
 // between, had the request never been made, and later bookings' turns are
@@ -126,11 +130,11 @@ func (a GCRA) Reserve(state State, now time.Time, cost int64, maxWait time.Durat
 // key, as it was left, would have been full, until no refund of an earlier
 // charge could give anything back: only a booking made before the change, a
 // capacity lowered since, or a count left twice puts At there.
-// See Algorithm.Refund.
-func (a GCRA) Refund(state State, now, at time.Time, n int64) (State, bool) {
-	st := newBucket(a.Burst, a.Rate).refund((*bucketState)(stateAs[*GCRAState](a.Name(), state)), now, at, n)
+// See Algorithm's refund.
+func (a GCRA) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
+	st := newBucket(a.Burst, a.Rate).refund((*bucketState)(stateAs[*gcraState](a.name(), state)), now, at, n)
 	if st == nil {
 		return state, false
 	}
-	return (*GCRAState)(st), true
+	return (*gcraState)(st), true
 }

@@ -6,23 +6,23 @@ import (
 	"time"
 )
 
-// SlidingLogState is the sliding log's per-key state, and, as
-// SlidingWindowState, the sliding window counter's: the admitted requests
+// slidingLogState is the sliding log's per-key state, and, as
+// slidingWindowState, the sliding window counter's: the admitted requests
 // still counting, and the latest time the key was decided at.
-type SlidingLogState struct {
+type slidingLogState struct {
 	// Records are the admitted requests, oldest first: one per request of
 	// any cost for the sliding log (requests stamped the same microsecond
 	// share one), one per sub-window for the sliding window counter.
-	Records []LogRecord
+	Records []logRecord
 	// Total is the cost admitted up to and including the newest record,
-	// counted from the same origin as LogRecord.Start, modulo 2^52.
+	// counted from the same origin as logRecord.Start, modulo 2^52.
 	Total int64
 	// Latest is the latest time, in microseconds since the Unix epoch, that
 	// a request was admitted at, or denied at with a cost above 1.
 	Latest int64
 }
 
-// LogRecord is admitted cost stamped At (microseconds since the Unix epoch;
+// logRecord is admitted cost stamped At (microseconds since the Unix epoch;
 // for the sliding window counter, the start of a sub-window). Start is the
 // cost admitted before it, modulo 2^52, so its own cost is the next record's
 // Start, or the state's Total for the newest, minus Start, modulo 2^52.
@@ -31,7 +31,7 @@ type SlidingLogState struct {
 // Totals wrap at 2^52, as in the Redis script, where they must stay exact as
 // doubles; what counts is always below 2^51, so differences modulo 2^52 are
 // exact.
-type LogRecord struct {
+type logRecord struct {
 	At    int64
 	Start int64
 }
@@ -41,11 +41,11 @@ type LogRecord struct {
 // sub-window for the sliding window counter. limit is the limit and w the
 // window in µs. It costs O(log n) time for a state of n records, and at most
 // one new record per request whatever its cost.
-func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*SlidingLogState, Result) {
+func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*slidingLogState, Result) {
 	const mod = 1 << 52 // totals wrap here, as in log.lua
 	t := micros(now)
 	eff := t
-	var records []LogRecord
+	var records []logRecord
 	var total int64
 	if st != nil {
 		eff = max(t, st.Latest)
@@ -56,7 +56,7 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 
 	// Records stamped at or before stamp-w have expired, as ZREMRANGEBYSCORE
 	// key -inf now-window removes them; they are a prefix.
-	first, _ := slices.BinarySearchFunc(records, stamp-w+1, func(r LogRecord, at int64) int { return cmp.Compare(r.At, at) })
+	first, _ := slices.BinarySearchFunc(records, stamp-w+1, func(r logRecord, at int64) int { return cmp.Compare(r.At, at) })
 	live := records[first:]
 	var count int64
 	if len(live) > 0 {
@@ -69,7 +69,7 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 		// in the last record that starts at or before it.
 		target := count + need - limit - 1
 		base := live[0].Start
-		j, found := slices.BinarySearchFunc(live, target, func(r LogRecord, s int64) int {
+		j, found := slices.BinarySearchFunc(live, target, func(r logRecord, s int64) int {
 			return cmp.Compare(floorMod(r.Start-base, mod), s)
 		})
 		if !found {
@@ -83,9 +83,9 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 			case n == 0:
 				// Nothing counts any more: start again from the front of
 				// the memory and from a total of 0.
-				live, total = append(records[:0], LogRecord{At: stamp}), 0
+				live, total = append(records[:0], logRecord{At: stamp}), 0
 			case live[n-1].At != stamp:
-				live = append(live, LogRecord{At: stamp, Start: total})
+				live = append(live, logRecord{At: stamp, Start: total})
 			}
 			// Otherwise the newest record has the same stamp and absorbs
 			// the cost.
@@ -101,12 +101,12 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 		return st, res
 	}
 	if st == nil {
-		st = &SlidingLogState{}
+		st = &slidingLogState{}
 	}
 	st.Records, st.Total = live, total
 	if res.Allowed || cost > 1 {
 		// A denial of cost 1 drops what expired but leaves the latest time
-		// (see Algorithm.Decide).
+		// (see Algorithm's decide).
 		st.Latest = eff
 	}
 	return st, res
@@ -115,7 +115,7 @@ func logStep(st *SlidingLogState, limit, w, quantum int64, now time.Time, cost i
 // logRefund gives back n units charged at time at to a log whose timestamps
 // are rounded down to a multiple of quantum µs, with a window of w µs; see
 // SlidingLog.Refund. It costs O(log n) time for n records.
-func logRefund(st *SlidingLogState, w, quantum int64, now, at time.Time, n int64) (*SlidingLogState, bool) {
+func logRefund(st *slidingLogState, w, quantum int64, now, at time.Time, n int64) (*slidingLogState, bool) {
 	const mod = 1 << 52
 	if st == nil {
 		return nil, false
@@ -124,7 +124,7 @@ func logRefund(st *SlidingLogState, w, quantum int64, now, at time.Time, n int64
 	stamp := eff - floorMod(eff, quantum)
 	a := micros(at)
 	charged := a - floorMod(a, quantum)
-	first, _ := slices.BinarySearchFunc(st.Records, stamp-w+1, func(r LogRecord, at int64) int { return cmp.Compare(r.At, at) })
+	first, _ := slices.BinarySearchFunc(st.Records, stamp-w+1, func(r logRecord, at int64) int { return cmp.Compare(r.At, at) })
 	live := st.Records[first:]
 	if charged <= stamp-w || len(live) == 0 {
 		return st, false // the charge counts no more
@@ -154,7 +154,7 @@ func logRefund(st *SlidingLogState, w, quantum int64, now, at time.Time, n int64
 		if k <= 0 {
 			return st, false
 		}
-		j, found := slices.BinarySearchFunc(live, k, func(r LogRecord, s int64) int {
+		j, found := slices.BinarySearchFunc(live, k, func(r logRecord, s int64) int {
 			return cmp.Compare(floorMod(r.Start-base, mod), s)
 		})
 		if !found {

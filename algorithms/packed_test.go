@@ -8,17 +8,18 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // history drives two copies of one key's state through the same random
 // requests, under two limits of one scope that take turns in runs, with a
 // clock that sometimes steps back, and calls probe before each request with
 // both copies, equal. probe may decide on them, the same on each.
-func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algorithms.Algorithm, a, b *algorithms.State, now time.Time)) {
+func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algorithms.Algorithm, a, b *algo.State, now time.Time)) {
 	t.Helper()
 	var algs []algorithms.Algorithm
 	for _, l := range []int64{limit, 3 * limit} {
-		alg, err := k.Nominal(l, time.Second, 4)
+		alg, err := algo.Nominal(k, l, time.Second, 4)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -26,7 +27,7 @@ func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algor
 	}
 	rng := rand.New(rand.NewPCG(2, uint64(limit)))
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	var a, b algorithms.State
+	var a, b algo.State
 	alg := algs[0]
 	for range 2000 {
 		switch r := rng.IntN(10); {
@@ -39,12 +40,12 @@ func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algor
 			alg = algs[rng.IntN(2)]
 		}
 		probe(alg, &a, &b, now)
-		cost := 1 + rng.Int64N(alg.MaxCost())
+		cost := 1 + rng.Int64N(algo.MaxCost(alg))
 		if rng.IntN(2) == 0 {
 			cost = 1
 		}
-		a, _ = alg.Decide(a, now, cost)
-		b, _ = alg.Decide(b, now, cost)
+		a, _ = algo.Decide(alg, a, now, cost)
+		b, _ = algo.Decide(alg, b, now, cost)
 	}
 }
 
@@ -58,29 +59,29 @@ func TestKeeps(t *testing.T) {
 		for _, limit := range []int64{7, 20} {
 			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
 				var denials, kept int
-				history(t, k, limit, func(alg algorithms.Algorithm, a, b *algorithms.State, now time.Time) {
-					keeps := alg.(algorithms.Keeper).Keeps(*a, now, 1)
+				history(t, k, limit, func(alg algorithms.Algorithm, a, b *algo.State, now time.Time) {
+					keeps := algo.Keeps(alg, *a, now, 1)
 					for _, cost := range []int64{0, -1} {
 						if *b == nil {
 							break
 						}
 						before := reflect.ValueOf(*b).Elem().Interface()
-						kept, _ := alg.Decide(*b, now, cost)
-						if changed := !reflect.DeepEqual(kept, *b); alg.(algorithms.Keeper).Keeps(*b, now, cost) == changed {
+						kept, _ := algo.Decide(alg, *b, now, cost)
+						if changed := !reflect.DeepEqual(kept, *b); algo.Keeps(alg, *b, now, cost) == changed {
 							t.Fatalf("at %v: Keeps for cost %d is %v, and the inspection returned %+v for %+v", now, cost, !changed, kept, *b)
 						}
 						if after := reflect.ValueOf(*b).Elem().Interface(); !reflect.DeepEqual(after, before) {
 							t.Fatalf("at %v: an inspection of cost %d changed the state it was given: %+v, was %+v", now, cost, after, before)
 						}
 					}
-					_, inspected := alg.Decide(*b, now, -1)
-					after, res := alg.Decide(*a, now, 1)
+					_, inspected := algo.Decide(alg, *b, now, -1)
+					after, res := algo.Decide(alg, *a, now, 1)
 					unchanged := reflect.DeepEqual(after, *b)
 					if !res.Allowed && keeps != unchanged {
 						t.Fatalf("at %v: Keeps %v, but the denial left the state unchanged: %v (%+v, was %+v)", now, keeps, unchanged, after, *b)
 					}
 					*a = after
-					*b, _ = alg.Decide(*b, now, 1)
+					*b, _ = algo.Decide(alg, *b, now, 1)
 					if res.Allowed {
 						return
 					}
@@ -92,7 +93,7 @@ func TestKeeps(t *testing.T) {
 						}
 					}
 				})
-				if kept == 0 || kept == denials && k.Family() == algorithms.FamilyLog {
+				if kept == 0 || kept == denials && algo.FamilyOf(k) == algo.FamilyLog {
 					t.Fatalf("%d denials, %d kept the state: the test must see both", denials, kept)
 				}
 			})
@@ -108,13 +109,12 @@ func TestPackRoundTrip(t *testing.T) {
 		for _, limit := range []int64{7, 20} {
 			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
 				packed, unpacked := 0, 0
-				history(t, k, limit, func(alg algorithms.Algorithm, pa, pb *algorithms.State, now time.Time) {
+				history(t, k, limit, func(alg algorithms.Algorithm, pa, pb *algo.State, now time.Time) {
 					a, b := *pa, *pb
-					p, ok := alg.(algorithms.Packer)
-					if !ok || a == nil {
+					if !algo.Packs(alg) || a == nil {
 						return
 					}
-					w, tag, ok := p.Pack(a)
+					w, tag, ok := algo.Pack(alg, a)
 					if !ok {
 						if w[0] > 0 {
 							unpacked++
@@ -123,12 +123,12 @@ func TestPackRoundTrip(t *testing.T) {
 						return
 					}
 					packed++
-					if got := p.Unpack(w, tag, nil); !reflect.DeepEqual(got, a) {
+					if got := algo.Unpack(alg, w, tag, nil); !reflect.DeepEqual(got, a) {
 						t.Fatalf("Unpack(Pack(%+v)) = %+v", a, got)
 					}
-					for _, cost := range []int64{0, -1, -alg.MaxCost()} {
-						after, want := alg.Decide(b, now, cost)
-						got, keeps := p.Inspect(w, tag, now, cost)
+					for _, cost := range []int64{0, -1, -algo.MaxCost(alg)} {
+						after, want := algo.Decide(alg, b, now, cost)
+						got, keeps := algo.Inspect(alg, w, tag, now, cost)
 						if got != want {
 							t.Fatalf("Inspect(%v, cost %d) = %+v, Decide: %+v", now, cost, got, want)
 						}
@@ -136,12 +136,12 @@ func TestPackRoundTrip(t *testing.T) {
 							t.Fatalf("Inspect(%v, cost %d) keeps %v, but Decide returned %+v for %+v", now, cost, keeps, after, b)
 						}
 					}
-					stopsCounting(t, alg, p.Unpack(w, tag, nil), now, time.UnixMicro(w[0]))
+					stopsCounting(t, alg, algo.Unpack(alg, w, tag, nil), now, time.UnixMicro(w[0]))
 				})
-				if _, isPacker := mustNominal(t, k).(algorithms.Packer); isPacker && packed == 0 {
+				if algo.Packs(mustNominal(t, k)) && packed == 0 {
 					t.Fatal("no state packed: the test tests nothing")
 				}
-				if k.Family() == algorithms.FamilyBucket && unpacked == 0 {
+				if algo.FamilyOf(k) == algo.FamilyBucket && unpacked == 0 {
 					t.Fatal("every state packed: the test tests no state that counts longer")
 				}
 			})
@@ -152,19 +152,19 @@ func TestPackRoundTrip(t *testing.T) {
 // stopsCounting checks that from end on, decided at now or later, state
 // decides as no state, and a refund of any charge finds nothing to give
 // back.
-func stopsCounting(t *testing.T, alg algorithms.Algorithm, state algorithms.State, now, end time.Time) {
+func stopsCounting(t *testing.T, alg algorithms.Algorithm, state algo.State, now, end time.Time) {
 	t.Helper()
 	for _, at := range []time.Time{end, end.Add(time.Second)} {
 		if at.Before(now) {
 			continue
 		}
 		for _, charged := range []time.Time{now, at.Add(-time.Millisecond), at} {
-			if _, ok := alg.Refund(state, at, charged, 1); ok {
+			if _, ok := algo.Refund(alg, state, at, charged, 1); ok {
 				t.Fatalf("at %v, from when %+v stops counting: a refund of a charge at %v gave something back", at, state, charged)
 			}
 		}
-		_, want := alg.Decide(nil, at, 1)
-		if _, got := alg.Decide(shallowCopy(state), at, 1); got != want {
+		_, want := algo.Decide(alg, nil, at, 1)
+		if _, got := algo.Decide(alg, shallowCopy(state), at, 1); got != want {
 			t.Fatalf("at %v, from when %+v stops counting: %+v, with no state %+v", at, state, got, want)
 		}
 	}
@@ -172,15 +172,15 @@ func stopsCounting(t *testing.T, alg algorithms.Algorithm, state algorithms.Stat
 
 // shallowCopy returns a copy of *state, for a state that is a pointer to a
 // struct of plain values, which a decision may write in place.
-func shallowCopy(state algorithms.State) algorithms.State {
+func shallowCopy(state algo.State) algo.State {
 	v := reflect.ValueOf(state).Elem()
 	c := reflect.New(v.Type())
 	c.Elem().Set(v)
-	return c.Interface().(algorithms.State)
+	return c.Interface().(algo.State)
 }
 
 func mustNominal(t *testing.T, k *algorithms.Kind) algorithms.Algorithm {
-	alg, err := k.Nominal(1, time.Second, 1)
+	alg, err := algo.Nominal(k, 1, time.Second, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // refundAlgorithms are everyAlgorithm's, and buckets whose emission interval
@@ -42,7 +43,7 @@ func TestRefundNeverLetsMoreThrough(t *testing.T) {
 			refunds := 0
 			for seed := range uint64(60) {
 				rng := rand.New(rand.NewPCG(seed, 99))
-				var state algorithms.State
+				var state algo.State
 				var kept []charge
 				clock := t0
 				for range 300 {
@@ -56,35 +57,35 @@ func TestRefundNeverLetsMoreThrough(t *testing.T) {
 							continue
 						}
 						n := 1 + rng.Int64N(c.cost)
-						state, _ = alg.Refund(state, clock, c.at, n)
+						state, _ = algo.Refund(alg, state, clock, c.at, n)
 						c.cost -= n
 						c.refunded = true
 						refunds++
 						continue
 					}
-					cost := 1 + rng.Int64N(min(alg.MaxCost(), 3))
+					cost := 1 + rng.Int64N(min(algo.MaxCost(alg), 3))
 					var res algorithms.Result
 					act := clock
-					if rs, ok := alg.(algorithms.Reserver); ok && rng.IntN(2) == 0 {
+					if algo.Reserves(alg) && rng.IntN(2) == 0 {
 						var delay time.Duration
 						maxWait := time.Duration(rng.Int64N(int64(5 * time.Second))).Truncate(time.Microsecond)
-						state, res, delay = rs.Reserve(state, clock, cost, maxWait)
+						state, res, delay = algo.Reserve(alg, state, clock, cost, maxWait)
 						act = clock.Add(delay)
 					} else {
-						state, res = alg.Decide(state, clock, cost)
+						state, res = algo.Decide(alg, state, clock, cost)
 					}
 					if res.Allowed {
 						kept = append(kept, charge{at: res.At, act: act, cost: cost})
 					}
 				}
 				slices.SortStableFunc(kept, func(a, b charge) int { return a.act.Compare(b.act) })
-				var replay algorithms.State
+				var replay algo.State
 				for i, c := range kept {
 					if c.cost == 0 {
 						continue
 					}
 					var res algorithms.Result
-					replay, res = alg.Decide(replay, c.act, c.cost)
+					replay, res = algo.Decide(alg, replay, c.act, c.cost)
 					if !res.Allowed {
 						t.Fatalf("seed %d: request %d (cost %d at %v) was admitted and kept, but the kept history has no room for it: a refund gave back too much",
 							seed, i, c.cost, c.act.Sub(t0))
@@ -113,20 +114,20 @@ func TestRefundAtOnceIsExact(t *testing.T) {
 				clock = clock.Add(time.Duration(rng.Int64N(int64(2 * time.Second))).Truncate(time.Microsecond))
 				if rng.IntN(3) == 0 {
 					// A request made and refunded on one key only.
-					cost := 1 + rng.Int64N(alg.MaxCost())
+					cost := 1 + rng.Int64N(algo.MaxCost(alg))
 					var res algorithms.Result
-					if rs, ok := alg.(algorithms.Reserver); ok && rng.IntN(2) == 0 {
-						with.state, res, _ = rs.Reserve(with.state, clock, cost, 3*time.Second)
+					if algo.Reserves(alg) && rng.IntN(2) == 0 {
+						with.state, res, _ = algo.Reserve(alg, with.state, clock, cost, 3*time.Second)
 					} else {
-						with.state, res = alg.Decide(with.state, clock, cost)
+						with.state, res = algo.Decide(alg, with.state, clock, cost)
 					}
 					if res.Allowed {
-						with.state, _ = alg.Refund(with.state, clock, res.At, cost)
+						with.state, _ = algo.Refund(alg, with.state, clock, res.At, cost)
 						exact++
 					}
 					continue
 				}
-				cost := rng.Int64N(alg.MaxCost()+1) - rng.Int64N(2)*alg.MaxCost()/2
+				cost := rng.Int64N(algo.MaxCost(alg)+1) - rng.Int64N(2)*algo.MaxCost(alg)/2
 				got, want := with.decide(clock, cost), without.decide(clock, cost)
 				if got != want {
 					t.Fatalf("step %d, cost %d: after refunds %+v, never charged %+v", step, cost, got, want)
@@ -143,34 +144,34 @@ func TestRefundAtOnceIsExact(t *testing.T) {
 // were admitted after the refunded one, or time has passed.
 func TestRefundPerAlgorithm(t *testing.T) {
 	sec := time.Second
-	remaining := func(alg algorithms.Algorithm, st algorithms.State, now time.Time) int64 {
-		_, res := alg.Decide(st, now, 0)
+	remaining := func(alg algorithms.Algorithm, st algo.State, now time.Time) int64 {
+		_, res := algo.Decide(alg, st, now, 0)
 		return res.Remaining
 	}
 	t.Run("fixed window: only within the charge's window", func(t *testing.T) {
 		alg := algorithms.FixedWindow{Limit: 10, Window: 10 * sec}
-		st, first := alg.Decide(nil, t0, 3)
-		st, _ = alg.Decide(st, t0.Add(sec), 2)
-		st, _ = alg.Refund(st, t0.Add(2*sec), first.At, 3)
+		st, first := algo.Decide(alg, nil, t0, 3)
+		st, _ = algo.Decide(alg, st, t0.Add(sec), 2)
+		st, _ = algo.Refund(alg, st, t0.Add(2*sec), first.At, 3)
 		if got := remaining(alg, st, t0.Add(2*sec)); got != 8 {
 			t.Fatalf("Remaining %d after refunding 3 of 5 in the window, want 8", got)
 		}
-		st, next := alg.Decide(st, t0.Add(10*sec), 4)
-		st, _ = alg.Refund(st, t0.Add(11*sec), first.At, 3) // from the window before
+		st, next := algo.Decide(alg, st, t0.Add(10*sec), 4)
+		st, _ = algo.Refund(alg, st, t0.Add(11*sec), first.At, 3) // from the window before
 		if got := remaining(alg, st, t0.Add(11*sec)); got != 6 {
 			t.Fatalf("Remaining %d after refunding a charge from an earlier window, want 6 (nothing back)", got)
 		}
-		st, _ = alg.Refund(st, t0.Add(11*sec), next.At, 10)
+		st, _ = algo.Refund(alg, st, t0.Add(11*sec), next.At, 10)
 		if got := remaining(alg, st, t0.Add(11*sec)); got != 10 {
 			t.Fatalf("Remaining %d after refunding more than was charged, want 10 (never below zero)", got)
 		}
 	})
 	t.Run("sliding log: the oldest units when others came since", func(t *testing.T) {
 		alg := algorithms.SlidingLog{Limit: 3, Window: 10 * sec}
-		st, _ := alg.Decide(nil, t0, 1)                // A at 0
-		st, b := alg.Decide(st, t0.Add(4*sec), 1)      // B at 4, refunded below
-		st, _ = alg.Decide(st, t0.Add(6*sec), 1)       // C at 6
-		st, _ = alg.Refund(st, t0.Add(7*sec), b.At, 1) // drops A's unit, not C's
+		st, _ := algo.Decide(alg, nil, t0, 1)                // A at 0
+		st, b := algo.Decide(alg, st, t0.Add(4*sec), 1)      // B at 4, refunded below
+		st, _ = algo.Decide(alg, st, t0.Add(6*sec), 1)       // C at 6
+		st, _ = algo.Refund(alg, st, t0.Add(7*sec), b.At, 1) // drops A's unit, not C's
 		if got := remaining(alg, st, t0.Add(7*sec)); got != 1 {
 			t.Fatalf("Remaining %d after a refund, want 1", got)
 		}
@@ -182,17 +183,17 @@ func TestRefundPerAlgorithm(t *testing.T) {
 		if got := remaining(alg, st, t0.Add(14*sec)); got != 2 {
 			t.Fatalf("Remaining %d at 14s, want 2", got)
 		}
-		st, _ = alg.Refund(st, t0.Add(17*sec), b.At, 1) // B has expired
+		st, _ = algo.Refund(alg, st, t0.Add(17*sec), b.At, 1) // B has expired
 		if got := remaining(alg, st, t0.Add(17*sec)); got != 3 {
 			t.Fatalf("Remaining %d, want 3", got)
 		}
 	})
 	t.Run("sliding log: part of an older record", func(t *testing.T) {
 		alg := algorithms.SlidingLog{Limit: 5, Window: 10 * sec}
-		st, _ := alg.Decide(nil, t0, 3)                // A: 3 at 0
-		st, b := alg.Decide(st, t0.Add(sec), 1)        // B: 1 at 1s
-		st, _ = alg.Decide(st, t0.Add(2*sec), 1)       // C: 1 at 2s
-		st, _ = alg.Refund(st, t0.Add(2*sec), b.At, 1) // one of A's 3 goes
+		st, _ := algo.Decide(alg, nil, t0, 3)                // A: 3 at 0
+		st, b := algo.Decide(alg, st, t0.Add(sec), 1)        // B: 1 at 1s
+		st, _ = algo.Decide(alg, st, t0.Add(2*sec), 1)       // C: 1 at 2s
+		st, _ = algo.Refund(alg, st, t0.Add(2*sec), b.At, 1) // one of A's 3 goes
 		if got := remaining(alg, st, t0.Add(2*sec)); got != 1 {
 			t.Fatalf("Remaining %d after a refund, want 1", got)
 		}
@@ -202,39 +203,39 @@ func TestRefundPerAlgorithm(t *testing.T) {
 	})
 	t.Run("gcra: less what refilled since", func(t *testing.T) {
 		alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2}
-		st, a := alg.Decide(nil, t0, 2) // empty until t0+2s
+		st, a := algo.Decide(alg, nil, t0, 2) // empty until t0+2s
 		// 500ms later half a request has refilled: the refund returns the
 		// other 1.5, and the key is full again 500ms early, at t0+1.5s.
-		st, _ = alg.Refund(st, t0.Add(500*time.Millisecond), a.At, 2)
-		if _, res := alg.Decide(st, t0.Add(500*time.Millisecond), 0); res.ResetAfter != 0 || res.Remaining != 2 {
+		st, _ = algo.Refund(alg, st, t0.Add(500*time.Millisecond), a.At, 2)
+		if _, res := algo.Decide(alg, st, t0.Add(500*time.Millisecond), 0); res.ResetAfter != 0 || res.Remaining != 2 {
 			t.Fatalf("after the refund %+v, want full", res)
 		}
-		st, b := alg.Decide(st, t0.Add(sec), 2)  // empty until t0+3s
-		st, _ = alg.Decide(st, t0.Add(2*sec), 1) // empty until t0+4s
-		st, _ = alg.Refund(st, t0.Add(2*sec), b.At, 2)
+		st, b := algo.Decide(alg, st, t0.Add(sec), 2)  // empty until t0+3s
+		st, _ = algo.Decide(alg, st, t0.Add(2*sec), 1) // empty until t0+4s
+		st, _ = algo.Refund(alg, st, t0.Add(2*sec), b.At, 2)
 		// Had b never been made, the key would hold the one request of
 		// t0+2s: full at t0+3s. A second has refilled since b: 1 of its 2
 		// comes back.
-		if _, res := alg.Decide(st, t0.Add(2*sec), 0); res.ResetAfter != 2*sec {
+		if _, res := algo.Decide(alg, st, t0.Add(2*sec), 0); res.ResetAfter != 2*sec {
 			t.Fatalf("after the refund %+v, want full in 2s", res)
 		}
 	})
 	t.Run("gcra: a cancelled booking with bookings behind it", func(t *testing.T) {
 		alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}
-		st, _, _ := alg.Reserve(nil, t0, 1, 10*sec) // now
-		st, b, d := alg.Reserve(st, t0, 1, 10*sec)  // turn at 1s
-		st, _, _ = alg.Reserve(st, t0, 1, 10*sec)   // turn at 2s
+		st, _, _ := algo.Reserve(alg, nil, t0, 1, 10*sec) // now
+		st, b, d := algo.Reserve(alg, st, t0, 1, 10*sec)  // turn at 1s
+		st, _, _ = algo.Reserve(alg, st, t0, 1, 10*sec)   // turn at 2s
 		if d != sec || !b.At.Equal(t0.Add(sec)) {
 			t.Fatalf("booking: delay %v At %v", d, b.At.Sub(t0))
 		}
-		st, _ = alg.Refund(st, t0, b.At, 1)
+		st, _ = algo.Refund(alg, st, t0, b.At, 1)
 		// The booking at 2s keeps its turn: giving b's turn back would let a
 		// new request go at 2s beside it.
-		if _, res := alg.Decide(st, t0.Add(2*sec), 1); res.Allowed {
+		if _, res := algo.Decide(alg, st, t0.Add(2*sec), 1); res.Allowed {
 			t.Fatalf("a request at 2s was admitted beside the booking there: %+v", res)
 		}
-		st, _ = alg.Refund(st, t0, t0.Add(2*sec), 1) // the last booking
-		if _, res := alg.Decide(st, t0.Add(2*sec), 1); !res.Allowed {
+		st, _ = algo.Refund(alg, st, t0, t0.Add(2*sec), 1) // the last booking
+		if _, res := algo.Decide(alg, st, t0.Add(2*sec), 1); !res.Allowed {
 			t.Fatalf("the last booking's turn did not come back: %+v", res)
 		}
 	})
@@ -255,11 +256,11 @@ func TestCheckRefund(t *testing.T) {
 		{"at before 1970", t0, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime},
 		{"now zero", time.Time{}, t0, 1, algorithms.ErrInvalidTime},
 	} {
-		if err := algorithms.CheckRefund(alg, c.now, c.at, c.n); !errors.Is(err, c.want) {
+		if err := algo.CheckRefund(alg, c.now, c.at, c.n); !errors.Is(err, c.want) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	if err := algorithms.CheckRefund(alg, t0, t0, 2); err != nil {
+	if err := algo.CheckRefund(alg, t0, t0, 2); err != nil {
 		t.Errorf("a valid refund: %v", err)
 	}
 }
@@ -294,17 +295,17 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 		{algorithms.FixedWindow{Limit: 10, Window: 10 * sec}, algorithms.FixedWindow{Limit: 2, Window: 10 * sec}},
 	}
 	type op = plannedRequest
-	burst := func(alg algorithms.Algorithm, st algorithms.State, now time.Time) (n int64) {
-		for ; n <= alg.MaxCost(); n++ {
+	burst := func(alg algorithms.Algorithm, st algo.State, now time.Time) (n int64) {
+		for ; n <= algo.MaxCost(alg); n++ {
 			var res algorithms.Result
-			if st, res = alg.Decide(st, now, 1); !res.Allowed {
+			if st, res = algo.Decide(alg, st, now, 1); !res.Allowed {
 				return n
 			}
 		}
 		return n
 	}
 	for _, algs := range variants {
-		t.Run(algs[0].Name(), func(t *testing.T) {
+		t.Run(algs[0].Kind().Name(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			checked := 0
 			for range 8000 {
@@ -313,23 +314,23 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				charge := algs[rng.IntN(len(algs))] // the plan before
 				for range rng.IntN(12) {
 					clock = clock.Add(time.Duration(rng.Int64N(int64(3*sec))) - sec/2).Truncate(time.Microsecond)
-					ops = append(ops, op{charge, clock, 1 + rng.Int64N(charge.MaxCost())})
+					ops = append(ops, op{charge, clock, 1 + rng.Int64N(algo.MaxCost(charge))})
 				}
-				replay := func() algorithms.State {
-					var st algorithms.State
+				replay := func() algo.State {
+					var st algo.State
 					for _, o := range ops {
-						st, _ = o.alg.Decide(st, o.at, o.cost)
+						st, _ = algo.Decide(o.alg, st, o.at, o.cost)
 					}
 					return st
 				}
 				with, without := replay(), replay()
 				clock = clock.Add(time.Duration(rng.Int64N(int64(sec)))).Truncate(time.Microsecond)
-				n := 1 + rng.Int64N(charge.MaxCost())
+				n := 1 + rng.Int64N(algo.MaxCost(charge))
 				var res algorithms.Result
-				if r, ok := charge.(algorithms.Reserver); ok && rng.IntN(3) == 0 {
-					with, res, _ = r.Reserve(with, clock, n, time.Duration(rng.Int64N(int64(5*sec))).Truncate(time.Microsecond))
+				if algo.Reserves(charge) && rng.IntN(3) == 0 {
+					with, res, _ = algo.Reserve(charge, with, clock, n, time.Duration(rng.Int64N(int64(5*sec))).Truncate(time.Microsecond))
 				} else {
-					with, res = charge.Decide(with, clock, n)
+					with, res = algo.Decide(charge, with, clock, n)
 				}
 				if !res.Allowed {
 					continue
@@ -343,10 +344,10 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				for range rng.IntN(4) {
 					clock = clock.Add(time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))).Truncate(time.Microsecond)
 					o := op{algs[rng.IntN(len(algs))], clock, rng.Int64N(3)}
-					o.cost = min(o.cost, o.alg.MaxCost())
+					o.cost = min(o.cost, algo.MaxCost(o.alg))
 					var a, b algorithms.Result
-					with, a = o.alg.Decide(with, o.at, o.cost)
-					without, b = o.alg.Decide(without, o.at, o.cost)
+					with, a = algo.Decide(o.alg, with, o.at, o.cost)
+					without, b = algo.Decide(o.alg, without, o.at, o.cost)
 					same = same && a.Allowed == b.Allowed
 					between = append(between, o)
 				}
@@ -361,7 +362,7 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 					clock = clock.Add(time.Duration(rng.Int64N(int64(2 * sec)))).Truncate(time.Microsecond)
 				}
 				dbg := fmt.Sprintf("charged, then %v: %+v", between, with)
-				with, _ = charge.Refund(with, clock, res.At, n)
+				with, _ = algo.Refund(charge, with, clock, res.At, n)
 				dbg += fmt.Sprintf(" refunded %+v, never %+v", with, without)
 				if got, want := burst(plan, with, clock), burst(plan, without, clock); got > want {
 					t.Fatalf("after %v, %s charged %d at %v and refunded at %v, under %s: a burst gets %d through, %d had it never been charged (%s)",
@@ -388,22 +389,22 @@ func TestRefundAtOnceAfterARateChange(t *testing.T) {
 	} {
 		before, after := pair[0], pair[1]
 		at := t0.Add(500 * time.Millisecond)
-		history := func(cost int64) (algorithms.State, algorithms.Result) {
-			st, _ := before.Decide(nil, t0, 1)
-			return after.Decide(st, at, cost)
+		history := func(cost int64) (algo.State, algorithms.Result) {
+			st, _ := algo.Decide(before, nil, t0, 1)
+			return algo.Decide(after, st, at, cost)
 		}
 		st, res := history(1)
 		if !res.Allowed {
 			t.Fatalf("%s: the admission after the change: %+v", after, res)
 		}
-		st, ok := after.Refund(st, at, res.At, 1)
+		st, ok := algo.Refund(after, st, at, res.At, 1)
 		if !ok {
 			t.Fatalf("%s: a refund at once of the admission that changed the rate count gave nothing back", after)
 		}
 		never, _ := history(0)
 		for _, d := range []time.Duration{0, 50 * time.Millisecond, 2 * time.Second} {
-			_, got := after.Decide(shallowCopy(st), at.Add(d), 0)
-			_, want := after.Decide(shallowCopy(never), at.Add(d), 0)
+			_, got := algo.Decide(after, shallowCopy(st), at.Add(d), 0)
+			_, want := algo.Decide(after, shallowCopy(never), at.Add(d), 0)
 			if got != want {
 				t.Fatalf("%s, %v after the refund: %+v; had the admission been a peek, %+v", after, d, got, want)
 			}
@@ -416,15 +417,15 @@ func TestRefundAtOnceAfterARateChange(t *testing.T) {
 // that has dropped it agree.
 func TestRefundOfAStateThatNoLongerCounts(t *testing.T) {
 	for _, alg := range everyAlgorithm(7, 10*time.Second) {
-		st, res := alg.Decide(nil, t0, 3)
-		if _, changed := alg.Refund(st, t0.Add(res.ResetAfter), res.At, 3); changed {
+		st, res := algo.Decide(alg, nil, t0, 3)
+		if _, changed := algo.Refund(alg, st, t0.Add(res.ResetAfter), res.At, 3); changed {
 			t.Errorf("%s: a refund ResetAfter after the charge changed the state", alg)
 		}
 		// A key emptied by a refund has nothing left to give back, even to
 		// a refund that names a recent charge.
-		st, res = alg.Decide(nil, t0, 1)
-		st, _ = alg.Refund(st, t0, res.At, 1)
-		if _, changed := alg.Refund(st, t0.Add(time.Second), res.At, 1); changed {
+		st, res = algo.Decide(alg, nil, t0, 1)
+		st, _ = algo.Refund(alg, st, t0, res.At, 1)
+		if _, changed := algo.Refund(alg, st, t0.Add(time.Second), res.At, 1); changed {
 			t.Errorf("%s: a refund of an empty key changed the state", alg)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // Kind describes one algorithm of the registry: everything a store, the
@@ -21,7 +23,7 @@ import (
 // shared and read-only: only this package creates them.
 type Kind struct {
 	name              string
-	family            Family
+	family            algobridge.Family
 	burst, subWindows bool
 	maxLimit          int64 // 0: maxCount
 	build             func(Params) Algorithm
@@ -32,21 +34,10 @@ type Kind struct {
 // stores, the Lua step and the algorithm on command lines.
 func (k *Kind) Name() string { return k.name }
 
-// Family is the model the algorithm's decisions follow.
-func (k *Kind) Family() Family { return k.family }
-
-// TakesBurst reports whether the algorithm takes Params.Burst; a kind that
-// does not requires it to be 0.
-func (k *Kind) TakesBurst() bool { return k.burst }
-
-// TakesSubWindows reports whether the algorithm takes Params.SubWindows; a
-// kind that does not requires it to be 0.
-func (k *Kind) TakesSubWindows() bool { return k.subWindows }
-
-// MaxLimit is the largest limit (or rate count, and burst) the algorithm
+// maxLimitOrCount is the largest limit (or rate count, and burst) the algorithm
 // takes: 2^50 for most, CompactLogMaxLimit for the compact log, which keeps
 // one timestamp per unit.
-func (k *Kind) MaxLimit() int64 {
+func (k *Kind) maxLimitOrCount() int64 {
 	if k.maxLimit > 0 {
 		return k.maxLimit
 	}
@@ -59,26 +50,8 @@ func (k *Kind) MaxLimit() int64 {
 // decision, through CheckKind, so it looks up nothing.
 func (k *Kind) registered() bool { return k != nil && k.build != nil }
 
-// Family is a class of algorithms whose decisions follow one model, so that
-// tests and tools can state what to expect of every algorithm in it.
-type Family int
-
-const (
-	// FamilyFixedWindow counts per window aligned to the Unix epoch: exact
-	// per window, up to 2×Limit across a boundary.
-	FamilyFixedWindow Family = iota + 1
-	// FamilyLog decides as a sliding log whose timestamps are rounded down
-	// to a quantum: to the microsecond for an algorithm without sub-windows,
-	// the exact sliding log; to the sub-window for one with them, the
-	// sliding window counter.
-	FamilyLog
-	// FamilyBucket refills continuously at a rate up to a burst: the token
-	// bucket and GCRA, which decide identically.
-	FamilyBucket
-)
-
 // Params is an algorithm's configuration in the one form every algorithm
-// shares. Kind.New builds an algorithm from it and Algorithm.Params returns
+// shares. Kind.New builds an algorithm from it and Algorithm's params returns
 // it, so tools can configure any algorithm, and stores can pass any
 // algorithm's parameters to a script, without naming its type.
 type Params struct {
@@ -95,16 +68,9 @@ type Params struct {
 	SubWindows int64
 }
 
-// Quota is what a key admits: at most Limit cost at once, which an idle key
-// gets back in full after Window. HTTP rate-limit headers report it.
-type Quota struct {
-	Limit  int64
-	Window time.Duration
-}
-
 // ErrUnknownAlgorithm is returned for an algorithm name not in the
 // registry, and for a value that is not one of this package's algorithm
-// types (see CheckKind).
+// types, such as a type that embeds one of them to satisfy Algorithm.
 var ErrUnknownAlgorithm = errors.New("ratewise: unknown algorithm")
 
 // ErrParamNotTaken is returned by Kind.New for a Burst or SubWindows given
@@ -113,21 +79,21 @@ var ErrParamNotTaken = errors.New("ratewise: parameter not taken by this algorit
 
 // The registry: one entry per algorithm.
 var (
-	fixedWindowKind = register(Kind{name: "fixed_window", family: FamilyFixedWindow},
+	fixedWindowKind = register(Kind{name: "fixed_window", family: algobridge.FamilyFixedWindow},
 		func(p Params) FixedWindow { return FixedWindow{Limit: p.Limit, Window: p.Window} })
-	slidingLogKind = register(Kind{name: "sliding_log", family: FamilyLog},
+	slidingLogKind = register(Kind{name: "sliding_log", family: algobridge.FamilyLog},
 		func(p Params) SlidingLog { return SlidingLog{Limit: p.Limit, Window: p.Window} })
-	compactLogKind = register(Kind{name: "compact_log", family: FamilyLog, maxLimit: CompactLogMaxLimit},
+	compactLogKind = register(Kind{name: "compact_log", family: algobridge.FamilyLog, maxLimit: CompactLogMaxLimit},
 		func(p Params) CompactLog { return CompactLog{Limit: p.Limit, Window: p.Window} })
-	slidingWindowKind = register(Kind{name: "sliding_window", family: FamilyLog, subWindows: true},
+	slidingWindowKind = register(Kind{name: "sliding_window", family: algobridge.FamilyLog, subWindows: true},
 		func(p Params) SlidingWindow {
 			return SlidingWindow{Limit: p.Limit, Window: p.Window, SubWindows: p.SubWindows}
 		})
-	tokenBucketKind = register(Kind{name: "token_bucket", family: FamilyBucket, burst: true},
+	tokenBucketKind = register(Kind{name: "token_bucket", family: algobridge.FamilyBucket, burst: true},
 		func(p Params) TokenBucket {
 			return TokenBucket{Capacity: p.Burst, Refill: Rate{Count: p.Limit, Period: p.Window}}
 		})
-	gcraKind = register(Kind{name: "gcra", family: FamilyBucket, burst: true},
+	gcraKind = register(Kind{name: "gcra", family: algobridge.FamilyBucket, burst: true},
 		func(p Params) GCRA { return GCRA{Rate: Rate{Count: p.Limit, Period: p.Window}, Burst: p.Burst} })
 )
 
@@ -155,8 +121,8 @@ var kindByName = func() map[string]*Kind {
 // a copy.
 func Kinds() []*Kind { return append([]*Kind(nil), kinds...) }
 
-// Names returns every algorithm's Name, in the order of Kinds.
-func Names() []string {
+// names returns every algorithm's Name, in the order of Kinds.
+func names() []string {
 	names := make([]string, len(kinds))
 	for i, k := range kinds {
 		names[i] = k.name
@@ -170,7 +136,7 @@ func Lookup(name string) (*Kind, error) {
 	if k, ok := kindByName[name]; ok {
 		return k, nil
 	}
-	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(Names(), ", "))
+	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(names(), ", "))
 }
 
 // New returns the algorithm of this kind configured by p, validated. A
@@ -193,12 +159,12 @@ func (k *Kind) New(p Params) (Algorithm, error) {
 	return alg, nil
 }
 
-// Nominal returns the kind's algorithm set to limit per window in the way
+// nominal returns the kind's algorithm set to limit per window in the way
 // every kind can express it, for comparing algorithms side by side: a
 // windowed algorithm admits limit per window, one with a burst refills at
 // limit per window with a burst of limit, and one with sub-windows splits
 // the window into subWindows; subWindows is not used by the others.
-func (k *Kind) Nominal(limit int64, window time.Duration, subWindows int64) (Algorithm, error) {
+func (k *Kind) nominal(limit int64, window time.Duration, subWindows int64) (Algorithm, error) {
 	p := Params{Limit: limit, Window: window}
 	if k.burst {
 		p.Burst = limit
@@ -209,16 +175,16 @@ func (k *Kind) Nominal(limit int64, window time.Duration, subWindows int64) (Alg
 	return k.New(p)
 }
 
-// SetQuotaLimit returns a copy of alg whose quota's limit (Quota().Limit:
+// withQuotaLimit returns a copy of alg whose quota's limit (Quota().Limit:
 // the limit, capacity or burst) is n, with every other parameter unchanged,
 // so it keeps alg's Scope and the state a store holds for it. The copy is
 // not validated, so that tests can build invalid values; alg must pass
 // CheckKind, or alg is returned unchanged.
-func SetQuotaLimit(alg Algorithm, n int64) Algorithm {
-	if CheckKind(alg) != nil {
+func withQuotaLimit(alg Algorithm, n int64) Algorithm {
+	if checkKind(alg) != nil {
 		return alg
 	}
-	k, p := alg.Kind(), alg.Params()
+	k, p := alg.Kind(), alg.params()
 	if k.burst {
 		p.Burst = n
 	} else {
@@ -227,12 +193,12 @@ func SetQuotaLimit(alg Algorithm, n int64) Algorithm {
 	return k.build(p)
 }
 
-// CheckKind returns an error wrapping ErrUnknownAlgorithm unless alg is a
+// checkKind returns an error wrapping ErrUnknownAlgorithm unless alg is a
 // value of one of this package's algorithm types. Algorithm is sealed, but Go
 // lets another type embed one of these and so satisfy it while changing its
 // methods; such a value would run one step in memory and another in Redis.
 // CheckDecision calls CheckKind, so every store rejects it.
-func CheckKind(alg Algorithm) error {
+func checkKind(alg Algorithm) error {
 	if alg == nil {
 		return fmt.Errorf("%w: nil", ErrUnknownAlgorithm)
 	}
@@ -253,7 +219,7 @@ func (k *Kind) String() string { return k.name }
 // sub-windows when they are set, such as "10/1s burst 20" or
 // "100/1m in 6 sub-windows".
 func (p Params) String() string {
-	s := strconv.FormatInt(p.Limit, 10) + "/" + compactDuration(p.Window)
+	s := strconv.FormatInt(p.Limit, 10) + "/" + algobridge.CompactDuration(p.Window)
 	if p.Burst != 0 {
 		s += " burst " + strconv.FormatInt(p.Burst, 10)
 	}
@@ -264,4 +230,4 @@ func (p Params) String() string {
 }
 
 // describe is an algorithm's String: its Name, then its Params.
-func describe(alg Algorithm) string { return alg.Kind().name + " " + alg.Params().String() }
+func describe(alg Algorithm) string { return alg.Kind().name + " " + alg.params().String() }

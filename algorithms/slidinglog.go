@@ -1,6 +1,10 @@
 package algorithms
 
-import "time"
+import (
+	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
+)
 
 // SlidingLog is the exact sliding window: every admitted request is a record
 // with its timestamp and cost, as in the sorted-set design (score =
@@ -27,13 +31,13 @@ import "time"
 //
 // Changing Limit keeps the records: lowered below what they hold, the key is
 // denied until enough of them expire. A now earlier than the latest time the
-// key was decided at is decided at that latest time (see Algorithm.Decide).
+// key was decided at is decided at that latest time (see Algorithm's decide).
 type SlidingLog struct {
 	Limit  int64
 	Window time.Duration
 }
 
-// Refund gives back n units charged at time at, if that request still
+// refund gives back n units charged at time at, if that request still
 // counts. When it is in the newest record (nothing was admitted since in
 // another microsecond), its units come off that record, exactly as if they
 // had never been charged. Otherwise the n oldest units still counting are
@@ -41,37 +45,39 @@ type SlidingLog struct {
 // but they would have expired before the refunded ones, so until the
 // refunded request would have expired the key gets back less than n, never
 // more. A refund moves the key's latest time on to now, as an admission
-// does. See Algorithm.Refund.
-func (a SlidingLog) Refund(state State, now, at time.Time, n int64) (State, bool) {
-	st, ok := logRefund(stateAs[*SlidingLogState](a.Name(), state), int64(a.Window/time.Microsecond), 1, now, at, n)
+// does. See Algorithm's refund.
+func (a SlidingLog) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
+	st, ok := logRefund(stateAs[*slidingLogState](a.name(), state), int64(a.Window/time.Microsecond), 1, now, at, n)
 	if !ok {
 		return state, false
 	}
 	return st, true
 }
 
-// Name returns "sliding_log".
-func (SlidingLog) Name() string { return slidingLogKind.name }
+// name returns "sliding_log".
+func (SlidingLog) name() string { return slidingLogKind.name }
 
 // Kind returns the registry's "sliding_log".
 func (SlidingLog) Kind() *Kind { return slidingLogKind }
 
-// Params returns the parameters in their shared form.
-func (a SlidingLog) Params() Params { return Params{Limit: a.Limit, Window: a.Window} }
+// params returns the parameters in their shared form.
+func (a SlidingLog) params() Params { return Params{Limit: a.Limit, Window: a.Window} }
 
-// Quota returns the limit per window.
-func (a SlidingLog) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+// quota returns the limit per window.
+func (a SlidingLog) quota() algobridge.Quota {
+	return algobridge.Quota{Limit: a.Limit, Window: a.Window}
+}
 
 // String describes the algorithm, such as "sliding_log 100/1m".
 func (a SlidingLog) String() string { return describe(a) }
 
 func (SlidingLog) sealed() {}
 
-// Scope returns the window.
-func (a SlidingLog) Scope() Scope { return Scope{Window: a.Window} }
+// scope returns the window.
+func (a SlidingLog) scope() algobridge.Scope { return algobridge.Scope{Window: a.Window} }
 
-// MaxCost returns Limit.
-func (a SlidingLog) MaxCost() int64 { return a.Limit }
+// maxCost returns Limit.
+func (a SlidingLog) maxCost() int64 { return a.Limit }
 
 // Validate checks Limit in [1, 2^50] and Window a whole number of
 // microseconds in [1µs, 2^50µs].
@@ -79,10 +85,10 @@ func (a SlidingLog) Validate() error {
 	return FixedWindow(a).Validate()
 }
 
-// Decide runs one sliding-log step; see Algorithm.Decide.
-func (a SlidingLog) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res := logStep(stateAs[*SlidingLogState](a.Name(), state), a.Limit, int64(a.Window/time.Microsecond), 1, now, cost)
-	res.charged(slidingLogKind, a.Params(), cost)
+// decide runs one sliding-log step; see Algorithm's decide.
+func (a SlidingLog) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
+	st, res := logStep(stateAs[*slidingLogState](a.name(), state), a.Limit, int64(a.Window/time.Microsecond), 1, now, cost)
+	res.charged(slidingLogKind, a.params(), cost)
 	if st == nil {
 		return nil, res
 	}

@@ -3,6 +3,8 @@ package algorithms
 import (
 	"fmt"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // SlidingWindow is the sliding window counter: Window is split into
@@ -36,42 +38,46 @@ import (
 // Changing Limit keeps the sub-window counts: lowered below their sum, the
 // key is denied until enough sub-windows drop out. A now earlier than the
 // latest time the key was decided at is decided at that latest time (see
-// Algorithm.Decide).
+// Algorithm's decide).
 type SlidingWindow struct {
 	Limit      int64
 	Window     time.Duration
 	SubWindows int64
 }
 
-// SlidingWindowState is the sliding window counter's per-key state: one
+// slidingWindowState is the sliding window counter's per-key state: one
 // record per sub-window, stamped with the sub-window's start (see
-// SlidingLogState).
-type SlidingWindowState SlidingLogState
+// slidingLogState).
+type slidingWindowState slidingLogState
 
-// Name returns "sliding_window".
-func (SlidingWindow) Name() string { return slidingWindowKind.name }
+// name returns "sliding_window".
+func (SlidingWindow) name() string { return slidingWindowKind.name }
 
 // Kind returns the registry's "sliding_window".
 func (SlidingWindow) Kind() *Kind { return slidingWindowKind }
 
-// Params returns the parameters in their shared form.
-func (a SlidingWindow) Params() Params {
+// params returns the parameters in their shared form.
+func (a SlidingWindow) params() Params {
 	return Params{Limit: a.Limit, Window: a.Window, SubWindows: a.SubWindows}
 }
 
-// Quota returns the limit per window.
-func (a SlidingWindow) Quota() Quota { return Quota{Limit: a.Limit, Window: a.Window} }
+// quota returns the limit per window.
+func (a SlidingWindow) quota() algobridge.Quota {
+	return algobridge.Quota{Limit: a.Limit, Window: a.Window}
+}
 
 // String describes the algorithm, such as "sliding_window 100/1m in 6 sub-windows".
 func (a SlidingWindow) String() string { return describe(a) }
 
 func (SlidingWindow) sealed() {}
 
-// Scope returns the window and the sub-windows.
-func (a SlidingWindow) Scope() Scope { return Scope{Window: a.Window, SubWindows: a.SubWindows} }
+// scope returns the window and the sub-windows.
+func (a SlidingWindow) scope() algobridge.Scope {
+	return algobridge.Scope{Window: a.Window, SubWindows: a.SubWindows}
+}
 
-// MaxCost returns Limit.
-func (a SlidingWindow) MaxCost() int64 { return a.Limit }
+// maxCost returns Limit.
+func (a SlidingWindow) maxCost() int64 { return a.Limit }
 
 // Validate checks Limit in [1, 2^50], Window a whole number of microseconds
 // in [1µs, 2^50µs], SubWindows >= 1, and that Window splits evenly into
@@ -90,26 +96,26 @@ func (a SlidingWindow) Validate() error {
 	return nil
 }
 
-// Refund gives back n units charged at time at as SlidingLog.Refund does,
+// refund gives back n units charged at time at as SlidingLog.Refund does,
 // with the sub-window in place of the microsecond: a request admitted in the
 // newest sub-window that still counts gets its units back exactly; one from
-// an older sub-window frees the oldest units. See Algorithm.Refund.
-func (a SlidingWindow) Refund(state State, now, at time.Time, n int64) (State, bool) {
+// an older sub-window frees the oldest units. See Algorithm's refund.
+func (a SlidingWindow) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
 	w := int64(a.Window / time.Microsecond)
-	st, ok := logRefund((*SlidingLogState)(stateAs[*SlidingWindowState](a.Name(), state)), w, w/a.SubWindows, now, at, n)
+	st, ok := logRefund((*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)), w, w/a.SubWindows, now, at, n)
 	if !ok {
 		return state, false
 	}
-	return (*SlidingWindowState)(st), true
+	return (*slidingWindowState)(st), true
 }
 
-// Decide runs one sliding-window-counter step; see Algorithm.Decide.
-func (a SlidingWindow) Decide(state State, now time.Time, cost int64) (State, Result) {
+// decide runs one sliding-window-counter step; see Algorithm's decide.
+func (a SlidingWindow) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
 	w := int64(a.Window / time.Microsecond)
-	st, res := logStep((*SlidingLogState)(stateAs[*SlidingWindowState](a.Name(), state)), a.Limit, w, w/a.SubWindows, now, cost)
-	res.charged(slidingWindowKind, a.Params(), cost)
+	st, res := logStep((*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)), a.Limit, w, w/a.SubWindows, now, cost)
+	res.charged(slidingWindowKind, a.params(), cost)
 	if st == nil {
 		return nil, res
 	}
-	return (*SlidingWindowState)(st), res
+	return (*slidingWindowState)(st), res
 }

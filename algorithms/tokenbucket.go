@@ -3,6 +3,8 @@ package algorithms
 import (
 	"fmt"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // TokenBucket is the token bucket: a bucket holds up to Capacity tokens and
@@ -28,17 +30,17 @@ import (
 // package doc): a key that took 50 of a Capacity of 100 has 950 left when
 // the Capacity is raised to 1,000, and when it is lowered to 10 has
 // Remaining 0 and admits one request once 41 tokens have refilled. A
-// changed Refill.Count (the period is the Scope) converts the state at the
+// changed Refill.Count (the period is the scope) converts the state at the
 // first decision under the new rate, an inspection included: the tokens
 // taken then are kept, exactly, and refill at the new rate. A now earlier
 // than the latest time the key was decided at is decided at that latest
-// time (see Algorithm.Decide).
+// time (see Algorithm's decide).
 type TokenBucket struct {
 	Capacity int64
 	Refill   Rate
 }
 
-// TokenBucketState is the time TAT + Frac/k µs since the Unix epoch at which
+// tokenBucketState is the time TAT + Frac/k µs since the Unix epoch at which
 // the bucket is full again, where k is Refill.Count in lowest terms with
 // Refill.Period; the latest time, in µs, a request was admitted at or denied
 // at with a cost above 1; the Refill.Count it was written under; and, after
@@ -50,22 +52,22 @@ type TokenBucket struct {
 // t the bucket holds
 // Capacity - (TAT - t)/T tokens, T being the time one token takes to
 // refill.
-type TokenBucketState bucketState
+type tokenBucketState bucketState
 
-// Name returns "token_bucket".
-func (TokenBucket) Name() string { return tokenBucketKind.name }
+// name returns "token_bucket".
+func (TokenBucket) name() string { return tokenBucketKind.name }
 
 // Kind returns the registry's "token_bucket".
 func (TokenBucket) Kind() *Kind { return tokenBucketKind }
 
-// Params returns the parameters in their shared form.
-func (a TokenBucket) Params() Params {
+// params returns the parameters in their shared form.
+func (a TokenBucket) params() Params {
 	return Params{Limit: a.Refill.Count, Window: a.Refill.Period, Burst: a.Capacity}
 }
 
-// Quota returns the capacity and the time an empty bucket takes to refill.
-func (a TokenBucket) Quota() Quota {
-	return Quota{Limit: a.Capacity, Window: a.Refill.TimeFor(a.Capacity)}
+// quota returns the capacity and the time an empty bucket takes to refill.
+func (a TokenBucket) quota() algobridge.Quota {
+	return algobridge.Quota{Limit: a.Capacity, Window: a.Refill.timeFor(a.Capacity)}
 }
 
 // String describes the algorithm, such as "token_bucket 10/1s burst 20".
@@ -73,11 +75,11 @@ func (a TokenBucket) String() string { return describe(a) }
 
 func (TokenBucket) sealed() {}
 
-// Scope returns the refill period.
-func (a TokenBucket) Scope() Scope { return Scope{Window: a.Refill.Period} }
+// scope returns the refill period.
+func (a TokenBucket) scope() algobridge.Scope { return algobridge.Scope{Window: a.Refill.Period} }
 
-// MaxCost returns Capacity.
-func (a TokenBucket) MaxCost() int64 { return a.Capacity }
+// maxCost returns Capacity.
+func (a TokenBucket) maxCost() int64 { return a.Capacity }
 
 // Validate checks Capacity in [1, 2^50], a valid Refill (Count in [1, 2^50],
 // Period a whole number of microseconds in [1µs, 2^50µs]), and that an empty
@@ -93,28 +95,28 @@ func (a TokenBucket) Validate() error {
 	return checkBucket(a.Capacity, "capacity", a.Refill, p)
 }
 
-// Decide runs one token-bucket step; see Algorithm.Decide.
-func (a TokenBucket) Decide(state State, now time.Time, cost int64) (State, Result) {
-	st, res, _ := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost, 0)
-	res.charged(tokenBucketKind, a.Params(), cost)
+// decide runs one token-bucket step; see Algorithm's decide.
+func (a TokenBucket) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
+	st, res, _ := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*tokenBucketState](a.name(), state)), now, cost, 0)
+	res.charged(tokenBucketKind, a.params(), cost)
 	if st == nil {
 		return nil, res
 	}
-	return (*TokenBucketState)(st), res
+	return (*tokenBucketState)(st), res
 }
 
-// Reserve books a request of cost for the earliest time the TokenBucket admits it,
-// if that is at most maxWait away; see Reserver.
-func (a TokenBucket) Reserve(state State, now time.Time, cost int64, maxWait time.Duration) (State, Result, time.Duration) {
-	st, res, delay := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, cost, int64(maxWait/time.Microsecond))
-	res.charged(tokenBucketKind, a.Params(), cost)
+// reserve books a request of cost for the earliest time the TokenBucket admits it,
+// if that is at most maxWait away; see reserver.
+func (a TokenBucket) reserve(state keyState, now time.Time, cost int64, maxWait time.Duration) (keyState, Result, time.Duration) {
+	st, res, delay := newBucket(a.Capacity, a.Refill).step((*bucketState)(stateAs[*tokenBucketState](a.name(), state)), now, cost, int64(maxWait/time.Microsecond))
+	res.charged(tokenBucketKind, a.params(), cost)
 	if st == nil {
 		return nil, res, delay
 	}
-	return (*TokenBucketState)(st), res, delay
+	return (*tokenBucketState)(st), res, delay
 }
 
-// Refund gives back up to n×T of the key's TAT, never past now: the tokens a
+// refund gives back up to n×T of the key's TAT, never past now: the tokens a
 // request charged at time at took, less what has refilled since at and less
 // any booking made after it, since the bucket could have been full in
 // between, had the request never been made, and later bookings' turns are
@@ -131,11 +133,11 @@ func (a TokenBucket) Reserve(state State, now time.Time, cost int64, maxWait tim
 // key, as it was left, would have been full, until no refund of an earlier
 // charge could give anything back: only a booking made before the change, a
 // capacity lowered since, or a count left twice puts At there.
-// See Algorithm.Refund.
-func (a TokenBucket) Refund(state State, now, at time.Time, n int64) (State, bool) {
-	st := newBucket(a.Capacity, a.Refill).refund((*bucketState)(stateAs[*TokenBucketState](a.Name(), state)), now, at, n)
+// See Algorithm's refund.
+func (a TokenBucket) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
+	st := newBucket(a.Capacity, a.Refill).refund((*bucketState)(stateAs[*tokenBucketState](a.name(), state)), now, at, n)
 	if st == nil {
 		return state, false
 	}
-	return (*TokenBucketState)(st), true
+	return (*tokenBucketState)(st), true
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/exact"
 )
 
@@ -71,7 +72,7 @@ var cases = func() []algCase {
 		c := familyCase(k)
 		c.name, c.kind = k.Name(), k
 		c.build = func(limit int64, window time.Duration) algorithms.Algorithm {
-			alg, err := k.Nominal(limit, window, subWindows)
+			alg, err := algo.Nominal(k, limit, window, subWindows)
 			if err != nil {
 				panic(fmt.Sprintf("contract: %s with %d per %v: %v", k.Name(), limit, window, err))
 			}
@@ -94,8 +95,8 @@ func familyCase(k *algorithms.Kind) algCase {
 	same := func(d time.Duration) func(int64) time.Duration {
 		return func(int64) time.Duration { return d }
 	}
-	switch k.Family() {
-	case algorithms.FamilyFixedWindow:
+	switch algo.FamilyOf(k) {
+	case algo.FamilyFixedWindow:
 		return algCase{
 			// The window [13:59:00, 14:00:00) ends 25s after start.
 			firstBack: 25 * time.Second, backAtFirst: caseLimit, fullBack: 25 * time.Second,
@@ -107,8 +108,8 @@ func familyCase(k *algorithms.Kind) algCase {
 			},
 			atIsWindowStart: true,
 		}
-	case algorithms.FamilyLog:
-		if !k.TakesSubWindows() {
+	case algo.FamilyLog:
+		if !algo.TakesSubWindows(k) {
 			return algCase{
 				firstBack: time.Minute, backAtFirst: caseLimit, fullBack: time.Minute,
 				costBack:       same(time.Minute),
@@ -134,7 +135,7 @@ func familyCase(k *algorithms.Kind) algCase {
 				return &logModel{exact.Log{Window: window, Quantum: window / subWindows}}
 			},
 		}
-	case algorithms.FamilyBucket:
+	case algo.FamilyBucket:
 		return algCase{
 			// 10 per minute: one token every 6s, full after 60s.
 			firstBack: 6 * time.Second, backAtFirst: 1, fullBack: time.Minute,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 )
@@ -140,24 +141,24 @@ func newCheckerSetup(c algCase) checkerSetup {
 	const w = 10 * time.Second
 	base := c.build(10, w)
 	other := "sliding_log"
-	if c.kind.Family() == algorithms.FamilyLog {
+	if algo.FamilyOf(c.kind) == algo.FamilyLog {
 		other = "gcra"
 	}
 	k, _ := algorithms.Lookup(other)
-	kind, err := k.Nominal(10, w, 0)
+	kind, err := algo.Nominal(k, 10, w, 0)
 	if err != nil {
 		panic(err)
 	}
 	return checkerSetup{
 		tiers: []algorithms.Algorithm{
 			base,
-			c.build(4, w),                      // a lower limit, and rate for the buckets
-			c.build(25, w),                     // a higher one
-			algorithms.SetQuotaLimit(base, 3),  // a lower limit or burst alone
-			algorithms.SetQuotaLimit(base, 40), // a higher one
-			c.build(10, 2*w),                   // another window or period: other state
-			kind,                               // another kind: other state
-			algorithms.SetQuotaLimit(c.build(25, w), 6),
+			c.build(4, w),                 // a lower limit, and rate for the buckets
+			c.build(25, w),                // a higher one
+			algo.WithQuotaLimit(base, 3),  // a lower limit or burst alone
+			algo.WithQuotaLimit(base, 40), // a higher one
+			c.build(10, 2*w),              // another window or period: other state
+			kind,                          // another kind: other state
+			algo.WithQuotaLimit(c.build(25, w), 6),
 		},
 		partner: algorithms.FixedWindow{Limit: 30, Window: time.Hour},
 		window:  w,
@@ -174,7 +175,7 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, lossy bool) []op {
 		if rng.IntN(4) == 0 {
 			key = "b"
 		}
-		limit := cs.tiers[tier[key]].MaxCost()
+		limit := algo.MaxCost(cs.tiers[tier[key]])
 		o := op{key: key, n: 1 + rng.Int64N(limit)}
 		if rng.IntN(3) > 0 {
 			o.n = 1 + rng.Int64N(min(limit, 3))
@@ -210,7 +211,7 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, lossy bool) []op {
 		case r < 57:
 			o.kind = opReset
 		case r < 65:
-			o.kind, o.n = opSet, 1+rng.Int64N(min(limit, cs.partner.MaxCost(), 3))
+			o.kind, o.n = opSet, 1+rng.Int64N(min(limit, algo.MaxCost(cs.partner), 3))
 			admissions = append(admissions, len(ops))
 		default:
 			o.kind = opAllow
@@ -270,13 +271,8 @@ func (s *checkerSide) latest(key string) time.Time {
 	alg := s.setup.tiers[s.tier[key]]
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	switch st := rs.states[keyOf(s.prefix+":"+key, alg)].(type) {
-	case *algorithms.TokenBucketState:
-		return time.UnixMicro(st.Latest)
-	case *algorithms.GCRAState:
-		return time.UnixMicro(st.Latest)
-	}
-	return time.Time{}
+	latest, _ := algo.BucketLatest(rs.states[keyOf(s.prefix+":"+key, alg)])
+	return latest
 }
 
 // set returns the Set of the tier's limit and the partner.
@@ -422,7 +418,7 @@ func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (strin
 // sameState reports whether a and b keep one state for a key: the same
 // kind and Scope.
 func sameState(a, b algorithms.Algorithm) bool {
-	return a.Kind() == b.Kind() && a.Scope() == b.Scope()
+	return a.Kind() == b.Kind() && algo.ScopeOf(a) == algo.ScopeOf(b)
 }
 
 // peek returns PeekN(key, 1) under alg, on the side's store and clock.
@@ -474,7 +470,7 @@ func errClass(err error) error {
 // checker is the model_check rule.
 func modelCheck(e *env) {
 	setup := newCheckerSetup(e.c)
-	_, books := e.c.alg.(algorithms.Reserver)
+	books := algo.Reserves(e.c.alg)
 	_, lossy := e.store.(ReplyLoser)
 	sequences := checkerSequences
 	if e.cfg.sampled {
@@ -732,7 +728,7 @@ func (h *history) resetSince(i int) bool {
 
 // inRange checks a Result of alg for a request of cost (0 for none) at now.
 func inRange(alg algorithms.Algorithm, res ratewise.Result, cost int64, now time.Time) string {
-	limit := alg.MaxCost()
+	limit := algo.MaxCost(alg)
 	switch {
 	case res.Limit != limit:
 		return fmt.Sprintf("%+v: Limit %d, want %d", res, res.Limit, limit)
@@ -763,7 +759,7 @@ func (h *history) check() string {
 			continue
 		}
 		bound := h.windowBound
-		if sh.events[0].alg.Kind().Family() == algorithms.FamilyBucket {
+		if algo.FamilyOf(sh.events[0].alg.Kind()) == algo.FamilyBucket {
 			bound = h.bucketBound
 		}
 		if msg := bound(sh.events); msg != "" {
@@ -787,7 +783,7 @@ func (h *history) windowBound(evs []event2) string {
 			continue
 		}
 		seen = append(seen, ev)
-		p := ev.alg.Params()
+		p := algo.ParamsOf(ev.alg)
 		w := p.Window.Microseconds()
 		quantum := int64(1)
 		if p.SubWindows > 0 {
@@ -796,7 +792,7 @@ func (h *history) windowBound(evs []event2) string {
 		stamp := func(t time.Time) int64 { us := t.UnixMicro(); return us - us%quantum }
 		var sum int64
 		for _, b := range seen {
-			if ev.alg.Kind().Family() == algorithms.FamilyFixedWindow {
+			if algo.FamilyOf(ev.alg.Kind()) == algo.FamilyFixedWindow {
 				if b.at.UnixMicro()/w == ev.at.UnixMicro()/w {
 					sum += h.kept[b.step].cost
 				}
@@ -804,7 +800,7 @@ func (h *history) windowBound(evs []event2) string {
 				sum += h.kept[b.step].cost
 			}
 		}
-		if limit := ev.alg.MaxCost(); sum > limit {
+		if limit := algo.MaxCost(ev.alg); sum > limit {
 			return fmt.Sprintf("its window at the admission of step %d holds %d admitted and not given back, over the limit %d then in force", ev.step+1, sum, limit)
 		}
 	}
@@ -820,7 +816,7 @@ func (h *history) bucketBound(evs []event2) string {
 	kept := new(big.Rat) // tokens used at last
 	count, last := int64(0), int64(-1)
 	for _, ev := range evs {
-		p := ev.alg.Params()
+		p := algo.ParamsOf(ev.alg)
 		period := p.Window.Microseconds()
 		t := ev.eff.UnixMicro()
 		used := new(big.Rat).Set(kept)
@@ -854,8 +850,8 @@ func (h *history) bucketBound(evs []event2) string {
 // for its turn, and for the buckets every other decision at its time too
 // (which converts a changed rate).
 func (h *history) replay(evs []event2) string {
-	var state algorithms.State
-	bucket := evs[0].alg.Kind().Family() == algorithms.FamilyBucket
+	var state algo.State
+	bucket := algo.FamilyOf(evs[0].alg.Kind()) == algo.FamilyBucket
 	for _, ev := range evs {
 		cost := int64(0)
 		if ev.step != -1 {
@@ -864,11 +860,11 @@ func (h *history) replay(evs []event2) string {
 		var res algorithms.Result
 		switch {
 		case cost > 0 && ev.at.After(ev.eff):
-			state, res, _ = ev.alg.(algorithms.Reserver).Reserve(state, ev.eff, cost, ev.at.Sub(ev.eff))
+			state, res, _ = algo.Reserve(ev.alg, state, ev.eff, cost, ev.at.Sub(ev.eff))
 		case cost > 0:
-			state, res = ev.alg.Decide(state, ev.at, cost)
+			state, res = algo.Decide(ev.alg, state, ev.at, cost)
 		case bucket:
-			state, _ = ev.alg.Decide(state, ev.eff, 0)
+			state, _ = algo.Decide(ev.alg, state, ev.eff, 0)
 			continue
 		default:
 			continue

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/exact"
 )
 
@@ -21,7 +22,7 @@ type model interface {
 }
 
 // limitOf is the limit, capacity or burst of alg.
-func limitOf(alg algorithms.Algorithm) int64 { return alg.MaxCost() }
+func limitOf(alg algorithms.Algorithm) int64 { return algo.MaxCost(alg) }
 
 // logModel is the sliding log, exact or with times rounded down to a
 // sub-window (the sliding window counter): the reference log of package
@@ -69,7 +70,7 @@ func newBucketModel() *bucketModel { return &bucketModel{used: new(big.Rat), las
 
 // rateOf returns a bucket's burst and rate.
 func rateOf(alg algorithms.Algorithm) (int64, algorithms.Rate) {
-	p := alg.Params()
+	p := algo.ParamsOf(alg)
 	return p.Burst, algorithms.Rate{Count: p.Limit, Period: p.Window}
 }
 

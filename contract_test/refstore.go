@@ -6,18 +6,19 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
 // ReferenceStore returns the simplest store that can be: one lock, one map,
-// each decision the algorithm's own step (algorithms.Algorithm.Decide,
+// each decision the algorithm's own step (algo.Decide,
 // Reserve, Refund), state kept forever and request IDs remembered forever.
 // The model checker runs every sequence on one beside the store under test
 // and requires the same Results; a store that drops state once it stops
 // counting must decide exactly as this one, which never drops it. It has
 // every optional capability of package store but PrefixDecider.
 func ReferenceStore() store.Store {
-	return &refStore{states: map[refKey]algorithms.State{}, once: map[refOnce]refRecord{}}
+	return &refStore{states: map[refKey]algo.State{}, once: map[refOnce]refRecord{}}
 }
 
 var (
@@ -29,13 +30,13 @@ var (
 
 type refStore struct {
 	mu     sync.Mutex
-	states map[refKey]algorithms.State
+	states map[refKey]algo.State
 	once   map[refOnce]refRecord
 }
 
 type refKey struct {
 	kind  *algorithms.Kind
-	scope algorithms.Scope
+	scope algo.Scope
 	key   string
 }
 
@@ -52,7 +53,7 @@ type refRecord struct {
 }
 
 func keyOf(key string, alg algorithms.Algorithm) refKey {
-	return refKey{alg.Kind(), alg.Scope(), key}
+	return refKey{alg.Kind(), algo.ScopeOf(alg), key}
 }
 
 // requestID returns ctx's request ID, whether the request applies it (it
@@ -74,7 +75,7 @@ func (s *refStore) Decide(ctx context.Context, key string, alg algorithms.Algori
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
+	if err := algo.CheckDecision(alg, now, cost); err != nil {
 		return algorithms.Result{}, err
 	}
 	id, once, err := refRequestID(ctx, cost > 0)
@@ -90,7 +91,7 @@ func (s *refStore) Decide(ctx context.Context, key string, alg algorithms.Algori
 			return r.results[0], nil
 		}
 	}
-	state, res := alg.Decide(s.states[k], now, cost)
+	state, res := algo.Decide(alg, s.states[k], now, cost)
 	s.states[k] = state
 	if once && res.Allowed {
 		s.once[rec] = refRecord{results: []algorithms.Result{res}}
@@ -102,8 +103,7 @@ func (s *refStore) Reserve(ctx context.Context, key string, alg algorithms.Algor
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	r, err := store.CheckReserve(alg, now, cost, maxWait)
-	if err != nil {
+	if err := store.CheckReserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	id, once, err := refRequestID(ctx, true)
@@ -119,7 +119,7 @@ func (s *refStore) Reserve(ctx context.Context, key string, alg algorithms.Algor
 			return r.results[0], r.delay, nil
 		}
 	}
-	state, res, delay := r.Reserve(s.states[k], now, cost, maxWait)
+	state, res, delay := algo.Reserve(alg, s.states[k], now, cost, maxWait)
 	s.states[k] = state
 	if once && res.Allowed {
 		s.once[rec] = refRecord{results: []algorithms.Result{res}, delay: delay}
@@ -152,8 +152,8 @@ func (s *refStore) DecideSet(ctx context.Context, key string, algs []algorithms.
 	all := true
 	for i, alg := range algs {
 		k := keyOf(key, alg)
-		var st algorithms.State
-		st, results[i] = alg.Decide(s.states[k], now, min(cost, -cost))
+		var st algo.State
+		st, results[i] = algo.Decide(alg, s.states[k], now, min(cost, -cost))
 		s.states[k] = st // an inspection changes nothing but a converted rate
 		all = all && results[i].Allowed
 	}
@@ -165,7 +165,7 @@ func (s *refStore) DecideSet(ctx context.Context, key string, algs []algorithms.
 			continue
 		}
 		k := keyOf(key, alg)
-		s.states[k], results[i] = alg.Decide(s.states[k], now, cost)
+		s.states[k], results[i] = algo.Decide(alg, s.states[k], now, cost)
 	}
 	if once && all {
 		for _, alg := range algs {
@@ -179,7 +179,7 @@ func (s *refStore) Refund(ctx context.Context, key string, alg algorithms.Algori
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := algorithms.CheckRefund(alg, now, at, n); err != nil {
+	if err := algo.CheckRefund(alg, now, at, n); err != nil {
 		return algorithms.Result{}, err
 	}
 	id, once, err := refRequestID(ctx, true)
@@ -199,11 +199,11 @@ func (s *refStore) Refund(ctx context.Context, key string, alg algorithms.Algori
 	}
 	state, changed := s.states[k], false
 	if state != nil {
-		state, changed = alg.Refund(state, now, at, n)
+		state, changed = algo.Refund(alg, state, now, at, n)
 	}
 	// Reported as an inspection, which writes nothing, not even a rate it
 	// would convert (store.Refunder).
-	_, res := alg.Decide(state, now, 0)
+	_, res := algo.Decide(alg, state, now, 0)
 	if changed {
 		s.states[k] = state
 		if once {
@@ -219,7 +219,7 @@ func (s *refStore) Reset(ctx context.Context, key string, alg algorithms.Algorit
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return err
 	}
 	if err := alg.Validate(); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -50,7 +51,7 @@ var rules = []rule{
 	{"quota_change", "a key that used u of a limit, burst or capacity lowered to L has Remaining max(0, L-u) and waits exactly until its own expiry or refill frees room under L; raised, it keeps u", quotaChange, false},
 	{"rate_change", "a token bucket's or GCRA's rate changed on a live key keeps the tokens it used, converted at the first decision under the new rate (a peek and a denial included), which then refills them: lowering never hands quota back", rateChange, false},
 	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
-	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algorithms.CheckDecision returns, never a panic or a decision", invalidInput, true},
+	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algo.CheckDecision returns, never a panic or a decision", invalidInput, true},
 	{"request_id_once", "a request retried with its request ID (WithRequestID), through Allow, a Set, a booking, a Refund or a Reset, returns its first outcome and charges (or resets) nothing more, also from 16 goroutines at once; another ID is another request; a denial is decided afresh when retried; a peek ignores the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing", requestIDOnce, false},
 	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled, true},
 	{"model_check", "random sequences mixing admissions, peeks, refunds of any age and amount, bookings and cancellations, resets, changes of limit, burst, rate, window and kind, sets, clock readings behind and ahead, requests retried with their ID and writes whose reply is lost and resent decide exactly as the reference store, every Result in range; a retried write changes nothing; no window of any limit in force admits more than that limit, and what was admitted and not refunded replays on an empty key", modelCheck, false},
@@ -122,7 +123,7 @@ func matchesModel(e *env) {
 		if rng.IntN(100) == 0 {
 			l = e.limiterIn(e.c.build(1+rng.Int64N(2*limit), window), e.clock, l.namespace)
 		}
-		check(step, rng.Int64N(l.Algorithm().MaxCost()+1))
+		check(step, rng.Int64N(algo.MaxCost(l.Algorithm())+1))
 	}
 }
 
@@ -467,7 +468,7 @@ func contextCancelled(e *env) {
 func deniedAgain(e *env) {
 	l := e.limiter(e.c.alg)
 	alg := l.Algorithm()
-	var state algorithms.State
+	var state algo.State
 	decide := func(cost int64) ratewise.Result {
 		e.t.Helper()
 		var got ratewise.Result
@@ -477,7 +478,7 @@ func deniedAgain(e *env) {
 			got = e.allowN(l, "k", cost)
 		}
 		var want ratewise.Result
-		state, want = alg.Decide(state, e.clock.Now(), cost)
+		state, want = algo.Decide(alg, state, e.clock.Now(), cost)
 		if got != want {
 			e.fatalf("cost %d at %s: got %+v, the algorithm gives %+v", cost, e.at(), got, want)
 		}
@@ -493,7 +494,7 @@ func deniedAgain(e *env) {
 	start, boundary := e.clock.Now(), e.clock.Now().Add(denied.RetryAfter)
 	for step := range 9 {
 		e.clock.Set(start.Add((denied.RetryAfter * time.Duration(step) / 9).Truncate(time.Microsecond)))
-		for _, cost := range []int64{1, 1, min(2, alg.MaxCost()), 0, 1} {
+		for _, cost := range []int64{1, 1, min(2, algo.MaxCost(alg)), 0, 1} {
 			if res := decide(cost); res.Allowed {
 				e.fatalf("cost %d admitted at %s, before the first denial's RetryAfter %v", cost, e.at(), denied.RetryAfter)
 			}
@@ -533,7 +534,7 @@ func (e *env) decideAsModel(l lim, m model, what string, cost int64) ratewise.Re
 func perKeyLimits(e *env) {
 	ctx := context.Background()
 	free := e.c.alg
-	paid := algorithms.SetQuotaLimit(free, 3*e.c.limit)
+	paid := algo.WithQuotaLimit(free, 3*e.c.limit)
 	errLookup := errors.New("plan lookup failed")
 	plans := map[string]algorithms.Algorithm{"paid": paid, "downgraded": paid}
 	l := e.limiterOn(free, e.clock, ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
 )
 
@@ -31,7 +32,7 @@ func staleTime(e *env) {
 				admitted++
 			}
 		})
-	if e.c.kind.Family() == algorithms.FamilyLog && !e.c.kind.TakesSubWindows() && admitted != 4 {
+	if algo.FamilyOf(e.c.kind) == algo.FamilyLog && !algo.TakesSubWindows(e.c.kind) && admitted != 4 {
 		e.fatalf("the minimal reproduction admitted %d, want 4 (yes yes yes yes no)", admitted)
 	}
 
@@ -106,7 +107,7 @@ func compareStale(e *env, alg algorithms.Algorithm, offsets []time.Duration, cos
 // withLimit returns the case's algorithm with another limit, capacity or
 // burst, and every other parameter unchanged.
 func (e *env) withLimit(limit int64) algorithms.Algorithm {
-	return algorithms.SetQuotaLimit(e.c.alg, limit)
+	return algo.WithQuotaLimit(e.c.alg, limit)
 }
 
 func limitChange(e *env) {
@@ -165,7 +166,7 @@ func quotaChange(e *env) {
 	}
 	lower := e.limiterIn(e.withLimit(10), e.clock, l.namespace)
 	wait, back := e.c.fullBack, int64(10) // windows: every unit used expires at once
-	if e.c.kind.Family() == algorithms.FamilyBucket {
+	if algo.FamilyOf(e.c.kind) == algo.FamilyBucket {
 		wait, back = e.c.costBack(50-10+1), 1
 	}
 	if res := e.peek(lower, "k"); res.Allowed || res.Remaining != 0 || res.Limit != 10 || res.RetryAfter != wait {
@@ -207,7 +208,7 @@ func quotaChange(e *env) {
 // Raised from 10 to 1,000 per minute with 20 used, one token is back 60ms
 // later. The windows' rate is their limit, which quota_change covers.
 func rateChange(e *env) {
-	if e.c.kind.Family() != algorithms.FamilyBucket {
+	if algo.FamilyOf(e.c.kind) != algo.FamilyBucket {
 		e.t.Skip("the windows' rate is their limit per window (quota_change)")
 	}
 	build := func(perMinute, burst int64) algorithms.Algorithm {
@@ -297,13 +298,13 @@ var quotas = []struct {
 
 func realQuotas(e *env) {
 	for _, q := range quotas {
-		if q.count > e.c.kind.MaxLimit() {
+		if q.count > algo.MaxLimit(e.c.kind) {
 			continue // such as the compact log, one timestamp per unit
 		}
-		if e.cfg.sampled && e.c.kind.MaxLimit() < 1<<50 && q.count > 100_000 {
+		if e.cfg.sampled && algo.MaxLimit(e.c.kind) < 1<<50 && q.count > 100_000 {
 			continue // a log of a million records, checked on the full targets
 		}
-		alg, err := e.c.kind.Nominal(q.count, q.period, subWindows)
+		alg, err := algo.Nominal(e.c.kind, q.count, q.period, subWindows)
 		if err != nil {
 			e.fatalf("%d per %v: %v", q.count, q.period, err)
 		}
@@ -332,7 +333,7 @@ func realQuotas(e *env) {
 		// a few thousand, as its doc advises, so that the rule does not
 		// spend minutes writing millions of timestamps.
 		most := q.count
-		if e.c.kind.MaxLimit() < 1<<50 {
+		if algo.MaxLimit(e.c.kind) < 1<<50 {
 			most = min(most, 5000)
 		}
 		for step := 1; step < 150; step++ {
@@ -362,7 +363,7 @@ func realQuotas(e *env) {
 func invalidInput(e *env) {
 	ctx := context.Background()
 	key := "contract:" + runID + ":" + e.t.Name() + ":k"
-	bad := algorithms.SetQuotaLimit(e.c.alg, 0)
+	bad := algo.WithQuotaLimit(e.c.alg, 0)
 	wantErr := bad.Validate()
 	if wantErr == nil {
 		e.fatalf("%#v validates", bad)
@@ -395,8 +396,8 @@ func invalidInput(e *env) {
 	if err := e.store.Reset(ctx, key, embedding); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
 		e.fatalf("Reset with a type embedding the algorithm: %v, want ErrUnknownAlgorithm", err)
 	}
-	check("an inspection above the limit", e.c.alg, e.clock.Now(), -e.c.alg.MaxCost()-1, algorithms.ErrCostExceedsLimit)
-	check("a cost above the limit", e.c.alg, e.clock.Now(), e.c.alg.MaxCost()+1, algorithms.ErrCostExceedsLimit)
+	check("an inspection above the limit", e.c.alg, e.clock.Now(), -algo.MaxCost(e.c.alg)-1, algorithms.ErrCostExceedsLimit)
+	check("a cost above the limit", e.c.alg, e.clock.Now(), algo.MaxCost(e.c.alg)+1, algorithms.ErrCostExceedsLimit)
 	if !e.cfg.storeClock {
 		check("the zero time", e.c.alg, time.Time{}, 1, algorithms.ErrInvalidTime)
 		check("a time before 1970", e.c.alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime)
@@ -476,10 +477,10 @@ func hotKeyRealClock(e *env) {
 // state, not as on an idle key.
 func staleAfterExpiry(e *env) {
 	l := e.limiter(e.c.alg)
-	var model algorithms.State
+	var model algo.State
 	for range e.c.limit {
 		e.allow(l, "k")
-		model, _ = e.c.alg.Decide(model, e.clock.Now(), 1)
+		model, _ = algo.Decide(e.c.alg, model, e.clock.Now(), 1)
 	}
 	full := e.peek(l, "k").ResetAfter
 	e.clock.Advance(full + 10*time.Millisecond)
@@ -487,7 +488,7 @@ func staleAfterExpiry(e *env) {
 		e.fatalf("10ms after ResetAfter: %+v, want full", res)
 	}
 	e.clock.Advance(-20 * time.Millisecond)
-	_, want := e.c.alg.Decide(model, e.clock.Now(), 1)
+	_, want := algo.Decide(e.c.alg, model, e.clock.Now(), 1)
 	if got := e.allow(l, "k"); got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.RetryAfter != want.RetryAfter {
 		e.fatalf("10ms before ResetAfter, after a later inspection: got %+v, want %+v (the state still counts)", got, want)
 	}
@@ -503,9 +504,9 @@ func staleAfterExpiry(e *env) {
 func twoClocks(e *env) {
 	l := e.limiter(e.c.alg)
 	e.exhaust(l, "k")
-	var twin algorithms.State
+	var twin algo.State
 	for range e.c.limit {
-		twin, _ = e.c.alg.Decide(twin, e.clock.Now(), 1)
+		twin, _ = algo.Decide(e.c.alg, twin, e.clock.Now(), 1)
 	}
 	ahead := ratewisetest.NewClock(e.clock.Now().Add(e.c.fullBack + 10*time.Minute))
 	for i := range 200 {
@@ -516,7 +517,7 @@ func twoClocks(e *env) {
 		}
 	}
 	e.clock.Advance(time.Second)
-	_, want := e.c.alg.Decide(twin, e.clock.Now(), 1)
+	_, want := algo.Decide(e.c.alg, twin, e.clock.Now(), 1)
 	if got := e.allow(l, "k"); got != want {
 		e.fatalf("the first limiter's key after the other's 200 decisions beside it, 10 minutes ahead: %+v, want %+v, as alone", got, want)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -186,7 +186,7 @@ func requestIDSet(e *env, id func(string) context.Context) {
 		e.fatalf("a set's Allow retried with its ID: %+v, %v; want the first outcome %+v", again, err, first)
 	}
 	for i, l := range lims {
-		if p := e.peek(l, "k"); p.Remaining != l.Algorithm().Params().Limit-1 && p.Remaining != first.Results[i].Remaining {
+		if p := e.peek(l, "k"); p.Remaining != algo.ParamsOf(l.Algorithm()).Limit-1 && p.Remaining != first.Results[i].Remaining {
 			e.fatalf("limit %d of a set after a retried request: %+v; charged once it would show %+v", i, p, first.Results[i])
 		}
 	}
@@ -208,7 +208,7 @@ func equalResults(a, b []ratewise.Result) bool {
 // booking's wait and books nothing more.
 func requestIDReserve(e *env, id func(string) context.Context) {
 	rs, ok := e.store.(store.Reserver)
-	if _, books := e.c.alg.(algorithms.Reserver); !ok || !books {
+	if books := algo.Reserves(e.c.alg); !ok || !books {
 		return
 	}
 	l := e.limiter(e.c.alg)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -82,8 +83,8 @@ func (e *env) keptFor(l lim, res ratewise.Result) {
 		e.fatalf("TTL: %v", err)
 	}
 	life := max(res.ResetAfter, res.At.Sub(e.clock.Now()))
-	if e.c.kind.Family() == algorithms.FamilyFixedWindow {
-		w := e.c.alg.Scope().Window
+	if algo.FamilyOf(e.c.kind) == algo.FamilyFixedWindow {
+		w := algo.ScopeOf(e.c.alg).Window
 		life = max(life, res.At.Truncate(w).Add(w).Sub(e.clock.Now()))
 	}
 	// Stores with millisecond expiry may round up to the next ms.
@@ -132,13 +133,13 @@ func refundNeverMore(e *env) {
 		}
 	}
 	slices.SortStableFunc(kept, func(a, b charge) int { return a.res.At.Compare(b.res.At) })
-	var replay algorithms.State
+	var replay algo.State
 	for i, c := range kept {
 		if c.cost == 0 {
 			continue
 		}
 		var res algorithms.Result
-		if replay, res = e.c.alg.Decide(replay, c.res.At, c.cost); !res.Allowed {
+		if replay, res = algo.Decide(e.c.alg, replay, c.res.At, c.cost); !res.Allowed {
 			e.fatalf("request %d (cost %d at %s) was admitted and not refunded, but the history of what was admitted and not refunded has no room for it: a refund gave back more than it took",
 				i, c.cost, c.res.At.Sub(e.c.start))
 		}
@@ -162,7 +163,7 @@ func refundInvalid(e *env) {
 	if _, err := l.Refund(ctx, "k", res, 2); !errors.Is(err, algorithms.ErrInvalidCost) {
 		e.fatalf("Refund(2) of an admission of 1: %v, want ErrInvalidCost", err)
 	}
-	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), res.At, e.c.alg.MaxCost()+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
+	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), res.At, algo.MaxCost(e.c.alg)+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
 		e.fatalf("a store refund of limit+1: %v, want ErrCostExceedsLimit", err)
 	}
 	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), time.Unix(-1, 0), 1); !errors.Is(err, algorithms.ErrInvalidTime) {
@@ -310,7 +311,7 @@ func refundBound(e *env) {
 			e.fatalf("a set's Refund(2): %v", err)
 		}
 		for i, l := range lims {
-			if res := e.peek(l, "k"); res.Remaining != l.Algorithm().MaxCost() {
+			if res := e.peek(l, "k"); res.Remaining != algo.MaxCost(l.Algorithm()) {
 				e.fatalf("limit %d of a set after its admission was refunded: %+v, want it whole", i, res)
 			}
 		}
@@ -318,7 +319,7 @@ func refundBound(e *env) {
 
 	// A bucket converted to another rate since the charge gives nothing
 	// back: what the charge took is not what the key counts now.
-	if e.c.kind.Family() == algorithms.FamilyBucket {
+	if algo.FamilyOf(e.c.kind) == algo.FamilyBucket {
 		b := e.limiter(e.c.alg)
 		charge := e.allowN(b, "k", 3)
 		other := e.limiterIn(e.c.build(2*e.c.limit, e.c.window), e.clock, b.namespace)
@@ -344,7 +345,7 @@ func refundBound(e *env) {
 		e.allow(b, "k") // back at the charge's rate: a later admission
 		if reporter, ok := e.store.(store.TTLReporter); ok {
 			ttl, err := reporter.TTL(ctx, b.prefix+"k", e.c.alg, e.clock.Now())
-			if want := e.c.alg.Quota().Window.Truncate(time.Millisecond); err != nil || ttl < want {
+			if want := algo.QuotaOf(e.c.alg).Window.Truncate(time.Millisecond); err != nil || ttl < want {
 				e.fatalf("a bucket whose rate changed and changed back is kept for %v (%v), want at least a capacity's refill time, %v", ttl, err, want)
 			}
 		}

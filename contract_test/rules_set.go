@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -29,7 +30,7 @@ func (e *env) partner(limit int64) algorithms.Algorithm {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	alg, err := k.Nominal(limit, time.Hour, 0)
+	alg, err := algo.Nominal(k, limit, time.Hour, 0)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func setConcurrency(e *env) {
 func setInvalid(e *env) {
 	e.needSets()
 	sd := e.store.(store.SetDecider)
-	twin := algorithms.SetQuotaLimit(e.c.alg, 2*e.c.limit)
+	twin := algo.WithQuotaLimit(e.c.alg, 2*e.c.limit)
 	if _, err := sd.DecideSet(context.Background(), "contract:"+runID+":set", []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(err, store.ErrSharedState) {
 		e.fatalf("a set of two limits sharing one state: %v, want ErrSharedState", err)
 	}
@@ -178,17 +179,16 @@ func reservations(e *env) {
 	ctx := context.Background()
 	l := e.limiter(e.c.alg)
 	key := l.prefix + "k"
-	r, ok := e.c.alg.(algorithms.Reserver)
-	if !ok {
+	if !algo.Reserves(e.c.alg) {
 		if _, _, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, time.Minute); !errors.Is(err, store.ErrUnsupported) {
 			e.fatalf("Reserve with an algorithm that cannot book: %v, want ErrUnsupported", err)
 		}
 		return
 	}
-	var model algorithms.State
+	var model algo.State
 	for i := range 2*e.c.limit + 2 {
 		want, wantDelay := algorithms.Result{}, time.Duration(0)
-		model, want, wantDelay = r.Reserve(model, e.clock.Now(), 1, e.c.window)
+		model, want, wantDelay = algo.Reserve(e.c.alg, model, e.clock.Now(), 1, e.c.window)
 		got, delay, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, e.c.window)
 		if err != nil || got != want || delay != wantDelay {
 			e.fatalf("booking %d: %+v, delay %v, %v; want %+v, delay %v", i+1, got, delay, err, want, wantDelay)
@@ -203,7 +203,7 @@ func reservations(e *env) {
 		}
 	}
 	// A request now waits behind every booking.
-	_, want := e.c.alg.Decide(model, e.clock.Now(), 1)
+	_, want := algo.Decide(e.c.alg, model, e.clock.Now(), 1)
 	if got := e.allow(l, "k"); got != want || got.Allowed {
 		e.fatalf("a request behind the bookings: %+v, want %+v", got, want)
 	}

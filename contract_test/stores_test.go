@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	contract "github.com/ratewise/ratewise/contract_test"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
@@ -109,7 +110,7 @@ type serverClock struct {
 }
 
 func (s *serverClock) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	if err := algorithms.CheckTime(now); err != nil {
+	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, err
 	}
 	s.mu.Lock()
@@ -119,7 +120,7 @@ func (s *serverClock) Decide(ctx context.Context, key string, alg algorithms.Alg
 }
 
 func (s *serverClock) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
-	if err := algorithms.CheckTime(now); err != nil {
+	if err := algo.CheckTime(now); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
@@ -129,7 +130,7 @@ func (s *serverClock) DecideSet(ctx context.Context, key string, algs []algorith
 }
 
 func (s *serverClock) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	if err := algorithms.CheckTime(now); err != nil {
+	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, err
 	}
 	s.mu.Lock()
@@ -139,7 +140,7 @@ func (s *serverClock) Refund(ctx context.Context, key string, alg algorithms.Alg
 }
 
 func (s *serverClock) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	if err := algorithms.CheckTime(now); err != nil {
+	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	s.mu.Lock()

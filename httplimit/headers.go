@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 type headerSet struct{ draft, legacy bool }
@@ -50,7 +51,7 @@ func (m *Middleware) setHeaders(h http.Header, d decision, algs []algorithms.Alg
 			policy.WriteString(name(i))
 			policy.WriteString(";q=")
 			policy.WriteString(strconv.FormatInt(d.results[i].Limit, 10))
-			if w := alg.Quota().Window; w >= time.Second && w%time.Second == 0 {
+			if w := algo.QuotaOf(alg).Window; w >= time.Second && w%time.Second == 0 {
 				policy.WriteString(";w=")
 				policy.WriteString(strconv.FormatInt(int64(w/time.Second), 10))
 			}

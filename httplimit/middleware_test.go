@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -50,19 +51,19 @@ func serve(h http.Handler, remote string) *http.Response {
 // model of the key's state, request by request, until and after denial.
 func TestHeadersAreExact(t *testing.T) {
 	for _, alg := range testAlgorithms {
-		t.Run(alg.Name(), func(t *testing.T) {
+		t.Run(alg.Kind().Name(), func(t *testing.T) {
 			clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			m, err := New(newLimiter(t, alg, clock), WithLegacyHeaders())
 			if err != nil {
 				t.Fatal(err)
 			}
 			h := m.Handler(ok)
-			var model algorithms.State
+			var model algo.State
 			denied := 0
 			for i := 0; denied < 3; i++ {
 				clock.Advance(700 * time.Millisecond)
 				var want algorithms.Result
-				model, want = alg.Decide(model, clock.Now(), 1)
+				model, want = algo.Decide(alg, model, clock.Now(), 1)
 				resp := serve(h, "192.0.2.1:1000")
 				wantStatus := http.StatusOK
 				if !want.Allowed {
@@ -74,7 +75,7 @@ func TestHeadersAreExact(t *testing.T) {
 				}
 				// The quota's window: 5 per minute; 5 tokens at 5 per 10s,
 				// 5 requests at 3 per 6s: 10s.
-				w := map[string]int64{"token_bucket": 10, "gcra": 10}[alg.Name()]
+				w := map[string]int64{"token_bucket": 10, "gcra": 10}[alg.Kind().Name()]
 				if w == 0 {
 					w = 60
 				}
@@ -105,7 +106,7 @@ func TestHeadersAreExact(t *testing.T) {
 // never 0 when denied.
 func TestRetryAfterIsHonest(t *testing.T) {
 	for _, alg := range testAlgorithms {
-		t.Run(alg.Name(), func(t *testing.T) {
+		t.Run(alg.Kind().Name(), func(t *testing.T) {
 			clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			m, _ := New(newLimiter(t, alg, clock))
 			h := m.Handler(ok)

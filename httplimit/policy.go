@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // A FailurePolicy decides what happens to a request when the store fails or does
@@ -92,9 +93,9 @@ func (p fallback) check(l *ratewise.Limiter) error {
 	if p.local == nil {
 		return errors.New("httplimit: nil fallback limiter")
 	}
-	if p.local.Algorithm().Name() != l.Algorithm().Name() {
+	if p.local.Algorithm().Kind().Name() != l.Algorithm().Kind().Name() {
 		return fmt.Errorf("httplimit: the fallback limiter runs %s, the limiter %s; the RateLimit headers would change meaning",
-			p.local.Algorithm().Name(), l.Algorithm().Name())
+			p.local.Algorithm().Kind().Name(), l.Algorithm().Kind().Name())
 	}
 	return nil
 }
@@ -114,17 +115,17 @@ func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, err
 	if alg == nil {
 		return nil, fmt.Errorf("%w: no algorithm", ErrShare)
 	}
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrShare, err)
 	}
 	// The quota's limit is divided; a rate (the limit of an algorithm with
 	// a burst) is slowed by stretching its period, which stays exact.
-	p, k := alg.Params(), alg.Kind()
-	n := alg.Quota().Limit
+	p, k := algo.ParamsOf(alg), alg.Kind()
+	n := algo.QuotaOf(alg).Limit
 	if n/instances < 1 {
 		return nil, fmt.Errorf("%w: %d among %d instances leaves less than 1 each", ErrShare, n, instances)
 	}
-	if k.TakesBurst() {
+	if algo.TakesBurst(k) {
 		if p.Window > math.MaxInt64/time.Duration(instances) {
 			return nil, fmt.Errorf("%w: a period of %v among %d instances overflows", ErrShare, p.Window, instances)
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // ErrRoute is wrapped by every error Route returns: an invalid name or
@@ -99,7 +100,7 @@ func checkAlgorithm(alg algorithms.Algorithm) error {
 	if alg == nil {
 		return ratewise.ErrNilAlgorithm
 	}
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return err
 	}
 	return alg.Validate()
@@ -108,5 +109,5 @@ func checkAlgorithm(alg algorithms.Algorithm) error {
 // sameAlgorithm reports whether a and b, which pass CheckKind, are one
 // algorithm with one set of parameters.
 func sameAlgorithm(a, b algorithms.Algorithm) bool {
-	return a.Kind() == b.Kind() && a.Params() == b.Params()
+	return a.Kind() == b.Kind() && algo.ParamsOf(a) == algo.ParamsOf(b)
 }

@@ -36,7 +36,7 @@ const (
 	// AttrSource is "limiter" or "set" (ratewise.DecisionEvent.Source).
 	AttrSource = attribute.Key("ratewise.source")
 	// AttrAlgorithm is the algorithm's name, such as "gcra"
-	// (algorithms.Algorithm.Name).
+	// (its Kind().Name()).
 	AttrAlgorithm = attribute.Key("ratewise.algorithm")
 	// AttrLimit is the algorithm with its parameters, such as
 	// "gcra 10/1s burst 20", only with WithLimitAttribute.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // ErrInvalidOption is wrapped by every error about an Options field that no
@@ -17,7 +18,7 @@ var ErrInvalidOption = errors.New("replay: invalid option")
 
 // AlgorithmNames lists the algorithms in the order compare shows them: the
 // registry's (algorithms.Kinds).
-var AlgorithmNames = algorithms.Names()
+var AlgorithmNames = algo.Names()
 
 // DefaultSubWindows is how many sub-windows the sliding window counter
 // uses unless told otherwise.
@@ -59,13 +60,13 @@ func Configure(name string, limit int64, window time.Duration, opts Options) (al
 		return nil, fmt.Errorf("%w: burst must be >= 1, or 0 for the limit, got %d", ErrInvalidOption, opts.Burst)
 	}
 	p := algorithms.Params{Limit: limit, Window: window}
-	if k.TakesBurst() {
+	if algo.TakesBurst(k) {
 		p.Burst = opts.Burst
 		if p.Burst == 0 {
 			p.Burst = limit
 		}
 	}
-	if !k.TakesSubWindows() {
+	if !algo.TakesSubWindows(k) {
 		return k.New(p)
 	}
 	if opts.SubWindows != 0 {

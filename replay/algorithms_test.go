@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // An explicit number of sub-windows that does not split the window is an
@@ -43,7 +45,7 @@ func TestConfigureRejectsSubWindowsThatDoNotSplitTheWindow(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := alg.Params().SubWindows; got != c.chosen {
+			if got := algo.ParamsOf(alg).SubWindows; got != c.chosen {
 				t.Fatalf("sub-windows: got %d, want %d", got, c.chosen)
 			}
 		})

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/replay/workload"
 )
 
@@ -136,11 +137,11 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 			}
-			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: alg.Params().String(), Settings: alg.Params()})
+			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: algo.ParamsOf(alg).String(), Settings: algo.ParamsOf(alg)})
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 		for _, alg := range cfg.Candidates {
-			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: alg.Name(), Params: alg.Params().String(), Settings: alg.Params()})
+			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: alg.Kind().Name(), Params: algo.ParamsOf(alg).String(), Settings: algo.ParamsOf(alg)})
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 	}
@@ -173,23 +174,23 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			allowed := make([]bool, len(jb.w.Requests))
 			var within func(float64)
 			if cfg.Within != nil {
-				what := fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Name(), t.Name())
+				what := fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Kind().Name(), t.Name())
 				within = func(f float64) { cfg.Within(what, f) }
 			}
 			figures, err := runOne(ctx, t, jb.w, jb.alg, allowed, within)
 			if err != nil {
-				return fmt.Errorf("%s on %s, workload %s: %w", jb.alg.Name(), t.Name(), jb.w.Name, err)
+				return fmt.Errorf("%s on %s, workload %s: %w", jb.alg.Kind().Name(), t.Name(), jb.w.Name, err)
 			}
 			if ti == 0 {
 				reference[j] = allowed
 			} else if i := firstDifference(reference[j], allowed); i >= 0 {
 				return fmt.Errorf("%s and %s disagree on %s, workload %s, request %d at %v: %s admitted=%v, %s admitted=%v",
-					cfg.Targets[0].Name(), t.Name(), jb.alg.Name(), jb.w.Name, i, jb.w.Requests[i].At, cfg.Targets[0].Name(), reference[j][i], t.Name(), allowed[i])
+					cfg.Targets[0].Name(), t.Name(), jb.alg.Kind().Name(), jb.w.Name, i, jb.w.Requests[i].At, cfg.Targets[0].Name(), reference[j][i], t.Name(), allowed[i])
 			}
 			mu.Lock()
 			jb.row.Stores = append(jb.row.Stores, figures)
 			mu.Unlock()
-			step(fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Name(), t.Name()))
+			step(fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Kind().Name(), t.Name()))
 			return nil
 		}
 		g, gctx := errgroup.WithContext(ctx)
@@ -227,7 +228,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			if len(lines) == 0 {
 				lines = append(lines, Line{Name: "offered", Points: Series(jb.w, nil, hot, cfg.SeriesPoints)})
 			}
-			rep.Charts[jb.w.Name] = append(lines, Line{Name: jb.alg.Name(), Points: Series(jb.w, reference[j], hot, cfg.SeriesPoints)})
+			rep.Charts[jb.w.Name] = append(lines, Line{Name: jb.alg.Kind().Name(), Points: Series(jb.w, reference[j], hot, cfg.SeriesPoints)})
 		}
 	}
 

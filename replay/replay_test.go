@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
@@ -49,13 +50,13 @@ func (s *orderStore) Decide(ctx context.Context, key string, alg algorithms.Algo
 // never replayed on many goroutines).
 type keyedStore struct {
 	mu     sync.Mutex
-	states map[string]algorithms.State
+	states map[string]algo.State
 }
 
 func (s *keyedStore) Decide(_ context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st, res := alg.Decide(s.states[key], now, cost)
+	st, res := algo.Decide(alg, s.states[key], now, cost)
 	s.states[key] = st
 	return res, nil
 }
@@ -84,7 +85,7 @@ func TestDecideAllOnManyGoroutinesDecidesAsInOrder(t *testing.T) {
 		if err := decideAll(context.Background(), storememory.New(), w, alg, inOrder, nil, 1); err != nil {
 			t.Fatal(err)
 		}
-		s := &orderStore{Store: &keyedStore{states: map[string]algorithms.State{}}, last: map[string]time.Time{}}
+		s := &orderStore{Store: &keyedStore{states: map[string]algo.State{}}, last: map[string]time.Time{}}
 		atOnce := make([]bool, len(w.Requests))
 		if err := decideAll(context.Background(), s, w, alg, atOnce, nil, 8); err != nil {
 			t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -108,13 +109,13 @@ const (
 // store holding keys of alg's state.
 //
 // An algorithm whose state does not grow with requests (every family but
-// algorithms.FamilyLog) holds the same state for a key whatever the
+// algo.FamilyLog) holds the same state for a key whatever the
 // workload, so it is measured the same way every time: FixedStateKeys keys
 // of 12-byte names, each after one decision. A log's state depends on the
 // traffic, so w is replayed on copies of its keys and the growth divided
 // by the entries the store holds at the end.
 func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, _ []string, alg algorithms.Algorithm) (float64, int, error) {
-	if alg.Kind().Family() != algorithms.FamilyLog {
+	if algo.FamilyOf(alg.Kind()) != algo.FamilyLog {
 		return fixedStateBytes(ctx, alg, w.Start)
 	}
 	if len(w.Requests) == 0 {
@@ -191,7 +192,7 @@ func perEntry(s *storememory.Store, base, empty uint64) (float64, int, error) {
 func fixedStateBytes(ctx context.Context, alg algorithms.Algorithm, now time.Time) (float64, int, error) {
 	// One fixed-size state gives one figure: measure each configuration
 	// once per process.
-	id := alg.Name() + " " + alg.Params().String()
+	id := alg.Kind().Name() + " " + algo.ParamsOf(alg).String()
 	if f, ok := fixedStateCache.Load(id); ok {
 		f := f.(fixedFigure)
 		return f.perKey, f.keys, nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/replay/workload"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestMemoryPerKeyOfFixedStateIsOneFigure(t *testing.T) {
 	var fixed []string
 	for _, k := range algorithms.Kinds() {
-		if k.Family() != algorithms.FamilyLog {
+		if algo.FamilyOf(k) != algo.FamilyLog {
 			fixed = append(fixed, k.Name())
 		}
 	}

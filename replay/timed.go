@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // Timing is what the timed phase measured for one algorithm on one target.
@@ -82,7 +83,7 @@ func Time(ctx context.Context, t Target, alg algorithms.Algorithm, d time.Durati
 		return Timing{}, err
 	}
 	return Timing{
-		Target: t.Name(), Algorithm: alg.Name(), Params: alg.Params().String(), Goroutines: goroutines, Keys: keys,
+		Target: t.Name(), Algorithm: alg.Kind().Name(), Params: algo.ParamsOf(alg).String(), Goroutines: goroutines, Keys: keys,
 		Decisions: total.n, PerSecond: float64(total.n) / elapsed.Seconds(),
 		P50: total.quantile(0.50), P99: total.quantile(0.99),
 	}, nil

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // Store holds rate-limiting state and runs decisions on it.
@@ -28,7 +29,7 @@ import (
 //   - Decide is atomic per (algorithm, scope, key): concurrent calls behave
 //     as if run one after another, each seeing the state the previous one
 //     left, across every process that shares the store.
-//   - State is kept per algorithm name, scope (algorithms.Scope: the window
+//   - State is kept per algorithm name, scope (algo.Scope: the window
 //     or period) and key: Decide and Reset never see another algorithm's or
 //     another scope's state under the same key, nor another key's. Algorithm
 //     values that differ only in limit, burst, capacity or rate count share
@@ -40,13 +41,13 @@ import (
 //     offers a mode that uses now, which the conformance suite uses.
 //   - A cost of 0 inspects without consuming: what is available is unchanged.
 //     A cost of -n inspects the same way, for a request of cost n
-//     (algorithms.Algorithm.Decide).
+//     (internal/algo.Decide).
 //   - State counts for Result.ResetAfter after the decision that wrote it,
 //     and is kept at least that long, and at least until the decision's
 //     At (a state that counts nothing may still hold a later time than the
 //     decision's now, which a request whose clock reading lags is decided
 //     at; a fixed window's, its window), and until the time
-//     algorithms.Packer's Pack gives for it if that is later (a bucket
+//     algo.Pack gives for it if that is later (a bucket
 //     whose rate count changed lately, which refunds must still see), and
 //     no longer than that plus a grace the store documents, so that a
 //     request whose clock reading lags (read before the store ordered it)
@@ -58,7 +59,7 @@ import (
 //   - Errors come in classes. Invalid input (a value that is not one of
 //     package algorithms' types, an algorithm that fails Validate, a cost
 //     outside [-MaxCost(), MaxCost()], a time the store uses outside the range
-//     algorithms.CheckTime accepts) is the error algorithms.CheckDecision
+//     algo.CheckTime accepts) is the error algo.CheckDecision
 //     returns, on every store; Reset rejects the same algorithms. An
 //     algorithm the store cannot run wraps ErrUnsupported, and may wrap the
 //     invalid-input error too. A context error is returned
@@ -109,13 +110,13 @@ type SetDecider interface {
 }
 
 // Reserver is an optional capability: a store that books requests ahead
-// for the algorithms that can (algorithms.Reserver), atomically, as Decide
+// for the algorithms that can (the token bucket and GCRA), atomically, as Decide
 // decides. Limiter.Wait uses it to wait in one round trip and in order.
 type Reserver interface {
 	// Reserve runs alg.Reserve on key's state: it returns the Result, and
 	// the wait until the booked request's turn. An algorithm that cannot
 	// book wraps ErrUnsupported; a maxWait outside [0, 2^50µs] is the error
-	// algorithms.CheckMaxWait returns.
+	// algo.CheckMaxWait returns.
 	Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
 }
 
@@ -128,8 +129,8 @@ type Refunder interface {
 	// count that inspection would convert). The state is then kept as a
 	// decision's is, for that Result's ResetAfter and at least until its
 	// At, or the time Pack gives (plus the store's grace). Invalid input is the error
-	// algorithms.CheckRefund returns; a store on its own clock checks at
-	// with algorithms.CheckTime, and now only where it uses the caller's.
+	// algo.CheckRefund returns; a store on its own clock checks at
+	// with algo.CheckTime, and now only where it uses the caller's.
 	Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
 }
 
@@ -155,19 +156,18 @@ type PrefixRefunder interface {
 
 // CheckReserve checks a reservation as Decide's inputs are checked, with a
 // cost of at least 1 (a booking is a request, never an inspection), and
-// that alg can book (algorithms.Reserver).
-func CheckReserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Reserver, error) {
+// that alg can book (the token bucket and GCRA).
+func CheckReserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) error {
 	if cost <= 0 {
-		return nil, fmt.Errorf("%w: a booking's cost must be > 0, got %d", algorithms.ErrInvalidCost, cost)
+		return fmt.Errorf("%w: a booking's cost must be > 0, got %d", algorithms.ErrInvalidCost, cost)
 	}
-	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
-		return nil, err
+	if err := algo.CheckDecision(alg, now, cost); err != nil {
+		return err
 	}
-	r, ok := alg.(algorithms.Reserver)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s cannot book requests ahead", ErrUnsupported, alg.Kind())
+	if !algo.Reserves(alg) {
+		return fmt.Errorf("%w: %s cannot book requests ahead", ErrUnsupported, alg.Kind())
 	}
-	return r, algorithms.CheckMaxWait(maxWait)
+	return algo.CheckMaxWait(maxWait)
 }
 
 // ErrSharedState is returned by DecideSet for a set with two algorithms of
@@ -175,7 +175,7 @@ func CheckReserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait t
 var ErrSharedState = errors.New("ratewise: two limits of a set share one state")
 
 // CheckSet checks a set of algorithms for DecideSet: at least one, each
-// valid for a decision at now with cost (algorithms.CheckDecision), no two
+// valid for a decision at now with cost (algo.CheckDecision), no two
 // sharing a kind and scope.
 func CheckSet(algs []algorithms.Algorithm, now time.Time, cost int64) error {
 	if len(algs) == 0 {
@@ -183,14 +183,14 @@ func CheckSet(algs []algorithms.Algorithm, now time.Time, cost int64) error {
 	}
 	type id struct {
 		kind  *algorithms.Kind
-		scope algorithms.Scope
+		scope algo.Scope
 	}
 	seen := make(map[id]bool, len(algs))
 	for _, alg := range algs {
-		if err := algorithms.CheckDecision(alg, now, cost); err != nil {
+		if err := algo.CheckDecision(alg, now, cost); err != nil {
 			return err
 		}
-		k := id{alg.Kind(), alg.Scope()}
+		k := id{alg.Kind(), algo.ScopeOf(alg)}
 		if seen[k] {
 			return fmt.Errorf("%w: %s and another %s with the same scope", ErrSharedState, alg, alg.Kind())
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 )
@@ -18,7 +19,7 @@ import (
 // compared beside the key, not joined to it.
 func TestDecisionsAllocateNothing(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
-		alg, err := k.Nominal(1000, time.Minute, 10)
+		alg, err := algo.Nominal(k, 1000, time.Minute, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // TestDecisionsMatchTheAlgorithm drives the store and states the test keeps
@@ -29,7 +30,7 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 			t.Run(k.Name()+"/"+tc.name, func(t *testing.T) {
 				var algs []algorithms.Algorithm // one scope, two limits
 				for _, limit := range []int64{tc.limit, 3 * tc.limit} {
-					alg, err := k.Nominal(limit, time.Second, 4)
+					alg, err := algo.Nominal(k, limit, time.Second, 4)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -37,7 +38,7 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 				}
 				s := New()
 				keys := sameShard(s, 3)
-				ref := map[string]algorithms.State{}
+				ref := map[string]algo.State{}
 				type charge struct {
 					key  string
 					res  algorithms.Result
@@ -66,11 +67,11 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 					what := fmt.Sprintf("step %d at %v, %s on %q", step, now.Format(time.StampMicro), alg, key)
 					switch r := rng.IntN(20); {
 					case r < 2: // an inspection
-						cost := -rng.Int64N(alg.MaxCost())
+						cost := -rng.Int64N(algo.MaxCost(alg))
 						got, err := s.Decide(ctx, key, alg, now, cost)
 						// It changes nothing, unless it converts a bucket
 						// written under the other limit's rate count.
-						st, want := alg.Decide(ref[key], now, cost)
+						st, want := algo.Decide(alg, ref[key], now, cost)
 						ref[key] = st
 						same(t, what+fmt.Sprintf(", cost %d", cost), got, err, want)
 					case r < 4 && len(charges) > 0: // a refund
@@ -80,21 +81,20 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 						if c.key != key || c.res.At.After(now) && rng.IntN(2) == 0 {
 							continue
 						}
-						n := 1 + rng.Int64N(min(c.cost, alg.MaxCost()))
+						n := 1 + rng.Int64N(min(c.cost, algo.MaxCost(alg)))
 						got, err := s.Refund(ctx, key, alg, now, c.res.At, n)
-						if st, ok := alg.Refund(ref[key], now, c.res.At, n); ok {
+						if st, ok := algo.Refund(alg, ref[key], now, c.res.At, n); ok {
 							ref[key] = st
 						}
-						_, want := alg.Decide(ref[key], now, 0)
+						_, want := algo.Decide(alg, ref[key], now, 0)
 						same(t, what+fmt.Sprintf(", refund %d", n), got, err, want)
 					case r < 5: // a booking
-						r, ok := alg.(algorithms.Reserver)
-						if !ok {
+						if !algo.Reserves(alg) {
 							continue
 						}
 						maxWait := time.Duration(rng.Int64N(2_000)) * time.Millisecond
 						got, delay, err := s.Reserve(ctx, key, alg, now, 1, maxWait)
-						st, want, wantDelay := r.Reserve(ref[key], now, 1, maxWait)
+						st, want, wantDelay := algo.Reserve(alg, ref[key], now, 1, maxWait)
 						ref[key] = st
 						same(t, what+", booking", got, err, want)
 						if delay != wantDelay {
@@ -103,10 +103,10 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 					default: // a request, mostly of cost 1
 						cost := int64(1)
 						if rng.IntN(4) == 0 {
-							cost = 1 + rng.Int64N(alg.MaxCost())
+							cost = 1 + rng.Int64N(algo.MaxCost(alg))
 						}
 						got, err := s.Decide(ctx, key, alg, now, cost)
-						st, want := alg.Decide(ref[key], now, cost)
+						st, want := algo.Decide(alg, ref[key], now, cost)
 						ref[key] = st
 						same(t, what+fmt.Sprintf(", cost %d", cost), got, err, want)
 						if want.Allowed {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -19,7 +20,7 @@ import (
 func BenchmarkHotKey(b *testing.B) {
 	const goroutines = 64
 	for _, k := range algorithms.Kinds() {
-		alg, err := k.Nominal(1000, time.Minute, 10)
+		alg, err := algo.Nominal(k, 1000, time.Minute, 10)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // shard is 384 bytes, six cache lines: one that every decision reads and
@@ -105,7 +105,7 @@ func (sh *shard) unlock() {
 type hotEntry struct {
 	t   *table
 	key string
-	w   algorithms.Words
+	w   algo.Words
 	tag int64
 }
 

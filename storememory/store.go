@@ -2,11 +2,11 @@
 // single processes.
 //
 // It keeps each key's state in one of 256 shards, each holding one table per
-// algorithm and scope (see algorithms.Scope) behind its own read-write
+// algorithm and scope (see algo.Scope) behind its own read-write
 // lock, so unrelated keys rarely contend and there is no global lock. A
 // table is an open-addressing hash index over dense entries: a decision
 // finds its key once and updates the entry in place. The states of the
-// algorithms that pack (algorithms.Packer: the fixed window, token bucket
+// algorithms that pack (algo.Packs: the fixed window, token bucket
 // and GCRA) live inline in the entry, so that deciding allocates nothing and
 // an idle key costs about 44 bytes besides the key itself. Keys are hashed
 // and compared in two parts when a limiter has a namespace
@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -80,11 +81,11 @@ type Store struct {
 // than keying by (algorithm, key).
 type tableID struct {
 	kind  *algorithms.Kind
-	scope algorithms.Scope
+	scope algo.Scope
 }
 
 func idOf(alg algorithms.Algorithm) tableID {
-	return tableID{kind: alg.Kind(), scope: alg.Scope()}
+	return tableID{kind: alg.Kind(), scope: algo.ScopeOf(alg)}
 }
 
 // New returns an empty store.
@@ -210,7 +211,7 @@ func (sh *shard) find(h uint64, prefix, key string, alg algorithms.Algorithm, se
 
 // state returns the key's state if it still counts at now (Unix
 // nanoseconds), or nil.
-func (c *cursor) state(now int64) algorithms.State {
+func (c *cursor) state(now int64) algo.State {
 	if c.t == nil {
 		return nil
 	}
@@ -219,17 +220,17 @@ func (c *cursor) state(now int64) algorithms.State {
 
 // keep records the state a decision of cost at now left (see table.keep).
 // changed is whether an inspection or a denial of cost 1 changed the state
-// anyway (algorithms.Keeper: a bucket converted from another rate count),
+// anyway (algo.Keeps: a bucket converted from another rate count),
 // which it then writes as an admission would. The cursor's table must exist
 // when cost > 0 or changed.
-func (c *cursor) keep(state algorithms.State, res algorithms.Result, now int64, el time.Duration, cost int64, changed bool) {
+func (c *cursor) keep(state algo.State, res algorithms.Result, now int64, el time.Duration, cost int64, changed bool) {
 	switch {
 	case c.t == nil || cost <= 0 && !changed:
 		// An inspection changes nothing: not even an expired entry goes,
 		// since a request whose clock reading is behind may still need it.
 		return
 	case cost == 1 && !res.Allowed && c.pos >= 0 && !changed:
-		// A denial of cost 1 is not remembered (algorithms.Algorithm.Decide),
+		// A denial of cost 1 is not remembered (algo.Decide),
 		// so the key's state counts as long as it did, as on Redis, where
 		// the script writes nothing. A log's step may have dropped expired
 		// records: its state is replaced, its expiry kept.
@@ -241,19 +242,18 @@ func (c *cursor) keep(state algorithms.State, res algorithms.Result, now int64, 
 
 // changes reports whether Decide(state, now, cost) of alg may change state
 // although cost is an inspection or a request of cost 1 that it denies
-// (algorithms.Keeper); it is not asked of other costs.
-func changes(alg algorithms.Algorithm, state algorithms.State, now time.Time, cost int64) bool {
+// (algo.Keeps); it is not asked of other costs.
+func changes(alg algorithms.Algorithm, state algo.State, now time.Time, cost int64) bool {
 	if cost > 1 {
 		return false
 	}
-	k, ok := alg.(algorithms.Keeper)
-	return !ok || !k.Keeps(state, now, cost)
+	return !algo.Keeps(alg, state, now, cost)
 }
 
 // Decide runs alg's decision step on key's state under the key's shard lock.
 // It runs every registered algorithm, so it never returns
 // store.ErrUnsupported; an invalid algorithm, cost or time is an error from
-// algorithms.CheckDecision.
+// algo.CheckDecision.
 func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	return s.decide(ctx, "", key, alg, now, cost)
 }
@@ -267,7 +267,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := algorithms.CheckDecision(alg, now, cost); err != nil {
+	if err := algo.CheckDecision(alg, now, cost); err != nil {
 		return algorithms.Result{}, err
 	}
 	id, once, err := requestID(ctx, cost)
@@ -281,8 +281,8 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 		return s.decideOnce(sh, h, prefix, key, id, alg, now, t, cost), nil
 	}
 	// An inspection changes nothing, and neither does a denial of cost 1
-	// (algorithms.Algorithm.Decide) unless a log drops expired records in it
-	// (algorithms.Keeper); such denials are what a key over its limit
+	// (algo.Decide) unless a log drops expired records in it
+	// (algo.Keeps); such denials are what a key over its limit
 	// mostly sees. Both are decided under the read lock, or none for a
 	// packed state (see hot), so a hot key's callers run in parallel. A
 	// denial of cost 1 gets the Result of an inspection as a request of cost
@@ -291,7 +291,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 		// A hot key's denial: the entry as it stood at the last write
 		// lock, which is the state now.
 		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, prefix, key) {
-			if res, keeps := alg.(algorithms.Packer).Inspect(hot.w, hot.tag, now, -1); !res.Allowed && keeps {
+			if res, keeps := algo.Inspect(alg, hot.w, hot.tag, now, -1); !res.Allowed && keeps {
 				return res, nil // not counted (see tick)
 			}
 		}
@@ -314,7 +314,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	c := sh.find(h, prefix, key, alg, s.seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
-	state, res := alg.Decide(st, now, cost)
+	state, res := algo.Decide(alg, st, now, cost)
 	c.keep(state, res, t, el, cost, changed)
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
@@ -348,7 +348,7 @@ func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, a
 	c := sh.find(h, prefix, key, alg, seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
-	state, res := alg.Decide(st, now, cost)
+	state, res := algo.Decide(alg, st, now, cost)
 	c.keep(state, res, t, el, cost, changed)
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
@@ -362,7 +362,7 @@ func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, a
 // inspect decides a cost <= 0, or a cost of 1 as an inspection of cost -1,
 // on key's state at now (t in Unix nanoseconds), without changing anything.
 // done is false when a request of cost 1 would be admitted, or when the
-// decision would change the state all the same (algorithms.Keeper), which
+// decision would change the state all the same (algo.Keeps), which
 // must be decided under the write lock; expired is whether it found an
 // entry that no longer counts, for a sweep to drop. Requires the read lock
 // (rlock).
@@ -375,7 +375,7 @@ func (sh *shard) inspect(h uint64, prefix, key string, alg algorithms.Algorithm,
 	switch {
 	case pos < 0 || tb.expires(pos) <= t:
 		expired = pos >= 0
-		_, res = alg.Decide(nil, now, ask)
+		_, res = algo.Decide(alg, nil, now, ask)
 	case tb.at(pos).w[0] == boxed:
 		st := *tb.box(pos, false)
 		if changes(alg, st, now, cost) {
@@ -385,13 +385,13 @@ func (sh *shard) inspect(h uint64, prefix, key string, alg algorithms.Algorithm,
 			// write.
 			return res, false, false
 		}
-		_, res = alg.Decide(st, now, ask)
+		_, res = algo.Decide(alg, st, now, ask)
 	default:
 		// Not table.state, whose scratch state is for the write lock; and
 		// alg's own parameters, not the table's packer's.
 		e := tb.at(pos)
 		var keeps bool
-		if res, keeps = alg.(algorithms.Packer).Inspect(e.w, tb.tag, now, ask); !keeps {
+		if res, keeps = algo.Inspect(alg, e.w, tb.tag, now, ask); !keeps {
 			return res, false, false // a rate count converted: a write
 		}
 		if cost == 1 && !res.Allowed {
@@ -420,8 +420,7 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	r, err := store.CheckReserve(alg, now, cost, maxWait)
-	if err != nil {
+	if err := store.CheckReserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	id, once, err := requestID(ctx, cost)
@@ -444,7 +443,7 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	c := sh.find(h, "", key, alg, s.seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
-	state, res, delay := r.Reserve(st, now, cost, maxWait)
+	state, res, delay := algo.Reserve(alg, st, now, cost, maxWait)
 	c.keep(state, res, t, el, cost, changed)
 	if once && res.Allowed {
 		sh.once.keep(k, el, delay, res)
@@ -485,12 +484,12 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		}
 	}
 	results := make([]algorithms.Result, len(algs))
-	states := make([]algorithms.State, len(algs))
+	states := make([]algo.State, len(algs))
 	cursors := make([]cursor, len(algs))
 	// inspected are the states the inspections left, where they changed
 	// them (a bucket converted from another rate count): written unless
 	// the request then charges them.
-	inspected := make([]algorithms.State, len(algs))
+	inspected := make([]algo.State, len(algs))
 	all := true
 	inspect := min(cost, -cost) // an inspection as the request
 	for i, alg := range algs {
@@ -499,8 +498,8 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		cursors[i] = sh.find(h, "", key, alg, s.seed, cost > 0)
 		states[i] = cursors[i].state(t)
 		changed := changes(alg, states[i], now, inspect)
-		var st algorithms.State
-		st, results[i] = alg.Decide(states[i], now, inspect)
+		var st algo.State
+		st, results[i] = algo.Decide(alg, states[i], now, inspect)
 		if changed {
 			inspected[i] = st
 		}
@@ -516,7 +515,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 			continue
 		}
 		changed := changes(alg, states[i], now, cost)
-		state, res := alg.Decide(states[i], now, cost)
+		state, res := algo.Decide(alg, states[i], now, cost)
 		cursors[i].keep(state, res, t, el, cost, changed)
 		results[i] = res
 	}
@@ -554,7 +553,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := algorithms.CheckRefund(alg, now, at, n); err != nil {
+	if err := algo.CheckRefund(alg, now, at, n); err != nil {
 		return algorithms.Result{}, err
 	}
 	id, once, err := requestID(ctx, n)
@@ -587,11 +586,11 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	c := sh.find(h, prefix, key, alg, s.seed, false)
 	state := c.state(t)
 	if state == nil {
-		_, res := alg.Decide(nil, now, 0)
+		_, res := algo.Decide(alg, nil, now, 0)
 		return res, nil
 	}
-	state, changed := alg.Refund(state, now, at, n)
-	_, res := alg.Decide(state, now, 0)
+	state, changed := algo.Refund(alg, state, now, at, n)
+	_, res := algo.Decide(alg, state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
 		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, c.alg, state, res, t, el)
@@ -599,7 +598,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of
 		// the refund, however soon the state itself goes.
-		sh.once.keepFor(k, el, 0, alg.Quota().Window, res)
+		sh.once.keepFor(k, el, 0, algo.QuotaOf(alg).Window, res)
 		sh.once.forget(admitted)
 		sh.once.forget(inSet)
 	}
@@ -691,7 +690,7 @@ func (s *Store) reset(ctx context.Context, prefix, key string, alg algorithms.Al
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return err
 	}
 	if err := alg.Validate(); err != nil {
@@ -733,7 +732,7 @@ func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, n
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return 0, err
 	}
 	h := s.hash("", key)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 )
@@ -99,7 +100,7 @@ func TestPeekOnIdleKeyStoresNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := s.Len(); n != 0 {
-			t.Fatalf("%s: a peek at an idle key left %d entries", alg.Name(), n)
+			t.Fatalf("%s: a peek at an idle key left %d entries", alg.Kind().Name(), n)
 		}
 	}
 }
@@ -172,7 +173,7 @@ func TestManyKeysConcurrently(t *testing.T) {
 func TestHotKeyConcurrently(t *testing.T) {
 	const goroutines, tries, limit = 8, 100, 50
 	for _, k := range algorithms.Kinds() {
-		alg, err := k.Nominal(limit, time.Minute, 10)
+		alg, err := algo.Nominal(k, limit, time.Minute, 10)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // table holds one algorithm's entries for one scope in one shard: the
@@ -23,16 +24,16 @@ import (
 // and 4 bytes per index slot.
 type table struct {
 	id tableID
-	// packer keeps the states of algorithms that pack (algorithms.Packer)
+	// packer keeps the states of algorithms that pack (algo.Packs)
 	// inline; nil boxes every state. tag is the tag every packed entry
 	// shares, once tagged; a state with another is boxed.
-	packer algorithms.Packer
+	packer algorithms.Algorithm
 	tag    int64
 	tagged bool
 	// scratch is a state the table owns, for a packed entry to be unpacked
 	// into, so that a decision on one allocates nothing; nil until a
 	// decision leaves one spare.
-	scratch algorithms.State
+	scratch algo.State
 	seed    maphash.Seed
 
 	// index slots are 0 when empty, and otherwise an entry's position plus
@@ -43,7 +44,7 @@ type table struct {
 	chunks []*chunk
 	// boxes hold the boxed states, by position, in chunks made on first
 	// use: a table whose states all pack has none.
-	boxes []*[chunkSize]algorithms.State
+	boxes []*[chunkSize]algo.State
 	n     int
 	// peak is the most entries the table held at a sweep since it was
 	// last shrunk (see sweep).
@@ -63,13 +64,13 @@ type chunk struct {
 	sweep [chunkSize]uint32
 }
 
-// entry is a key and its state: packed (algorithms.Packer), where w[0] >= 0
+// entry is a key and its state: packed (algo.Packs), where w[0] >= 0
 // is the microsecond it stops counting from, or boxed, where w[0] is boxed
 // and w[1] the Unix nanosecond it stops counting at.
 type entry struct {
 	// key is the caller's key, or prefix+key joined when the entry was made.
 	key string
-	w   algorithms.Words
+	w   algo.Words
 }
 
 const (
@@ -89,8 +90,11 @@ const (
 func underLoad(n, size int) bool { return 5*n <= 4*size }
 
 func newTable(id tableID, alg algorithms.Algorithm, seed maphash.Seed) *table {
-	packer, _ := alg.(algorithms.Packer)
-	return &table{id: id, packer: packer, seed: seed, index: make([]uint32, minIndex)}
+	t := &table{id: id, seed: seed, index: make([]uint32, minIndex)}
+	if algo.Packs(alg) {
+		t.packer = alg
+	}
+	return t
 }
 
 func (t *table) at(pos int) *entry { return &t.chunks[pos/chunkSize].e[pos%chunkSize] }
@@ -101,7 +105,7 @@ func (t *table) sweepAt(pos int) *uint32 { return &t.chunks[pos/chunkSize].sweep
 
 // box returns where the boxed state at pos is held, making its chunk if
 // create is set; nil if it has none.
-func (t *table) box(pos int, create bool) *algorithms.State {
+func (t *table) box(pos int, create bool) *algo.State {
 	c := pos / chunkSize
 	if c >= len(t.boxes) || t.boxes[c] == nil {
 		if !create {
@@ -110,7 +114,7 @@ func (t *table) box(pos int, create bool) *algorithms.State {
 		for len(t.boxes) <= c {
 			t.boxes = append(t.boxes, nil)
 		}
-		t.boxes[c] = new([chunkSize]algorithms.State)
+		t.boxes[c] = new([chunkSize]algo.State)
 	}
 	return &t.boxes[c][pos%chunkSize]
 }
@@ -208,7 +212,7 @@ func (t *table) remove(slot, pos int) {
 		t.index[ls] = t.index[ls]&^mask | uint32(pos+1)
 		*t.at(pos) = *t.at(last)
 		*t.sweepAt(pos) = *t.sweepAt(last)
-		var moved algorithms.State
+		var moved algo.State
 		if b := t.box(last, false); b != nil {
 			moved = *b
 		}
@@ -248,7 +252,7 @@ func (t *table) expires(pos int) int64 {
 // state returns the state at pos (-1 for none) if it still counts at now
 // (Unix nanoseconds), or nil. A packed state is unpacked into the table's
 // scratch state, which the caller must not keep past the lock.
-func (t *table) state(pos int, now int64) algorithms.State {
+func (t *table) state(pos int, now int64) algo.State {
 	if pos < 0 || t.expires(pos) <= now {
 		return nil
 	}
@@ -256,7 +260,7 @@ func (t *table) state(pos int, now int64) algorithms.State {
 	if e.w[0] == boxed {
 		return *t.box(pos, false)
 	}
-	t.scratch = t.packer.Unpack(e.w, t.tag, t.scratch)
+	t.scratch = algo.Unpack(t.packer, e.w, t.tag, t.scratch)
 	return t.scratch
 }
 
@@ -264,9 +268,9 @@ func (t *table) state(pos int, now int64) algorithms.State {
 // after the store's start, left for prefix+key, whose hash is h and whose
 // slot and position (-1 for none) find returned; it counts for
 // keptFor(res, now), or longer if it has no packed form and alg's Pack
-// says so (algorithms.Packer), and a sweep may drop it from that time on
+// says so (algo.Packer), and a sweep may drop it from that time on
 // the store's clock (sweepAt).
-func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms.Algorithm, state algorithms.State, res algorithms.Result, now int64, el time.Duration) {
+func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms.Algorithm, state algo.State, res algorithms.Result, now int64, el time.Duration) {
 	if state == nil {
 		if pos >= 0 {
 			t.remove(slot, pos)
@@ -279,7 +283,7 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms
 	life := keptFor(res, now)
 	e := t.at(pos)
 	if t.packer != nil {
-		w, tag, ok := t.packer.Pack(state)
+		w, tag, ok := algo.Pack(t.packer, state)
 		if ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
 			t.tag, t.tagged = tag, true
 			e.w = w
@@ -296,8 +300,8 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms
 			// How long the state counts may depend on the limit that
 			// decided, not only on the Kind and Scope the table's packer
 			// shares with it.
-			if p, isPacker := alg.(algorithms.Packer); isPacker {
-				w, _, _ = p.Pack(state)
+			if algo.Packs(alg) {
+				w, _, _ = algo.Pack(alg, state)
 			}
 			if w[0] > 0 {
 				life = max(life, time.Duration(min(w[0], maxPacked)*1000-now))
@@ -308,7 +312,7 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms
 	if state == t.scratch {
 		t.scratch = nil // the box owns it now
 	}
-	e.w = algorithms.Words{boxed, now + int64(life)}
+	e.w = algo.Words{boxed, now + int64(life)}
 	*t.box(pos, true) = state
 }
 
@@ -324,7 +328,7 @@ func keptFor(res algorithms.Result, now int64) time.Duration {
 
 // replace puts state in place of a boxed entry's state, keeping its
 // expiry; a packed entry is left as it is.
-func (t *table) replace(pos int, state algorithms.State) {
+func (t *table) replace(pos int, state algo.State) {
 	if t.at(pos).w[0] != boxed || state == nil {
 		return
 	}
@@ -367,7 +371,7 @@ func (t *table) sweep(cutoff uint32) {
 		t.reindex(size)
 		t.chunks = append([]*chunk(nil), t.chunks...)
 		if t.boxes != nil {
-			t.boxes = append([]*[chunkSize]algorithms.State(nil), t.boxes...)
+			t.boxes = append([]*[chunkSize]algo.State(nil), t.boxes...)
 		}
 		t.peak = t.n
 	}

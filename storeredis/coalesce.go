@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -321,10 +322,10 @@ func batchArgs(b *batch, g *group, clientTime bool, horizon int64) ([]string, []
 	index := make([]int, len(g.calls))
 	for i, ci := range g.calls {
 		alg := b.calls[ci].alg
-		j := slices.Index(sets, alg.Params())
+		j := slices.Index(sets, algo.ParamsOf(alg))
 		if j < 0 {
 			j = len(sets)
-			sets, algs = append(sets, alg.Params()), append(algs, alg)
+			sets, algs = append(sets, algo.ParamsOf(alg)), append(algs, alg)
 		}
 		index[i] = j + 1
 	}
@@ -353,10 +354,10 @@ func batchArgs(b *batch, g *group, clientTime bool, horizon int64) ([]string, []
 // paramCount is how many parameters appendParams appends for alg.
 func paramCount(alg algorithms.Algorithm) int {
 	n, k := 2, alg.Kind()
-	if k.TakesBurst() {
+	if algo.TakesBurst(k) {
 		n++
 	}
-	if k.TakesSubWindows() {
+	if algo.TakesSubWindows(k) {
 		n++
 	}
 	return n
@@ -389,10 +390,10 @@ func (co *coalescer) settle(b *batch, g *group, err error) {
 			c.err = fmt.Errorf("%w: %v", store.ErrUnavailable, f[1])
 			continue
 		}
-		c.res, c.err = parseFields(f, c.alg.MaxCost(), c.notBefore)
+		c.res, c.err = parseFields(f, algo.MaxCost(c.alg), c.notBefore)
 		// A batch carries only the store's own IDs, resent as they were:
 		// what an admission charged is the call's.
-		c.res = algorithms.Charge(c.res, c.alg, c.cost)
+		c.res = algo.Charge(c.res, c.alg, c.cost)
 	}
 }
 

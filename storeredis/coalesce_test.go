@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
@@ -56,7 +57,7 @@ func TestDifferentialBatches(t *testing.T) {
 					alg     algorithms.Algorithm
 					relimit func() algorithms.Algorithm
 					now     time.Time
-					state   algorithms.State
+					state   algo.State
 					left    int
 				}
 				var seqs []*sequence
@@ -83,27 +84,27 @@ func TestDifferentialBatches(t *testing.T) {
 						q = seqs[rng.IntN(len(seqs))]
 					}
 					q.left--
-					scale := q.alg.Scope().Window
+					scale := algo.ScopeOf(q.alg).Window
 					switch r := rng.IntN(10); {
 					case r == 0:
 						q.now = q.now.Add(-time.Duration(rng.Int64N(int64(scale))).Truncate(time.Microsecond)) // stale
 					case r == 1: // the same microsecond
 					default:
-						q.now = q.now.Add(time.Duration(rng.Int64N(max(int64(scale)/max(q.alg.MaxCost(), 1)*2, 1))).Truncate(time.Microsecond))
+						q.now = q.now.Add(time.Duration(rng.Int64N(max(int64(scale)/max(algo.MaxCost(q.alg), 1)*2, 1))).Truncate(time.Microsecond))
 					}
 					q.now = maxTime(q.now, time.Unix(0, 0))
 					if rng.IntN(30) == 0 {
 						q.alg = q.relimit()
 					}
-					cost := rng.Int64N(min(q.alg.MaxCost(), 3) + 1)
+					cost := rng.Int64N(min(algo.MaxCost(q.alg), 3) + 1)
 					switch rng.IntN(5) {
 					case 0:
-						cost = 1 + rng.Int64N(q.alg.MaxCost())
+						cost = 1 + rng.Int64N(algo.MaxCost(q.alg))
 					case 1:
-						cost = -1 - rng.Int64N(q.alg.MaxCost())
+						cost = -1 - rng.Int64N(algo.MaxCost(q.alg))
 					}
 					var res algorithms.Result
-					q.state, res = q.alg.Decide(q.state, q.now, cost)
+					q.state, res = algo.Decide(q.alg, q.state, q.now, cost)
 					ds = append(ds, storeredis.BatchDecision{Key: q.key, Alg: q.alg, Now: q.now, Cost: cost})
 					want = append(want, res)
 				}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // DefaultDenyCache is how many denials a store remembers by default (see
@@ -68,7 +69,7 @@ type denyShard struct {
 type stateID struct {
 	key   string
 	kind  *algorithms.Kind
-	scope algorithms.Scope
+	scope algo.Scope
 }
 
 // denial is a remembered denial of cost 1. Times are µs on the cache's
@@ -109,13 +110,13 @@ func (c *denyCache) deny(key string, alg algorithms.Algorithm, t int64) (algorit
 		return algorithms.Result{}, false
 	}
 	sh.mu.Lock()
-	d, ok := sh.entries[stateID{key, alg.Kind(), alg.Scope()}]
+	d, ok := sh.entries[stateID{key, alg.Kind(), algo.ScopeOf(alg)}]
 	sh.mu.Unlock()
-	if !ok || t < d.at || t >= d.until || d.params != alg.Params() {
+	if !ok || t < d.at || t >= d.until || d.params != algo.ParamsOf(alg) {
 		return algorithms.Result{}, false
 	}
 	return algorithms.Result{
-		Limit:      alg.MaxCost(),
+		Limit:      algo.MaxCost(alg),
 		RetryAfter: time.Duration(d.until-t) * time.Microsecond,
 		ResetAfter: time.Duration(max(d.reset-t, 0)) * time.Microsecond,
 		At:         time.UnixMicro(t + d.skew),
@@ -136,7 +137,7 @@ func (c *denyCache) generation(key string) uint64 {
 // generation's value before the request was sent: if the key's shard was
 // reset since, nothing is kept.
 func (c *denyCache) remember(key string, alg algorithms.Algorithm, res algorithms.Result, cost, sent int64, clientTime bool, gen uint64) {
-	id := stateID{key, alg.Kind(), alg.Scope()}
+	id := stateID{key, alg.Kind(), algo.ScopeOf(alg)}
 	sh := c.shard(key)
 	keep := !res.Allowed && cost == 1
 	if !keep && sh.n.Load() == 0 {
@@ -150,7 +151,7 @@ func (c *denyCache) remember(key string, alg algorithms.Algorithm, res algorithm
 		return
 	}
 	// RetryAfter and ResetAfter count from the request's now.
-	d := denial{params: alg.Params(), at: sent, until: sent + res.RetryAfter.Microseconds(), reset: sent + res.ResetAfter.Microseconds()}
+	d := denial{params: algo.ParamsOf(alg), at: sent, until: sent + res.RetryAfter.Microseconds(), reset: sent + res.ResetAfter.Microseconds()}
 	if clientTime {
 		// A now behind the key's latest time is decided at that time, so
 		// only a request at or after the decision's own time is answered
@@ -175,7 +176,7 @@ func (c *denyCache) forget(key string, alg algorithms.Algorithm) {
 	sh := c.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	delete(sh.entries, stateID{key, alg.Kind(), alg.Scope()})
+	delete(sh.entries, stateID{key, alg.Kind(), algo.ScopeOf(alg)})
 	sh.n.Store(int64(len(sh.entries)))
 	sh.gen.Add(1)
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -32,7 +33,7 @@ func TestDenyCache(t *testing.T) {
 		algorithms.CompactLog{Limit: 2, Window: time.Second},
 		algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 4},
 	} {
-		t.Run(alg.Name(), func(t *testing.T) {
+		t.Run(alg.Kind().Name(), func(t *testing.T) {
 			key := testKey(t)
 			now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 			decide := func(s *storeredis.Store, alg algorithms.Algorithm, cost int64) (algorithms.Result, int64) {
@@ -89,7 +90,7 @@ func TestDenyCache(t *testing.T) {
 			if res, _ := decide(s, alg, 1); res.Allowed {
 				t.Fatalf("the limit of 2 admitted a third request: %+v", res)
 			}
-			p := alg.Params()
+			p := algo.ParamsOf(alg)
 			p.Limit = 10
 			if p.Burst != 0 {
 				p.Burst = 10

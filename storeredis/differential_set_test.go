@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
@@ -58,9 +59,9 @@ func TestDifferentialSets(t *testing.T) {
 				algs := randomSet(rng)
 				key := fmt.Sprintf("%s:%d:%d", testKey(t), run, seq)
 				clock := newSteppingClock(rng)
-				maxCost := algs[0].MaxCost()
+				maxCost := algo.MaxCost(algs[0])
 				for _, a := range algs {
-					maxCost = min(maxCost, a.MaxCost())
+					maxCost = min(maxCost, algo.MaxCost(a))
 				}
 				for step := range 150 {
 					now := clock.step(rng, 2*time.Second)
@@ -91,10 +92,10 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 		for {
 			window := time.Duration(100+rng.Int64N(20_000)) * time.Millisecond
 			p := algorithms.Params{Limit: 1 + rng.Int64N(8), Window: window}
-			if k.TakesBurst() {
+			if algo.TakesBurst(k) {
 				p.Burst = 1 + rng.Int64N(8)
 			}
-			if k.TakesSubWindows() {
+			if algo.TakesSubWindows(k) {
 				p.SubWindows = 1 + rng.Int64N(5)
 				p.Window = p.Window / time.Duration(p.SubWindows) / time.Millisecond * time.Millisecond * time.Duration(p.SubWindows)
 			}
@@ -123,7 +124,7 @@ func TestDifferentialReservations(t *testing.T) {
 			ctx := context.Background()
 			for seq := range sequencesOn(name, 40) {
 				var k *algorithms.Kind
-				for k == nil || !k.TakesBurst() {
+				for k == nil || !algo.TakesBurst(k) {
 					k = algorithms.Kinds()[rng.IntN(len(algorithms.Kinds()))]
 				}
 				window := time.Duration(1+rng.Int64N(3_000_000)) * time.Microsecond
@@ -152,7 +153,7 @@ func TestDifferentialReservations(t *testing.T) {
 						i := rng.IntN(len(booked))
 						b := booked[i]
 						booked = append(booked[:i], booked[i+1:]...)
-						n := 1 + rng.Int64N(b.alg.MaxCost())
+						n := 1 + rng.Int64N(algo.MaxCost(b.alg))
 						want, werr := ms.Refund(ctx, key, b.alg, now, b.res.At, n)
 						got, gerr := rs.Refund(ctx, key, b.alg, now, b.res.At, n)
 						history = append(history, fmt.Sprintf("  refund %d of %s under %s: %+v", n, b.res.At.Format("15:04:05.000000"), b.alg, want))
@@ -161,7 +162,7 @@ func TestDifferentialReservations(t *testing.T) {
 						}
 						continue
 					}
-					cost := 1 + rng.Int64N(alg.MaxCost())
+					cost := 1 + rng.Int64N(algo.MaxCost(alg))
 					maxWait := time.Duration(rng.Int64N(int64(3 * window))).Truncate(time.Microsecond)
 					if rng.IntN(4) == 0 {
 						maxWait = 0

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -64,7 +65,7 @@ func scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 		return time.Duration(logUniform(rng, lo, 30*24*3600*1e6)) * time.Microsecond
 	}
 	p := algorithms.Params{Window: window(1)}
-	if k.TakesSubWindows() {
+	if algo.TakesSubWindows(k) {
 		n := logUniform(rng, 1, 1000)
 		sub := max(window(1000)/time.Duration(n)/time.Millisecond*time.Millisecond, time.Millisecond)
 		p.Window, p.SubWindows = time.Duration(n)*sub, n
@@ -75,7 +76,7 @@ func scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 		for {
 			q := p
 			q.Limit = count()
-			if k.TakesBurst() {
+			if algo.TakesBurst(k) {
 				q.Burst = count()
 			}
 			if alg, err := k.New(q); err == nil {
@@ -124,9 +125,9 @@ func TestDifferential(t *testing.T) {
 func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorithms.Algorithm, relimit func() algorithms.Algorithm, key string, realTTL bool) {
 	t.Helper()
 	ctx := context.Background()
-	var state algorithms.State
+	var state algo.State
 	// The scale of the sequence's time steps: the window or period.
-	scale := alg.Scope().Window
+	scale := algo.ScopeOf(alg).Window
 	fake := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 	// Never step fake time back below this, so that real expiry implies the
 	// Go state is full too (see below).
@@ -164,7 +165,7 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 		case r < 8:
 			fake = maxTime(fake, floor).Add(minGap + gap(scale/10))
 		default:
-			fake = maxTime(fake, floor).Add(minGap + gap(scale/time.Duration(max(alg.MaxCost(), 1))*2))
+			fake = maxTime(fake, floor).Add(minGap + gap(scale/time.Duration(max(algo.MaxCost(alg), 1))*2))
 		}
 		if realTTL && !safe {
 			// Redis may drop the key before the next call reaches it: move
@@ -183,16 +184,16 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 			i := max(0, len(charges)-1-rng.IntN(min(len(charges), 4)))
 			c := charges[i]
 			charges = append(charges[:i], charges[i+1:]...)
-			n := 1 + rng.Int64N(min(c.cost, alg.MaxCost()))
+			n := 1 + rng.Int64N(min(c.cost, algo.MaxCost(alg)))
 			if rng.IntN(4) == 0 {
-				n = 1 + rng.Int64N(alg.MaxCost()) // more than the request took
+				n = 1 + rng.Int64N(algo.MaxCost(alg)) // more than the request took
 			}
 			var changed bool
-			state, changed = alg.Refund(state, fake, c.at, n)
+			state, changed = algo.Refund(alg, state, fake, c.at, n)
 			// The inspection that reports the state writes nothing, not
 			// even a rate count it would convert; the state is kept as a
 			// decision's is (store.Refunder).
-			_, want := alg.Decide(state, fake, 0)
+			_, want := algo.Decide(alg, state, fake, 0)
 			_ = changed
 			got, err := s.Refund(ctx, key, alg, fake, c.at, n)
 			if err != nil {
@@ -206,16 +207,16 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 			refunds++
 			continue
 		}
-		cost := rng.Int64N(alg.MaxCost() + 1)
+		cost := rng.Int64N(algo.MaxCost(alg) + 1)
 		switch rng.IntN(6) {
 		case 0, 1:
-			cost = rng.Int64N(min(alg.MaxCost(), 3) + 1)
+			cost = rng.Int64N(min(algo.MaxCost(alg), 3) + 1)
 		case 2:
-			cost = -1 - rng.Int64N(alg.MaxCost()) // an inspection as a request of that cost
+			cost = -1 - rng.Int64N(algo.MaxCost(alg)) // an inspection as a request of that cost
 		}
 
 		var want algorithms.Result
-		state, want = alg.Decide(state, fake, cost)
+		state, want = algo.Decide(alg, state, fake, cost)
 		got, err := s.Decide(ctx, key, alg, fake, cost)
 		if err != nil {
 			t.Fatalf("%#v step %d: %v", alg, step, err)

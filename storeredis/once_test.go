@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
@@ -228,7 +229,7 @@ func TestRefundOnceKeyLifetime(t *testing.T) {
 	if _, err := s.Refund(store.WithRequestID(ctx, id), key, alg, time.Time{}, res.At, 5); err != nil {
 		t.Fatal(err)
 	}
-	window := alg.Quota().Window
+	window := algo.QuotaOf(alg).Window
 	if ttl, err := c.PTTL(ctx, storeredis.RefundOnceKey(s, key, alg, id)).Result(); err != nil || ttl < window-time.Second || ttl > window+time.Millisecond {
 		t.Fatalf("the refund's once key lives %v (%v), want the quota's window, %v", ttl, err, window)
 	}

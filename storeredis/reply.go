@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -72,7 +73,7 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 // reports, the parameters it was decided under (the limit or rate count,
 // then the burst or the sub-windows, or 0), then its cost. alg is the
 // request's algorithm, of the same kind and scope. It returns res marked as
-// what that admission charged (algorithms.Charge).
+// what that admission charged (algo.Charge).
 func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algorithms.Result, error) {
 	bad := func(what string) (algorithms.Result, error) {
 		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply ends %v)", store.ErrUnavailable, ErrMalformedReply, what, tail)
@@ -91,13 +92,13 @@ func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algo
 	if !res.Allowed || v[2] == 0 {
 		return res, nil // charged nothing
 	}
-	p := alg.Params()
+	p := algo.ParamsOf(alg)
 	charged := alg
-	if p.Limit != v[0] || alg.Kind().TakesBurst() && p.Burst != v[1] {
+	if p.Limit != v[0] || algo.TakesBurst(alg.Kind()) && p.Burst != v[1] {
 		// Decided under other parameters of the same kind and scope: a
 		// retry after the key's limit changed.
 		p.Limit = v[0]
-		if alg.Kind().TakesBurst() {
+		if algo.TakesBurst(alg.Kind()) {
 			p.Burst = v[1]
 		}
 		var err error
@@ -105,7 +106,7 @@ func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algo
 			return bad(err.Error())
 		}
 	}
-	return algorithms.Charge(res, charged, v[2]), nil
+	return algo.Charge(res, charged, v[2]), nil
 }
 
 // limitOf reads the limit a reply of a request with a once key reports.

@@ -42,6 +42,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -266,20 +267,20 @@ func New(client Client, opts ...Option) *Store {
 }
 
 // Key returns the Redis key that holds alg's state for key, such as
-// "ratewise:sliding_window:1m/6:{alice}" (see algorithms.Scope).
+// "ratewise:sliding_window:1m/6:{alice}" (see algo.Scope).
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
-	return s.prefix + alg.Kind().Name() + ":" + scopeName(alg.Scope()) + ":{" + escapeKey(key) + "}"
+	return s.prefix + alg.Kind().Name() + ":" + scopeName(algo.ScopeOf(alg)) + ":{" + escapeKey(key) + "}"
 }
 
 // scopeNames caches Scope.String, which formats a duration, for Key: a
 // process sees few scopes and names one on every decision. It keeps the
 // first 1,024 it sees; others are formatted each time.
 var (
-	scopeNames     sync.Map // algorithms.Scope → string
+	scopeNames     sync.Map // algo.Scope → string
 	scopeNameCount atomic.Int64
 )
 
-func scopeName(sc algorithms.Scope) string {
+func scopeName(sc algo.Scope) string {
 	if name, ok := scopeNames.Load(sc); ok {
 		return name.(string)
 	}
@@ -306,14 +307,14 @@ var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // CheckAlgorithm returns an error wrapping store.ErrUnsupported if the store
 // has no Lua step for alg's Kind, or alg is not of the Kind's own type (see
-// algorithms.CheckKind).
+// algo.CheckKind).
 func (s *Store) CheckAlgorithm(alg algorithms.Algorithm) error {
 	_, err := scriptFor(alg)
 	return err
 }
 
 func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
-	if err := algorithms.CheckKind(alg); err != nil {
+	if err := algo.CheckKind(alg); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)
 	}
 	sc := scripts[alg.Kind()] // every registered kind has an entry
@@ -328,7 +329,7 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := algorithms.CheckDecision(alg, s.checkTime(now), cost); err != nil {
+	if err := algo.CheckDecision(alg, s.checkTime(now), cost); err != nil {
 		return algorithms.Result{}, err
 	}
 	id, given := store.RequestID(ctx)
@@ -403,10 +404,10 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, gi
 		if err != nil {
 			return algorithms.Result{}, err
 		}
-		res, err := parseReply(reply, alg.MaxCost(), notBefore)
-		return algorithms.Charge(res, alg, cost), err
+		res, err := parseReply(reply, algo.MaxCost(alg), notBefore)
+		return algo.Charge(res, alg, cost), err
 	}
-	args := append(appendOnceParams(append(make([]any, 0, 8), at, cost), alg), alg.MaxCost(), s.horizon)
+	args := append(appendOnceParams(append(make([]any, 0, 8), at, cost), alg), algo.MaxCost(alg), s.horizon)
 	reply, err := s.run(ctx, sc, []string{rkey, once}, args...)
 	if err != nil {
 		return algorithms.Result{}, err
@@ -448,12 +449,12 @@ func appendOnceParams(args []any, alg algorithms.Algorithm) []any {
 // algorithms.Params: limit, window in µs, then the burst and the
 // sub-windows if the kind takes them.
 func appendParams(args []any, alg algorithms.Algorithm) []any {
-	p, k := alg.Params(), alg.Kind()
+	p, k := algo.ParamsOf(alg), alg.Kind()
 	args = append(args, p.Limit, p.Window.Microseconds())
-	if k.TakesBurst() {
+	if algo.TakesBurst(k) {
 		args = append(args, p.Burst)
 	}
-	if k.TakesSubWindows() {
+	if algo.TakesSubWindows(k) {
 		args = append(args, p.SubWindows)
 	}
 	return args
@@ -531,7 +532,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		if rid.id == "" {
 			args = appendParams(append(args, index[alg.Kind()], 0), alg)
 		} else {
-			args = append(appendOnceParams(append(args, index[alg.Kind()], 0), alg), alg.MaxCost())
+			args = append(appendOnceParams(append(args, index[alg.Kind()], 0), alg), algo.MaxCost(alg))
 		}
 		args[n+1] = len(args) - n - 2
 	}
@@ -567,7 +568,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	results := make([]algorithms.Result, n)
 	all := true
 	for i, alg := range algs {
-		limit := alg.MaxCost()
+		limit := algo.MaxCost(alg)
 		if once != "" {
 			if limit, err = limitOf(fields[5*n+3*i], reply); err != nil {
 				return nil, err
@@ -583,7 +584,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	}
 	for i, alg := range algs {
 		if once == "" {
-			results[i] = algorithms.Charge(results[i], alg, cost)
+			results[i] = algo.Charge(results[i], alg, cost)
 		} else if results[i], err = chargeOf(results[i], alg, []any{fields[5*n+3*i+1], fields[5*n+3*i+2], fields[want-1]}); err != nil {
 			return nil, err
 		}
@@ -616,7 +617,7 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 		return algorithms.Result{}, err
 	}
 	arg, notBefore, checkAt := s.clock(now)
-	if err := algorithms.CheckRefund(alg, checkAt, at, n); err != nil {
+	if err := algo.CheckRefund(alg, checkAt, at, n); err != nil {
 		return algorithms.Result{}, err
 	}
 	sc, err := driven(&refundScripts, alg.Kind(), "refund.lua")
@@ -646,9 +647,9 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 		if err != nil {
 			return algorithms.Result{}, err
 		}
-		return parseReply(reply, alg.MaxCost(), notBefore)
+		return parseReply(reply, algo.MaxCost(alg), notBefore)
 	}
-	args := append(appendOnceParams(append(make([]any, 0, 10), arg, n, at.UnixMicro()), alg), alg.MaxCost(), s.horizon, int64(alg.Quota().Window/time.Microsecond))
+	args := append(appendOnceParams(append(make([]any, 0, 10), arg, n, at.UnixMicro()), alg), algo.MaxCost(alg), s.horizon, int64(algo.QuotaOf(alg).Window/time.Microsecond))
 	reply, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
 		return algorithms.Result{}, err
@@ -672,7 +673,7 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 		return algorithms.Result{}, 0, err
 	}
 	at, notBefore, checkAt := s.clock(now)
-	if _, err := store.CheckReserve(alg, checkAt, cost, maxWait); err != nil {
+	if err := store.CheckReserve(alg, checkAt, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	sc, err := driven(&reserveScripts, alg.Kind(), "reserve.lua")
@@ -693,7 +694,7 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 	}
 	defer s.forget(key, alg)
 	args := append(appendParams(append(make([]any, 0, 7), at, cost), alg), maxWait.Microseconds())
-	limit, want := alg.MaxCost(), 6
+	limit, want := algo.MaxCost(alg), 6
 	if once != "" {
 		args, want = append(args, limit, s.horizon), 10
 	}
@@ -719,7 +720,7 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 		return algorithms.Result{}, 0, err
 	}
 	if once == "" {
-		res = algorithms.Charge(res, alg, cost)
+		res = algo.Charge(res, alg, cost)
 	} else if res, err = chargeOf(res, alg, fields[7:10]); err != nil {
 		return algorithms.Result{}, 0, err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/ratewisetest"
@@ -53,7 +54,7 @@ func TestServerTimeSharedUnderClockSkew(t *testing.T) {
 	s := storeredis.New(newClient(t, redistest.Standalone(t).Addr))
 	real := time.Now()
 	for _, alg := range allAlgorithms {
-		t.Run(alg.Name(), func(t *testing.T) {
+		t.Run(alg.Kind().Name(), func(t *testing.T) {
 			key := testKey(t)
 			a, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(real.Add(-5*time.Second))))
 			b, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(real.Add(5*time.Second))))
@@ -151,7 +152,7 @@ func TestKeysNeverCollide(t *testing.T) {
 		for _, k := range adversarialKeys {
 			rk := s.Key(k, alg)
 			if prev, dup := seen[rk]; dup {
-				t.Fatalf("keys %q and %q (with %s) both map to %q", prev, k, alg.Name(), rk)
+				t.Fatalf("keys %q and %q (with %s) both map to %q", prev, k, alg.Kind().Name(), rk)
 			}
 			seen[rk] = k
 			// Exactly one hash tag: the escaped key contains no brace.
@@ -216,7 +217,7 @@ func TestEveryWriteHasATTL(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 6, 1, 13, 59, 35, 123456000, time.UTC)
 			for _, alg := range allAlgorithms {
-				t.Run(alg.Name(), func(t *testing.T) {
+				t.Run(alg.Kind().Name(), func(t *testing.T) {
 					key := testKey(t)
 					var res algorithms.Result
 					for i := range 3 {
@@ -477,16 +478,16 @@ func TestStateOfOtherVersions(t *testing.T) {
 					ring(1, 0, 1, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro()))[:8]}, // a valid ring of one
 			}
 			for _, alg := range allAlgorithms {
-				key := testKey(t) + ":" + alg.Name()
+				key := testKey(t) + ":" + alg.Kind().Name()
 				// An older version's key for the same user.
-				old := storeredis.DefaultPrefix + alg.Name() + ":{" + key + "}"
+				old := storeredis.DefaultPrefix + alg.Kind().Name() + ":{" + key + "}"
 				if err := c.Set(ctx, old, "1 1", time.Minute).Err(); err != nil {
 					t.Fatal(err)
 				}
-				if res, err := s.Decide(ctx, key, alg, now, 0); err != nil || res.Remaining != alg.MaxCost() {
-					t.Fatalf("%s beside an older version's key: %+v, %v; want full", alg.Name(), res, err)
+				if res, err := s.Decide(ctx, key, alg, now, 0); err != nil || res.Remaining != algo.MaxCost(alg) {
+					t.Fatalf("%s beside an older version's key: %+v, %v; want full", alg.Kind().Name(), res, err)
 				}
-				for i, st := range states[alg.Name()] {
+				for i, st := range states[alg.Kind().Name()] {
 					k := fmt.Sprintf("%s:%d", key, i)
 					rk := s.Key(k, alg)
 					var err error
@@ -498,11 +499,11 @@ func TestStateOfOtherVersions(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for cost := int64(0); cost <= alg.MaxCost(); cost++ {
+					for cost := int64(0); cost <= algo.MaxCost(alg); cost++ {
 						res, err := s.Decide(ctx, k, alg, now, cost)
-						if err != nil || res.Remaining < 0 || res.Remaining > alg.MaxCost() || res.RetryAfter < 0 || res.ResetAfter < 0 ||
+						if err != nil || res.Remaining < 0 || res.Remaining > algo.MaxCost(alg) || res.RetryAfter < 0 || res.ResetAfter < 0 ||
 							res.Allowed != (res.RetryAfter == 0) {
-							t.Fatalf("%s on the state %v, cost %d: %+v, %v", alg.Name(), st, cost, res, err)
+							t.Fatalf("%s on the state %v, cost %d: %+v, %v", alg.Kind().Name(), st, cost, res, err)
 						}
 					}
 				}

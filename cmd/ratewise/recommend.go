@@ -12,6 +12,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/replay"
 )
 
@@ -86,7 +87,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// A step per algorithm measured, one for accuracy, one for capacity.
 	steps := 1
 	for _, k := range algorithms.Kinds() {
-		if in.Limit() <= k.MaxLimit() {
+		if in.Limit() <= algo.MaxLimit(k) {
 			steps++
 		}
 	}

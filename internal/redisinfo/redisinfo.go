@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -99,11 +100,11 @@ func DeleteKeys(ctx context.Context, c *redis.Client, prefix string) {
 }
 
 // Algorithms returns every algorithm of the registry set to limit per window
-// (see algorithms.Kind.Nominal), in the registry's order.
+// (see algo.Nominal), in the registry's order.
 func Algorithms(limit int64, window time.Duration, subWindows int64) []algorithms.Algorithm {
 	var algs []algorithms.Algorithm
 	for _, k := range algorithms.Kinds() {
-		alg, err := k.Nominal(limit, window, subWindows)
+		alg, err := algo.Nominal(k, limit, window, subWindows)
 		if err != nil {
 			panic(fmt.Sprintf("redisinfo: %s at %d per %v: %v", k.Name(), limit, window, err)) // callers pass constants
 		}

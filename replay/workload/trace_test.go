@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // A trace lasts from its first request to its last, plus less than a
@@ -46,12 +47,12 @@ func TestReadTraceLastsItsSpan(t *testing.T) {
 	}
 
 	alg := algorithms.FixedWindow{Limit: l.Count, Window: l.Window}
-	decide := func(states map[string]algorithms.State, key string, now time.Time) bool {
-		st, res := alg.Decide(states[key], now, 1)
+	decide := func(states map[string]algo.State, key string, now time.Time) bool {
+		st, res := algo.Decide(alg, states[key], now, 1)
 		states[key] = st
 		return res.Allowed
 	}
-	recorded, replayed := map[string]algorithms.State{}, map[string]algorithms.State{}
+	recorded, replayed := map[string]algo.State{}, map[string]algo.State{}
 	denied := 0
 	for i, r := range w.Requests {
 		want := decide(recorded, keys[i%len(keys)], at[i])

@@ -25,6 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redissession"
 	"github.com/ratewise/ratewise/internal/redistest"
@@ -91,7 +92,7 @@ func run(addr string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %s | %s | %d | %s |\n", m.alg.Name(), m.state, bytes, enc)
+		fmt.Printf("| %s | %s | %d | %s |\n", m.alg.Kind().Name(), m.state, bytes, enc)
 		_ = keyStore.Reset(ctx, key, m.alg)
 	}
 
@@ -245,14 +246,14 @@ func memoryCases() []memoryCase {
 			cs = append(cs, memoryCase{alg, state, costs, every})
 		}
 		switch {
-		case k.Family() == algorithms.FamilyFixedWindow:
+		case algo.FamilyOf(k) == algo.FamilyFixedWindow:
 			add(algorithms.Params{Limit: 100, Window: time.Minute}, "3 requests in the window", []int64{1, 1, 1}, time.Second)
-		case k.TakesSubWindows():
+		case algo.TakesSubWindows(k):
 			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 6}, "6 sub-windows in use", repeat(1, 6), 10*time.Second)
 			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 60}, "60 sub-windows in use", repeat(1, 60), time.Second)
-		case k.Family() == algorithms.FamilyLog:
+		case algo.FamilyOf(k) == algo.FamilyLog:
 			add(algorithms.Params{Limit: 100, Window: time.Minute}, "1 record", []int64{1}, time.Second)
-		case k.TakesBurst():
+		case algo.TakesBurst(k):
 			add(algorithms.Params{Limit: 10, Window: time.Second, Burst: 100}, "3 taken at 10/s (a whole µs)", []int64{1, 1, 1}, time.Millisecond)
 			add(algorithms.Params{Limit: 3, Window: time.Second, Burst: 100}, "1 taken at 3/s (with a remainder)", []int64{1}, time.Millisecond)
 		default:
@@ -274,7 +275,7 @@ func repeat(v int64, n int) []int64 {
 // the commands they run, from the first round, and the script's time inside
 // Redis, the median over rounds.
 func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, roundTrips *redistest.RoundTrips) (string, error) {
-	key := "commands:" + alg.Name()
+	key := "commands:" + alg.Kind().Name()
 	const n, rounds = 200, 15
 	// Warm the script cache so NOSCRIPT does not count.
 	if _, err := s.Decide(ctx, "warm", alg, t0, 1); err != nil {
@@ -350,7 +351,7 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 		return v[len(v)/2]
 	}
 	a, d := admitted[0], denied[0]
-	return fmt.Sprintf("| %s | %.2f | %.2f | %s | %.1f | %.2f | %s | %.1f |", alg.Name(), a.trips, a.commands, a.which, median(admitted), d.commands, d.which, median(denied)), nil
+	return fmt.Sprintf("| %s | %.2f | %.2f | %s | %.1f | %.2f | %s | %.1f |", alg.Kind().Name(), a.trips, a.commands, a.which, median(admitted), d.commands, d.which, median(denied)), nil
 }
 
 func usage(ctx context.Context, c *redis.Client, key string) (int64, string, error) {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/loadgen"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redissession"
@@ -235,10 +236,10 @@ func keyBytes(ctx context.Context, c *redis.Client, s *storeredis.Store, alg alg
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	_ = s.Reset(ctx, key, alg)
 	for i := range count {
-		if res, err := s.Decide(ctx, key, alg, t0.Add(time.Duration(i)*every), min(cost, alg.MaxCost())); err != nil {
+		if res, err := s.Decide(ctx, key, alg, t0.Add(time.Duration(i)*every), min(cost, algo.MaxCost(alg))); err != nil {
 			return 0, err
 		} else if !res.Allowed {
-			return 0, fmt.Errorf("%s: request %d denied while sizing the key", alg.Name(), i)
+			return 0, fmt.Errorf("%s: request %d denied while sizing the key", alg.Kind().Name(), i)
 		}
 	}
 	b, err := c.MemoryUsage(ctx, s.Key(key, alg), 0).Result()
@@ -276,7 +277,7 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 	// One log that grows; each size then takes 2,000 admitted decisions, one
 	// caller at a time, so the log is N to N+2,000 records.
 	key := "latency"
-	fmt.Printf("## Latency: one %s decision as the log grows\n", alg.Name())
+	fmt.Printf("## Latency: one %s decision as the log grows\n", alg.Kind().Name())
 	fmt.Println()
 	fmt.Printf("Admitted decisions, one caller, %d per size. Server µs is Redis's own time per EVALSHA (INFO commandstats), the median of %d rounds of %d; p50/p99 are measured by the client over all of them, round trip included. Budget: %v on the server and %v p99 at the client.\n\n", samples, rounds, samples/rounds, serverBudget, p99Budget)
 	fmt.Println("| records N | server µs per decision | client p50 | client p99 | within budget |")
@@ -326,7 +327,7 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 			within = "**no**"
 		}
 		fmt.Printf("| %s | %.1f | %s | %s | %s |\n", thousands(n), usec, round(row.p50), round(row.p99), within)
-		m[fmt.Sprintf("%s.server_us.%d", alg.Name(), n)] = usec
+		m[fmt.Sprintf("%s.server_us.%d", alg.Kind().Name(), n)] = usec
 		rows = append(rows, row)
 	}
 	fmt.Println()
@@ -393,7 +394,7 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 				})
 				n, errs := r.Decisions, r.Errors
 				if errs > 0 {
-					return fmt.Errorf("%s: %d errors at %d callers", alg.Name(), errs, callers)
+					return fmt.Errorf("%s: %d errors at %d callers", alg.Kind().Name(), errs, callers)
 				}
 				decisions += n
 				tripsUsed += trips.Load() - before
@@ -403,11 +404,11 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 				}
 				perSec := float64(n) / d.Seconds()
 				cells = append(cells, thousands(int64(perSec)))
-				m[fmt.Sprintf("%s.decisions_per_second.keys_%d.callers_%d", alg.Name(), keys, callers)] = perSec
+				m[fmt.Sprintf("%s.decisions_per_second.keys_%d.callers_%d", alg.Kind().Name(), keys, callers)] = perSec
 			}
 			rt := float64(tripsUsed) / float64(decisions)
 			m["round_trips_per_decision"] = max(m["round_trips_per_decision"], rt)
-			fmt.Printf("| %s | %s | %s | %s | %s | %.2f |\n", alg.Name(), thousands(int64(keys)), cells[0], cells[1], cells[2], rt)
+			fmt.Printf("| %s | %s | %s | %s | %s | %.2f |\n", alg.Kind().Name(), thousands(int64(keys)), cells[0], cells[1], cells[2], rt)
 		}
 	}
 	return nil

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/replay"
 	"github.com/ratewise/ratewise/replay/workload"
@@ -81,13 +82,13 @@ func Cost(ctx context.Context, in Input, target replay.Target, progress func(str
 	m.Measured = min(m.Records, capRecords)
 	for _, k := range algorithms.Kinds() {
 		name := k.Name()
-		if m.Records > k.MaxLimit() {
+		if m.Records > algo.MaxLimit(k) {
 			continue // such as the compact log, one timestamp per request
 		}
 		progress(fmt.Sprintf("memory and time of %s on %s", name, target.Name()))
 		// Only a log of requests grows with the records; the others hold
 		// the same state after a thousand requests as after a million.
-		perRequest := k.Family() == algorithms.FamilyLog && !k.TakesSubWindows()
+		perRequest := algo.FamilyOf(k) == algo.FamilyLog && !algo.TakesSubWindows(k)
 		records := m.Measured
 		if !perRequest {
 			records = min(records, 1000)
@@ -239,7 +240,7 @@ func Accuracy(ctx context.Context, in Input, m *Measurements) error {
 	if err != nil {
 		return err
 	}
-	worst := worstCase(l, counter.Params().SubWindows)
+	worst := worstCase(l, algo.ParamsOf(counter).SubWindows)
 	var names []string
 	for name := range m.Figures {
 		names = append(names, name)
@@ -361,7 +362,7 @@ func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.A
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
 	}
-	out := Capacity{Algorithm: alg.Name()}
+	out := Capacity{Algorithm: alg.Kind().Name()}
 	for _, mode := range []struct {
 		coalescing, callers int
 		into                *Rate
@@ -448,4 +449,4 @@ func redisCPU(ctx context.Context, c redis.UniversalClient) (float64, error) {
 }
 
 // algorithmOrder is the registry's order, in which tables list algorithms.
-var algorithmOrder = algorithms.Names()
+var algorithmOrder = algo.Names()

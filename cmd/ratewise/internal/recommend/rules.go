@@ -24,6 +24,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/replay"
 )
 
@@ -459,7 +460,7 @@ func configOf(in Input, c candidate) string {
 			parts = append(parts, fmt.Sprintf("/* %s: %v */", name, err))
 			continue
 		}
-		p := alg.Params()
+		p := algo.ParamsOf(alg)
 		limit := goInt(p.Limit)
 		switch name {
 		case "fixed_window":

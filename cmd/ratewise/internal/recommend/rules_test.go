@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -207,7 +208,7 @@ func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := recommended.Params(); p.SubWindows > 0 && !strings.Contains(d.Config, fmt.Sprintf("SubWindows: %d", p.SubWindows)) {
+	if p := algo.ParamsOf(recommended); p.SubWindows > 0 && !strings.Contains(d.Config, fmt.Sprintf("SubWindows: %d", p.SubWindows)) {
 		t.Fatalf("the printed configuration %s is not the one measured, %v", d.Config, p)
 	}
 	perMonth := func(alg algorithms.Algorithm) map[string]int {

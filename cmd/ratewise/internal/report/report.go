@@ -16,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/svgplot"
 	"github.com/ratewise/ratewise/replay"
 )
@@ -334,7 +335,7 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 	}
 	var logs []string
 	for _, r := range rows {
-		if k, err := algorithms.Lookup(r.Algorithm); err == nil && k.Family() == algorithms.FamilyLog && !slices.Contains(logs, r.Algorithm) {
+		if k, err := algorithms.Lookup(r.Algorithm); err == nil && algo.FamilyOf(k) == algo.FamilyLog && !slices.Contains(logs, r.Algorithm) {
 			logs = append(logs, r.Algorithm)
 		}
 	}

@@ -1,0 +1,124 @@
+// Package algobridge hands package algorithms' store-facing operations (the
+// decision step, refunds, bookings, packing and the checks stores make) to
+// ratewise's own packages without exporting them to users.
+//
+// It is a leaf that names no ratewise type: algorithms registers its
+// operations here when it is initialised, and package internal/algo, which
+// imports algorithms, reads them back under algorithms' own types. Users
+// see only the algorithms' parameters, Validate and String.
+package algobridge
+
+import (
+	"strconv"
+	"time"
+)
+
+// Ops are the operations algorithms registers, over its Algorithm (A),
+// its per-key state (S), its Result (R), its Kind (K) and its Params (P).
+// See internal/algo for what each does.
+type Ops[A, S, R, K, P any] interface {
+	Decide(a A, state S, now time.Time, cost int64) (S, R)
+	Refund(a A, state S, now, at time.Time, n int64) (S, bool)
+	Reserves(a A) bool
+	Reserve(a A, state S, now time.Time, cost int64, maxWait time.Duration) (S, R, time.Duration)
+	Keeps(a A, state S, now time.Time, cost int64) bool
+	Packs(a A) bool
+	Pack(a A, state S) (w Words, tag int64, ok bool)
+	Unpack(a A, w Words, tag int64, into S) S
+	Inspect(a A, w Words, tag int64, now time.Time, cost int64) (res R, keeps bool)
+	Scope(a A) Scope
+	Quota(a A) Quota
+	MaxCost(a A) int64
+	Charge(res R, a A, cost int64) R
+	WithQuotaLimit(a A, n int64) A
+	BucketLatest(state S) (int64, bool)
+	Params(a A) P
+
+	Family(k K) Family
+	TakesBurst(k K) bool
+	TakesSubWindows(k K) bool
+	MaxLimit(k K) int64
+	Nominal(k K, limit int64, window time.Duration, subWindows int64) (A, error)
+
+	CheckKind(a A) error
+	CheckDecision(a A, now time.Time, cost int64) error
+	CheckRefund(a A, now, at time.Time, n int64) error
+	CheckCost(a A, cost int64) error
+	CheckTime(t time.Time) error
+	CheckMaxWait(maxWait time.Duration) error
+}
+
+// Words is a state packed into two integers (see internal/algo.Pack).
+type Words [2]int64
+
+var ops any
+
+// Register records algorithms' operations; algorithms calls it once, when
+// it is initialised.
+func Register(o any) { ops = o }
+
+// Registered returns what Register recorded.
+func Registered() any { return ops }
+
+// Scope is the part of an algorithm's parameters that gives its state its
+// meaning: the window of FixedWindow, SlidingLog and SlidingWindow (with
+// SubWindows for the latter), and the rate's period for TokenBucket and
+// GCRA. The limit, capacity, burst and rate count are not part of it, so
+// they can change while a key keeps what it used.
+//
+// Scope is comparable, so stores can key state by it without allocating.
+type Scope struct {
+	Window     time.Duration
+	SubWindows int64 // 0 unless the algorithm splits its window
+}
+
+// String returns the scope in a compact, exact form used in storage keys:
+// the window in its largest whole unit, such as "1m", "90s", "1500ms" or
+// "720h", followed by "/" and the sub-windows if there are any ("1m/6").
+func (s Scope) String() string {
+	str := CompactDuration(s.Window)
+	if s.SubWindows != 0 {
+		str += "/" + strconv.FormatInt(s.SubWindows, 10)
+	}
+	return str
+}
+
+// CompactDuration writes d in the largest of h, m, s, ms and us that
+// divides it exactly; one unit per value, so two durations differ exactly
+// when their strings do.
+func CompactDuration(d time.Duration) string {
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(d), 10) + "ns"
+}
+
+// Quota is what a key admits: at most Limit cost at once, which an idle key
+// gets back in full after Window. HTTP rate-limit headers report it.
+type Quota struct {
+	Limit  int64
+	Window time.Duration
+}
+
+// Family is a class of algorithms whose decisions follow one model, so that
+// tests and tools can state what to expect of every algorithm in it.
+type Family int
+
+const (
+	// FamilyFixedWindow counts per window aligned to the Unix epoch: exact
+	// per window, up to 2×Limit across a boundary.
+	FamilyFixedWindow Family = iota + 1
+	// FamilyLog decides as a sliding log whose timestamps are rounded down
+	// to a quantum: to the microsecond for an algorithm without sub-windows,
+	// the exact sliding log; to the sub-window for one with them, the
+	// sliding window counter.
+	FamilyLog
+	// FamilyBucket refills continuously at a rate up to a burst: the token
+	// bucket and GCRA, which decide identically.
+	FamilyBucket
+)
