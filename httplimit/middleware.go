@@ -106,6 +106,9 @@ func NewSet(set *ratewise.Set, opts ...Option) (*Middleware, error) {
 	if _, ok := m.policy.(fallback); ok {
 		return nil, errors.New("httplimit: Fallback needs a Limiter; a Set fails closed or open")
 	}
+	if err := m.policy.check(nil); err != nil {
+		return nil, err
+	}
 	m.set = set
 	return m, nil
 }
