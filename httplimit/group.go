@@ -23,9 +23,10 @@ import (
 // every limit, named as NewSet names a Set's ("default-1", "default-2",
 // ...), and RateLimit and the X-RateLimit fields describe the binding one,
 // as for a Set: denied, the limit whose wait is longest, which is the
-// Retry-After after which every limit admits the request; admitted, the
-// one with the least left. A request one of keys cannot name (ErrNoKey)
-// is answered as WithNoKey says and charged to no limit.
+// Retry-After, after which every limit would admit the request if no
+// other came first; admitted, the one with the least left. A request one
+// of keys cannot name (ErrNoKey) is answered as WithNoKey says and
+// charged to no limit.
 //
 // The options are New's, with two exceptions: WithKey, since keys name
 // the quotas, and Fallback, which needs one Limiter; a Group fails closed

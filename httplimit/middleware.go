@@ -14,6 +14,14 @@
 // One middleware can give each route a limit of its own with Route, such
 // as 5 login attempts per 15 minutes beside the limiter's 100 requests a
 // minute, sharing every other option.
+//
+// Several limits apply to a request all or nothing, so that one that
+// denies it leaves the others uncharged, with NewSet when they share a
+// key (10 a second and 1,000 an hour per client) and with NewGroup when
+// each has its own (a limit per user and a global one). Chaining
+// middlewares instead charges the outer limits for requests an inner one
+// denies. The RateLimit fields then describe the binding limit, and
+// Retry-After is the wait after which every limit admits the request.
 package httplimit
 
 import (
