@@ -55,6 +55,12 @@ func NewGroup(limiters ...*Limiter) (*Group, error) {
 	return &Group{limiters: append([]*Limiter(nil), limiters...)}, nil
 }
 
+// Limiters returns the Group's limiters, in order: limiter i decides on
+// keys[i].
+func (g *Group) Limiters() []*Limiter {
+	return append([]*Limiter(nil), g.limiters...)
+}
+
 // Allow is shorthand for AllowN(ctx, keys, 1).
 func (g *Group) Allow(ctx context.Context, keys ...string) (SetResult, error) {
 	return g.AllowN(ctx, keys, 1)

@@ -86,3 +86,52 @@ func ExampleMiddleware_Route() {
 	// GET /search 200 RateLimit-Policy: "search";q=40;w=2 RateLimit: "search";r=39;t=1
 	// GET /hello  200 RateLimit-Policy: "default";q=3;w=60 RateLimit: "default";r=2;t=60
 }
+
+func ExampleNewGroup() {
+	// 2 requests a minute per user, and 3 a minute for everyone together.
+	// Each limiter has a namespace of its own.
+	s := storememory.New()
+	perUser, err := ratewise.New(s, algorithms.SlidingLog{Limit: 2, Window: time.Minute}, ratewise.WithNamespace("api.per-user"))
+	if err != nil {
+		panic(err)
+	}
+	global, err := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute}, ratewise.WithNamespace("api.global"))
+	if err != nil {
+		panic(err)
+	}
+	group, err := ratewise.NewGroup(perUser, global)
+	if err != nil {
+		panic(err)
+	}
+	// A key for each limiter, in the group's order: the user's, and one
+	// for every request.
+	user := func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }
+	everyone := func(*http.Request) (string, error) { return "all", nil }
+	mw, err := httplimit.NewGroup(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
+		httplimit.WithNoKey(http.StatusUnauthorized))
+	if err != nil {
+		panic(err)
+	}
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") }))
+
+	// Alice's third request is over her own limit and takes nothing from
+	// the global one, so bob still gets in; then the global limit is
+	// spent and carol, with her own quota untouched, waits for it.
+	for i, name := range []string{"alice", "alice", "alice", "bob", "carol"} {
+		r := httptest.NewRequest("GET", "/hello", nil)
+		r.Header.Set("X-User", name)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if i == 0 {
+			fmt.Printf("RateLimit-Policy: %s\n", strings.Join(w.Header().Values("RateLimit-Policy"), ", "))
+		}
+		fmt.Printf("%-5s %d RateLimit: %s Retry-After: %q\n", name, w.Code, w.Header().Get("RateLimit"), w.Header().Get("Retry-After"))
+	}
+	// Output:
+	// RateLimit-Policy: "default-1";q=2;w=60, "default-2";q=3;w=60
+	// alice 200 RateLimit: "default-1";r=1;t=60 Retry-After: ""
+	// alice 200 RateLimit: "default-1";r=0;t=60 Retry-After: ""
+	// alice 429 RateLimit: "default-1";r=0;t=60 Retry-After: "60"
+	// bob   200 RateLimit: "default-2";r=0;t=60 Retry-After: ""
+	// carol 429 RateLimit: "default-2";r=0;t=60 Retry-After: "60"
+}

@@ -14,6 +14,14 @@
 // One middleware can give each route a limit of its own with Route, such
 // as 5 login attempts per 15 minutes beside the limiter's 100 requests a
 // minute, sharing every other option.
+//
+// Several limits apply to a request all or nothing, so that one that
+// denies it leaves the others uncharged, with NewSet when they share a
+// key (10 a second and 1,000 an hour per client) and with NewGroup when
+// each has its own (a limit per user and a global one). Chaining
+// middlewares instead charges the outer limits for requests an inner one
+// denies. The RateLimit fields then describe the binding limit, and
+// Retry-After is the wait after which every limit admits the request.
 package httplimit
 
 import (
@@ -29,9 +37,9 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// Middleware limits requests to an http.Handler. Create it with New or
-// NewSet; Route derives one with another limit for a route, sharing the
-// options. It is safe for simultaneous use by many goroutines.
+// Middleware limits requests to an http.Handler. Create it with New,
+// NewSet or NewGroup; Route derives one with another limit for a route,
+// sharing the options. It is safe for simultaneous use by many goroutines.
 type Middleware struct {
 	limiter *ratewise.Limiter
 	set     *ratewise.Set // instead of limiter, for NewSet
@@ -40,6 +48,13 @@ type Middleware struct {
 	denied  func(http.ResponseWriter, *http.Request, ratewise.Result)
 	failed  func(http.ResponseWriter, *http.Request, error)
 	onError func(*http.Request, error)
+	// group, for NewGroup, limits instead of limiter, with its limiters
+	// on the keys groupKeys build, one for each, in place of key.
+	group         *ratewise.Group
+	groupLimiters []*ratewise.Limiter
+	groupKeys     []KeyFunc
+	// keyOption reports that WithKey set key, which a Group refuses.
+	keyOption bool
 	// observer hears of every degraded decision; nil for none.
 	observer Observer
 	policy   FailurePolicy
@@ -106,6 +121,9 @@ func NewSet(set *ratewise.Set, opts ...Option) (*Middleware, error) {
 	if _, ok := m.policy.(fallback); ok {
 		return nil, errors.New("httplimit: Fallback needs a Limiter; a Set fails closed or open")
 	}
+	if err := m.policy.check(nil); err != nil {
+		return nil, err
+	}
 	m.set = set
 	return m, nil
 }
@@ -152,7 +170,14 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			m.failed(w, r, err)
 		}
-		key, err := m.key(r)
+		var key string
+		var keys []string // a Group's, in place of key
+		var err error
+		if m.group != nil {
+			keys, err = m.keysOf(r)
+		} else {
+			key, err = m.key(r)
+		}
 		if err != nil {
 			m.onError(r, err)
 			switch {
@@ -174,9 +199,15 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			return
 		}
 		// The limits the headers describe: a Set's, a route's, or the
-		// key's own (see ratewise.WithLimits).
+		// key's own (see ratewise.WithLimits), for a Group each key's.
 		var algs []algorithms.Algorithm
 		switch {
+		case m.group != nil:
+			if algs, err = m.groupAlgorithms(r.Context(), keys); err != nil {
+				m.onError(r, err)
+				fail(err)
+				return
+			}
 		case m.set != nil:
 			algs = m.set.Algorithms()
 		case m.routeAlg != nil:
@@ -190,7 +221,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			algs = []algorithms.Algorithm{alg}
 		}
-		d, err := m.decide(r.Context(), key, algs, cost)
+		d, err := m.decide(r.Context(), key, keys, algs, cost)
 		res := d.res
 		if err != nil {
 			switch {
@@ -209,7 +240,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			m.onError(r, err)
 			var ok bool
-			res, ok = m.policy.decide(r, key, cost, err)
+			res, ok = m.policy.decide(r, key, cost, err) // a Group takes no Fallback, the one policy that reads key
 			if m.observer != nil {
 				// Failing open answers with no Result, and lets the
 				// request through.
@@ -241,7 +272,8 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 // decision is what the middleware decided: the request's Result (for a
-// Set, the binding limit's), every limit's Result, and which of them binds.
+// Set or a Group, the binding limit's), every limit's Result, and which of
+// them binds.
 type decision struct {
 	res     ratewise.Result
 	results []ratewise.Result
@@ -267,18 +299,18 @@ func (m *Middleware) observeDegraded(r *http.Request, timedOut, allowed bool, er
 	})
 }
 
-// decide runs the limiter, or the Set, with the decision timeout on its
-// context. Every store honours its context (the store contract requires
+// decide runs the limiter, the Set or the Group, with the decision timeout
+// on its context. Every store honours its context (the store contract requires
 // it), so the call returns by the deadline; with the Redis store, given
 // the client settings docs/redis.md recommends.
-func (m *Middleware) decide(parent context.Context, key string, algs []algorithms.Algorithm, cost int64) (decision, error) {
+func (m *Middleware) decide(parent context.Context, key string, keys []string, algs []algorithms.Algorithm, cost int64) (decision, error) {
 	ctx := parent
 	if m.timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(parent, m.timeout)
 		defer cancel()
 	}
-	d, err := m.run(ctx, key, algs, cost)
+	d, err := m.run(ctx, key, keys, algs, cost)
 	switch {
 	case err == nil:
 		return d, nil
@@ -307,18 +339,24 @@ func ended(ctx context.Context) bool {
 	return ok && !time.Now().Before(deadline)
 }
 
-// run asks the limiter, or the Set.
-func (m *Middleware) run(ctx context.Context, key string, algs []algorithms.Algorithm, cost int64) (decision, error) {
-	if m.set == nil {
+// run asks the limiter, the Set on key, or the Group on keys.
+func (m *Middleware) run(ctx context.Context, key string, keys []string, algs []algorithms.Algorithm, cost int64) (decision, error) {
+	var sr ratewise.SetResult
+	var err error
+	switch {
+	case m.group != nil:
+		sr, err = m.group.AllowN(ctx, keys, cost)
+	case m.set != nil:
+		sr, err = m.set.AllowN(ctx, key, cost)
+	default:
 		res, err := m.limiter.AllowWith(ctx, key, algs[0], cost)
 		return decision{res: res, results: []ratewise.Result{res}}, err
 	}
-	sr, err := m.set.AllowN(ctx, key, cost)
 	if err != nil {
 		return decision{}, err
 	}
-	// The binding limit's Result is the Set's answer: denied, it is the
-	// limit with the longest wait, the Set's RetryAfter.
+	// The binding limit's Result is the Set's or the Group's answer:
+	// denied, it is the limit with the longest wait, their RetryAfter.
 	return decision{res: sr.Results[sr.Binding], results: sr.Results, binding: sr.Binding}, nil
 }
 

@@ -451,4 +451,10 @@ func TestSetMiddleware(t *testing.T) {
 	if _, err := NewSet(set, WithFailurePolicy(Fallback(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock)))); err == nil {
 		t.Fatal("NewSet with Fallback: no error")
 	}
+	// A Set's failure policy is checked as a Limiter's is.
+	for _, p := range []FailurePolicy{FailClosed(500, 0), FailClosed(429, 0), FailClosed(503, -time.Second)} {
+		if _, err := NewSet(set, WithFailurePolicy(p)); err == nil {
+			t.Errorf("NewSet with %+v: no error", p)
+		}
+	}
 }

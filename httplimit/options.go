@@ -22,13 +22,13 @@ func (f optionFunc) apply(m *Middleware) error { return f(m) }
 //
 //	httplimit.WithKey(httplimit.Composite(httplimit.ByUser(user), httplimit.ByPath()))
 //
-// for one quota per user and path.
+// for one quota per user and path. A Group's keys are NewGroup's instead.
 func WithKey(k KeyFunc) Option {
 	return optionFunc(func(m *Middleware) error {
 		if k == nil {
 			return errors.New("httplimit: nil KeyFunc")
 		}
-		m.key = k
+		m.key, m.keyOption = k, true
 		return nil
 	})
 }

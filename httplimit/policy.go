@@ -19,6 +19,8 @@ type FailurePolicy interface {
 	// decide returns the result to answer with, and false when the request
 	// must be failed.
 	decide(r *http.Request, key string, cost int64, err error) (ratewise.Result, bool)
+	// check checks the policy for a middleware that limits with l, or
+	// with a Set or a Group when l is nil.
 	check(l *ratewise.Limiter) error
 	// name is the policy's DegradedEvent.Policy.
 	name() string
@@ -90,7 +92,10 @@ func (p fallback) decide(r *http.Request, key string, cost int64, _ error) (rate
 func (fallback) name() string { return PolicyFallback }
 
 func (p fallback) check(l *ratewise.Limiter) error {
-	if p.local == nil {
+	switch {
+	case l == nil:
+		return errors.New("httplimit: Fallback needs a Limiter; a Set or a Group fails closed or open")
+	case p.local == nil:
 		return errors.New("httplimit: nil fallback limiter")
 	}
 	if p.local.Algorithm().Kind().Name() != l.Algorithm().Kind().Name() {

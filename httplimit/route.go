@@ -50,10 +50,10 @@ type routeTable struct {
 // ASCII (it names the quota in the headers); an algorithm ratewise.New
 // refuses on any store, with New's error (ratewise.ErrNilAlgorithm,
 // algorithms.ErrUnknownAlgorithm, or alg.Validate's, such as
-// algorithms.ErrInvalidLimit); m from NewSet, whose limits are fixed, or from
-// Route; and a Fallback failure policy, whose local limiter holds a share
-// of the limiter's algorithm and none of alg's: give such a route a Limiter
-// and a Middleware of its own. An algorithm the store cannot run shows only
+// algorithms.ErrInvalidLimit); m from NewSet or NewGroup, whose limits
+// are fixed, or from Route; and a Fallback failure policy, whose local
+// limiter holds a share of the limiter's algorithm and none of alg's: give
+// such a route a Limiter and a Middleware of its own. An algorithm the store cannot run shows only
 // on a request, which is answered 500 and reported to the OnError hook
 // with store.ErrUnsupported, as under WithLimits.
 func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, error) {
@@ -62,8 +62,8 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 		return nil, fmt.Errorf("%w: empty name", ErrRoute)
 	case !printableASCII(name):
 		return nil, fmt.Errorf("%w %q: the name must be printable ASCII", ErrRoute, name)
-	case m.set != nil:
-		return nil, fmt.Errorf("%w %q: a Set's limits are fixed; a route needs a middleware from New", ErrRoute, name)
+	case m.set != nil || m.group != nil:
+		return nil, fmt.Errorf("%w %q: a Set's or a Group's limits are fixed; a route needs a middleware from New", ErrRoute, name)
 	case m.routeAlg != nil:
 		return nil, fmt.Errorf("%w %q: %q is a route already; call Route on the middleware New returned", ErrRoute, name, m.name)
 	case m.routes == nil:

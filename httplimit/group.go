@@ -1,0 +1,91 @@
+package httplimit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// NewGroup returns a middleware that limits with every limiter of group,
+// each on a key of its own, all or nothing (see ratewise.Group): the
+// classic case is a limit per user and a global one. keys builds a
+// request's key for each limiter, in the group's order, from the KeyFuncs
+// New takes; a global limit keys every request alike:
+//
+//	everyone := func(*http.Request) (string, error) { return "all", nil }
+//	mw, err := httplimit.NewGroup(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone})
+//
+// A request that one limit denies is charged to none, so a user whom the
+// global limit turns away keeps their own quota. RateLimit-Policy lists
+// every limit, named as NewSet names a Set's ("default-1", "default-2",
+// ...), and RateLimit and the X-RateLimit fields describe the binding one,
+// as for a Set: denied, the limit whose wait is longest, which is the
+// Retry-After, after which every limit would admit the request if no
+// other came first; admitted, the one with the least left. A request one
+// of keys cannot name (ErrNoKey) is answered as WithNoKey says and
+// charged to no limit.
+//
+// The options are New's, with two exceptions: WithKey, since keys name
+// the quotas, and Fallback, which needs one Limiter; a Group fails closed
+// or open. Either, a nil group, a nil KeyFunc, or a number of keys other
+// than the group's limiters fails with an error that wraps
+// ratewise.ErrInvalidGroup.
+func NewGroup(group *ratewise.Group, keys []KeyFunc, opts ...Option) (*Middleware, error) {
+	if group == nil {
+		return nil, fmt.Errorf("httplimit: nil group: %w", ratewise.ErrInvalidGroup)
+	}
+	limiters := group.Limiters()
+	if len(keys) != len(limiters) {
+		return nil, fmt.Errorf("httplimit: %d KeyFuncs for a group of %d limiters, which takes one per limiter: %w", len(keys), len(limiters), ratewise.ErrInvalidGroup)
+	}
+	for i, k := range keys {
+		if k == nil {
+			return nil, fmt.Errorf("httplimit: KeyFunc %d of the group is nil: %w", i, ratewise.ErrInvalidGroup)
+		}
+	}
+	m, err := newMiddleware(opts)
+	if err != nil {
+		return nil, err
+	}
+	if m.keyOption {
+		return nil, fmt.Errorf("httplimit: WithKey does not apply to a Group, whose keys NewGroup takes: %w", ratewise.ErrInvalidGroup)
+	}
+	if _, ok := m.policy.(fallback); ok {
+		return nil, fmt.Errorf("httplimit: Fallback needs a Limiter; a Group fails closed or open: %w", ratewise.ErrInvalidGroup)
+	}
+	if err := m.policy.check(nil); err != nil {
+		return nil, err
+	}
+	m.group, m.groupLimiters, m.groupKeys = group, limiters, append([]KeyFunc(nil), keys...)
+	return m, nil
+}
+
+// keysOf builds a request's key for each of the Group's limiters.
+func (m *Middleware) keysOf(r *http.Request) ([]string, error) {
+	keys := make([]string, len(m.groupKeys))
+	for i, k := range m.groupKeys {
+		key, err := k(r)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = key
+	}
+	return keys, nil
+}
+
+// groupAlgorithms returns the algorithm each of the Group's limiters
+// applies to its key: its own, or the key's (see ratewise.WithLimits).
+func (m *Middleware) groupAlgorithms(ctx context.Context, keys []string) ([]algorithms.Algorithm, error) {
+	algs := make([]algorithms.Algorithm, len(keys))
+	for i, l := range m.groupLimiters {
+		alg, err := l.AlgorithmFor(ctx, keys[i])
+		if err != nil {
+			return nil, err
+		}
+		algs[i] = alg
+	}
+	return algs, nil
+}
