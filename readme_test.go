@@ -2,22 +2,24 @@ package ratewise_test
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // TestReadmeSnippetsAreExamples keeps README.md's Go code compiling and its
 // output true. The quickstart is examples/quickstart/main.go verbatim (go vet
 // builds it), preceded by the go get line and followed by the output its
-// testable example checks. Every line of the second Go block must appear, in
-// order, in storeredis/example_test.go (whose newLimiter it is, imports
-// included, so that it compiles as pasted), and of every later one in
-// example_test.go.
+// testable example checks. Every line of every later Go block must appear,
+// in order, in example_test.go, whose examples go test runs.
 func TestReadmeSnippetsAreExamples(t *testing.T) {
 	readme := read(t, "README.md")
 	blocks := strings.Split(readme, "```go\n")[1:]
-	if len(blocks) < 2 {
-		t.Fatalf("README.md has %d Go blocks, want the quickstart, the Redis store and examples", len(blocks))
+	if len(blocks) < 1 {
+		t.Fatal("README.md has no Go block, want the quickstart")
 	}
 	quickstart, after, _ := strings.Cut(blocks[0], "```")
 	if want := read(t, "examples/quickstart/main.go"); quickstart != want {
@@ -38,13 +40,7 @@ func TestReadmeSnippetsAreExamples(t *testing.T) {
 	if got := strings.TrimSpace(output); got == "" || got != strings.Join(lines, "\n") {
 		t.Fatalf("README's quickstart output:\n%s\nwant the example's:\n%s", got, strings.Join(lines, "\n"))
 	}
-
-	// The Redis block compiles as pasted: a file of its own, imports and all.
-	if !strings.HasPrefix(blocks[1], "import (\n") {
-		t.Fatal("README's Redis block does not start with its imports")
-	}
-	inOrder(t, blocks[1], "storeredis/example_test.go")
-	for _, b := range blocks[2:] {
+	for _, b := range blocks[1:] {
 		inOrder(t, b, "example_test.go")
 	}
 }
@@ -77,58 +73,92 @@ func read(t *testing.T, path string) string {
 	return string(b)
 }
 
-// TestReadmePromisesQuoteTheirRules: the README's promises on changed
-// limits, refunds and retried writes are the rules themselves, word for
-// word, as the algorithms package doc ("Changing limits", "Refunds") and
-// docs/redis.md ("Retries and request IDs") state them, so that the three
-// never drift apart. Comment markers, Markdown emphasis and code quotes,
-// and line breaks are not words.
-func TestReadmePromisesQuoteTheirRules(t *testing.T) {
-	readme := words(read(t, "README.md"))
+// TestReadmeCitesAlgorithmsDocSections: the README points to the rules of
+// the algorithms package doc by their headings rather than restating them,
+// so each heading it names must still be one there.
+func TestReadmeCitesAlgorithmsDocSections(t *testing.T) {
+	readme := read(t, "README.md")
 	doc := read(t, "algorithms/doc.go")
-	redis := read(t, "docs/redis.md")
-	for _, rule := range []struct{ name, text string }{
-		{"algorithms: Changing limits", paragraph(t, doc, "// # Changing limits\n")},
-		{"algorithms: Refunds", paragraph(t, doc, "// # Refunds\n")},
-		{"docs/redis.md: Retries and request IDs", strings.SplitN(paragraph(t, redis, "### Retries and request IDs\n"), "**", 3)[1]},
-	} {
-		if w := words(rule.text); len(w) < 100 || !strings.Contains(readme, w) {
-			t.Errorf("README.md does not quote the rule of %s word for word:\n%s", rule.name, w)
+	for _, section := range []string{"Resolution and range", "Time that runs backwards", "Changing limits", "Refunds"} {
+		if !strings.Contains(readme, `"`+section+`"`) {
+			t.Errorf("README.md no longer cites %q: drop it from this list", section)
+		}
+		if !strings.Contains(doc, "// # "+section+"\n") {
+			t.Errorf("README.md cites %q, which algorithms/doc.go has no heading for", section)
 		}
 	}
 }
 
-// paragraph returns the first paragraph after heading in text, Markdown or
-// a Go comment, without the comment's markers.
-func paragraph(t *testing.T, text, heading string) string {
-	t.Helper()
-	_, after, ok := strings.Cut(text, heading)
-	if !ok {
-		t.Fatalf("no %q", heading)
+// TestDocLinksResolve: each fact lives in one document and the others link
+// to it, so every relative link in README.md and docs/*.md must name a file
+// that exists, and every #fragment a heading of the Markdown file it points
+// into.
+func TestDocLinksResolve(t *testing.T) {
+	files, err := filepath.Glob("docs/*.md")
+	if err != nil {
+		t.Fatal(err)
 	}
-	comment := strings.HasPrefix(heading, "//")
-	var lines []string
-	for _, line := range strings.Split(after, "\n") {
-		if comment {
-			if !strings.HasPrefix(line, "//") {
-				break
+	files = append(files, "README.md")
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	for _, file := range files {
+		for _, m := range link.FindAllStringSubmatch(prose(read(t, file)), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
 			}
-			line = strings.TrimPrefix(strings.TrimPrefix(line, "//"), " ")
+			path, fragment, _ := strings.Cut(target, "#")
+			if path == "" {
+				path = file
+			} else {
+				path = filepath.Join(filepath.Dir(file), path)
+			}
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("%s links to %s, which does not exist", file, target)
+				continue
+			}
+			if fragment != "" && strings.HasSuffix(path, ".md") && !slices.Contains(anchors(read(t, path)), fragment) {
+				t.Errorf("%s links to %s, but %s has no heading #%s", file, target, path, fragment)
+			}
 		}
-		if strings.TrimSpace(line) == "" {
-			if len(lines) > 0 {
-				break
-			}
+	}
+}
+
+// prose is Markdown text without its fenced code blocks.
+func prose(text string) string {
+	var b strings.Builder
+	fenced := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
 			continue
 		}
-		lines = append(lines, line)
+		if !fenced {
+			b.WriteString(line + "\n")
+		}
 	}
-	return strings.Join(lines, "\n")
+	return b.String()
 }
 
-// words is text with only its words: no comment markers, emphasis or code
-// quotes, and single spaces.
-func words(text string) string {
-	text = strings.NewReplacer("**", "", "`", "").Replace(text)
-	return strings.Join(strings.Fields(text), " ")
+// anchors are the fragments GitHub gives the headings of a Markdown
+// document: lower case, without punctuation but hyphens and underscores,
+// spaces as hyphens.
+func anchors(text string) []string {
+	var out []string
+	for _, line := range strings.Split(prose(text), "\n") {
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		heading := strings.TrimSpace(strings.TrimLeft(line, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(heading) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }

@@ -13,7 +13,8 @@ import (
 	"github.com/ratewise/ratewise/storeredis"
 )
 
-// newLimiter is README.md's Redis snippet: a limiter on the Redis at addr.
+// newLimiter is a limiter on the Redis at addr, on a client with the
+// settings docs/redis.md recommends ("Client settings").
 func newLimiter(addr string) (*ratewise.Limiter, error) {
 	// A limiter's client: deadlines honoured on the socket, every wait
 	// shorter than the request's budget for a decision (here 100ms), and

@@ -93,6 +93,7 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"the simulated figures are exact and repeat on any machine, the timings and memory are this machine's.\n\n",
 		runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version(), strings.TrimSpace(command))
 
+	fmt.Fprint(&b, guideAlgorithms)
 	fmt.Fprint(&b, "## The window-boundary attack\n\n")
 	fmt.Fprint(&b, "The window-boundary problem, measured: a fixed window admits up to twice its limit across a window boundary. "+
 		"Here the limit is 100 per minute, and 100 requests arrive in the second before a minute boundary and 100 in the second after, three times. "+
@@ -214,6 +215,39 @@ printed by ratewise itself: the tables by `+"`ratewise compare`"+`, the
 recommendations by `+"`ratewise recommend`"+`, both run on %[2]s.
 
 `, "\n")
+
+var guideAlgorithms = `## The algorithms
+
+Every algorithm is a value of package ` + "`algorithms`" + `, whose doc comment
+states its exact semantics, accuracy and cost, and every store runs every
+one:
+
+- **Fixed window counter** (` + "`FixedWindow`" + `): one counter per window, the
+  cheapest, but it admits up to twice its limit across a window boundary
+  (the attack below).
+- **Sliding log** (` + "`SlidingLog`" + `): one record per admitted request, exact
+  over any window; its memory grows with rate × window. On Redis it is a
+  sorted set, whose cost per decision does not grow with its size while
+  its memory does, so it is the number of busy keys that rules it out, not
+  QPS alone.
+- **Compact log** (` + "`CompactLog`" + `): the sliding log's decisions from a ring
+  of 8-byte timestamps, a fraction of the sorted set's memory on busy keys.
+  It writes one timestamp per unit of cost, so choose the sorted set for
+  requests that weigh thousands of units. On light keys the sorted set is
+  the smaller: Redis packs a small one tightly, while the ring keeps its
+  slots until the key has been idle for a window.
+- **Sliding window counter** (` + "`SlidingWindow`" + `): the window cut into
+  sub-windows, one counter each; approximate, at most the limit plus one
+  sub-window's admissions in any window, with memory that grows with the
+  number of sub-windows, not with traffic.
+- **Token bucket** (` + "`TokenBucket`" + `) and **GCRA** (` + "`GCRA`" + `, the leaky bucket
+  as a meter, as in redis-cell): constant memory and time, exact for their
+  rate and burst, but not a count over a window.
+
+[benchmarks.md](benchmarks.md) measures each one's memory, time and
+throughput on Redis and in memory, beside the classic claims.
+
+`
 
 var guideTree = `## The decision tree, measured
 

@@ -1,5 +1,3 @@
-// Command quickstart limits one user to 3 requests per minute, counted
-// exactly over any minute, in memory.
 package main
 
 import (
@@ -13,20 +11,16 @@ import (
 )
 
 func main() {
-	ctx := context.Background()
-
 	// 3 requests per minute per user, counted exactly over any minute.
-	limiter, err := ratewise.New(storememory.New(),
-		algorithms.SlidingLog{Limit: 3, Window: time.Minute})
+	limiter, err := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: 3, Window: time.Minute})
 	if err != nil {
 		panic(err) // invalid parameters
 	}
 	for range 4 {
-		res, err := limiter.Allow(ctx, "user:1001")
+		res, err := limiter.Allow(context.Background(), "user:1001")
 		if err != nil {
-			panic(err) // the store failed: do not treat it as allowed
+			panic(err) // the store failed: never treat it as allowed
 		}
-		fmt.Printf("allowed=%v remaining=%d retry-after=%v\n",
-			res.Allowed, res.Remaining, res.RetryAfter.Round(time.Second))
+		fmt.Printf("allowed=%v remaining=%d retry-after=%v\n", res.Allowed, res.Remaining, res.RetryAfter.Round(time.Second))
 	}
 }
