@@ -63,7 +63,7 @@
 //
 // # Changing limits
 //
-// State is kept per algorithm and Scope (the window or period): 10 per
+// State is kept per algorithm and scope (the window or period): 10 per
 // second and 1,000 per hour of one algorithm never share a key's state. A
 // changed limit, burst, capacity or rate count keeps the state, and what a
 // key used carries over in the units the algorithm counts: requests for the
