@@ -1,4 +1,4 @@
-package storeredis_test
+package redisprobe_test
 
 import (
 	"bufio"
@@ -20,6 +20,7 @@ import (
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
+	"github.com/ratewise/ratewise/storeredis/redisprobe"
 )
 
 // safeClient is a client with the settings docs/redis.md recommends for a
@@ -43,12 +44,12 @@ func safeClusterClient(t testing.TB, addrs []string) *redis.ClusterClient {
 // checked is one check's findings merged: the worst status, and what each
 // found and said to change, joined.
 type checked struct {
-	status        storeredis.Status
+	status        redisprobe.Status
 	found, change string
 	n             int
 }
 
-func byCheck(rep storeredis.Report) map[string]checked {
+func byCheck(rep redisprobe.Report) map[string]checked {
 	m := map[string]checked{}
 	for _, f := range rep.Findings {
 		c := m[f.Check]
@@ -65,11 +66,11 @@ func byCheck(rep storeredis.Report) map[string]checked {
 // what it found and of what it says to change.
 type want struct {
 	check         string
-	status        storeredis.Status
+	status        redisprobe.Status
 	found, change string
 }
 
-func expect(t *testing.T, rep storeredis.Report, wants ...want) {
+func expect(t *testing.T, rep redisprobe.Report, wants ...want) {
 	t.Helper()
 	got := byCheck(rep)
 	for _, w := range wants {
@@ -84,7 +85,7 @@ func expect(t *testing.T, rep storeredis.Report, wants ...want) {
 	}
 }
 
-func report(rep storeredis.Report) string {
+func report(rep redisprobe.Report) string {
 	var b strings.Builder
 	for _, f := range rep.Findings {
 		fmt.Fprintln(&b, f)
@@ -94,23 +95,23 @@ func report(rep storeredis.Report) string {
 
 // Every check passes on a plain redis-server with the recommended client,
 // but persistence, which redistest turns off; the probe leaves no key.
-func TestProbeStandalone(t *testing.T) {
+func TestStandalone(t *testing.T) {
 	srv := redistest.Standalone(t)
 	c := safeClient(t, srv.Addr)
-	rep := storeredis.Probe(context.Background(), c, time.Second)
+	rep := redisprobe.Run(context.Background(), c, time.Second)
 	expect(t, rep,
-		want{"server", storeredis.StatusOK, "Redis ", ""},
-		want{"cluster", storeredis.StatusOK, "standalone", ""},
-		want{"persistence", storeredis.StatusWarning, "no AOF, and no RDB snapshot", "appendonly yes"},
-		want{"eviction", storeredis.StatusOK, "noeviction", ""},
-		want{"scripts", storeredis.StatusOK, "EVAL and EVALSHA", ""},
-		want{"round trip", storeredis.StatusOK, "EVALSHA", ""},
-		want{"keys", storeredis.StatusOK, "different hash slots", ""},
-		want{"server time", storeredis.StatusOK, "reads TIME and writes after it", ""},
-		want{"clock", storeredis.StatusOK, "Redis's clock is", ""},
-		want{"client settings", storeredis.StatusOK, "no setting", ""},
+		want{"server", redisprobe.StatusOK, "Redis ", ""},
+		want{"cluster", redisprobe.StatusOK, "standalone", ""},
+		want{"persistence", redisprobe.StatusWarning, "no AOF, and no RDB snapshot", "appendonly yes"},
+		want{"eviction", redisprobe.StatusOK, "noeviction", ""},
+		want{"scripts", redisprobe.StatusOK, "EVAL and EVALSHA", ""},
+		want{"round trip", redisprobe.StatusOK, "EVALSHA", ""},
+		want{"keys", redisprobe.StatusOK, "different hash slots", ""},
+		want{"server time", redisprobe.StatusOK, "reads TIME and writes after it", ""},
+		want{"clock", redisprobe.StatusOK, "Redis's clock is", ""},
+		want{"client settings", redisprobe.StatusOK, "no setting", ""},
 	)
-	if got, want := rep.Worst(), storeredis.StatusWarning; got != want {
+	if got, want := rep.Worst(), redisprobe.StatusWarning; got != want {
 		t.Errorf("worst status: got %v, want %v:\n%s", got, want, report(rep))
 	}
 	if keys, err := c.Keys(context.Background(), storeredis.DefaultPrefix+"probe:*").Result(); err != nil || len(keys) > 0 {
@@ -122,22 +123,22 @@ func TestProbeStandalone(t *testing.T) {
 		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
 		DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond})
 	t.Cleanup(func() { ring.Close() })
-	expect(t, storeredis.Probe(context.Background(), ring, time.Second),
-		want{"cluster", storeredis.StatusOK, "a Ring: 1 live shard, each answers", ""},
-		want{"persistence", storeredis.StatusWarning, "(every shard)", ""},
-		want{"keys", storeredis.StatusOK, "share a hash tag", ""},
-		want{"client settings", storeredis.StatusOK, "", ""})
+	expect(t, redisprobe.Run(context.Background(), ring, time.Second),
+		want{"cluster", redisprobe.StatusOK, "a Ring: 1 live shard, each answers", ""},
+		want{"persistence", redisprobe.StatusWarning, "(every shard)", ""},
+		want{"keys", redisprobe.StatusOK, "share a hash tag", ""},
+		want{"client settings", redisprobe.StatusOK, "", ""})
 
 	// A budget below the round trip is a failure.
-	rep = storeredis.Probe(context.Background(), c, time.Nanosecond)
-	expect(t, rep, want{"round trip", storeredis.StatusFailure, "over the budget of 1ns", "run the app nearer Redis"})
+	rep = redisprobe.Run(context.Background(), c, time.Nanosecond)
+	expect(t, rep, want{"round trip", redisprobe.StatusFailure, "over the budget of 1ns", "run the app nearer Redis"})
 }
 
 // The findings follow the server's configuration: persistence, the
 // eviction policy, and commands that are refused, each by a real
 // redis-server configured so (a command renamed to "" is refused, inside
 // scripts too, as a managed offering may refuse it).
-func TestProbeFollowsTheServersConfig(t *testing.T) {
+func TestFollowsTheServersConfig(t *testing.T) {
 	redistest.Require(t)
 	cases := []struct {
 		name   string
@@ -146,27 +147,27 @@ func TestProbeFollowsTheServersConfig(t *testing.T) {
 		wants  []want
 	}{
 		{"aof", []string{"appendonly yes"}, nil,
-			[]want{{"persistence", storeredis.StatusOK, "AOF on", ""}}},
+			[]want{{"persistence", redisprobe.StatusOK, "AOF on", ""}}},
 		{"rdb snapshot", []string{`save "3600 1"`}, bgsave,
-			[]want{{"persistence", storeredis.StatusOK, "RDB snapshots", ""}}},
+			[]want{{"persistence", redisprobe.StatusOK, "RDB snapshots", ""}}},
 		{"allkeys-lru", []string{"maxmemory 100mb", "maxmemory-policy allkeys-lru"}, nil,
-			[]want{{"eviction", storeredis.StatusFailure, "maxmemory-policy allkeys-lru (maxmemory 100.00M)", "set maxmemory-policy noeviction"}}},
+			[]want{{"eviction", redisprobe.StatusFailure, "maxmemory-policy allkeys-lru (maxmemory 100.00M)", "set maxmemory-policy noeviction"}}},
 		{"volatile-ttl", []string{"maxmemory 100mb", "maxmemory-policy volatile-ttl"}, nil,
-			[]want{{"eviction", storeredis.StatusFailure, "volatile-* policies evict them too", "set maxmemory-policy noeviction"}}},
+			[]want{{"eviction", redisprobe.StatusFailure, "volatile-* policies evict them too", "set maxmemory-policy noeviction"}}},
 		{"allkeys-lru without maxmemory", []string{"maxmemory-policy allkeys-lru"}, nil,
-			[]want{{"eviction", storeredis.StatusWarning, "nothing is evicted now", "set maxmemory-policy noeviction"}}},
+			[]want{{"eviction", redisprobe.StatusWarning, "nothing is evicted now", "set maxmemory-policy noeviction"}}},
 		{"TIME refused", []string{`rename-command TIME ""`}, nil, []want{
-			{"server time", storeredis.StatusFailure, "a script cannot read TIME: ERR Unknown Redis command called from script", "storeredis.WithClientTime()"},
-			{"clock", storeredis.StatusOK, "INFO's server_time_usec is", ""},
-			{"keys", storeredis.StatusOK, "", ""},
+			{"server time", redisprobe.StatusFailure, "a script cannot read TIME: ERR Unknown Redis command called from script", "storeredis.WithClientTime()"},
+			{"clock", redisprobe.StatusOK, "INFO's server_time_usec is", ""},
+			{"keys", redisprobe.StatusOK, "", ""},
 		}},
 		{"EVALSHA refused", []string{`rename-command EVALSHA ""`}, nil,
-			[]want{{"scripts", storeredis.StatusFailure, "EVALSHA is refused: ERR unknown command 'evalsha'", "allow EVALSHA"}}},
+			[]want{{"scripts", redisprobe.StatusFailure, "EVALSHA is refused: ERR unknown command 'evalsha'", "allow EVALSHA"}}},
 		{"INFO refused", []string{`rename-command INFO ""`}, nil, []want{
-			{"server", storeredis.StatusWarning, "INFO refused", "ACL +info"},
-			{"persistence", storeredis.StatusWarning, "unknown: INFO refused", ""},
-			{"eviction", storeredis.StatusWarning, "unknown: INFO refused", ""},
-			{"server time", storeredis.StatusOK, "", ""},
+			{"server", redisprobe.StatusWarning, "INFO refused", "ACL +info"},
+			{"persistence", redisprobe.StatusWarning, "unknown: INFO refused", ""},
+			{"eviction", redisprobe.StatusWarning, "unknown: INFO refused", ""},
+			{"server time", redisprobe.StatusOK, "", ""},
 		}},
 	}
 	for _, tc := range cases {
@@ -180,7 +181,7 @@ func TestProbeFollowsTheServersConfig(t *testing.T) {
 			if tc.setup != nil {
 				tc.setup(t, c)
 			}
-			expect(t, storeredis.Probe(context.Background(), c, time.Second), tc.wants...)
+			expect(t, redisprobe.Run(context.Background(), c, time.Second), tc.wants...)
 		})
 	}
 }
@@ -208,29 +209,29 @@ func bgsave(t *testing.T, c *redis.Client) {
 // On a ClusterClient every master answers and is checked; a single-node
 // client on a cluster node is a failure; a master that does not answer is
 // named.
-func TestProbeCluster(t *testing.T) {
+func TestCluster(t *testing.T) {
 	cl := redistest.SharedCluster(t)
-	rep := storeredis.Probe(context.Background(), safeClusterClient(t, cl.Addrs()), time.Second)
+	rep := redisprobe.Run(context.Background(), safeClusterClient(t, cl.Addrs()), time.Second)
 	expect(t, rep,
-		want{"server", storeredis.StatusOK, "on 3 masters", ""},
-		want{"cluster", storeredis.StatusOK, "Redis Cluster: 3 masters, each answers", ""},
-		want{"persistence", storeredis.StatusWarning, "(every master)", "appendonly yes"},
-		want{"keys", storeredis.StatusOK, "share a hash tag", ""},
-		want{"server time", storeredis.StatusOK, "", ""},
+		want{"server", redisprobe.StatusOK, "on 3 masters", ""},
+		want{"cluster", redisprobe.StatusOK, "Redis Cluster: 3 masters, each answers", ""},
+		want{"persistence", redisprobe.StatusWarning, "(every master)", "appendonly yes"},
+		want{"keys", redisprobe.StatusOK, "share a hash tag", ""},
+		want{"server time", redisprobe.StatusOK, "", ""},
 		// A ClusterClient resends on MaxRedirects, which the store's own
 		// request IDs make safe: nothing to change.
-		want{"client settings", storeredis.StatusOK, "no setting lets a decision outlast", ""},
+		want{"client settings", redisprobe.StatusOK, "no setting lets a decision outlast", ""},
 	)
-	if got, want := rep.Worst(), storeredis.StatusWarning; got != want {
+	if got, want := rep.Worst(), redisprobe.StatusWarning; got != want {
 		t.Errorf("worst status: got %v, want %v:\n%s", got, want, report(rep))
 	}
 
-	rep = storeredis.Probe(context.Background(), safeClient(t, cl.Addrs()[0]), time.Second)
-	expect(t, rep, want{"cluster", storeredis.StatusFailure, "cluster_enabled:1", "use a *redis.ClusterClient"})
+	rep = redisprobe.Run(context.Background(), safeClient(t, cl.Addrs()[0]), time.Second)
+	expect(t, rep, want{"cluster", redisprobe.StatusFailure, "cluster_enabled:1", "use a *redis.ClusterClient"})
 
 	// A ClusterClient on a standalone server.
-	rep = storeredis.Probe(context.Background(), safeClusterClient(t, []string{redistest.Standalone(t).Addr}), time.Second)
-	expect(t, rep, want{"cluster", storeredis.StatusFailure, "not a Redis Cluster", "use a *redis.Client"})
+	rep = redisprobe.Run(context.Background(), safeClusterClient(t, []string{redistest.Standalone(t).Addr}), time.Second)
+	expect(t, rep, want{"cluster", redisprobe.StatusFailure, "not a Redis Cluster", "use a *redis.Client"})
 
 	t.Run("dead master", func(t *testing.T) {
 		redistest.SkipShort(t, "a Redis Cluster of its own")
@@ -245,20 +246,20 @@ func TestProbeCluster(t *testing.T) {
 		}
 		dead := own.Servers[2]
 		dead.Stop()
-		rep := storeredis.Probe(context.Background(), c, time.Second)
+		rep := redisprobe.Run(context.Background(), c, time.Second)
 		expect(t, rep,
-			want{"cluster", storeredis.StatusFailure, "master " + dead.Addr + " does not answer", "its keys fail"},
-			want{"server", storeredis.StatusOK, "on 2 masters", ""},
+			want{"cluster", redisprobe.StatusFailure, "master " + dead.Addr + " does not answer", "its keys fail"},
+			want{"server", redisprobe.StatusOK, "on 2 masters", ""},
 		)
 	})
 }
 
 // go-redis's defaults raise CheckClient's warnings, each with the setting
 // that passes; warnings alone are not a failure.
-func TestProbeClientSettings(t *testing.T) {
+func TestClientSettings(t *testing.T) {
 	budget := 100 * time.Millisecond
 	c := newClient(t, redistest.Standalone(t).Addr)
-	rep := storeredis.Probe(context.Background(), c, budget)
+	rep := redisprobe.Run(context.Background(), c, budget)
 	got := byCheck(rep)["client settings"]
 	if want := len(storeredis.CheckClient(c, budget)); got.n != want || want == 0 {
 		t.Fatalf("client settings: %d findings, want CheckClient's %d:\n%s", got.n, want, report(rep))
@@ -267,7 +268,7 @@ func TestProbeClientSettings(t *testing.T) {
 		if f.Check != "client settings" {
 			continue
 		}
-		if f.Status != storeredis.StatusWarning || f.Change == "" || strings.Contains(f.Change, "see docs") || strings.HasPrefix(f.Found, "storeredis:") {
+		if f.Status != redisprobe.StatusWarning || f.Change == "" || strings.Contains(f.Change, "see docs") || strings.HasPrefix(f.Found, "storeredis:") {
 			t.Errorf("client setting %q: status %v, change %q; want a warning naming the setting to use", f.Found, f.Status, f.Change)
 		}
 	}
@@ -276,7 +277,7 @@ func TestProbeClientSettings(t *testing.T) {
 			t.Errorf("client settings: no change says %q:\n%s", w, got.change)
 		}
 	}
-	if rep.Worst() != storeredis.StatusWarning {
+	if rep.Worst() != redisprobe.StatusWarning {
 		t.Errorf("worst status %v, want warning:\n%s", rep.Worst(), report(rep))
 	}
 }
@@ -284,19 +285,19 @@ func TestProbeClientSettings(t *testing.T) {
 // A server that cannot be reached, or refuses the credentials, is one
 // failure; nothing else is asked of it, and the client's settings are
 // still checked.
-func TestProbeUnreachable(t *testing.T) {
+func TestUnreachable(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	closed := l.Addr().String()
 	l.Close()
-	rep := storeredis.Probe(context.Background(), safeClient(t, closed), 100*time.Millisecond)
+	rep := redisprobe.Run(context.Background(), safeClient(t, closed), 100*time.Millisecond)
 	if len(rep.Findings) != 2 {
 		t.Errorf("got %d findings, want the server's and the client's:\n%s", len(rep.Findings), report(rep))
 	}
-	expect(t, rep, want{"server", storeredis.StatusFailure, "unreachable: dial tcp " + closed, "check the address"},
-		want{"client settings", storeredis.StatusOK, "", ""})
+	expect(t, rep, want{"server", redisprobe.StatusFailure, "unreachable: dial tcp " + closed, "check the address"},
+		want{"client settings", redisprobe.StatusOK, "", ""})
 
 	redistest.Require(t)
 	srv, err := redistest.Start()
@@ -307,59 +308,59 @@ func TestProbeUnreachable(t *testing.T) {
 	if err := safeClient(t, srv.Addr).ConfigSet(context.Background(), "requirepass", "s3cret").Err(); err != nil {
 		t.Fatal(err)
 	}
-	rep = storeredis.Probe(context.Background(), safeClient(t, srv.Addr), 100*time.Millisecond)
-	expect(t, rep, want{"server", storeredis.StatusFailure, "authentication failed: NOAUTH", "password"})
+	rep = redisprobe.Run(context.Background(), safeClient(t, srv.Addr), 100*time.Millisecond)
+	expect(t, rep, want{"server", redisprobe.StatusFailure, "authentication failed: NOAUTH", "password"})
 }
 
 // A Redis older than 5.0 refuses a script's write after TIME: the probe
 // says to upgrade, or to use client time. No such Redis is at hand, so a
 // fake server answers as Redis 4.0 does, with its error text.
-func TestProbeRedis4(t *testing.T) {
+func TestRedis4(t *testing.T) {
 	addr := fakeRedis(t, fake{version: "4.0.14"})
-	rep := storeredis.Probe(context.Background(), safeClient(t, addr), time.Second)
+	rep := redisprobe.Run(context.Background(), safeClient(t, addr), time.Second)
 	expect(t, rep,
-		want{"server", storeredis.StatusFailure, "Redis 4.0.14", "upgrade to Redis 5.0 or later"},
-		want{"scripts", storeredis.StatusOK, "", ""},
-		want{"keys", storeredis.StatusOK, "", ""},
-		want{"server time", storeredis.StatusFailure, "a script that read TIME cannot write: ERR Error running script", "storeredis.WithClientTime()"},
-		want{"clock", storeredis.StatusOK, "Redis's clock is", ""},
+		want{"server", redisprobe.StatusFailure, "Redis 4.0.14", "upgrade to Redis 5.0 or later"},
+		want{"scripts", redisprobe.StatusOK, "", ""},
+		want{"keys", redisprobe.StatusOK, "", ""},
+		want{"server time", redisprobe.StatusFailure, "a script that read TIME cannot write: ERR Error running script", "storeredis.WithClientTime()"},
+		want{"clock", redisprobe.StatusOK, "Redis's clock is", ""},
 	)
 }
 
 // A probe stops when its context ends, whichever check is under way, and
 // says which.
-func TestProbeContext(t *testing.T) {
+func TestContext(t *testing.T) {
 	addr := fakeRedis(t, fake{version: "4.0.14", stall: true})
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, ReadTimeout: 10 * time.Second, MaxRetries: -1})
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	rep := storeredis.Probe(ctx, c, time.Second)
+	rep := redisprobe.Run(ctx, c, time.Second)
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("the probe took %v after its context's 200ms", d)
 	}
 	expect(t, rep,
-		want{"server", storeredis.StatusFailure, "Redis 4.0.14", ""},
-		want{"scripts", storeredis.StatusFailure, "context deadline exceeded", "give the probe more time"})
+		want{"server", redisprobe.StatusFailure, "Redis 4.0.14", ""},
+		want{"scripts", redisprobe.StatusFailure, "context deadline exceeded", "give the probe more time"})
 	if _, ok := byCheck(rep)["keys"]; ok {
 		t.Errorf("checks after the context ended ran:\n%s", report(rep))
 	}
 
 	cancel()
-	rep = storeredis.Probe(ctx, c, time.Second)
-	expect(t, rep, want{"server", storeredis.StatusFailure, "not checked: the probe's context ended", ""})
+	rep = redisprobe.Run(ctx, c, time.Second)
+	expect(t, rep, want{"server", redisprobe.StatusFailure, "not checked: the probe's context ended", ""})
 }
 
 // A proxy in front of a cluster that a *redis.Client reaches as one server
 // refuses a script whose keys are in different slots: coalesced batches
 // would fail there.
-func TestProbeProxyRefusesCrossSlot(t *testing.T) {
+func TestProxyRefusesCrossSlot(t *testing.T) {
 	addr := fakeRedis(t, fake{version: "7.2.4", crossSlot: true})
-	expect(t, storeredis.Probe(context.Background(), safeClient(t, addr), time.Second),
-		want{"server", storeredis.StatusOK, "Redis 7.2.4", ""},
-		want{"keys", storeredis.StatusFailure, "cannot write keys of different hash slots, as a coalesced batch", "storeredis.WithCoalescing(0)"},
-		want{"server time", storeredis.StatusOK, "", ""})
+	expect(t, redisprobe.Run(context.Background(), safeClient(t, addr), time.Second),
+		want{"server", redisprobe.StatusOK, "Redis 7.2.4", ""},
+		want{"keys", redisprobe.StatusFailure, "cannot write keys of different hash slots, as a coalesced batch", "storeredis.WithCoalescing(0)"},
+		want{"server time", redisprobe.StatusOK, "", ""})
 }
 
 // fake is how fakeRedis answers: the version INFO gives; with stall, a

@@ -1,4 +1,4 @@
-package storeredis
+package redisprobe
 
 import (
 	"cmp"
@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/internal/hashslot"
+	"github.com/ratewise/ratewise/storeredis"
 )
 
-// The checks Probe runs, one method or function each (see probe.go).
+// The checks Run runs, one method or function each (see probe.go).
 
 // server asks every server INFO and reports the version; it returns false
 // when none answered at all.
@@ -119,7 +122,7 @@ func parseInfo(s string) map[string]string {
 
 // minVersion is the oldest Redis the scripts run on: they write after
 // reading TIME, which needs script effects replication, the default from
-// 5.0 on (see the package doc).
+// 5.0 on (see storeredis's package doc).
 var minVersion = [2]int{5, 0}
 
 func (p *prober) version() {
@@ -220,7 +223,7 @@ const (
 
 // key returns a probe key with the run's hash tag, or another tag.
 func (p *prober) key(name, tag string) string {
-	return DefaultPrefix + "probe:" + name + ":{" + tag + "}"
+	return storeredis.DefaultPrefix + "probe:" + name + ":{" + tag + "}"
 }
 
 // scripts runs a script with EVAL, then three times with EVALSHA, as
@@ -304,7 +307,7 @@ func (p *prober) keys(ctx context.Context) bool {
 		return true
 	}
 	other := p.tag + "-b"
-	for keySlot(p.key("b", other)) == keySlot(same[0]) {
+	for hashslot.Of(p.key("b", other)) == hashslot.Of(same[0]) {
 		other += "b"
 	}
 	if err := p.client.Eval(ctx, writeSource, []string{same[0], p.key("b", other)}).Err(); err != nil {
@@ -320,7 +323,7 @@ func (p *prober) keys(ctx context.Context) bool {
 }
 
 // serverTime reports whether scripts can decide on Redis's clock: read TIME
-// (timeErr is ClockOffset's error), then write.
+// (timeErr is storeredis.Store.ClockOffset's error), then write.
 func (p *prober) serverTime(ctx context.Context, timeErr error) {
 	const change = "use storeredis.WithClientTime(): decisions then follow the app servers' clocks, which must agree (NTP)"
 	if timeErr != nil {
@@ -410,7 +413,7 @@ func eviction(info map[string]string) (Status, string, string) {
 }
 
 // clockWarning is the offset between this process's clock and Redis's
-// above which Probe warns when decisions must follow the app's clocks.
+// above which Run warns when decisions must follow the app's clocks.
 const clockWarning = time.Second
 
 // clock reports Redis's clock against this process's: measured inside a
@@ -465,12 +468,12 @@ func round(d time.Duration) time.Duration {
 	return d.Round(100 * time.Microsecond)
 }
 
-// clientSettings reports CheckClient's warnings, each with the setting that
-// passes for the budget, as docs/redis.md's Client settings show it for
-// 100ms.
+// clientSettings reports storeredis.CheckClient's warnings, each with the
+// setting that passes for the budget, as docs/redis.md's Client settings
+// show it for 100ms.
 func (p *prober) clientSettings() {
-	warnings := CheckClient(p.client, p.budget)
-	if _, ok := settingsOf(p.client); !ok {
+	warnings := storeredis.CheckClient(p.client, p.budget)
+	if !knownToCheckClient(p.client) {
 		p.add("client settings", StatusOK, fmt.Sprintf("not checked: CheckClient does not know a %T", p.client), "")
 		return
 	}
@@ -479,10 +482,21 @@ func (p *prober) clientSettings() {
 		return
 	}
 	for _, w := range warnings {
-		msg := strings.TrimPrefix(w.Error(), ErrUnsafeClient.Error()+": ")
+		msg := strings.TrimPrefix(w.Error(), storeredis.ErrUnsafeClient.Error()+": ")
 		option, _, _ := strings.Cut(msg, " ")
 		p.add("client settings", StatusWarning, msg, recommended(option, p.budget))
 	}
+}
+
+// knownToCheckClient reports whether storeredis.CheckClient inspects c:
+// its doc names the clients it knows, and it returns nothing for any other,
+// which must not read as "nothing to change".
+func knownToCheckClient(c redis.UniversalClient) bool {
+	switch c.(type) {
+	case *redis.Client, *redis.ClusterClient, *redis.Ring:
+		return true
+	}
+	return false
 }
 
 // recommended is the value of a go-redis option that CheckClient accepts

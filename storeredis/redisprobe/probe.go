@@ -1,4 +1,4 @@
-package storeredis
+package redisprobe
 
 import (
 	"context"
@@ -8,9 +8,11 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/storeredis"
 )
 
-// Status is how one check of Probe came out.
+// Status is how one check of Run came out.
 type Status int
 
 const (
@@ -36,7 +38,7 @@ func (s Status) String() string {
 	return "Status(" + strconv.Itoa(int(s)) + ")"
 }
 
-// Finding is the outcome of one check of Probe.
+// Finding is the outcome of one check of Run.
 type Finding struct {
 	// Check names what was checked: "server", "cluster", "persistence",
 	// "eviction", "scripts", "round trip", "keys", "server time", "clock"
@@ -59,7 +61,7 @@ func (f Finding) String() string {
 	return s
 }
 
-// Report is what Probe found: its findings in the order it checked.
+// Report is what Run found: its findings in the order it checked.
 type Report struct {
 	Findings []Finding
 }
@@ -73,38 +75,41 @@ func (r Report) Worst() Status {
 	return worst
 }
 
-// Probe checks that the store runs as documented on client's Redis, such as
-// a managed one, and reports each check as a Finding, in this order: the
-// server's reachability and version (5.0 or later); on a ClusterClient that
-// every master answers, and on any other client that the server is not a
-// Cluster node; persistence, since without it a restart resets every limit;
-// the eviction policy, since any but noeviction evicts keys early, which
-// resets their limits; that EVAL and EVALSHA run scripts; the fastest round
-// trip against budget; that a script writes keys sharing a hash tag, and on
-// a *redis.Client keys of different slots, as coalesced batches do; that a
-// script reads TIME and writes after it (if not, WithClientTime is the
-// answer); Redis's clock against this process's (see ClockOffset); and
-// client's own settings, with CheckClient against budget, the longest a
-// caller may wait for a decision.
+// Run checks that storeredis's store runs as documented on client's Redis,
+// such as a managed one, and reports each check as a Finding, in this
+// order: the server's reachability and version (5.0 or later); on a
+// ClusterClient that every master answers, and on any other client that the
+// server is not a Cluster node; persistence, since without it a restart
+// resets every limit; the eviction policy, since any but noeviction evicts
+// keys early, which resets their limits; that EVAL and EVALSHA run scripts;
+// the fastest round trip against budget; that a script writes keys sharing
+// a hash tag, and on a *redis.Client keys of different slots, as coalesced
+// batches do; that a script reads TIME and writes after it (if not,
+// storeredis.WithClientTime is the answer); Redis's clock against this
+// process's (see storeredis.Store.ClockOffset); and client's own settings,
+// with storeredis.CheckClient against budget, the longest a caller may wait
+// for a decision.
 //
 // It sends only what managed offerings generally allow: INFO, EVAL and
 // EVALSHA (plus CLUSTER INFO on a ClusterClient, which may be refused). A
 // refused command is a finding, not an error. The scripts write two or three
-// keys under DefaultPrefix + "probe:" with a TTL and delete them at once.
-// On a ClusterClient every master is asked; on a Ring every live shard.
+// keys under storeredis.DefaultPrefix + "probe:" with a TTL and delete them
+// at once. On a ClusterClient every master is asked; on a Ring every live
+// shard.
 //
-// Probe is meant for start-up, on the client the app passes to New: call it
-// once, log the findings that are not StatusOK, and refuse to start on a
-// StatusFailure if that suits. It never changes the client. When ctx ends,
-// the check under way reports it and the checks after it are skipped.
-func Probe(ctx context.Context, client redis.UniversalClient, budget time.Duration) Report {
+// Run is meant for start-up, on the client the app passes to
+// storeredis.New: call it once, log the findings that are not StatusOK, and
+// refuse to start on a StatusFailure if that suits. It never changes the
+// client. When ctx ends, the check under way reports it and the checks after
+// it are skipped.
+func Run(ctx context.Context, client redis.UniversalClient, budget time.Duration) Report {
 	p := &prober{client: client, budget: budget, tag: rand.Text()}
 	p.probe(ctx)
 	p.clientSettings()
 	return Report{Findings: p.findings}
 }
 
-// prober runs Probe's checks and collects their findings.
+// prober runs Run's checks and collects their findings.
 type prober struct {
 	client   redis.UniversalClient
 	budget   time.Duration
@@ -135,7 +140,8 @@ func (p *prober) ended(ctx context.Context, check string) bool {
 	err := context.Cause(ctx)
 	if deadline, ok := ctx.Deadline(); ok && err == nil && !time.Now().Before(deadline) {
 		// The socket's deadline, which is ctx's with ContextTimeoutEnabled,
-		// can fire a moment before ctx's own timer (see Store.failure).
+		// can fire a moment before ctx's own timer (storeredis's Store
+		// allows for the same when it reports a failure).
 		err = context.DeadlineExceeded
 	}
 	if err == nil {
@@ -161,7 +167,7 @@ func (p *prober) probe(ctx context.Context) {
 	if p.ended(ctx, "server time") {
 		return
 	}
-	offset, unc, timeErr := New(p.client, WithCoalescing(0), WithDenyCache(0)).ClockOffset(ctx)
+	offset, unc, timeErr := storeredis.New(p.client, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)).ClockOffset(ctx)
 	if p.ended(ctx, "server time") {
 		return
 	}
