@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 	"github.com/ratewise/ratewise/storeredis/redisprobe"
@@ -36,5 +38,25 @@ func TestClientSettings(t *testing.T) {
 	}
 	if rep.Worst() != redisprobe.StatusWarning {
 		t.Errorf("worst status %v, want warning:\n%s", rep.Worst(), report(rep))
+	}
+}
+
+// wrapped is a client CheckClient does not inspect: go-redis's client
+// behind a type of the app's own, as a tracing wrapper may be.
+type wrapped struct{ *redis.Client }
+
+// CheckClient returns nothing for a client it does not know, which the
+// probe reports as not checked, never as nothing to change, even when the
+// client inside has go-redis's defaults; the other checks run as on any
+// client.
+func TestClientSettingsOfAnUnknownClient(t *testing.T) {
+	c := wrapped{newClient(t, redistest.Standalone(t).Addr)}
+	rep := redisprobe.Run(context.Background(), c, 100*time.Millisecond)
+	expect(t, rep,
+		want{"server", redisprobe.StatusOK, "Redis ", ""},
+		want{"keys", redisprobe.StatusOK, "share a hash tag", ""},
+		want{"client settings", redisprobe.StatusOK, "not checked: CheckClient does not know a redisprobe_test.wrapped", ""})
+	if got, want := byCheck(rep)["client settings"].n, 1; got != want {
+		t.Errorf("client settings: got %d findings, want %d:\n%s", got, want, report(rep))
 	}
 }
