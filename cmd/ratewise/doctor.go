@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/storeredis"
+	"github.com/ratewise/ratewise/storeredis/redisprobe"
 )
 
 const doctorSummary = `Checks that ratewise's Redis store runs as documented on the Redis given, such as a
@@ -22,7 +22,7 @@ to change. The exit status is 1 when a check fails; warnings alone leave it 0.
 
 The doctor connects with the client settings docs/redis.md recommends for --budget,
 whatever a URL says of timeouts, so its client-settings check is about its own client.
-Your app's client is another: call storeredis.Probe(ctx, rdb, budget) on it at start-up,
+Your app's client is another: call redisprobe.Run(ctx, rdb, budget) on it at start-up,
 which runs these same checks and that one on your settings.`
 
 // errCheckFailed is doctor's outcome when a check failed: the report says
@@ -47,7 +47,7 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer client.Close()
 
-	rep := storeredis.Probe(ctx, client, *budget)
+	rep := redisprobe.Run(ctx, client, *budget)
 	for i, f := range rep.Findings {
 		if f.Check == "client settings" {
 			rep.Findings[i].Found = "the doctor's own client, not your app's (see below): " + f.Found
@@ -59,13 +59,13 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintln(stdout)
 	writeWrapped(stdout, "", fmt.Sprintf("The doctor's client: %s, the settings docs/redis.md recommends for a budget of %v. "+
 		"The client-settings check is about this client, not your app's: check your app's own client at start-up with "+
-		"storeredis.Probe(ctx, rdb, budget), which runs these checks on it, or storeredis.CheckClient(rdb, budget).", describeSettings(*budget), *budget))
+		"redisprobe.Run(ctx, rdb, budget), which runs these checks on it, or storeredis.CheckClient(rdb, budget).", describeSettings(*budget), *budget))
 	var failures, warnings int
 	for _, f := range rep.Findings {
 		switch f.Status {
-		case storeredis.StatusFailure:
+		case redisprobe.StatusFailure:
 			failures++
-		case storeredis.StatusWarning:
+		case redisprobe.StatusWarning:
 			warnings++
 		}
 	}
@@ -119,7 +119,7 @@ const doctorWidth = 100
 
 // writeReport prints rep as a table: the check, its status, and what was
 // found with what to change under it, wrapped to doctorWidth.
-func writeReport(w io.Writer, rep storeredis.Report) {
+func writeReport(w io.Writer, rep redisprobe.Report) {
 	checkWidth, statusWidth := len("check"), len("status")
 	for _, f := range rep.Findings {
 		checkWidth = max(checkWidth, utf8.RuneCountInString(f.Check))

@@ -56,7 +56,7 @@ func TestDoctor(t *testing.T) {
 			row("server", "ok", "Redis "), row("scripts", "ok", "EVAL and EVALSHA"), row("server time", "ok", "a script reads TIME"),
 			row("persistence", "warning", "no AOF"), "change: if a reset limit is costly",
 			row("client settings", "ok", "the doctor's own client, not your app's"),
-			"storeredis.Probe(ctx, rdb, budget)", "DialTimeout 30ms", "no failure, 1 warning.",
+			"redisprobe.Run(ctx, rdb, budget)", "DialTimeout 30ms", "no failure, 1 warning.",
 		}},
 		{"eviction fails", []string{"doctor", "--redis", "redis://" + evicting.Addr, "--budget", "1s"}, 1, []any{
 			"Checked the Redis at redis://" + evicting.Addr, "with a budget of 1s", row("eviction", "failure", "maxmemory-policy allkeys-lru"),
@@ -139,7 +139,7 @@ func TestDoctorUsage(t *testing.T) {
 		})
 	}
 	code, stdout, _ := runCLI(t, "doctor", "help")
-	if code != 0 || !strings.Contains(stdout, "storeredis.Probe(ctx, rdb, budget)") || !strings.Contains(stdout, "--budget duration") {
+	if code != 0 || !strings.Contains(stdout, "redisprobe.Run(ctx, rdb, budget)") || !strings.Contains(stdout, "--budget duration") {
 		t.Errorf("doctor help: exit %d:\n%s", code, stdout)
 	}
 }
