@@ -91,12 +91,12 @@ type slowStore struct {
 	err   error
 }
 
-func (s slowStore) Decide(context.Context, string, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {
+func (s slowStore) Decide(context.Context, store.Key, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {
 	time.Sleep(s.delay)
 	return algorithms.Result{}, s.err
 }
 
-func (s slowStore) Reset(context.Context, string, algorithms.Algorithm) error { return s.err }
+func (s slowStore) Reset(context.Context, store.Key, algorithms.Algorithm) error { return s.err }
 
 // A store failure reaches the observer as an error with the time the store
 // took, not as a denial.
@@ -207,7 +207,7 @@ func TestNoObserverAllocatesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	storeAllocs := testing.AllocsPerRun(1000, func() { _, _ = s.Decide(ctx, "store", alg, now, 1) })
+	storeAllocs := testing.AllocsPerRun(1000, func() { _, _ = s.Decide(ctx, store.Key{Name: "store"}, alg, now, 1) })
 	if got := testing.AllocsPerRun(1000, func() { _, _ = l.Allow(ctx, "limiter") }); got != storeAllocs {
 		t.Fatalf("allocations per Allow without an observer: got %v, want the store's own %v", got, storeAllocs)
 	}

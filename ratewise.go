@@ -37,9 +37,9 @@ type Result = algorithms.Result
 type Limiter struct {
 	store store.Store
 	alg   algorithms.Algorithm
-	// prefix is the namespace and its separator, or "" for none.
-	namespace, prefix string
-	clock             Clock
+	// namespace goes with every key to the store (store.Key), "" for none.
+	namespace string
+	clock     Clock
 	// limits chooses a key's algorithm; nil means alg for every key.
 	limits LimitFunc
 	// observer hears of every decision; nil for none, the default, which
@@ -88,9 +88,6 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 	}
 	if strings.Contains(l.namespace, ":") {
 		return nil, fmt.Errorf("%w, got %q", ErrInvalidNamespace, l.namespace)
-	}
-	if l.namespace != "" {
-		l.prefix = l.namespace + ":"
 	}
 	return l, nil
 }
@@ -210,10 +207,7 @@ func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int6
 	if n <= 0 || n > cost {
 		return Result{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
 	}
-	if pr, ok := l.store.(store.PrefixRefunder); ok && l.prefix != "" {
-		return pr.RefundPrefixed(ctx, l.prefix, key, alg, l.clock.Now(), charged.At, n)
-	}
-	return rf.Refund(ctx, l.prefix+key, alg, l.clock.Now(), charged.At, n)
+	return rf.Refund(ctx, l.key(key), alg, l.clock.Now(), charged.At, n)
 }
 
 // Reset forgets key, which is then at full capacity under the algorithm
@@ -226,10 +220,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if ps, ok := l.store.(store.PrefixDecider); ok && l.prefix != "" {
-		return ps.ResetPrefixed(ctx, l.prefix, key, alg)
-	}
-	return l.store.Reset(ctx, l.prefix+key, alg)
+	return l.store.Reset(ctx, l.key(key), alg)
 }
 
 // Algorithm returns the limiter's algorithm: every key's, unless WithLimits
@@ -288,12 +279,14 @@ func (l *Limiter) decide(ctx context.Context, key string, alg algorithms.Algorit
 	return res, err
 }
 
+// key is key as the store takes it, in the limiter's namespace.
+func (l *Limiter) key(key string) store.Key {
+	return store.Key{Namespace: l.namespace, Name: key}
+}
+
 // decideStore asks the store for one decision.
 func (l *Limiter) decideStore(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
-	if ps, ok := l.store.(store.PrefixDecider); ok && l.prefix != "" {
-		return ps.DecidePrefixed(ctx, l.prefix, key, alg, l.clock.Now(), cost) // joins no strings
-	}
-	return l.store.Decide(ctx, l.prefix+key, alg, l.clock.Now(), cost)
+	return l.store.Decide(ctx, l.key(key), alg, l.clock.Now(), cost)
 }
 
 // Clock tells a Limiter the time. Tests inject one with WithClock to step

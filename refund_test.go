@@ -154,7 +154,7 @@ func TestGroupRefundsOnARace(t *testing.T) {
 	// Another request takes all of the tenant first, once.
 	s := &onCharge{Store: mem, key: "tenant:acme", do: func(ctx context.Context, alg algorithms.Algorithm, now time.Time) {
 		if raced.CompareAndSwap(0, 1) {
-			mem.Decide(ctx, "tenant:acme", alg, now, algo.MaxCost(alg))
+			mem.Decide(ctx, store.Key{Name: "tenant:acme"}, alg, now, algo.MaxCost(alg))
 		}
 	}}
 	clock := ratewisetest.NewClock(refundStart)
@@ -181,15 +181,17 @@ type onCharge struct {
 	do  func(ctx context.Context, alg algorithms.Algorithm, now time.Time)
 }
 
-func (o *onCharge) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (o *onCharge) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := sk.String()
 	if key == o.key && cost > 0 {
 		o.do(ctx, alg, now)
 	}
-	return o.Store.Decide(ctx, key, alg, now, cost)
+	return o.Store.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 }
 
-func (o *onCharge) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return o.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
+func (o *onCharge) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	key := sk.String()
+	return o.Store.(store.Refunder).Refund(ctx, store.Key{Name: key}, alg, now, at, n)
 }
 
 // A refund goes into the state its admission charged, named by its

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -30,10 +31,10 @@ import (
 // different slots, which no one script can reach on a Cluster: a Group
 // checks those. A Set is safe for concurrent use.
 type Set struct {
-	store  store.SetDecider
-	algs   []algorithms.Algorithm
-	prefix string
-	clock  Clock
+	store     store.SetDecider
+	algs      []algorithms.Algorithm
+	namespace string
+	clock     Clock
 	// observer hears of every decision; nil for none (see WithObserver).
 	observer Observer
 }
@@ -84,10 +85,10 @@ func NewSet(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Set, e
 			return nil, err
 		}
 	}
-	if err := store.CheckSet(algs, time.Unix(0, 0), 0); err != nil {
+	if err := storecheck.Set(algs, time.Unix(0, 0), 0); err != nil {
 		return nil, err
 	}
-	return &Set{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), prefix: l.prefix, clock: l.clock, observer: l.observer}, nil
+	return &Set{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), namespace: l.namespace, clock: l.clock, observer: l.observer}, nil
 }
 
 // Allow is shorthand for AllowN(ctx, key, 1).
@@ -161,7 +162,7 @@ func (s *Set) Refund(ctx context.Context, key string, res SetResult, n int64) (S
 	out := SetResult{Allowed: true, Results: make([]Result, len(res.Results))}
 	var errs []error
 	for i, c := range charges {
-		r, err := rf.Refund(ctx, s.prefix+key, c.alg, now, res.Results[i].At, n)
+		r, err := rf.Refund(ctx, store.Key{Namespace: s.namespace, Name: key}, c.alg, now, res.Results[i].At, n)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("limit %d: %w", i, err))
 			continue
@@ -208,7 +209,7 @@ func (s *Set) decide(ctx context.Context, key string, cost int64) (SetResult, er
 
 // decideStore asks the store for one decision over the Set.
 func (s *Set) decideStore(ctx context.Context, key string, cost int64) (SetResult, error) {
-	results, err := s.store.DecideSet(ctx, s.prefix+key, s.algs, s.clock.Now(), cost)
+	results, err := s.store.DecideSet(ctx, store.Key{Namespace: s.namespace, Name: key}, s.algs, s.clock.Now(), cost)
 	if err != nil {
 		return SetResult{}, err
 	}

@@ -164,7 +164,7 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 func (l *Limiter) book(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
 	start := l.clock.Now()
 	began := time.Now()
-	res, delay, err := rs.Reserve(ctx, l.prefix+key, alg, start, n, maxWait)
+	res, delay, err := rs.Reserve(ctx, l.key(key), alg, start, n, maxWait)
 	took := time.Since(began)
 	if l.observer != nil {
 		observe(ctx, l.observer, began, key, alg, n, res, err)

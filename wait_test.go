@@ -12,6 +12,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -92,15 +93,17 @@ type latentStore struct {
 	refunds atomic.Int64
 }
 
-func (s *latentStore) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	res, delay, err := s.Store.Reserve(ctx, key, alg, now, cost, maxWait)
+func (s *latentStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	key := sk.String()
+	res, delay, err := s.Store.Reserve(ctx, store.Key{Name: key}, alg, now, cost, maxWait)
 	time.Sleep(s.rtt) // the reply's way back
 	return res, delay, err
 }
 
-func (s *latentStore) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *latentStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	key := sk.String()
 	s.refunds.Add(1)
-	return s.Store.Refund(ctx, key, alg, now, at, n)
+	return s.Store.Refund(ctx, store.Key{Name: key}, alg, now, at, n)
 }
 
 // A booking whose turn comes before the deadline, but not once the round

@@ -218,3 +218,14 @@ func (e *env) count(l lim, key string) int64 {
 func (e *env) at() string {
 	return "start+" + e.clock.Now().Sub(e.c.start).String()
 }
+
+// ttlReporter is a store that can report how long it will keep a key's
+// state. The suite checks with it, on the stores that offer it, that state
+// is kept as long as it counts and no longer than that plus the store's
+// grace.
+type ttlReporter interface {
+	// TTL returns how long after now the store keeps alg's state for key, or
+	// 0 if it holds none. A store whose expiry runs on its own clock may
+	// ignore now and round up to its clock's resolution.
+	TTL(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time) (time.Duration, error)
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -16,7 +17,7 @@ import (
 // The model checker runs every sequence on one beside the store under test
 // and requires the same Results; a store that drops state once it stops
 // counting must decide exactly as this one, which never drops it. It has
-// every optional capability of package store but PrefixDecider.
+// every optional capability of package store.
 func ReferenceStore() store.Store {
 	return &refStore{states: map[refKey]algo.State{}, once: map[refOnce]refRecord{}}
 }
@@ -63,7 +64,7 @@ func refRequestID(ctx context.Context, writes bool) (string, bool, error) {
 	if !ok {
 		return "", false, nil
 	}
-	if err := store.CheckRequestID(ctx); err != nil {
+	if err := storecheck.RequestID(ctx); err != nil {
 		return "", false, err
 	}
 	return id, writes, nil
@@ -71,7 +72,8 @@ func refRequestID(ctx context.Context, writes bool) (string, bool, error) {
 
 func (s *refStore) AppliesRequestIDs() {}
 
-func (s *refStore) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *refStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -99,11 +101,12 @@ func (s *refStore) Decide(ctx context.Context, key string, alg algorithms.Algori
 	return res, nil
 }
 
-func (s *refStore) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *refStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	if err := store.CheckReserve(alg, now, cost, maxWait); err != nil {
+	if err := storecheck.Reserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	id, once, err := refRequestID(ctx, true)
@@ -127,11 +130,12 @@ func (s *refStore) Reserve(ctx context.Context, key string, alg algorithms.Algor
 	return res, delay, nil
 }
 
-func (s *refStore) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := store.CheckSet(algs, now, cost); err != nil {
+	if err := storecheck.Set(algs, now, cost); err != nil {
 		return nil, err
 	}
 	id, once, err := refRequestID(ctx, cost > 0)
@@ -175,7 +179,8 @@ func (s *refStore) DecideSet(ctx context.Context, key string, algs []algorithms.
 	return results, nil
 }
 
-func (s *refStore) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *refStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -215,7 +220,8 @@ func (s *refStore) Refund(ctx context.Context, key string, alg algorithms.Algori
 	return res, nil
 }
 
-func (s *refStore) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+func (s *refStore) Reset(ctx context.Context, sk store.Key, alg algorithms.Algorithm) error {
+	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return err
 	}

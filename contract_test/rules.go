@@ -32,7 +32,7 @@ var rules = []rule{
 	{"refund_concurrency", "64 goroutines that each take a unit and give it back at once leave the key full", refundConcurrency, false},
 	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset, true},
 	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation, true},
-	{"prefix_split", "a store that takes keys in two parts (store.PrefixDecider, store.PrefixRefunder) keeps one state for one joined key, however it is split, and the same state as Decide, Reset and Refund on the joined key", prefixSplit, true},
+	{"key_parts", "a store keeps one state per store.Key's String: a namespace and a name are the key namespace:name, however a key is split, for Decide, Reset and Refund alike", keyParts, true},
 	{"scope_isolation", "limiters of one algorithm whose windows or periods differ never share a key's state; limiters that differ only in their limit do", scopeIsolation, true},
 	{"result_fields", "Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, ResetAfter > 0 after an admission, At is not before now", resultFields, false},
 	{"state_expiry", "after ResetAfter the key is back at full capacity and the store keeps its state no longer than ResetAfter (plus the grace it documents)", stateExpiry, false},
@@ -258,46 +258,48 @@ func reset(e *env) {
 	}
 }
 
-func prefixSplit(e *env) {
-	ps, ok := e.store.(store.PrefixDecider)
-	if !ok {
-		e.t.Skip("the store takes keys whole")
-	}
+func keyParts(e *env) {
 	ctx, alg, now := context.Background(), e.c.alg, e.clock.Now()
-	joined := "contract:" + runID + ":" + e.t.Name() + ":ab"
-	cut := len(joined) - 2 // joined[:cut] is the prefix, then "ab"
-	splits := []func() (algorithms.Result, error){
-		func() (algorithms.Result, error) { return ps.DecidePrefixed(ctx, joined[:cut], "ab", alg, now, 1) },
-		func() (algorithms.Result, error) { return ps.DecidePrefixed(ctx, joined[:cut+1], "b", alg, now, 1) },
-		func() (algorithms.Result, error) { return ps.DecidePrefixed(ctx, "", joined, alg, now, 1) },
-		func() (algorithms.Result, error) { return e.store.Decide(ctx, joined, alg, now, 1) },
+	ns := "contract"
+	name := runID + ":" + e.t.Name() + ":a:b"
+	joined := store.Key{Namespace: ns, Name: name}.String()
+	cut := len(name) - 2 // name[:cut] + ":b" is name
+	splits := []store.Key{
+		{Namespace: ns, Name: name},
+		{Namespace: ns + ":" + name[:cut], Name: "b"},
+		{Name: joined},
+		{Namespace: ns + ":" + runID, Name: name[len(runID)+1:]},
 	}
-	for i, decide := range splits {
-		res, err := decide()
+	for i, k := range splits {
+		res, err := e.store.Decide(ctx, k, alg, now, 1)
 		if err != nil {
-			e.fatalf("split %d: %v", i, err)
+			e.fatalf("split %d (%+v): %v", i, k, err)
 		}
 		if want := e.c.limit - int64(i) - 1; !res.Allowed || res.Remaining != want {
-			e.fatalf("split %d, request %d on one joined key: %+v, want admitted with Remaining %d", i, i+1, res, want)
+			e.fatalf("split %d (%+v), request %d on one key: %+v, want admitted with Remaining %d", i, k, i+1, res, want)
 		}
 	}
-	if pr, ok := e.store.(store.PrefixRefunder); ok && !e.cfg.storeClock {
-		res, err := e.store.Decide(ctx, joined, alg, now, 1)
+	other := store.Key{Namespace: ns + "x", Name: name}
+	if res, err := e.store.Decide(ctx, other, alg, now, 0); err != nil || res.Remaining != e.c.limit {
+		e.fatalf("another namespace, the same name: %+v, %v; want Remaining %d", res, err, e.c.limit)
+	}
+	if rf, ok := e.store.(store.Refunder); ok && !e.cfg.storeClock {
+		res, err := e.store.Decide(ctx, splits[0], alg, now, 1)
 		if err != nil || !res.Allowed {
 			e.fatalf("a fifth request: %+v, %v", res, err)
 		}
-		if _, err := pr.RefundPrefixed(ctx, joined[:cut+1], "b", alg, now, res.At, 1); err != nil {
-			e.fatalf("RefundPrefixed: %v", err)
+		if _, err := rf.Refund(ctx, splits[1], alg, now, res.At, 1); err != nil {
+			e.fatalf("Refund of the fifth request, split another way: %v", err)
 		}
-		if res, _ := e.store.Decide(ctx, joined, alg, now, 0); res.Remaining != e.c.limit-4 {
+		if res, _ := e.store.Decide(ctx, splits[2], alg, now, 0); res.Remaining != e.c.limit-4 {
 			e.fatalf("after refunding the fifth request split another way: Remaining %d, want %d", res.Remaining, e.c.limit-4)
 		}
 	}
-	if err := ps.ResetPrefixed(ctx, joined[:cut], "ab", alg); err != nil {
-		e.fatalf("ResetPrefixed: %v", err)
+	if err := e.store.Reset(ctx, splits[3], alg); err != nil {
+		e.fatalf("Reset: %v", err)
 	}
-	if res, _ := e.store.Decide(ctx, joined, alg, now, 0); res.Remaining != e.c.limit {
-		e.fatalf("after ResetPrefixed: Remaining %d on the joined key, want %d", res.Remaining, e.c.limit)
+	if res, _ := e.store.Decide(ctx, splits[0], alg, now, 0); res.Remaining != e.c.limit {
+		e.fatalf("after a Reset of the key split another way: Remaining %d, want %d", res.Remaining, e.c.limit)
 	}
 }
 
@@ -374,8 +376,8 @@ func stateExpiry(e *env) {
 	if res.ResetAfter <= 0 {
 		e.fatalf("ResetAfter %v after an admission", res.ResetAfter)
 	}
-	if reporter, ok := e.store.(store.TTLReporter); ok {
-		ttl, err := reporter.TTL(context.Background(), l.prefix+"k", e.c.alg, e.clock.Now())
+	if reporter, ok := e.store.(ttlReporter); ok {
+		ttl, err := reporter.TTL(context.Background(), store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now())
 		if err != nil {
 			e.fatalf("TTL: %v", err)
 		}

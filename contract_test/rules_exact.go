@@ -14,6 +14,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 )
 
 // Rules for exactness under real conditions: stale clocks, changed limits,
@@ -380,20 +381,20 @@ func invalidInput(e *env) {
 	}
 	check := func(what string, alg algorithms.Algorithm, now time.Time, cost int64, want error) {
 		e.t.Helper()
-		res, err := e.store.Decide(ctx, key, alg, now, cost)
+		res, err := e.store.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 		if !errors.Is(err, want) || res.Allowed {
 			e.fatalf("Decide with %s: got %+v, %v; want an error matching %v", what, res, err, want)
 		}
 	}
 	check("an invalid algorithm", bad, e.clock.Now(), 1, sentinel(wantErr))
-	if err := e.store.Reset(ctx, key, bad); !errors.Is(err, sentinel(wantErr)) {
+	if err := e.store.Reset(ctx, store.Key{Name: key}, bad); !errors.Is(err, sentinel(wantErr)) {
 		e.fatalf("Reset with an invalid algorithm: %v, want an error matching %v", err, sentinel(wantErr))
 	}
 	// A type that embeds a registered algorithm satisfies the sealed
 	// interface, but is not one: no store may run it as if it were.
 	embedding := struct{ algorithms.Algorithm }{e.c.alg}
 	check("a type embedding the algorithm", embedding, e.clock.Now(), 1, algorithms.ErrUnknownAlgorithm)
-	if err := e.store.Reset(ctx, key, embedding); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
+	if err := e.store.Reset(ctx, store.Key{Name: key}, embedding); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
 		e.fatalf("Reset with a type embedding the algorithm: %v, want ErrUnknownAlgorithm", err)
 	}
 	check("an inspection above the limit", e.c.alg, e.clock.Now(), -algo.MaxCost(e.c.alg)-1, algorithms.ErrCostExceedsLimit)
@@ -403,7 +404,7 @@ func invalidInput(e *env) {
 		check("a time before 1970", e.c.alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime)
 		check("a time after MaxTime", e.c.alg, algorithms.MaxTime.Add(time.Microsecond), 1, algorithms.ErrInvalidTime)
 	}
-	if res, err := e.store.Decide(ctx, key, e.c.alg, e.clock.Now(), 0); err != nil || res.Remaining != e.c.limit {
+	if res, err := e.store.Decide(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 0); err != nil || res.Remaining != e.c.limit {
 		e.fatalf("Peek after the invalid calls: %+v, %v; want Remaining %d", res, err, e.c.limit)
 	}
 }

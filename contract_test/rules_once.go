@@ -214,15 +214,15 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 	l := e.limiter(e.c.alg)
 	key := l.prefix + "k"
 	for range e.c.limit {
-		if res, _, err := rs.Reserve(context.Background(), key, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil || !res.Allowed {
+		if res, _, err := rs.Reserve(context.Background(), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil || !res.Allowed {
 			e.fatalf("booking the burst: %+v, %v", res, err)
 		}
 	}
-	res, delay, err := rs.Reserve(id("book"), key, e.c.alg, e.clock.Now(), 1, e.c.window)
+	res, delay, err := rs.Reserve(id("book"), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window)
 	if err != nil || !res.Allowed || delay <= 0 {
 		e.fatalf("a booking with an ID behind the burst: %+v, delay %v, %v", res, delay, err)
 	}
-	again, delay2, err := rs.Reserve(id("book"), key, e.c.alg, e.clock.Now(), 1, e.c.window)
+	again, delay2, err := rs.Reserve(id("book"), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window)
 	if err != nil || again != res || delay2 != delay {
 		e.fatalf("the booking retried with its ID: %+v, delay %v, %v; want %+v, delay %v", again, delay2, err, res, delay)
 	}
@@ -237,10 +237,10 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 	if err != nil || !decided.Allowed {
 		e.fatalf("Allow with ID decided: %+v, %v", decided, err)
 	}
-	if got, d, err := rs.Reserve(id("decided"), other.prefix+"k", e.c.alg, e.clock.Now(), 1, e.c.window); err != nil || got != decided || d != 0 {
+	if got, d, err := rs.Reserve(id("decided"), store.Key{Name: other.prefix + "k"}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil || got != decided || d != 0 {
 		e.fatalf("a booking with an admission's ID: %+v, delay %v, %v; want the admission %+v, no delay", got, d, err, decided)
 	}
-	next, delay3, err := rs.Reserve(context.Background(), key, e.c.alg, e.clock.Now(), 1, e.c.window)
+	next, delay3, err := rs.Reserve(context.Background(), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window)
 	if err != nil || !next.Allowed || delay3 != e.c.costBack(2) {
 		e.fatalf("the next booking after a retried one: %+v, delay %v, %v; want a delay of %v (one booking ahead)", next, delay3, err, e.c.costBack(2))
 	}

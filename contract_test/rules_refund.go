@@ -74,11 +74,11 @@ func refundAtOnce(e *env) {
 // refund that shortens a key's life shortens its TTL.
 func (e *env) keptFor(l lim, res ratewise.Result) {
 	e.t.Helper()
-	reporter, ok := e.store.(store.TTLReporter)
+	reporter, ok := e.store.(ttlReporter)
 	if !ok {
 		return
 	}
-	ttl, err := reporter.TTL(context.Background(), l.prefix+"k", e.c.alg, e.clock.Now())
+	ttl, err := reporter.TTL(context.Background(), store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now())
 	if err != nil {
 		e.fatalf("TTL: %v", err)
 	}
@@ -163,10 +163,10 @@ func refundInvalid(e *env) {
 	if _, err := l.Refund(ctx, "k", res, 2); !errors.Is(err, algorithms.ErrInvalidCost) {
 		e.fatalf("Refund(2) of an admission of 1: %v, want ErrInvalidCost", err)
 	}
-	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), res.At, algo.MaxCost(e.c.alg)+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
+	if _, err := rf.Refund(ctx, store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now(), res.At, algo.MaxCost(e.c.alg)+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
 		e.fatalf("a store refund of limit+1: %v, want ErrCostExceedsLimit", err)
 	}
-	if _, err := rf.Refund(ctx, l.prefix+"k", e.c.alg, e.clock.Now(), time.Unix(-1, 0), 1); !errors.Is(err, algorithms.ErrInvalidTime) {
+	if _, err := rf.Refund(ctx, store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now(), time.Unix(-1, 0), 1); !errors.Is(err, algorithms.ErrInvalidTime) {
 		e.fatalf("a refund of a charge before 1970: %v, want ErrInvalidTime", err)
 	}
 	if got := e.peek(l, "k"); got.Remaining != e.c.limit-1 {
@@ -343,8 +343,8 @@ func refundBound(e *env) {
 		// Drained at the faster rate, well before the charge's rate says.
 		e.clock.Advance((4*e.c.window/time.Duration(100*e.c.limit) + time.Microsecond - 1).Truncate(time.Microsecond))
 		e.allow(b, "k") // back at the charge's rate: a later admission
-		if reporter, ok := e.store.(store.TTLReporter); ok {
-			ttl, err := reporter.TTL(ctx, b.prefix+"k", e.c.alg, e.clock.Now())
+		if reporter, ok := e.store.(ttlReporter); ok {
+			ttl, err := reporter.TTL(ctx, store.Key{Name: b.prefix + "k"}, e.c.alg, e.clock.Now())
 			if want := algo.QuotaOf(e.c.alg).Window.Truncate(time.Millisecond); err != nil || ttl < want {
 				e.fatalf("a bucket whose rate changed and changed back is kept for %v (%v), want at least a capacity's refill time, %v", ttl, err, want)
 			}

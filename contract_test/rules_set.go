@@ -160,7 +160,7 @@ func setInvalid(e *env) {
 	e.needSets()
 	sd := e.store.(store.SetDecider)
 	twin := algo.WithQuotaLimit(e.c.alg, 2*e.c.limit)
-	if _, err := sd.DecideSet(context.Background(), "contract:"+runID+":set", []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(err, store.ErrSharedState) {
+	if _, err := sd.DecideSet(context.Background(), store.Key{Name: "contract:" + runID + ":set"}, []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(err, store.ErrSharedState) {
 		e.fatalf("a set of two limits sharing one state: %v, want ErrSharedState", err)
 	}
 }
@@ -180,7 +180,7 @@ func reservations(e *env) {
 	l := e.limiter(e.c.alg)
 	key := l.prefix + "k"
 	if !algo.Reserves(e.c.alg) {
-		if _, _, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, time.Minute); !errors.Is(err, store.ErrUnsupported) {
+		if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, time.Minute); !errors.Is(err, store.ErrUnsupported) {
 			e.fatalf("Reserve with an algorithm that cannot book: %v, want ErrUnsupported", err)
 		}
 		return
@@ -189,7 +189,7 @@ func reservations(e *env) {
 	for i := range 2*e.c.limit + 2 {
 		want, wantDelay := algorithms.Result{}, time.Duration(0)
 		model, want, wantDelay = algo.Reserve(e.c.alg, model, e.clock.Now(), 1, e.c.window)
-		got, delay, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, e.c.window)
+		got, delay, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window)
 		if err != nil || got != want || delay != wantDelay {
 			e.fatalf("booking %d: %+v, delay %v, %v; want %+v, delay %v", i+1, got, delay, err, want, wantDelay)
 		}
@@ -207,7 +207,7 @@ func reservations(e *env) {
 	if got := e.allow(l, "k"); got != want || got.Allowed {
 		e.fatalf("a request behind the bookings: %+v, want %+v", got, want)
 	}
-	if _, _, err := rs.Reserve(ctx, key, e.c.alg, e.clock.Now(), 1, -time.Second); !errors.Is(err, algorithms.ErrInvalidWindow) {
+	if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, -time.Second); !errors.Is(err, algorithms.ErrInvalidWindow) {
 		e.fatalf("a negative longest wait: %v, want an error", err)
 	}
 }

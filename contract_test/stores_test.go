@@ -109,44 +109,48 @@ type serverClock struct {
 	mu sync.Mutex
 }
 
-func (s *serverClock) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *serverClock) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.SetTime(now)
-	return s.Store.Decide(ctx, key, alg, now.Add(-time.Hour), cost) // the store must ignore now
+	return s.Store.Decide(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
-func (s *serverClock) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *serverClock) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.SetTime(now)
-	return s.Store.DecideSet(ctx, key, algs, now.Add(-time.Hour), cost) // the store must ignore now
+	return s.Store.DecideSet(ctx, store.Key{Name: key}, algs, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
-func (s *serverClock) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *serverClock) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.SetTime(now)
-	return s.Store.Refund(ctx, key, alg, now.Add(-time.Hour), at, n) // the store must ignore now
+	return s.Store.Refund(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), at, n) // the store must ignore now
 }
 
-func (s *serverClock) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *serverClock) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.SetTime(now)
-	return s.Store.Reserve(ctx, key, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
+	return s.Store.Reserve(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
 }
 
 // lossyStore is the Redis store on a client whose connections can lose a

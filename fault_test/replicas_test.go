@@ -217,7 +217,7 @@ func TestFailoverWithReplicas(t *testing.T) {
 		var res algorithms.Result
 		var err error
 		if !waitFor(3*time.Second, func() bool {
-			res, err = promoted.Decide(ctx, k.name, alg, time.Time{}, 0)
+			res, err = promoted.Decide(ctx, store.Key{Name: k.name}, alg, time.Time{}, 0)
 			return err == nil
 		}) {
 			t.Fatalf("inspecting %s on the promoted replica: %v", k.name, err)

@@ -206,7 +206,8 @@ type brokenStore struct {
 	chargesOnly, silent bool
 }
 
-func (s brokenStore) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s brokenStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := sk.String()
 	switch {
 	case s.silent:
 		<-ctx.Done()
@@ -214,15 +215,17 @@ func (s brokenStore) Decide(ctx context.Context, key string, alg algorithms.Algo
 	case cost > 0 || !s.chargesOnly:
 		return algorithms.Result{}, fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 	}
-	return s.mem.Decide(ctx, key, alg, now, cost)
+	return s.mem.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 }
 
-func (s brokenStore) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
-	return s.mem.Reset(ctx, key, alg)
+func (s brokenStore) Reset(ctx context.Context, sk store.Key, alg algorithms.Algorithm) error {
+	key := sk.String()
+	return s.mem.Reset(ctx, store.Key{Name: key}, alg)
 }
 
-func (s brokenStore) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return s.mem.Refund(ctx, key, alg, now, at, n)
+func (s brokenStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	key := sk.String()
+	return s.mem.Refund(ctx, store.Key{Name: key}, alg, now, at, n)
 }
 
 // When the global limit's store fails, the failure policy answers as under

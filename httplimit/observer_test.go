@@ -37,7 +37,7 @@ func (d *degradedRecorder) all() []DegradedEvent {
 // with the context's error if err is nil.
 type silentStore struct{ err error }
 
-func (s silentStore) Decide(ctx context.Context, _ string, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
+func (s silentStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
 	<-ctx.Done()
 	if s.err != nil {
 		return algorithms.Result{}, s.err
@@ -45,7 +45,7 @@ func (s silentStore) Decide(ctx context.Context, _ string, _ algorithms.Algorith
 	return algorithms.Result{}, ctx.Err()
 }
 
-func (silentStore) Reset(context.Context, string, algorithms.Algorithm) error { return nil }
+func (silentStore) Reset(context.Context, store.Key, algorithms.Algorithm) error { return nil }
 
 // Every request a policy answers reaches the observer, with the policy,
 // the reason, what was done and the store's error.

@@ -192,11 +192,11 @@ func TestTimeoutBoundsASilentStore(t *testing.T) {
 // ratewise.New in advance.
 type failingStore struct{ err error }
 
-func (s failingStore) Decide(context.Context, string, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {
+func (s failingStore) Decide(context.Context, store.Key, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {
 	return algorithms.Result{}, s.err
 }
 
-func (s failingStore) Reset(context.Context, string, algorithms.Algorithm) error { return s.err }
+func (s failingStore) Reset(context.Context, store.Key, algorithms.Algorithm) error { return s.err }
 
 // TestOnlyStoreFailuresReachTheFailurePolicy: with FailOpen, an unavailable store
 // lets requests through, but an algorithm the store cannot run, a broken

@@ -113,11 +113,12 @@ type recordingStore struct {
 	keys []string
 }
 
-func (s *recordingStore) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *recordingStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := sk.String()
 	s.mu.Lock()
 	s.keys = append(s.keys, key)
 	s.mu.Unlock()
-	return s.Store.Decide(ctx, key, alg, now, cost)
+	return s.Store.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 }
 
 // A route's keys are Part("route", name), ':' and the KeyFunc's key, so a

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 )
 
 // testStart is the time every test clock starts at.
@@ -115,14 +116,14 @@ func histogramCounts(t *testing.T, rm metricdata.ResourceMetrics, name string) m
 // has ended.
 type failingStore struct{ err error }
 
-func (s failingStore) Decide(ctx context.Context, _ string, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
+func (s failingStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
 	return algorithms.Result{}, s.err
 }
 
-func (s failingStore) Reset(ctx context.Context, _ string, _ algorithms.Algorithm) error {
+func (s failingStore) Reset(ctx context.Context, _ store.Key, _ algorithms.Algorithm) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -133,12 +134,12 @@ func (s failingStore) Reset(ctx context.Context, _ string, _ algorithms.Algorith
 // store slower than any timeout.
 type hangingStore struct{}
 
-func (hangingStore) Decide(ctx context.Context, _ string, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
+func (hangingStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
 	<-ctx.Done()
 	return algorithms.Result{}, ctx.Err()
 }
 
-func (hangingStore) Reset(ctx context.Context, _ string, _ algorithms.Algorithm) error {
+func (hangingStore) Reset(ctx context.Context, _ store.Key, _ algorithms.Algorithm) error {
 	<-ctx.Done()
 	return ctx.Err()
 }

@@ -41,7 +41,7 @@ func Replay(ctx context.Context, s store.Store, w *workload.Workload, alg algori
 func decideAll(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, progress func(float64), goroutines int) error {
 	decide := func(ctx context.Context, i int) error {
 		r := w.Requests[i]
-		res, err := s.Decide(ctx, w.Keys[r.Key], alg, w.Start.Add(r.At), r.Cost)
+		res, err := s.Decide(ctx, store.Key{Name: w.Keys[r.Key]}, alg, w.Start.Add(r.At), r.Cost)
 		if err != nil {
 			return fmt.Errorf("request %d (key %s at %v): %w", i, w.Keys[r.Key], r.At, err)
 		}

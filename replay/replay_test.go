@@ -29,7 +29,8 @@ type orderStore struct {
 	late     atomic.Bool
 }
 
-func (s *orderStore) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *orderStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := sk.String()
 	n := s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
 	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
@@ -41,7 +42,7 @@ func (s *orderStore) Decide(ctx context.Context, key string, alg algorithms.Algo
 	s.last[key] = now
 	s.mu.Unlock()
 	runtime.Gosched() // let the other goroutines in
-	return s.Store.Decide(ctx, key, alg, now, cost)
+	return s.Store.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 }
 
 // keyedStore keeps each key's state apart and nothing else, as the Redis
@@ -53,7 +54,8 @@ type keyedStore struct {
 	states map[string]algo.State
 }
 
-func (s *keyedStore) Decide(_ context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *keyedStore) Decide(_ context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := sk.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st, res := algo.Decide(alg, s.states[key], now, cost)
@@ -61,7 +63,8 @@ func (s *keyedStore) Decide(_ context.Context, key string, alg algorithms.Algori
 	return res, nil
 }
 
-func (s *keyedStore) Reset(_ context.Context, key string, _ algorithms.Algorithm) error {
+func (s *keyedStore) Reset(_ context.Context, sk store.Key, _ algorithms.Algorithm) error {
+	key := sk.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.states, key)

@@ -148,7 +148,7 @@ func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, 
 		for _, r := range w.Requests {
 			now := w.Start.Add(r.At)
 			clock.t = maxTime(clock.t, now)
-			if _, err := s.Decide(ctx, names[c][r.Key], alg, now, r.Cost); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: names[c][r.Key]}, alg, now, r.Cost); err != nil {
 				return 0, 0, err
 			}
 		}
@@ -218,7 +218,7 @@ func measureFixedState(ctx context.Context, alg algorithms.Algorithm, now time.T
 	s := storememory.New()
 	empty := heapAfterGC() - base
 	for i := range FixedStateKeys {
-		if _, err := s.Decide(ctx, fmt.Sprintf("k%011d", i), alg, now, 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: fmt.Sprintf("k%011d", i)}, alg, now, 1); err != nil {
 			return 0, 0, err
 		}
 	}

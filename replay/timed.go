@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/store"
 )
 
 // Timing is what the timed phase measured for one algorithm on one target.
@@ -54,7 +55,7 @@ func Time(ctx context.Context, t Target, alg algorithms.Algorithm, d time.Durati
 			var h histogram
 			for i := g; !stop.Load(); i += goroutines {
 				t0 := time.Now()
-				_, err := s.Decide(ctx, names[i%keys], alg, t0, 1)
+				_, err := s.Decide(ctx, store.Key{Name: names[i%keys]}, alg, t0, 1)
 				h.record(time.Since(t0))
 				if err != nil {
 					mu.Lock()

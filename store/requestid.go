@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 )
 
 // ErrMaybeDecided is wrapped, with ErrUnavailable or the caller's context
@@ -69,22 +68,10 @@ func RequestID(ctx context.Context) (string, bool) {
 	return id, ok
 }
 
-// CheckRequestID returns nil if ctx carries no request ID or a valid one,
-// and an error wrapping ErrInvalidRequestID otherwise.
-func CheckRequestID(ctx context.Context) error {
-	id, ok := RequestID(ctx)
-	if !ok {
-		return nil
-	}
-	if id == "" || len(id) > MaxRequestIDLen {
-		return fmt.Errorf("%w: %d bytes, want 1 to %d", ErrInvalidRequestID, len(id), MaxRequestIDLen)
-	}
-	return nil
-}
-
 // Idempotent is an optional capability: a store that applies a request that
-// carries a request ID at most once, as WithRequestID describes, and checks
-// the ID with CheckRequestID. A store without it ignores request IDs.
+// carries a request ID at most once, as WithRequestID describes, and
+// rejects an ID of 0 or more than MaxRequestIDLen bytes with
+// ErrInvalidRequestID. A store without it ignores request IDs.
 type Idempotent interface {
 	// AppliesRequestIDs does nothing; its presence is the promise.
 	AppliesRequestIDs()

@@ -15,12 +15,30 @@ package store
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/algo"
 )
+
+// Key is what a limiter asks a store about: a key within a namespace.
+type Key struct {
+	// Namespace keeps apart the limiters that share a store
+	// (ratewise.WithNamespace), or is "" for none.
+	Namespace string
+
+	// Name is the caller's key, such as "user:1001" or an IP address.
+	Name string
+}
+
+// String returns the key as one string: Namespace + ":" + Name, or Name
+// alone when Namespace is "". A store keeps one state per String (and
+// algorithm and scope), however it splits or joins the parts.
+func (k Key) String() string {
+	if k.Namespace == "" {
+		return k.Name
+	}
+	return k.Namespace + ":" + k.Name
+}
 
 // Store holds rate-limiting state and runs decisions on it.
 //
@@ -29,14 +47,15 @@ import (
 //   - Decide is atomic per (algorithm, scope, key): concurrent calls behave
 //     as if run one after another, each seeing the state the previous one
 //     left, across every process that shares the store.
-//   - State is kept per algorithm name, scope (algo.Scope: the window
-//     or period) and key: Decide and Reset never see another algorithm's or
+//   - State is kept per algorithm kind, scope (the window or period) and
+//     key (Key.String): Decide and Reset never see another algorithm's or
 //     another scope's state under the same key, nor another key's. Algorithm
 //     values that differ only in limit, burst, capacity or rate count share
 //     state, so a changed limit keeps what a key used. Keys are arbitrary
 //     non-empty byte strings.
-//   - Decide returns exactly the Result that alg.Decide returns on the
-//     stored state, now and cost, At included. A store that reads its own
+//   - Decide returns exactly the Result that alg's decision step
+//     (internal/algo.Decide) returns on the stored state, now and cost, At
+//     included. A store that reads its own
 //     clock instead of now (such as a Redis server's) documents it and
 //     offers a mode that uses now, which the conformance suite uses.
 //   - A cost of 0 inspects without consuming: what is available is unchanged.
@@ -47,7 +66,7 @@ import (
 //     At (a state that counts nothing may still hold a later time than the
 //     decision's now, which a request whose clock reading lags is decided
 //     at; a fixed window's, its window), and until the time
-//     algo.Pack gives for it if that is later (a bucket
+//     the step gives for it if that is later (a bucket
 //     whose rate count changed lately, which refunds must still see), and
 //     no longer than that plus a grace the store documents, so that a
 //     request whose clock reading lags (read before the store ordered it)
@@ -58,9 +77,9 @@ import (
 //     must not treat it as allowed.
 //   - Errors come in classes. Invalid input (a value that is not one of
 //     package algorithms' types, an algorithm that fails Validate, a cost
-//     outside [-MaxCost(), MaxCost()], a time the store uses outside the range
-//     algo.CheckTime accepts) is the error algo.CheckDecision
-//     returns, on every store; Reset rejects the same algorithms. An
+//     outside what an idle key admits at once in either sign, a time the
+//     store uses outside [the Unix epoch, algorithms.MaxTime]) is the error
+//     internal/algo.CheckDecision returns, on every store; Reset rejects the same algorithms. An
 //     algorithm the store cannot run wraps ErrUnsupported, and may wrap the
 //     invalid-input error too. A context error is returned
 //     (possibly wrapped) only when the caller's ctx has ended. Every other
@@ -69,11 +88,11 @@ import (
 type Store interface {
 	// Decide runs one decision step of alg for key at time now with the
 	// given cost (0 to inspect) and returns its result.
-	Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
+	Decide(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
 
 	// Reset forgets alg's state for key, in alg's scope. Resetting a key
 	// with no state is not an error.
-	Reset(ctx context.Context, key string, alg algorithms.Algorithm) error
+	Reset(ctx context.Context, key Key, alg algorithms.Algorithm) error
 }
 
 // ErrUnavailable is wrapped by every store failure other than invalid input,
@@ -106,7 +125,7 @@ type SetDecider interface {
 	// Results come in the order of algs. Two algorithms of one kind and
 	// scope would share one state, so they are invalid input (ErrSharedState);
 	// every other input is checked as Decide checks it.
-	DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error)
+	DecideSet(ctx context.Context, key Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error)
 }
 
 // Reserver is an optional capability: a store that books requests ahead
@@ -117,7 +136,7 @@ type Reserver interface {
 	// the wait until the booked request's turn. An algorithm that cannot
 	// book wraps ErrUnsupported; a maxWait outside [0, 2^50µs] is the error
 	// algo.CheckMaxWait returns.
-	Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
+	Reserve(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
 }
 
 // Refunder is an optional capability: a store that gives back quota a
@@ -131,73 +150,12 @@ type Refunder interface {
 	// At, or the time Pack gives (plus the store's grace). Invalid input is the error
 	// algo.CheckRefund returns; a store on its own clock checks at
 	// with algo.CheckTime, and now only where it uses the caller's.
-	Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
-}
-
-// PrefixDecider is an optional capability: a store that takes a key in two
-// parts, a prefix (a limiter's namespace and its separator) and the rest, so
-// that a limiter need not join them, and allocate, on every decision. Each
-// method behaves exactly as its counterpart given prefix+key: the state is
-// one, however the key is split.
-type PrefixDecider interface {
-	// DecidePrefixed is Decide for the key prefix+key.
-	DecidePrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
-
-	// ResetPrefixed is Reset for the key prefix+key.
-	ResetPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm) error
-}
-
-// PrefixRefunder is an optional capability: Refunder with the key in two
-// parts, as PrefixDecider takes it.
-type PrefixRefunder interface {
-	// RefundPrefixed is Refund for the key prefix+key.
-	RefundPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
-}
-
-// CheckReserve checks a reservation as Decide's inputs are checked, with a
-// cost of at least 1 (a booking is a request, never an inspection), and
-// that alg can book (the token bucket and GCRA).
-func CheckReserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) error {
-	if cost <= 0 {
-		return fmt.Errorf("%w: a booking's cost must be > 0, got %d", algorithms.ErrInvalidCost, cost)
-	}
-	if err := algo.CheckDecision(alg, now, cost); err != nil {
-		return err
-	}
-	if !algo.Reserves(alg) {
-		return fmt.Errorf("%w: %s cannot book requests ahead", ErrUnsupported, alg.Kind())
-	}
-	return algo.CheckMaxWait(maxWait)
+	Refund(ctx context.Context, key Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
 }
 
 // ErrSharedState is returned by DecideSet for a set with two algorithms of
 // one kind and scope, which would count against one state.
 var ErrSharedState = errors.New("ratewise: two limits of a set share one state")
-
-// CheckSet checks a set of algorithms for DecideSet: at least one, each
-// valid for a decision at now with cost (algo.CheckDecision), no two
-// sharing a kind and scope.
-func CheckSet(algs []algorithms.Algorithm, now time.Time, cost int64) error {
-	if len(algs) == 0 {
-		return fmt.Errorf("%w: a set needs at least one algorithm", algorithms.ErrUnknownAlgorithm)
-	}
-	type id struct {
-		kind  *algorithms.Kind
-		scope algo.Scope
-	}
-	seen := make(map[id]bool, len(algs))
-	for _, alg := range algs {
-		if err := algo.CheckDecision(alg, now, cost); err != nil {
-			return err
-		}
-		k := id{alg.Kind(), algo.ScopeOf(alg)}
-		if seen[k] {
-			return fmt.Errorf("%w: %s and another %s with the same scope", ErrSharedState, alg, alg.Kind())
-		}
-		seen[k] = true
-	}
-	return nil
-}
 
 // AlgorithmChecker is an optional capability: a store that can tell, without
 // any I/O, whether it runs an algorithm. ratewise.New calls it, so that an
@@ -207,14 +165,4 @@ type AlgorithmChecker interface {
 	// CheckAlgorithm returns an error wrapping ErrUnsupported if the store
 	// cannot run alg, and nil otherwise.
 	CheckAlgorithm(alg algorithms.Algorithm) error
-}
-
-// TTLReporter is an optional capability: a store that can report how long it
-// will keep a key's state. The conformance suite probes for it to check that
-// state expires on time.
-type TTLReporter interface {
-	// TTL returns how long after now the store keeps alg's state for key, or
-	// 0 if it holds none. A store whose expiry runs on its own clock may
-	// ignore now and round up to its clock's resolution.
-	TTL(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time) (time.Duration, error)
 }

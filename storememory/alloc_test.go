@@ -9,6 +9,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -36,7 +37,7 @@ func TestDecisionsAllocateNothing(t *testing.T) {
 				if _, err := l.Allow(ctx, key); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.Decide(ctx, key, alg, t0, 1); err != nil {
+				if _, err := s.Decide(ctx, store.Key{Name: key}, alg, t0, 1); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -46,23 +47,23 @@ func TestDecisionsAllocateNothing(t *testing.T) {
 			}{
 				{"limiter/admitted", func() { l.Allow(ctx, "alice") }},
 				{"limiter/peek", func() { l.Peek(ctx, "alice") }},
-				{"store/admitted", func() { s.Decide(ctx, "alice", alg, t0, 1) }},
-				{"store/peek", func() { s.Decide(ctx, "alice", alg, t0, 0) }},
+				{"store/admitted", func() { s.Decide(ctx, store.Key{Name: "alice"}, alg, t0, 1) }},
+				{"store/peek", func() { s.Decide(ctx, store.Key{Name: "alice"}, alg, t0, 0) }},
 				{"limiter/denied", func() { l.Allow(ctx, "bob") }},
-				{"store/denied", func() { s.Decide(ctx, "bob", alg, t0, 1) }},
+				{"store/denied", func() { s.Decide(ctx, store.Key{Name: "bob"}, alg, t0, 1) }},
 			} {
 				if strings.HasSuffix(tc.name, "denied") {
 					// bob has used 1 of 1000 under each name: the rest,
 					// then a few denials for the store to see he is hot.
 					l.AllowN(ctx, "bob", 999)
-					s.Decide(ctx, "bob", alg, t0, 999)
+					s.Decide(ctx, store.Key{Name: "bob"}, alg, t0, 999)
 					for range 3 {
 						tc.run()
 					}
 					if res, _ := l.Peek(ctx, "bob"); res.Remaining != 0 {
 						t.Fatalf("bob has %d left under the limiter, want 0", res.Remaining)
 					}
-					if res, _ := s.Decide(ctx, "bob", alg, t0, 0); res.Remaining != 0 {
+					if res, _ := s.Decide(ctx, store.Key{Name: "bob"}, alg, t0, 0); res.Remaining != 0 {
 						t.Fatalf("bob has %d left in the store, want 0", res.Remaining)
 					}
 				}
@@ -76,40 +77,41 @@ func TestDecisionsAllocateNothing(t *testing.T) {
 
 // A key given in two parts is the key they join to: the same state,
 // however it is split.
-func TestPrefixedKeyIsTheJoinedKey(t *testing.T) {
+func TestKeyPartsAreTheJoinedKey(t *testing.T) {
 	s := storememory.New()
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
 	for _, step := range []struct {
-		prefix, key string
-		remaining   int64
+		ns, name  string
+		remaining int64
 	}{
-		{"", "api:alice", 9},
-		{"api:", "alice", 8},
-		{"api:alice", "", 7},
-		{"a", "pi:alice", 6},
-		{"api:", "bob", 9},
-		{"", "api:alicex", 9},
+		{"", "api:v1:alice", 9},
+		{"api", "v1:alice", 8},
+		{"api:v1", "alice", 7},
+		{"api:v1:alice", "", 9}, // "api:v1:alice:"
+		{"a", "pi:v1:alice", 9},
+		{"api", "bob", 9},
+		{"", "api:v1:alicex", 9},
 	} {
-		res, err := s.DecidePrefixed(ctx, step.prefix, step.key, alg, t0, 1)
+		res, err := s.Decide(ctx, store.Key{Namespace: step.ns, Name: step.name}, alg, t0, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Remaining != step.remaining {
-			t.Fatalf("%q + %q: Remaining %d, want %d", step.prefix, step.key, res.Remaining, step.remaining)
+			t.Fatalf("%q, %q: Remaining %d, want %d", step.ns, step.name, res.Remaining, step.remaining)
 		}
 	}
-	at, _ := s.Decide(ctx, "api:alice", alg, t0, 0)
-	res, err := s.RefundPrefixed(ctx, "api:", "alice", alg, t0, at.At, 2)
-	if err != nil || res.Remaining != 8 {
-		t.Fatalf("RefundPrefixed: %+v, %v; want Remaining 8", res, err)
+	at, _ := s.Decide(ctx, store.Key{Name: "api:v1:alice"}, alg, t0, 0)
+	res, err := s.Refund(ctx, store.Key{Namespace: "api:v1", Name: "alice"}, alg, t0, at.At, 2)
+	if err != nil || res.Remaining != 9 {
+		t.Fatalf("Refund: %+v, %v; want Remaining 9", res, err)
 	}
-	if err := s.ResetPrefixed(ctx, "ap", "i:alice", alg); err != nil {
+	if err := s.Reset(ctx, store.Key{Namespace: "api", Name: "v1:alice"}, alg); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := s.Decide(ctx, "api:alice", alg, t0, 0); res.Remaining != 10 {
-		t.Fatalf("after ResetPrefixed: %+v, want Remaining 10", res)
+	if res, _ := s.Decide(ctx, store.Key{Name: "api:v1:alice"}, alg, t0, 0); res.Remaining != 10 {
+		t.Fatalf("after a Reset split another way: %+v, want Remaining 10", res)
 	}
-	if n := s.Len(); n != 2 {
-		t.Fatalf("%d entries, want 2: api:bob and api:alicex", n)
+	if n := s.Len(); n != 4 {
+		t.Fatalf("%d entries, want 4: api:v1:alice:, a:pi:v1:alice, api:bob and api:v1:alicex", n)
 	}
 }

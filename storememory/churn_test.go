@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -29,7 +30,7 @@ func BenchmarkChurn(b *testing.B) {
 		clock := ratewisetest.NewClock(t0)
 		s := storememory.New(storememory.WithClock(clock))
 		for i := range wave {
-			if _, err := s.Decide(ctx, fmt.Sprint("wave:", i), alg, t0, 1); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: fmt.Sprint("wave:", i)}, alg, t0, 1); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -38,7 +39,7 @@ func BenchmarkChurn(b *testing.B) {
 		end := t0.Add(time.Hour)
 		clock.Set(end)
 		for i := range 100 * live {
-			if _, err := s.Decide(ctx, fmt.Sprint("live:", i%live), alg, end, 1); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: fmt.Sprint("live:", i%live)}, alg, end, 1); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -69,7 +70,7 @@ func BenchmarkChurnStream(b *testing.B) {
 		for i := range keys {
 			now := t0.Add(time.Duration(i) * 100 * time.Microsecond)
 			clock.Set(now)
-			if _, err := s.Decide(ctx, fmt.Sprint("user:", i), alg, now, 1); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: fmt.Sprint("user:", i)}, alg, now, 1); err != nil {
 				b.Fatal(err)
 			}
 			if i%100_000 == 0 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
 )
 
 // TestDenialConvertsTheRate: a denial of cost 1 is not remembered, but one
@@ -23,10 +24,10 @@ func TestDenialConvertsTheRate(t *testing.T) {
 		s := New()
 		ks := sameShard(s, 4)
 		k, z, d, e := ks[0], ks[1], ks[2], ks[3]
-		s.Decide(ctx, z, other, t0, 1) // the table's rate count is now 2
-		s.Decide(ctx, k, old, t0, 10)  // rate count 1: boxed, counts until t0+10s
-		deny := func() { s.Decide(ctx, d, old, t0, 10); s.Decide(ctx, d, old, t0, 1) }
-		admit := func() { s.Decide(ctx, e, old, t0, 1) }
+		s.Decide(ctx, store.Key{Name: z}, other, t0, 1) // the table's rate count is now 2
+		s.Decide(ctx, store.Key{Name: k}, old, t0, 10)  // rate count 1: boxed, counts until t0+10s
+		deny := func() { s.Decide(ctx, store.Key{Name: d}, old, t0, 10); s.Decide(ctx, store.Key{Name: d}, old, t0, 1) }
+		admit := func() { s.Decide(ctx, store.Key{Name: e}, old, t0, 1) }
 		if denyingLast {
 			admit()
 			deny()
@@ -34,10 +35,10 @@ func TestDenialConvertsTheRate(t *testing.T) {
 			deny()
 			admit()
 		}
-		if r, _ := s.Decide(ctx, k, fast, t0.Add(time.Millisecond), 1); r.Allowed {
+		if r, _ := s.Decide(ctx, store.Key{Name: k}, fast, t0.Add(time.Millisecond), 1); r.Allowed {
 			t.Fatal("want a denial under the faster rate")
 		}
-		res, err := s.Decide(ctx, k, old, t0.Add(3*time.Second), 0)
+		res, err := s.Decide(ctx, store.Key{Name: k}, old, t0.Add(3*time.Second), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

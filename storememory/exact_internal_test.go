@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/store"
 )
 
 // TestDecisionsMatchTheAlgorithm drives the store and states the test keeps
@@ -68,7 +69,7 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 					switch r := rng.IntN(20); {
 					case r < 2: // an inspection
 						cost := -rng.Int64N(algo.MaxCost(alg))
-						got, err := s.Decide(ctx, key, alg, now, cost)
+						got, err := s.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 						// It changes nothing, unless it converts a bucket
 						// written under the other limit's rate count.
 						st, want := algo.Decide(alg, ref[key], now, cost)
@@ -82,7 +83,7 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 							continue
 						}
 						n := 1 + rng.Int64N(min(c.cost, algo.MaxCost(alg)))
-						got, err := s.Refund(ctx, key, alg, now, c.res.At, n)
+						got, err := s.Refund(ctx, store.Key{Name: key}, alg, now, c.res.At, n)
 						if st, ok := algo.Refund(alg, ref[key], now, c.res.At, n); ok {
 							ref[key] = st
 						}
@@ -93,7 +94,7 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 							continue
 						}
 						maxWait := time.Duration(rng.Int64N(2_000)) * time.Millisecond
-						got, delay, err := s.Reserve(ctx, key, alg, now, 1, maxWait)
+						got, delay, err := s.Reserve(ctx, store.Key{Name: key}, alg, now, 1, maxWait)
 						st, want, wantDelay := algo.Reserve(alg, ref[key], now, 1, maxWait)
 						ref[key] = st
 						same(t, what+", booking", got, err, want)
@@ -105,7 +106,7 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 						if rng.IntN(4) == 0 {
 							cost = 1 + rng.Int64N(algo.MaxCost(alg))
 						}
-						got, err := s.Decide(ctx, key, alg, now, cost)
+						got, err := s.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 						st, want := algo.Decide(alg, ref[key], now, cost)
 						ref[key] = st
 						same(t, what+fmt.Sprintf(", cost %d", cost), got, err, want)

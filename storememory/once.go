@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -27,7 +28,7 @@ const (
 type onceKey struct {
 	t   tableID // the algorithm's, or a set's first algorithm's
 	op  onceOp
-	key string // prefix+key
+	key string // ns:key
 	id  string
 }
 
@@ -51,7 +52,7 @@ func requestID(ctx context.Context, cost int64) (string, bool, error) {
 	if !ok {
 		return "", false, nil
 	}
-	if err := store.CheckRequestID(ctx); err != nil {
+	if err := storecheck.RequestID(ctx); err != nil {
 		return "", false, err
 	}
 	return id, cost > 0, nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 )
 
 // After a wave of keys has expired and been swept, a table that holds a
@@ -21,7 +22,7 @@ func TestSweepShrinksEmptiedTables(t *testing.T) {
 	s := New(WithClock(clock))
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}
 	for i := range shardCount * 2 * minShrink {
-		if _, err := s.Decide(ctx, fmt.Sprint("wave:", i), alg, t0, 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: fmt.Sprint("wave:", i)}, alg, t0, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -49,7 +50,7 @@ func TestSweepShrinksEmptiedTables(t *testing.T) {
 	}
 	clock.Set(t0.Add(time.Hour))
 	for i := range 3 * shardCount * 2 * minShrink {
-		if _, err := s.Decide(ctx, live[i%len(live)], alg, t0.Add(time.Hour), 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: live[i%len(live)]}, alg, t0.Add(time.Hour), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,10 +83,10 @@ func TestTagFollowsTheRateCount(t *testing.T) {
 		c := s.shard(s.hash("", key)).find(s.hash("", key), "", key, after, s.seed, false)
 		return c.pos >= 0 && c.t.at(c.pos).w[0] == boxed
 	}
-	if _, err := s.Decide(ctx, key, before, t0, 1); err != nil {
+	if _, err := s.Decide(ctx, store.Key{Name: key}, before, t0, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Decide(ctx, key, after, t0, 1); err != nil {
+	if _, err := s.Decide(ctx, store.Key{Name: key}, after, t0, 1); err != nil {
 		t.Fatal(err)
 	}
 	if !boxedNow() {
@@ -95,9 +96,9 @@ func TestTagFollowsTheRateCount(t *testing.T) {
 	later := t0.Add(time.Hour)
 	clock.Set(later)
 	for range minSweepOps {
-		s.Decide(ctx, key, after, later, 0)
+		s.Decide(ctx, store.Key{Name: key}, after, later, 0)
 	}
-	if _, err := s.Decide(ctx, key, after, later, 1); err != nil {
+	if _, err := s.Decide(ctx, store.Key{Name: key}, after, later, 1); err != nil {
 		t.Fatal(err)
 	}
 	if boxedNow() {

@@ -9,8 +9,8 @@
 // algorithms that pack (algo.Packs: the fixed window, token bucket
 // and GCRA) live inline in the entry, so that deciding allocates nothing and
 // an idle key costs about 44 bytes besides the key itself. Keys are hashed
-// and compared in two parts when a limiter has a namespace
-// (store.PrefixDecider), so nothing is joined per decision either.
+// and compared in the two parts a store.Key carries, its namespace and
+// name, so nothing is joined per decision either.
 // Inspections, and the denials that a key over its limit mostly gets, change
 // nothing, so they take the read lock, or, on a packed state the shard keeps
 // denying, no lock at all: a hot key's callers do not queue. Publishing such
@@ -38,17 +38,15 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
 var (
-	_ store.Store          = (*Store)(nil)
-	_ store.TTLReporter    = (*Store)(nil)
-	_ store.SetDecider     = (*Store)(nil)
-	_ store.Reserver       = (*Store)(nil)
-	_ store.Refunder       = (*Store)(nil)
-	_ store.PrefixDecider  = (*Store)(nil)
-	_ store.PrefixRefunder = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.SetDecider = (*Store)(nil)
+	_ store.Reserver   = (*Store)(nil)
+	_ store.Refunder   = (*Store)(nil)
 )
 
 const (
@@ -146,14 +144,16 @@ func sweepAt(el, life time.Duration) uint32 {
 	return uint32(min(at, math.MaxUint32))
 }
 
-// hash returns the hash of prefix+key, without joining them.
-func (s *Store) hash(prefix, key string) uint64 {
-	if prefix == "" {
+// hash returns the hash of the key ns:key (store.Key.String), without
+// joining them.
+func (s *Store) hash(ns, key string) uint64 {
+	if ns == "" {
 		return maphash.String(s.seed, key)
 	}
 	var h maphash.Hash
 	h.SetSeed(s.seed)
-	h.WriteString(prefix)
+	h.WriteString(ns)
+	h.WriteByte(':')
 	h.WriteString(key)
 	return h.Sum64()
 }
@@ -192,19 +192,19 @@ func (sh *shard) len() int {
 // cursor is a key's place in a table: what find returned, and where keep
 // writes. A nil table holds nothing.
 type cursor struct {
-	t           *table
-	alg         algorithms.Algorithm // the algorithm deciding
-	h           uint64
-	prefix, key string
-	slot, pos   int
+	t         *table
+	alg       algorithms.Algorithm // the algorithm deciding
+	h         uint64
+	ns, key   string
+	slot, pos int
 }
 
-// find looks prefix+key up in alg's table, creating the table if create is
+// find looks ns:key up in alg's table, creating the table if create is
 // set. Requires a read lock, or the write lock if create is set.
-func (sh *shard) find(h uint64, prefix, key string, alg algorithms.Algorithm, seed maphash.Seed, create bool) cursor {
-	c := cursor{t: sh.table(alg, seed, create), alg: alg, h: h, prefix: prefix, key: key, pos: -1}
+func (sh *shard) find(h uint64, ns, key string, alg algorithms.Algorithm, seed maphash.Seed, create bool) cursor {
+	c := cursor{t: sh.table(alg, seed, create), alg: alg, h: h, ns: ns, key: key, pos: -1}
 	if c.t != nil {
-		c.slot, c.pos = c.t.find(h, prefix, key)
+		c.slot, c.pos = c.t.find(h, ns, key)
 	}
 	return c
 }
@@ -237,7 +237,7 @@ func (c *cursor) keep(state algo.State, res algorithms.Result, now int64, el tim
 		c.t.replace(c.pos, state)
 		return
 	}
-	c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, c.alg, state, res, now, el)
+	c.t.keep(c.slot, c.pos, c.h, c.ns, c.key, c.alg, state, res, now, el)
 }
 
 // changes reports whether Decide(state, now, cost) of alg may change state
@@ -254,16 +254,11 @@ func changes(alg algorithms.Algorithm, state algo.State, now time.Time, cost int
 // It runs every registered algorithm, so it never returns
 // store.ErrUnsupported; an invalid algorithm, cost or time is an error from
 // algo.CheckDecision.
-func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	return s.decide(ctx, "", key, alg, now, cost)
+func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	return s.decide(ctx, key.Namespace, key.Name, alg, now, cost)
 }
 
-// DecidePrefixed is Decide for the key prefix+key (see store.PrefixDecider).
-func (s *Store) DecidePrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	return s.decide(ctx, prefix, key, alg, now, cost)
-}
-
-func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) decide(ctx context.Context, ns, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -275,10 +270,10 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 		return algorithms.Result{}, err
 	}
 	t := now.UnixNano()
-	h := s.hash(prefix, key)
+	h := s.hash(ns, key)
 	sh := s.shard(h)
 	if once {
-		return s.decideOnce(sh, h, prefix, key, id, alg, now, t, cost), nil
+		return s.decideOnce(sh, h, ns, key, id, alg, now, t, cost), nil
 	}
 	// An inspection changes nothing, and neither does a denial of cost 1
 	// (algo.Decide) unless a log drops expired records in it
@@ -290,7 +285,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	if cost == 1 {
 		// A hot key's denial: the entry as it stood at the last write
 		// lock, which is the state now.
-		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, prefix, key) {
+		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, ns, key) {
 			if res, keeps := algo.Inspect(alg, hot.w, hot.tag, now, -1); !res.Allowed && keeps {
 				return res, nil // not counted (see tick)
 			}
@@ -298,7 +293,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	}
 	if cost <= 0 || cost == 1 && sh.denying.Load() {
 		r := sh.rlock()
-		res, done, expired := sh.inspect(h, prefix, key, alg, t, now, cost)
+		res, done, expired := sh.inspect(h, ns, key, alg, t, now, cost)
 		sh.runlock(r)
 		if done {
 			s.sweepIfDue(sh, !expired)
@@ -311,7 +306,7 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 	defer sh.unlock()
 	// decideLocked, inline: a call here costs a hot key's admissions
 	// about 5%.
-	c := sh.find(h, prefix, key, alg, s.seed, true)
+	c := sh.find(h, ns, key, alg, s.seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
 	state, res := algo.Decide(alg, st, now, cost)
@@ -328,15 +323,15 @@ func (s *Store) decide(ctx context.Context, prefix, key string, alg algorithms.A
 // decideOnce decides a request with a request ID that charges: the first
 // admission with the ID, or a decision that it records if it admits. Not
 // in decide, whose one deferred unlock stays open-coded.
-func (s *Store) decideOnce(sh *shard, h uint64, prefix, key, id string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
-	k := onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
+func (s *Store) decideOnce(sh *shard, h uint64, ns, key, id string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
+	k := onceKey{t: idOf(alg), op: onceDecide, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
 	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	if r, ok := sh.once.find(k, el); ok {
 		return r.results[0]
 	}
-	res := sh.decideLocked(s.seed, h, prefix, key, alg, now, t, el, cost)
+	res := sh.decideLocked(s.seed, h, ns, key, alg, now, t, el, cost)
 	if res.Allowed {
 		sh.once.keep(k, el, 0, res)
 	}
@@ -344,8 +339,8 @@ func (s *Store) decideOnce(sh *shard, h uint64, prefix, key, id string, alg algo
 }
 
 // decideLocked decides under the write lock.
-func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
-	c := sh.find(h, prefix, key, alg, seed, true)
+func (sh *shard) decideLocked(seed maphash.Seed, h uint64, ns, key string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
+	c := sh.find(h, ns, key, alg, seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
 	state, res := algo.Decide(alg, st, now, cost)
@@ -366,11 +361,11 @@ func (sh *shard) decideLocked(seed maphash.Seed, h uint64, prefix, key string, a
 // must be decided under the write lock; expired is whether it found an
 // entry that no longer counts, for a sweep to drop. Requires the read lock
 // (rlock).
-func (sh *shard) inspect(h uint64, prefix, key string, alg algorithms.Algorithm, t int64, now time.Time, cost int64) (res algorithms.Result, done, expired bool) {
+func (sh *shard) inspect(h uint64, ns, key string, alg algorithms.Algorithm, t int64, now time.Time, cost int64) (res algorithms.Result, done, expired bool) {
 	ask := min(cost, -cost)
 	tb, pos := sh.table(alg, maphash.Seed{}, false), -1
 	if tb != nil {
-		_, pos = tb.find(h, prefix, key)
+		_, pos = tb.find(h, ns, key)
 	}
 	switch {
 	case pos < 0 || tb.expires(pos) <= t:
@@ -416,11 +411,12 @@ func (sh *shard) denied(h uint64, tb *table, e *entry) {
 
 // Reserve books a request for key under alg (see store.Reserver), under
 // the key's shard lock.
-func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	if err := store.CheckReserve(alg, now, cost, maxWait); err != nil {
+	if err := storecheck.Reserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	id, once, err := requestID(ctx, cost)
@@ -428,19 +424,19 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 		return algorithms.Result{}, 0, err
 	}
 	t := now.UnixNano()
-	h := s.hash("", key)
+	h := s.hash(ns, key)
 	sh := s.shard(h)
 	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	var k onceKey
 	if once {
-		k = onceKey{t: idOf(alg), op: onceDecide, key: key, id: id}
+		k = onceKey{t: idOf(alg), op: onceDecide, key: sk.String(), id: id}
 		if rec, ok := sh.once.find(k, el); ok {
 			return rec.results[0], rec.delay, nil
 		}
 	}
-	c := sh.find(h, "", key, alg, s.seed, true)
+	c := sh.find(h, ns, key, alg, s.seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
 	state, res, delay := algo.Reserve(alg, st, now, cost, maxWait)
@@ -459,11 +455,12 @@ func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorith
 // algorithm is first inspected as the request (a cost of -cost); the
 // request is admitted when each would admit it alone, and only then is each
 // charged.
-func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := store.CheckSet(algs, now, cost); err != nil {
+	if err := storecheck.Set(algs, now, cost); err != nil {
 		return nil, err
 	}
 	id, once, err := requestID(ctx, cost)
@@ -471,14 +468,14 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		return nil, err
 	}
 	t := now.UnixNano()
-	h := s.hash("", key)
+	h := s.hash(ns, key)
 	sh := s.shard(h)
 	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	var k onceKey
 	if once {
-		k = onceKey{t: idOf(algs[0]), op: onceSet, key: key, id: id}
+		k = onceKey{t: idOf(algs[0]), op: onceSet, key: sk.String(), id: id}
 		if rec, ok := sh.once.find(k, el); ok {
 			return append([]algorithms.Result(nil), rec.results...), nil
 		}
@@ -495,7 +492,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 	for i, alg := range algs {
 		// Each algorithm has its own table (CheckSet), so a packed state
 		// unpacked here stays as it is until it is charged below.
-		cursors[i] = sh.find(h, "", key, alg, s.seed, cost > 0)
+		cursors[i] = sh.find(h, ns, key, alg, s.seed, cost > 0)
 		states[i] = cursors[i].state(t)
 		changed := changes(alg, states[i], now, inspect)
 		var st algo.State
@@ -528,7 +525,7 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 		// Each other limit's state knows the admission too, so that a
 		// refund of it with the ID forgets it (see refund).
 		for _, alg := range algs[1:] {
-			sh.once.keep(onceKey{t: idOf(alg), op: onceSet, key: key, id: id}, el, 0, kept...)
+			sh.once.keep(onceKey{t: idOf(alg), op: onceSet, key: sk.String(), id: id}, el, 0, kept...)
 		}
 	}
 	if sh.tick(false) {
@@ -539,17 +536,11 @@ func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Alg
 
 // Refund gives back n units that a request admitted at time at was charged
 // (see store.Refunder), under the key's shard lock.
-func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return s.refund(ctx, "", key, alg, now, at, n)
+func (s *Store) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	return s.refund(ctx, key.Namespace, key.Name, alg, now, at, n)
 }
 
-// RefundPrefixed is Refund for the key prefix+key (see
-// store.PrefixRefunder).
-func (s *Store) RefundPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return s.refund(ctx, prefix, key, alg, now, at, n)
-}
-
-func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *Store) refund(ctx context.Context, ns, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -561,7 +552,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 		return algorithms.Result{}, err
 	}
 	t := now.UnixNano()
-	h := s.hash(prefix, key)
+	h := s.hash(ns, key)
 	sh := s.shard(h)
 	el := s.elapsed()
 	sh.lock()
@@ -572,9 +563,9 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	// applies once, as a decision does.
 	var k, admitted, inSet onceKey
 	if once {
-		k = onceKey{t: idOf(alg), op: onceRefund, key: prefix + key, id: id}
-		admitted = onceKey{t: idOf(alg), op: onceDecide, key: prefix + key, id: id}
-		inSet = onceKey{t: idOf(alg), op: onceSet, key: prefix + key, id: id}
+		k = onceKey{t: idOf(alg), op: onceRefund, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
+		admitted = onceKey{t: idOf(alg), op: onceDecide, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
+		inSet = onceKey{t: idOf(alg), op: onceSet, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
 		_, decided := sh.once.find(admitted, el)
 		_, setDecided := sh.once.find(inSet, el)
 		if !decided && !setDecided {
@@ -583,7 +574,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 			}
 		}
 	}
-	c := sh.find(h, prefix, key, alg, s.seed, false)
+	c := sh.find(h, ns, key, alg, s.seed, false)
 	state := c.state(t)
 	if state == nil {
 		_, res := algo.Decide(alg, nil, now, 0)
@@ -593,7 +584,7 @@ func (s *Store) refund(ctx context.Context, prefix, key string, alg algorithms.A
 	_, res := algo.Decide(alg, state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
-		c.t.keep(c.slot, c.pos, c.h, c.prefix, c.key, c.alg, state, res, t, el)
+		c.t.keep(c.slot, c.pos, c.h, c.ns, c.key, c.alg, state, res, t, el)
 	}
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of
@@ -677,16 +668,11 @@ func (sh *shard) sweep(el time.Duration) {
 }
 
 // Reset forgets alg's state for key.
-func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
-	return s.reset(ctx, "", key, alg)
+func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorithm) error {
+	return s.reset(ctx, key.Namespace, key.Name, alg)
 }
 
-// ResetPrefixed is Reset for the key prefix+key (see store.PrefixDecider).
-func (s *Store) ResetPrefixed(ctx context.Context, prefix, key string, alg algorithms.Algorithm) error {
-	return s.reset(ctx, prefix, key, alg)
-}
-
-func (s *Store) reset(ctx context.Context, prefix, key string, alg algorithms.Algorithm) error {
+func (s *Store) reset(ctx context.Context, ns, key string, alg algorithms.Algorithm) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -700,21 +686,21 @@ func (s *Store) reset(ctx context.Context, prefix, key string, alg algorithms.Al
 	if err != nil {
 		return err
 	}
-	h := s.hash(prefix, key)
+	h := s.hash(ns, key)
 	sh := s.shard(h)
 	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	// A reset with an ID is applied once while its record lasts: as long
 	// as the state it deleted would have been kept.
-	k := onceKey{t: idOf(alg), op: onceReset, key: prefix + key, id: id}
+	k := onceKey{t: idOf(alg), op: onceReset, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
 	if once {
 		if _, ok := sh.once.find(k, el); ok {
 			return nil
 		}
 	}
 	var kept time.Duration
-	if c := sh.find(h, prefix, key, alg, s.seed, false); c.pos >= 0 {
+	if c := sh.find(h, ns, key, alg, s.seed, false); c.pos >= 0 {
 		kept = time.Duration(*c.t.sweepAt(c.pos))*time.Second - el
 		c.t.remove(c.slot, c.pos)
 	}
@@ -728,18 +714,19 @@ func (s *Store) reset(ctx context.Context, prefix, key string, alg algorithms.Al
 // if it holds none. A state of the algorithms that pack stops counting at a
 // whole microsecond, so its TTL is its ResetAfter less the nanoseconds of
 // the now that wrote it.
-func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time) (time.Duration, error) {
+func (s *Store) TTL(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time) (time.Duration, error) {
+	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
 	if err := algo.CheckKind(alg); err != nil {
 		return 0, err
 	}
-	h := s.hash("", key)
+	h := s.hash(ns, key)
 	sh := s.shard(h)
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
-	c := sh.find(h, "", key, alg, s.seed, false)
+	c := sh.find(h, ns, key, alg, s.seed, false)
 	if c.pos < 0 {
 		return 0, nil
 	}

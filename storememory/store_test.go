@@ -11,6 +11,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -32,7 +33,7 @@ func TestMemoryBoundedUnderChurn(t *testing.T) {
 	for i := range keys {
 		now := t0.Add(time.Duration(i) * 100 * time.Microsecond)
 		clock.Set(now)
-		if _, err := s.Decide(ctx, fmt.Sprintf("user:%d", i), alg, now, 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: fmt.Sprintf("user:%d", i)}, alg, now, 1); err != nil {
 			t.Fatal(err)
 		}
 		if i%1000 == 0 {
@@ -49,29 +50,29 @@ func TestStateLivesExactlyResetAfter(t *testing.T) {
 	clock := ratewisetest.NewClock(t0)
 	s := storememory.New(storememory.WithClock(clock))
 	alg := algorithms.TokenBucket{Capacity: 4, Refill: algorithms.PerSecond(2)}
-	res, err := s.Decide(ctx, "k", alg, t0, 3)
+	res, err := s.Decide(ctx, store.Key{Name: "k"}, alg, t0, 3)
 	if err != nil || res.ResetAfter != 1500*time.Millisecond {
 		t.Fatalf("Decide: %+v, %v; want ResetAfter 1.5s", res, err)
 	}
-	if ttl, _ := s.TTL(ctx, "k", alg, t0); ttl != res.ResetAfter {
+	if ttl, _ := s.TTL(ctx, store.Key{Name: "k"}, alg, t0); ttl != res.ResetAfter {
 		t.Fatalf("TTL %v, want %v", ttl, res.ResetAfter)
 	}
 	at := t0.Add(res.ResetAfter)
-	if ttl, _ := s.TTL(ctx, "k", alg, at); ttl != 0 {
+	if ttl, _ := s.TTL(ctx, store.Key{Name: "k"}, alg, at); ttl != 0 {
 		t.Fatalf("TTL at ResetAfter: %v, want 0", ttl)
 	}
 	// Decisions at ResetAfter find nothing: the key is full. There are
 	// enough of them for the shard to sweep.
 	clock.Set(at)
 	for range 64 {
-		if res, _ := s.Decide(ctx, "k", alg, at, 0); res.Remaining != 4 {
+		if res, _ := s.Decide(ctx, store.Key{Name: "k"}, alg, at, 0); res.Remaining != 4 {
 			t.Fatalf("after ResetAfter: %+v; want full", res)
 		}
 	}
 	// A request whose clock reading lags still sees the state: 1ms before
 	// ResetAfter, 3 tokens are whole and one is taken. Without the state it
 	// would find 4.
-	if res, _ := s.Decide(ctx, "k", alg, at.Add(-time.Millisecond), 1); !res.Allowed || res.Remaining != 2 {
+	if res, _ := s.Decide(ctx, store.Key{Name: "k"}, alg, at.Add(-time.Millisecond), 1); !res.Allowed || res.Remaining != 2 {
 		t.Fatalf("1ms before ResetAfter, after a later peek: %+v; want Remaining 2", res)
 	}
 	// Once ExpiryGrace has passed too on the store's clock, and the second
@@ -80,7 +81,7 @@ func TestStateLivesExactlyResetAfter(t *testing.T) {
 	later := at.Add(storememory.ExpiryGrace + 2*time.Second)
 	clock.Set(later)
 	for range 64 {
-		s.Decide(ctx, "k", alg, later, 0)
+		s.Decide(ctx, store.Key{Name: "k"}, alg, later, 0)
 	}
 	if n := s.Len(); n != 0 {
 		t.Fatalf("%d entries after ResetAfter and ExpiryGrace, want none", n)
@@ -96,7 +97,7 @@ func TestPeekOnIdleKeyStoresNothing(t *testing.T) {
 		algorithms.TokenBucket{Capacity: 5, Refill: algorithms.PerSecond(1)},
 		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5},
 	} {
-		if _, err := s.Decide(ctx, "k", alg, t0, 0); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: "k"}, alg, t0, 0); err != nil {
 			t.Fatal(err)
 		}
 		if n := s.Len(); n != 0 {
@@ -108,8 +109,8 @@ func TestPeekOnIdleKeyStoresNothing(t *testing.T) {
 func TestResetRemovesState(t *testing.T) {
 	s := storememory.New()
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5}
-	s.Decide(ctx, "k", alg, t0, 5)
-	if err := s.Reset(ctx, "k", alg); err != nil || s.Len() != 0 {
+	s.Decide(ctx, store.Key{Name: "k"}, alg, t0, 5)
+	if err := s.Reset(ctx, store.Key{Name: "k"}, alg); err != nil || s.Len() != 0 {
 		t.Fatalf("Reset: %v with %d entries left", err, s.Len())
 	}
 }
@@ -119,13 +120,13 @@ func TestCancelledContext(t *testing.T) {
 	c, cancel := context.WithCancel(ctx)
 	cancel()
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5}
-	if _, err := s.Decide(c, "k", alg, t0, 1); err != context.Canceled {
+	if _, err := s.Decide(c, store.Key{Name: "k"}, alg, t0, 1); err != context.Canceled {
 		t.Fatalf("Decide: %v, want context.Canceled", err)
 	}
-	if err := s.Reset(c, "k", alg); err != context.Canceled {
+	if err := s.Reset(c, store.Key{Name: "k"}, alg); err != context.Canceled {
 		t.Fatalf("Reset: %v, want context.Canceled", err)
 	}
-	if _, err := s.TTL(c, "k", alg, t0); err != context.Canceled {
+	if _, err := s.TTL(c, store.Key{Name: "k"}, alg, t0); err != context.Canceled {
 		t.Fatalf("TTL: %v, want context.Canceled", err)
 	}
 }
@@ -142,7 +143,7 @@ func TestManyKeysConcurrently(t *testing.T) {
 		wg.Go(func() {
 			for k := range keys {
 				for range 2 {
-					res, err := s.Decide(ctx, fmt.Sprint(k), alg, t0, 1)
+					res, err := s.Decide(ctx, store.Key{Name: fmt.Sprint(k)}, alg, t0, 1)
 					if err != nil {
 						t.Error(err)
 						return
@@ -184,7 +185,7 @@ func TestHotKeyConcurrently(t *testing.T) {
 			for g := range goroutines {
 				wg.Go(func() {
 					for i := range tries {
-						res, err := s.Decide(ctx, "hot", alg, t0, 1)
+						res, err := s.Decide(ctx, store.Key{Name: "hot"}, alg, t0, 1)
 						if err != nil {
 							t.Error(err)
 							return
@@ -192,14 +193,14 @@ func TestHotKeyConcurrently(t *testing.T) {
 						if res.Allowed {
 							admitted.Add(1)
 							if g == 0 && i%4 == 0 {
-								if _, err := s.Refund(ctx, "hot", alg, t0, res.At, 1); err != nil {
+								if _, err := s.Refund(ctx, store.Key{Name: "hot"}, alg, t0, res.At, 1); err != nil {
 									t.Error(err)
 									return
 								}
 								refunded.Add(1)
 							}
 						}
-						if _, err := s.Decide(ctx, "hot", alg, t0, 0); err != nil {
+						if _, err := s.Decide(ctx, store.Key{Name: "hot"}, alg, t0, 0); err != nil {
 							t.Error(err)
 							return
 						}
@@ -226,17 +227,17 @@ func TestNoReadingDropsAnotherKeysState(t *testing.T) {
 	alg := algorithms.SlidingLog{Limit: 3, Window: time.Minute}
 	s := storememory.New()
 	for range 3 {
-		if res, err := s.Decide(ctx, "victim", alg, t0, 1); err != nil || !res.Allowed {
+		if res, err := s.Decide(ctx, store.Key{Name: "victim"}, alg, t0, 1); err != nil || !res.Allowed {
 			t.Fatalf("%+v, %v", res, err)
 		}
 	}
 	ahead := t0.Add(2 * time.Minute)
 	for i := range 100_000 {
-		if _, err := s.Decide(ctx, fmt.Sprint("other:", i), alg, ahead, 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: fmt.Sprint("other:", i)}, alg, ahead, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if res, err := s.Decide(ctx, "victim", alg, t0.Add(5*time.Second), 1); err != nil || res.Allowed {
+	if res, err := s.Decide(ctx, store.Key{Name: "victim"}, alg, t0.Add(5*time.Second), 1); err != nil || res.Allowed {
 		t.Fatalf("the victim 5s after using its 3 per minute, once other keys were decided 2 minutes ahead: %+v, %v; want denied", res, err)
 	}
 }

@@ -68,7 +68,7 @@ type chunk struct {
 // is the microsecond it stops counting from, or boxed, where w[0] is boxed
 // and w[1] the Unix nanosecond it stops counting at.
 type entry struct {
-	// key is the caller's key, or prefix+key joined when the entry was made.
+	// key is the caller's key, or ns:key joined when the entry was made.
 	key string
 	w   algo.Words
 }
@@ -119,15 +119,18 @@ func (t *table) box(pos int, create bool) *algo.State {
 	return &t.boxes[c][pos%chunkSize]
 }
 
-// matches reports whether key is prefix+key.
-func matches(key, prefix, rest string) bool {
-	return len(key) == len(prefix)+len(rest) && key[:len(prefix)] == prefix && key[len(prefix):] == rest
+// matches reports whether key is the key ns:rest (store.Key.String).
+func matches(key, ns, rest string) bool {
+	if ns == "" {
+		return key == rest
+	}
+	return len(key) == len(ns)+1+len(rest) && key[:len(ns)] == ns && key[len(ns)] == ':' && key[len(ns)+1:] == rest
 }
 
-// find returns the index slot of the entry for prefix+key, whose hash is h,
+// find returns the index slot of the entry for ns:key, whose hash is h,
 // and its position; if there is none, the empty slot a new entry takes
 // (see insert) and -1.
-func (t *table) find(h uint64, prefix, key string) (slot, pos int) {
+func (t *table) find(h uint64, ns, key string) (slot, pos int) {
 	mask := uint32(len(t.index) - 1)
 	high := uint32(h>>32) &^ mask
 	for i := uint32(h>>8) & mask; ; i = (i + 1) & mask {
@@ -137,7 +140,7 @@ func (t *table) find(h uint64, prefix, key string) (slot, pos int) {
 		}
 		if s&^mask == high {
 			p := int(s&mask) - 1
-			if matches(t.at(p).key, prefix, key) {
+			if matches(t.at(p).key, ns, key) {
 				return int(i), p
 			}
 		}
@@ -156,19 +159,19 @@ func (t *table) slotOf(h uint64, pos int) int {
 
 func (t *table) hashAt(pos int) uint64 { return maphash.String(t.seed, t.at(pos).key) }
 
-// insert makes an entry for prefix+key, whose hash is h, at slot, the empty
+// insert makes an entry for ns:key, whose hash is h, at slot, the empty
 // slot find returned, and returns its position.
-func (t *table) insert(slot int, h uint64, prefix, key string) int {
+func (t *table) insert(slot int, h uint64, ns, key string) int {
 	if !underLoad(t.n+1, len(t.index)) {
 		t.reindex(2 * len(t.index))
-		slot, _ = t.find(h, prefix, key)
+		slot, _ = t.find(h, ns, key)
 	}
 	pos := t.n
 	if pos == len(t.chunks)*chunkSize {
 		t.chunks = append(t.chunks, new(chunk))
 	}
-	if prefix != "" {
-		key = prefix + key // once per entry; decisions compare the parts
+	if ns != "" {
+		key = ns + ":" + key // once per entry; decisions compare the parts
 	}
 	*t.at(pos) = entry{key: key}
 	mask := uint32(len(t.index) - 1)
@@ -265,12 +268,12 @@ func (t *table) state(pos int, now int64) algo.State {
 }
 
 // keep records the state a decision of alg at now (Unix nanoseconds), el
-// after the store's start, left for prefix+key, whose hash is h and whose
+// after the store's start, left for ns:key, whose hash is h and whose
 // slot and position (-1 for none) find returned; it counts for
 // keptFor(res, now), or longer if it has no packed form and alg's Pack
 // says so (algo.Packer), and a sweep may drop it from that time on
 // the store's clock (sweepAt).
-func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms.Algorithm, state algo.State, res algorithms.Result, now int64, el time.Duration) {
+func (t *table) keep(slot, pos int, h uint64, ns, key string, alg algorithms.Algorithm, state algo.State, res algorithms.Result, now int64, el time.Duration) {
 	if state == nil {
 		if pos >= 0 {
 			t.remove(slot, pos)
@@ -278,7 +281,7 @@ func (t *table) keep(slot, pos int, h uint64, prefix, key string, alg algorithms
 		return
 	}
 	if pos < 0 {
-		pos = t.insert(slot, h, prefix, key)
+		pos = t.insert(slot, h, ns, key)
 	}
 	life := keptFor(res, now)
 	e := t.at(pos)

@@ -172,7 +172,7 @@ func TestCoalescedDecisionsAreExact(t *testing.T) {
 			for range callers {
 				wg.Go(func() {
 					for range each {
-						res, err := s.Decide(context.Background(), key, alg, time.Now(), 1)
+						res, err := s.Decide(context.Background(), store.Key{Name: key}, alg, time.Now(), 1)
 						if err != nil {
 							t.Error(err)
 							return
@@ -209,7 +209,7 @@ func TestCoalescedFailureReachesEveryCaller(t *testing.T) {
 	t.Cleanup(func() { c.Close() })
 	s := storeredis.New(c, storeredis.WithCoalescing(1))
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 10}
-	if _, err := s.Decide(context.Background(), "warm", alg, time.Now(), 1); err != nil {
+	if _, err := s.Decide(context.Background(), store.Key{Name: "warm"}, alg, time.Now(), 1); err != nil {
 		t.Fatal(err)
 	}
 	srv.Stop()
@@ -224,7 +224,7 @@ func TestCoalescedFailureReachesEveryCaller(t *testing.T) {
 	var unavailable atomic.Int64
 	for range 16 {
 		wg.Go(func() {
-			res, err := s.Decide(context.Background(), "k", alg, time.Now(), 1)
+			res, err := s.Decide(context.Background(), store.Key{Name: "k"}, alg, time.Now(), 1)
 			if errors.Is(err, store.ErrUnavailable) && !res.Allowed {
 				unavailable.Add(1)
 			} else {
@@ -252,7 +252,7 @@ func TestQueuedCallerHonoursItsContext(t *testing.T) {
 	s := storeredis.New(newClient(t, srv.Addr), storeredis.WithCoalescing(1))
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 10}
 	ctx := context.Background()
-	if _, err := s.Decide(ctx, testKey(t), alg, time.Now(), 1); err != nil { // loads the script
+	if _, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, time.Now(), 1); err != nil { // loads the script
 		t.Fatal(err)
 	}
 	if err := admin.Do(ctx, "CLIENT", "PAUSE", 600).Err(); err != nil {
@@ -260,14 +260,14 @@ func TestQueuedCallerHonoursItsContext(t *testing.T) {
 	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := s.Decide(ctx, testKey(t), alg, time.Now(), 1)
+		_, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, time.Now(), 1)
 		first <- err
 	}()
 	time.Sleep(20 * time.Millisecond) // the first decision is in flight
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = s.Decide(short, testKey(t), alg, time.Now(), 1)
+	_, err = s.Decide(short, store.Key{Name: testKey(t)}, alg, time.Now(), 1)
 	took := time.Since(start)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the queued caller got %v, want its context's deadline", err)
@@ -315,7 +315,7 @@ func TestCoalescedStallStaysOnItsNode(t *testing.T) {
 		}
 	}
 	for _, key := range append(stalledKeys, liveKeys...) { // loads the script everywhere
-		if _, err := s.Decide(ctx, key, alg, time.Now(), 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -335,7 +335,7 @@ func TestCoalescedStallStaysOnItsNode(t *testing.T) {
 	})
 	decideStalled := func(key string, until string, ready func(alone, queued, senders int) bool) {
 		go func() {
-			_, err := s.Decide(ctx, key, alg, time.Now(), 1)
+			_, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1)
 			stalledDone.Add(1)
 			stalled <- err
 		}()
@@ -360,7 +360,7 @@ func TestCoalescedStallStaysOnItsNode(t *testing.T) {
 		wg.Go(func() {
 			for range each {
 				start := time.Now()
-				_, err := s.Decide(ctx, key, alg, time.Now(), 1)
+				_, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1)
 				took := time.Since(start)
 				if err != nil {
 					t.Errorf("a decision on a live master: %v", err)

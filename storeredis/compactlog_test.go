@@ -53,8 +53,8 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 						c := charges[i]
 						charges = append(charges[:i], charges[i+1:]...)
 						n := 1 + rng.Int64N(limit)
-						want, werr := rf.Refund(ctx, logKey, log, now, c.At, n)
-						got, gerr := rf.Refund(ctx, ringKey, ring, now, c.At, n)
+						want, werr := rf.Refund(ctx, store.Key{Name: logKey}, log, now, c.At, n)
+						got, gerr := rf.Refund(ctx, store.Key{Name: ringKey}, ring, now, c.At, n)
 						if werr != nil || gerr != nil || got != want {
 							t.Fatalf("sequence %d step %d, a refund of %d: compact %+v (%v), log %+v (%v)", seq, step, n, got, gerr, want, werr)
 						}
@@ -64,8 +64,8 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 					if rng.IntN(3) == 0 {
 						cost = rng.Int64N(limit+1) - rng.Int64N(2)*limit
 					}
-					want, werr := s.Decide(ctx, logKey, log, now, cost)
-					got, gerr := s.Decide(ctx, ringKey, ring, now, cost)
+					want, werr := s.Decide(ctx, store.Key{Name: logKey}, log, now, cost)
+					got, gerr := s.Decide(ctx, store.Key{Name: ringKey}, ring, now, cost)
 					// The same decision; what each charged names its own kind.
 					if werr != nil || gerr != nil || decision(got) != decision(want) {
 						t.Fatalf("sequence %d step %d, %s cost %d: compact %+v (%v), log %+v (%v)", seq, step, ring, cost, got, gerr, want, werr)

@@ -8,6 +8,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -39,7 +40,7 @@ func TestDenyCache(t *testing.T) {
 			decide := func(s *storeredis.Store, alg algorithms.Algorithm, cost int64) (algorithms.Result, int64) {
 				t.Helper()
 				before := trips.Load()
-				res, err := s.Decide(ctx, key, alg, now, cost)
+				res, err := s.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -79,7 +80,7 @@ func TestDenyCache(t *testing.T) {
 			for range 3 {
 				decide(s, alg, 1)
 			}
-			if err := s.Reset(ctx, key, alg); err != nil {
+			if err := s.Reset(ctx, store.Key{Name: key}, alg); err != nil {
 				t.Fatal(err)
 			}
 			if res, n := decide(s, alg, 1); !res.Allowed || n != 1 {
@@ -116,18 +117,18 @@ func TestDenyCacheOverDeniesOnlyForOtherInstances(t *testing.T) {
 	other := storeredis.New(newClient(t, addr), storeredis.WithClientTime())
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}
 	key, now := testKey(t), time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	s.Decide(ctx, key, alg, now, 1)
-	denied, err := s.Decide(ctx, key, alg, now, 1)
+	s.Decide(ctx, store.Key{Name: key}, alg, now, 1)
+	denied, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 1)
 	if err != nil || denied.Allowed {
 		t.Fatalf("%+v, %v; want a denial", denied, err)
 	}
-	if err := other.Reset(ctx, key, alg); err != nil {
+	if err := other.Reset(ctx, store.Key{Name: key}, alg); err != nil {
 		t.Fatal(err)
 	}
-	if res, _ := s.Decide(ctx, key, alg, now.Add(denied.RetryAfter-time.Microsecond), 1); res.Allowed {
+	if res, _ := s.Decide(ctx, store.Key{Name: key}, alg, now.Add(denied.RetryAfter-time.Microsecond), 1); res.Allowed {
 		t.Fatalf("the cache admitted: %+v", res)
 	}
-	if res, _ := s.Decide(ctx, key, alg, now.Add(denied.RetryAfter), 1); !res.Allowed {
+	if res, _ := s.Decide(ctx, store.Key{Name: key}, alg, now.Add(denied.RetryAfter), 1); !res.Allowed {
 		t.Fatalf("at the remembered RetryAfter: %+v, want an admission", res)
 	}
 }
@@ -140,13 +141,13 @@ func TestDenyCacheHitAllocatesNothing(t *testing.T) {
 	var alg algorithms.Algorithm = algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1} // as a Limiter holds it
 	key, now := testKey(t), time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	for range 2 {
-		if _, err := s.Decide(ctx, key, alg, now, 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var res algorithms.Result
 	var err error
-	allocs := testing.AllocsPerRun(100, func() { res, err = s.Decide(ctx, key, alg, now, 1) })
+	allocs := testing.AllocsPerRun(100, func() { res, err = s.Decide(ctx, store.Key{Name: key}, alg, now, 1) })
 	if err != nil || res.Allowed {
 		t.Fatalf("%+v, %v; want a denial", res, err)
 	}
@@ -165,7 +166,7 @@ func TestDenyCacheIsBounded(t *testing.T) {
 	for i := range 64 * 20 {
 		key := testKey(t) + ":" + string(rune('a'+i%26)) + ":" + time.Duration(i).String()
 		for range 2 {
-			if _, err := s.Decide(ctx, key, alg, now, 1); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -181,10 +182,10 @@ func BenchmarkDenyCacheHit(b *testing.B) {
 	var alg algorithms.Algorithm = algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1}
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	for range 2 {
-		s.Decide(ctx, "bench", alg, now, 1)
+		s.Decide(ctx, store.Key{Name: "bench"}, alg, now, 1)
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		s.Decide(ctx, "bench", alg, now, 1)
+		s.Decide(ctx, store.Key{Name: "bench"}, alg, now, 1)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -66,8 +67,8 @@ func TestDifferentialSets(t *testing.T) {
 				for step := range 150 {
 					now := clock.step(rng, 2*time.Second)
 					cost := rng.Int64N(maxCost + 1)
-					want, werr := ms.DecideSet(ctx, key, algs, now, cost)
-					got, gerr := rs.DecideSet(ctx, key, algs, now, cost)
+					want, werr := ms.DecideSet(ctx, store.Key{Name: key}, algs, now, cost)
+					got, gerr := rs.DecideSet(ctx, store.Key{Name: key}, algs, now, cost)
 					if werr != nil || gerr != nil {
 						t.Fatalf("set %v step %d: memory %v, redis %v", algs, step, werr, gerr)
 					}
@@ -154,8 +155,8 @@ func TestDifferentialReservations(t *testing.T) {
 						b := booked[i]
 						booked = append(booked[:i], booked[i+1:]...)
 						n := 1 + rng.Int64N(algo.MaxCost(b.alg))
-						want, werr := ms.Refund(ctx, key, b.alg, now, b.res.At, n)
-						got, gerr := rs.Refund(ctx, key, b.alg, now, b.res.At, n)
+						want, werr := ms.Refund(ctx, store.Key{Name: key}, b.alg, now, b.res.At, n)
+						got, gerr := rs.Refund(ctx, store.Key{Name: key}, b.alg, now, b.res.At, n)
 						history = append(history, fmt.Sprintf("  refund %d of %s under %s: %+v", n, b.res.At.Format("15:04:05.000000"), b.alg, want))
 						if werr != nil || gerr != nil || got != want {
 							t.Fatalf("%s step %d at %s, a refund of %d booked at %s:\n  lua %+v (%v)\n  go  %+v (%v)\n%s", b.alg, step, now.Format(time.RFC3339Nano), n, b.res.At.Format(time.RFC3339Nano), got, gerr, want, werr, strings.Join(history, "\n"))
@@ -167,8 +168,8 @@ func TestDifferentialReservations(t *testing.T) {
 					if rng.IntN(4) == 0 {
 						maxWait = 0
 					}
-					want, wantDelay, werr := ms.Reserve(ctx, key, alg, now, cost, maxWait)
-					got, delay, gerr := rs.Reserve(ctx, key, alg, now, cost, maxWait)
+					want, wantDelay, werr := ms.Reserve(ctx, store.Key{Name: key}, alg, now, cost, maxWait)
+					got, delay, gerr := rs.Reserve(ctx, store.Key{Name: key}, alg, now, cost, maxWait)
 					if werr != nil || gerr != nil || got != want || delay != wantDelay {
 						t.Fatalf("%s step %d at %s, cost %d, longest wait %v:\n  lua %+v delay %v (%v)\n  go  %+v delay %v (%v)\n%s", alg, step, now.Format(time.RFC3339Nano), cost, maxWait, got, delay, gerr, want, wantDelay, werr, strings.Join(history, "\n"))
 					}
@@ -177,8 +178,8 @@ func TestDifferentialReservations(t *testing.T) {
 						booked = append(booked, booking{alg, want})
 					}
 					if rng.IntN(3) == 0 { // a plain decision between bookings
-						want, werr := ms.Decide(ctx, key, alg, now, 1)
-						got, gerr := rs.Decide(ctx, key, alg, now, 1)
+						want, werr := ms.Decide(ctx, store.Key{Name: key}, alg, now, 1)
+						got, gerr := rs.Decide(ctx, store.Key{Name: key}, alg, now, 1)
 						history = append(history, fmt.Sprintf("  decide 1: %+v", want))
 						if werr != nil || gerr != nil || got != want {
 							t.Fatalf("%s step %d, a decision after bookings:\n  lua %+v (%v)\n  go  %+v (%v)", alg, step, got, gerr, want, werr)

@@ -14,6 +14,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -195,7 +196,7 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 			// decision's is (store.Refunder).
 			_, want := algo.Decide(alg, state, fake, 0)
 			_ = changed
-			got, err := s.Refund(ctx, key, alg, fake, c.at, n)
+			got, err := s.Refund(ctx, store.Key{Name: key}, alg, fake, c.at, n)
 			if err != nil {
 				t.Fatalf("%#v step %d: refund: %v", alg, step, err)
 			}
@@ -217,7 +218,7 @@ func differential(t *testing.T, s *storeredis.Store, rng *rand.Rand, alg algorit
 
 		var want algorithms.Result
 		state, want = algo.Decide(alg, state, fake, cost)
-		got, err := s.Decide(ctx, key, alg, fake, cost)
+		got, err := s.Decide(ctx, store.Key{Name: key}, alg, fake, cost)
 		if err != nil {
 			t.Fatalf("%#v step %d: %v", alg, step, err)
 		}

@@ -94,7 +94,7 @@ func TestReplicasWaitForTheReplica(t *testing.T) {
 	gcra := algorithms.GCRA{Rate: algorithms.PerMinute(10), Burst: 10}
 	window := algorithms.FixedWindow{Limit: 20, Window: time.Hour}
 	admit := func(t *testing.T, key string) algorithms.Result {
-		res, err := s.Decide(ctx, key, gcra, time.Time{}, 1)
+		res, err := s.Decide(ctx, store.Key{Name: key}, gcra, time.Time{}, 1)
 		if err != nil || !res.Allowed {
 			t.Fatalf("the admission before the write: %+v, %v", res, err)
 		}
@@ -107,27 +107,27 @@ func TestReplicasWaitForTheReplica(t *testing.T) {
 		keys    []algorithms.Algorithm // whose state the write touches
 	}{
 		{"decision", nil, func(key string, _ algorithms.Result) error {
-			_, err := s.Decide(ctx, key, gcra, time.Time{}, 1)
+			_, err := s.Decide(ctx, store.Key{Name: key}, gcra, time.Time{}, 1)
 			return err
 		}, []algorithms.Algorithm{gcra}},
 		{"decision with request ID", nil, func(key string, _ algorithms.Result) error {
-			_, err := s.Decide(store.WithRequestID(ctx, ratewise.NewRequestID()), key, gcra, time.Time{}, 1)
+			_, err := s.Decide(store.WithRequestID(ctx, ratewise.NewRequestID()), store.Key{Name: key}, gcra, time.Time{}, 1)
 			return err
 		}, []algorithms.Algorithm{gcra}},
 		{"set", nil, func(key string, _ algorithms.Result) error {
-			_, err := s.DecideSet(ctx, key, []algorithms.Algorithm{gcra, window}, time.Time{}, 1)
+			_, err := s.DecideSet(ctx, store.Key{Name: key}, []algorithms.Algorithm{gcra, window}, time.Time{}, 1)
 			return err
 		}, []algorithms.Algorithm{gcra, window}},
 		{"booking", nil, func(key string, _ algorithms.Result) error {
-			_, _, err := s.Reserve(ctx, key, gcra, time.Time{}, 1, time.Minute)
+			_, _, err := s.Reserve(ctx, store.Key{Name: key}, gcra, time.Time{}, 1, time.Minute)
 			return err
 		}, []algorithms.Algorithm{gcra}},
 		{"refund", admit, func(key string, admitted algorithms.Result) error {
-			_, err := s.Refund(ctx, key, gcra, time.Time{}, admitted.At, 1)
+			_, err := s.Refund(ctx, store.Key{Name: key}, gcra, time.Time{}, admitted.At, 1)
 			return err
 		}, []algorithms.Algorithm{gcra}},
 		{"reset", admit, func(key string, _ algorithms.Result) error {
-			return s.Reset(ctx, key, gcra)
+			return s.Reset(ctx, store.Key{Name: key}, gcra)
 		}, []algorithms.Algorithm{gcra}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,7 +191,7 @@ func TestReplicasNotReplicated(t *testing.T) {
 			}
 			id := ratewise.NewRequestID()
 			start := time.Now()
-			res, err := s.Decide(store.WithRequestID(ctx, id), key, alg, time.Time{}, 1)
+			res, err := s.Decide(store.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
 			elapsed := time.Since(start)
 			if res != (algorithms.Result{}) {
 				t.Errorf("a decision too few replicas acknowledged returned a Result: %+v", res)
@@ -207,7 +207,7 @@ func TestReplicasNotReplicated(t *testing.T) {
 			if elapsed < tc.wait || elapsed > tc.wait+time.Second {
 				t.Errorf("the decision returned after %v, want about its wait of %v", elapsed, tc.wait)
 			}
-			if got, err := inspect.Decide(ctx, key, alg, time.Time{}, 0); err != nil || got.Remaining != 9 {
+			if got, err := inspect.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 0); err != nil || got.Remaining != 9 {
 				t.Fatalf("on the master after the failed wait: %+v, %v; want 9 remaining (the charge stands)", got, err)
 			}
 			if tc.hold == 0 {
@@ -217,11 +217,11 @@ func TestReplicasNotReplicated(t *testing.T) {
 			// long enough for the replica to catch up on a loaded machine.
 			r.rc.Do(ctx, "CLIENT", "UNPAUSE")
 			retry := storeredis.New(r.mc, storeredis.WithReplicas(1, 5*time.Second))
-			again, err := retry.Decide(store.WithRequestID(ctx, id), key, alg, time.Time{}, 1)
+			again, err := retry.Decide(store.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
 			if err != nil || !again.Allowed || again.Remaining != 9 {
 				t.Errorf("the retry with the request ID once the replica is back: %+v, %v; want the first outcome, admitted with 9 remaining", again, err)
 			}
-			if got, err := inspect.Decide(ctx, key, alg, time.Time{}, 0); err != nil || got.Remaining != 9 {
+			if got, err := inspect.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 0); err != nil || got.Remaining != 9 {
 				t.Errorf("after the retry: %+v, %v; want 9 remaining (charged once)", got, err)
 			}
 		})
@@ -243,16 +243,16 @@ func TestReplicasReplayWaits(t *testing.T) {
 		write func(s *storeredis.Store, ctx context.Context, key string) error
 	}{
 		{"decision", func(s *storeredis.Store, ctx context.Context, key string) error {
-			_, err := s.Decide(ctx, key, alg, time.Time{}, 1)
+			_, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1)
 			return err
 		}},
 		{"reset", func(s *storeredis.Store, ctx context.Context, key string) error {
-			return s.Reset(ctx, key, alg)
+			return s.Reset(ctx, store.Key{Name: key}, alg)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key := testKey(t)
-			if _, err := storeredis.New(r.mc).Decide(ctx, key, alg, time.Time{}, 1); err != nil {
+			if _, err := storeredis.New(r.mc).Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1); err != nil {
 				t.Fatal(err)
 			}
 			withID := store.WithRequestID(ctx, ratewise.NewRequestID())
@@ -294,7 +294,7 @@ func TestReplicasDecisionsGoAlone(t *testing.T) {
 			key := testKey(t)
 			// The script is cached first: a NOSCRIPT sends it again, with
 			// a second WAIT.
-			if _, err := s.Decide(ctx, key, alg, time.Time{}, 1); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1); err != nil {
 				t.Fatal(err)
 			}
 			if err := r.mc.ConfigResetStat(ctx).Err(); err != nil {
@@ -304,7 +304,7 @@ func TestReplicasDecisionsGoAlone(t *testing.T) {
 			errs := make(chan error, 32)
 			for range 32 {
 				wg.Go(func() {
-					if _, err := s.Decide(ctx, key, alg, time.Time{}, 1); err != nil {
+					if _, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1); err != nil {
 						errs <- err
 					}
 				})
@@ -330,11 +330,11 @@ func TestReplicasUnsupportedClient(t *testing.T) {
 	t.Cleanup(func() { ring.Close() })
 	s := storeredis.New(ring, storeredis.WithReplicas(1, time.Second))
 	alg := algorithms.GCRA{Rate: algorithms.PerHour(10), Burst: 10}
-	res, err := s.Decide(context.Background(), testKey(t), alg, time.Time{}, 1)
+	res, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, time.Time{}, 1)
 	if !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrUnavailable) || res != (algorithms.Result{}) {
 		t.Fatalf("a decision on a Ring with WithReplicas: %+v, %v; want the zero Result and store.ErrUnsupported alone", res, err)
 	}
-	if err := s.Reset(context.Background(), testKey(t), alg); !errors.Is(err, store.ErrUnsupported) {
+	if err := s.Reset(context.Background(), store.Key{Name: testKey(t)}, alg); !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("a reset on a Ring with WithReplicas: %v; want store.ErrUnsupported", err)
 	}
 }
@@ -385,13 +385,13 @@ func TestReplicasClusterMoved(t *testing.T) {
 			key = k
 		}
 	}
-	res, err := s.Decide(ctx, key, alg, time.Time{}, 1)
+	res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1)
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, storeredis.ErrNotReplicated) || !strings.Contains(err.Error(), "MOVED") || res != (algorithms.Result{}) {
 		t.Fatalf("a decision sent to a master that moved the slot: %+v, %v; want the zero Result and store.ErrUnavailable for MOVED", res, err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
-		_, err = s.Decide(ctx, key, alg, time.Time{}, 1)
+		_, err = s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1)
 		if errors.Is(err, storeredis.ErrNotReplicated) {
 			return
 		}
@@ -444,7 +444,7 @@ func BenchmarkReplicas(b *testing.B) {
 					key := "bench:" + runID + ":" + bc.name + ":serial"
 					keys[key] = true
 					for b.Loop() {
-						if res, err := s.Decide(ctx, key, alg, time.Time{}, 1); err != nil || !res.Allowed {
+						if res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1); err != nil || !res.Allowed {
 							b.Fatalf("%+v, %v", res, err)
 						}
 					}
@@ -456,7 +456,7 @@ func BenchmarkReplicas(b *testing.B) {
 						n++
 						mu.Unlock()
 						for pb.Next() {
-							if res, err := s.Decide(ctx, key, alg, time.Time{}, 1); err != nil || !res.Allowed {
+							if res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1); err != nil || !res.Allowed {
 								b.Errorf("%+v, %v", res, err)
 								return
 							}

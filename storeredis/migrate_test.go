@@ -30,7 +30,7 @@ func TestSlotMigration(t *testing.T) {
 	s := storeredis.New(cc, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))
 	alg := algorithms.FixedWindow{Limit: 10, Window: time.Minute}
 	key := testKey(t) + ":" + ratewise.NewRequestID() // one per run, with -count too
-	if _, err := s.Decide(ctx, key, alg, time.Time{}, 1); err != nil {
+	if _, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1); err != nil {
 		t.Fatal(err)
 	}
 
@@ -77,18 +77,18 @@ func TestSlotMigration(t *testing.T) {
 	}
 	defer stable()
 
-	res, err := s.Decide(ctx, key, alg, time.Time{}, 0)
+	res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 0)
 	if err != nil || !res.Allowed || res.Remaining != 9 {
 		t.Fatalf("a peek during the migration: %+v, %v; want the key as it is", res, err)
 	}
-	_, err = s.Decide(ctx, key, alg, time.Time{}, 1)
+	_, err = s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1)
 	if !errors.Is(err, store.ErrUnavailable) || !strings.Contains(err.Error(), "TRYAGAIN") {
 		t.Fatalf("a charging decision during the migration: %v; want ErrUnavailable with TRYAGAIN", err)
 	}
 	t.Logf("a charging decision while the slot migrates: %v", err)
 
 	stable()
-	res, err = s.Decide(ctx, key, alg, time.Time{}, 1)
+	res, err = s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1)
 	if err != nil || !res.Allowed || res.Remaining != 8 {
 		t.Fatalf("the decision once the slot is stable: %+v, %v; want the second admission", res, err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -47,7 +48,7 @@ type requestID struct {
 func (s *Store) requestID(ctx context.Context, charges bool) (requestID, error) {
 	id, ok := store.RequestID(ctx)
 	if ok {
-		if err := store.CheckRequestID(ctx); err != nil {
+		if err := storecheck.RequestID(ctx); err != nil {
 			return requestID{}, err
 		}
 	}

@@ -127,11 +127,11 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: retries, PoolSize: 1})
 		t.Cleanup(func() { c.Close() })
 		s := storeredis.New(c, append(opts, storeredis.WithClientTime(), storeredis.WithCoalescing(0))...)
-		if _, err := s.Decide(context.Background(), testKey(t)+"-warm", alg, now, 1); err != nil {
+		if _, err := s.Decide(context.Background(), store.Key{Name: testKey(t) + "-warm"}, alg, now, 1); err != nil {
 			t.Fatal(err)
 		}
 		p.armed.Store(true)
-		res, err := s.Decide(ctx, testKey(t), alg, now, 1)
+		res, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, now, 1)
 		if p.dropped.Load() != 1 {
 			t.Fatalf("the proxy dropped %d replies, want 1", p.dropped.Load())
 		}
@@ -139,7 +139,7 @@ func TestLostReplyChargesOnce(t *testing.T) {
 	}
 	used := func(t *testing.T, s *storeredis.Store) int64 {
 		t.Helper()
-		res, err := s.Decide(context.Background(), testKey(t), alg, now, 0)
+		res, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, now, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,7 +163,7 @@ func TestLostReplyChargesOnce(t *testing.T) {
 			t.Fatalf("Decide with its reply lost and no retries: %+v, %v; want ErrMaybeDecided and ErrUnavailable", res, err)
 		}
 		t.Logf("the error: %v", err)
-		again, err := s.Decide(ctx, testKey(t), alg, now.Add(time.Second), 1)
+		again, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, now.Add(time.Second), 1)
 		if err != nil || !again.Allowed || again.Remaining != alg.Limit-1 || !again.At.Equal(now.Truncate(time.Microsecond)) {
 			t.Fatalf("the retry with the request's ID: %+v, %v; want the first outcome (Remaining %d, At %v)", again, err, alg.Limit-1, now)
 		}
@@ -179,17 +179,17 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: 1, PoolSize: 1, DialerRetries: 1})
 		t.Cleanup(func() { c.Close() })
 		s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithCoalescing(0))
-		if _, err := s.Decide(ctx, testKey(t)+"-warm", alg, now, 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: testKey(t) + "-warm"}, alg, now, 1); err != nil {
 			t.Fatal(err)
 		}
 		p.armed.Store(true)
 		p.refuse.Store(true)
-		_, err := s.Decide(ctx, testKey(t), alg, now, 1)
+		_, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, now, 1)
 		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, store.ErrMaybeDecided) {
 			t.Fatalf("Decide whose reply was lost and whose resend was refused: %v; want ErrUnavailable and ErrMaybeDecided", err)
 		}
 		direct := storeredis.New(newClient(t, srv.Addr), storeredis.WithClientTime(), storeredis.WithCoalescing(0))
-		if res, err := direct.Decide(ctx, testKey(t), alg, now, 0); err != nil || res.Remaining != alg.Limit-1 {
+		if res, err := direct.Decide(ctx, store.Key{Name: testKey(t)}, alg, now, 0); err != nil || res.Remaining != alg.Limit-1 {
 			t.Fatalf("the key after it: %+v, %v; want the first attempt's charge", res, err)
 		}
 	})
@@ -204,7 +204,7 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialerRetries: 1})
 		t.Cleanup(func() { c.Close() })
 		s := storeredis.New(c)
-		_, err = s.Decide(ctx, testKey(t), alg, now, 1)
+		_, err = s.Decide(ctx, store.Key{Name: testKey(t)}, alg, now, 1)
 		if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrMaybeDecided) {
 			t.Fatalf("Decide on a refused connection: %v; want ErrUnavailable without ErrMaybeDecided", err)
 		}
@@ -222,11 +222,11 @@ func TestRefundOnceKeyLifetime(t *testing.T) {
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 100}
 	s := storeredis.New(c)
 	key, id := testKey(t), ratewise.NewRequestID()
-	res, err := s.Decide(ctx, key, alg, time.Time{}, 5)
+	res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 5)
 	if err != nil || !res.Allowed {
 		t.Fatalf("the admission: %+v, %v", res, err)
 	}
-	if _, err := s.Refund(store.WithRequestID(ctx, id), key, alg, time.Time{}, res.At, 5); err != nil {
+	if _, err := s.Refund(store.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, res.At, 5); err != nil {
 		t.Fatal(err)
 	}
 	window := algo.QuotaOf(alg).Window
@@ -252,7 +252,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 		// A key as short as most, such as a user's ID.
 		key, id := runID+":"+alg.Kind().Name(), ratewise.NewRequestID()
 		rctx := store.WithRequestID(ctx, id)
-		res, err := s.Decide(rctx, key, alg, time.Time{}, 1)
+		res, err := s.Decide(rctx, store.Key{Name: key}, alg, time.Time{}, 1)
 		if err != nil || !res.Allowed {
 			t.Fatalf("%s: %+v, %v", alg, res, err)
 		}
@@ -272,7 +272,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 		// write, 5s to read, 1s of backoff): 142.5s.
 		resending := storeredis.New(newClient(t, addr))
 		key2, id2 := key+":resending", ratewise.NewRequestID()
-		if _, err := resending.Decide(store.WithRequestID(ctx, id2), key2, alg, time.Time{}, 1); err != nil {
+		if _, err := resending.Decide(store.WithRequestID(ctx, id2), store.Key{Name: key2}, alg, time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 		if ttl, err := c.PTTL(ctx, storeredis.OnceKey(resending, key2, alg, id2)).Result(); err != nil || ttl < 142*time.Second || ttl > 143500*time.Millisecond {
@@ -280,7 +280,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 		}
 
 		denyID := ratewise.NewRequestID()
-		if res, err := s.Decide(store.WithRequestID(ctx, denyID), key, alg, time.Time{}, 1); err != nil || res.Allowed {
+		if res, err := s.Decide(store.WithRequestID(ctx, denyID), store.Key{Name: key}, alg, time.Time{}, 1); err != nil || res.Allowed {
 			t.Fatalf("%s: a second request: %+v, %v; want a denial", alg, res, err)
 		}
 		if n, err := c.Exists(ctx, storeredis.OnceKey(s, key, alg, denyID)).Result(); err != nil || n != 0 {
@@ -315,7 +315,7 @@ func BenchmarkRequestIDs(b *testing.B) {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				if _, err := s.Decide(bc.ctx(), key, alg, time.Time{}, 1); err != nil {
+				if _, err := s.Decide(bc.ctx(), store.Key{Name: key}, alg, time.Time{}, 1); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
 )
 
 // TestLimitsBuiltOnTheFly: limits built on the fly (here 100 distinct
@@ -21,7 +22,7 @@ func TestLimitsBuiltOnTheFly(t *testing.T) {
 	for burst := int64(1); burst <= 100; burst++ {
 		alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: burst}
 		for range 2 {
-			res, err := s.Decide(context.Background(), "k", alg, now, 0)
+			res, err := s.Decide(context.Background(), store.Key{Name: "k"}, alg, now, 0)
 			if err != nil || res.Limit != burst || res.Remaining != burst {
 				t.Fatalf("burst %d: %+v, %v; want Remaining %d", burst, res, err, burst)
 			}

@@ -43,12 +43,12 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
 var (
 	_ store.Store            = (*Store)(nil)
-	_ store.TTLReporter      = (*Store)(nil)
 	_ store.AlgorithmChecker = (*Store)(nil)
 	_ store.SetDecider       = (*Store)(nil)
 	_ store.Reserver         = (*Store)(nil)
@@ -324,7 +324,8 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 // Decide runs alg's script for key in one round trip, which it may share
 // with concurrent decisions (see WithCoalescing), or denies at once a
 // request that a recent denial still covers (see WithDenyCache).
-func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key := k.String()
 	sc, err := scriptFor(alg)
 	if err != nil {
 		return algorithms.Result{}, err
@@ -334,7 +335,7 @@ func (s *Store) Decide(ctx context.Context, key string, alg algorithms.Algorithm
 	}
 	id, given := store.RequestID(ctx)
 	if given {
-		if err := store.CheckRequestID(ctx); err != nil {
+		if err := storecheck.RequestID(ctx); err != nil {
 			return algorithms.Result{}, err
 		}
 	}
@@ -489,14 +490,15 @@ var setScripts sync.Map // string → *redis.Script
 // nothing, with one script in one round trip (see store.SetDecider). The
 // algorithms' keys share key's hash tag, so on Redis Cluster they live in
 // one slot and one script can reach them all.
-func (s *Store) DecideSet(ctx context.Context, key string, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	key := k.String()
 	for _, alg := range algs {
 		if _, err := scriptFor(alg); err != nil {
 			return nil, err
 		}
 	}
 	at, notBefore, checkAt := s.clock(now)
-	if err := store.CheckSet(algs, checkAt, cost); err != nil {
+	if err := storecheck.Set(algs, checkAt, cost); err != nil {
 		return nil, err
 	}
 	// The script of the set's kinds, each once, in order of first use.
@@ -612,7 +614,8 @@ func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Scrip
 
 // Refund gives back n units that a request admitted at time at was
 // charged, in one round trip (see store.Refunder).
-func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	key := k.String()
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -668,12 +671,13 @@ func (s *Store) Refund(ctx context.Context, key string, alg algorithms.Algorithm
 
 // Reserve books a request for key under alg, in one round trip (see
 // store.Reserver): the token bucket and GCRA.
-func (s *Store) Reserve(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	key := k.String()
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	at, notBefore, checkAt := s.clock(now)
-	if err := store.CheckReserve(alg, checkAt, cost, maxWait); err != nil {
+	if err := storecheck.Reserve(alg, checkAt, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	sc, err := driven(&reserveScripts, alg.Kind(), "reserve.lua")
@@ -747,7 +751,8 @@ var serverTime any = ""
 // not block Redis. A reset with a request ID, the caller's or, with a client
 // that resends, the store's, is applied once: sent again, it does not delete
 // what was charged after it.
-func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm) error {
+func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm) error {
+	key := k.String()
 	if _, err := scriptFor(alg); err != nil {
 		return err
 	}
@@ -771,7 +776,8 @@ func (s *Store) Reset(ctx context.Context, key string, alg algorithms.Algorithm)
 
 // TTL returns the key's remaining time to live in Redis. It runs on Redis's
 // clock and ignores now.
-func (s *Store) TTL(ctx context.Context, key string, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+func (s *Store) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+	key := k.String()
 	if _, err := scriptFor(alg); err != nil {
 		return 0, err
 	}

@@ -175,7 +175,7 @@ func TestAdversarialKeysOnCluster(t *testing.T) {
 	alg := algorithms.GCRA{Rate: algorithms.PerMinute(1), Burst: 1}
 	for i, k := range adversarialKeys {
 		key := testKey(t) + ":" + k
-		res, err := s.Decide(ctx, key, alg, time.Now(), 1)
+		res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1)
 		if err != nil {
 			t.Fatalf("key %d %q: %v", i, k, err)
 		}
@@ -224,7 +224,7 @@ func TestEveryWriteHasATTL(t *testing.T) {
 						at := now.Add(time.Duration(i) * time.Second)
 						m.SetTime(at) // the server's clock, for server time
 						var err error
-						if res, err = s.Decide(ctx, key, alg, at, 1); err != nil {
+						if res, err = s.Decide(ctx, store.Key{Name: key}, alg, at, 1); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -254,7 +254,7 @@ func TestNoScriptRecovery(t *testing.T) {
 	key := testKey(t)
 	decide := func() {
 		t.Helper()
-		if res, err := s.Decide(ctx, key, alg, time.Now(), 1); err != nil || !res.Allowed {
+		if res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1); err != nil || !res.Allowed {
 			t.Fatalf("Decide: %+v, %v", res, err)
 		}
 	}
@@ -290,7 +290,7 @@ func TestSlidingLogMembersUnique(t *testing.T) {
 		s := storeredis.New(newClient(t, addr), storeredis.WithClientTime())
 		wg.Go(func() {
 			for i := range 25 {
-				res, err := s.Decide(context.Background(), key, alg, now.Add(time.Duration(i*8+c)*time.Microsecond), 1)
+				res, err := s.Decide(context.Background(), store.Key{Name: key}, alg, now.Add(time.Duration(i*8+c)*time.Microsecond), 1)
 				if err != nil {
 					t.Error(err)
 					return
@@ -307,7 +307,7 @@ func TestSlidingLogMembersUnique(t *testing.T) {
 	if err != nil || admitted.Load() != 200 || records > 200 {
 		t.Fatalf("%d admitted, %d records (%v); want 200 admitted in at most 200 records", admitted.Load(), records, err)
 	}
-	res, err := s.Decide(context.Background(), key, alg, now.Add(time.Second), 0)
+	res, err := s.Decide(context.Background(), store.Key{Name: key}, alg, now.Add(time.Second), 0)
 	if err != nil || res.Remaining != 800 {
 		t.Fatalf("Peek: %+v, %v; want Remaining 800", res, err)
 	}
@@ -320,7 +320,7 @@ func TestErrors(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: time.Second})
 		t.Cleanup(func() { c.Close() })
-		res, err := storeredis.New(c).Decide(ctx, "k", alg, time.Now(), 1)
+		res, err := storeredis.New(c).Decide(ctx, store.Key{Name: "k"}, alg, time.Now(), 1)
 		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, store.ErrUnavailable) || res.Allowed {
 			t.Fatalf("got %+v, %v; want ErrUnavailable and not allowed", res, err)
 		}
@@ -330,7 +330,7 @@ func TestErrors(t *testing.T) {
 		s := storeredis.New(newClient(t, redistest.Standalone(t).Addr))
 		dctx, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
 		defer cancel()
-		if _, err := s.Decide(dctx, "k", alg, time.Now(), 1); !errors.Is(err, context.DeadlineExceeded) {
+		if _, err := s.Decide(dctx, store.Key{Name: "k"}, alg, time.Now(), 1); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("got %v, want context.DeadlineExceeded", err)
 		}
 	})
@@ -344,7 +344,7 @@ func TestErrors(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Del(ctx, s.Key(key, alg)) })
-		res, err := s.Decide(ctx, key, alg, time.Now(), 1)
+		res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1)
 		if !errors.Is(err, store.ErrUnavailable) || res.Allowed {
 			t.Fatalf("got %+v, %v; want ErrUnavailable", res, err)
 		}
@@ -355,7 +355,7 @@ func TestErrors(t *testing.T) {
 		// Neither an unknown name nor a type of another package under a
 		// built-in name runs: the script would read its parameters wrongly.
 		for _, a := range []algorithms.Algorithm{unknownAlgorithm{alg}, renamedGCRA{alg}} {
-			_, err := s.Decide(ctx, "k", a, time.Now(), 1)
+			_, err := s.Decide(ctx, store.Key{Name: "k"}, a, time.Now(), 1)
 			if !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("%T: got %v, want ErrUnsupported and not ErrUnavailable", a, err)
 			}
@@ -364,10 +364,10 @@ func TestErrors(t *testing.T) {
 			}
 			// Nor may it reset or inspect the key of the algorithm whose
 			// name it borrows.
-			if err := s.Reset(ctx, "k", a); !errors.Is(err, store.ErrUnsupported) {
+			if err := s.Reset(ctx, store.Key{Name: "k"}, a); !errors.Is(err, store.ErrUnsupported) {
 				t.Fatalf("Reset with %T: got %v, want ErrUnsupported", a, err)
 			}
-			if _, err := s.TTL(ctx, "k", a, time.Now()); !errors.Is(err, store.ErrUnsupported) {
+			if _, err := s.TTL(ctx, store.Key{Name: "k"}, a, time.Now()); !errors.Is(err, store.ErrUnsupported) {
 				t.Fatalf("TTL with %T: got %v, want ErrUnsupported", a, err)
 			}
 		}
@@ -435,13 +435,13 @@ func TestClientTimeNeverMeansServerTime(t *testing.T) {
 	s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
 	alg := algorithms.FixedWindow{Limit: 5, Window: time.Second}
 	for _, at := range []time.Time{time.Unix(0, 0), time.UnixMicro(1), algorithms.MaxTime} {
-		res, err := s.Decide(context.Background(), testKey(t), alg, at, 1)
+		res, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, at, 1)
 		if err != nil || !res.At.Equal(at) {
 			t.Fatalf("decided at %v for a now of %v (%v)", res.At, at, err)
 		}
 	}
 	for _, at := range []time.Time{{}, time.Unix(0, -1000)} {
-		if _, err := s.Decide(context.Background(), testKey(t), alg, at, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
+		if _, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, at, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
 			t.Fatalf("a now of %v: %v, want ErrInvalidTime", at, err)
 		}
 	}
@@ -484,7 +484,7 @@ func TestStateOfOtherVersions(t *testing.T) {
 				if err := c.Set(ctx, old, "1 1", time.Minute).Err(); err != nil {
 					t.Fatal(err)
 				}
-				if res, err := s.Decide(ctx, key, alg, now, 0); err != nil || res.Remaining != algo.MaxCost(alg) {
+				if res, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 0); err != nil || res.Remaining != algo.MaxCost(alg) {
 					t.Fatalf("%s beside an older version's key: %+v, %v; want full", alg.Kind().Name(), res, err)
 				}
 				for i, st := range states[alg.Kind().Name()] {
@@ -500,7 +500,7 @@ func TestStateOfOtherVersions(t *testing.T) {
 						t.Fatal(err)
 					}
 					for cost := int64(0); cost <= algo.MaxCost(alg); cost++ {
-						res, err := s.Decide(ctx, k, alg, now, cost)
+						res, err := s.Decide(ctx, store.Key{Name: k}, alg, now, cost)
 						if err != nil || res.Remaining < 0 || res.Remaining > algo.MaxCost(alg) || res.RetryAfter < 0 || res.ResetAfter < 0 ||
 							res.Allowed != (res.RetryAfter == 0) {
 							t.Fatalf("%s on the state %v, cost %d: %+v, %v", alg.Kind().Name(), st, cost, res, err)
@@ -535,7 +535,7 @@ func TestExpiredRecordsAreRemovedInBoundedSteps(t *testing.T) {
 	}
 	later := start.Add(2 * time.Minute)
 	for i, want := range []int64{1_501, 502, 3} {
-		res, err := s.Decide(ctx, key, alg, later.Add(time.Duration(i)*time.Microsecond), 1)
+		res, err := s.Decide(ctx, store.Key{Name: key}, alg, later.Add(time.Duration(i)*time.Microsecond), 1)
 		if err != nil || !res.Allowed || res.Remaining != alg.Limit-int64(i)-1 {
 			t.Fatalf("decision %d after the window: %+v, %v; want admitted with Remaining %d", i, res, err, alg.Limit-int64(i)-1)
 		}
@@ -565,10 +565,10 @@ func TestNewRecordMeetsAnExpiredMember(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { c.Del(ctx, s.Key(key, alg)) })
-			if res, err := s.Decide(ctx, key, alg, start.Add(2*time.Second), 1); err != nil || !res.Allowed {
+			if res, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(2*time.Second), 1); err != nil || !res.Allowed {
 				t.Fatalf("after the record expired: %+v, %v; want admitted", res, err)
 			}
-			res, err := s.Decide(ctx, key, alg, start.Add(2500*time.Millisecond), 1)
+			res, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(2500*time.Millisecond), 1)
 			if err != nil || res.Allowed || res.RetryAfter != 500*time.Millisecond {
 				t.Fatalf("500ms later: %+v, %v; want denied for 500ms", res, err)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -69,7 +70,7 @@ func Harness(name string) bool {
 // concurrently, reaching Redis out of order, would share records.
 func FillLog(ctx context.Context, s *storeredis.Store, key string, alg algorithms.Algorithm, from, to int64, start time.Time, spacing time.Duration) error {
 	for i := from; i < to; i++ {
-		res, err := s.Decide(ctx, key, alg, start.Add(time.Duration(i)*spacing), 1)
+		res, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(time.Duration(i)*spacing), 1)
 		if err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/ratewise/ratewise/internal/loadgen"
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -184,7 +185,7 @@ func overDenial(ctx context.Context, rdb *redis.Client) error {
 	for i := range trials {
 		key := fmt.Sprint("overdeny:", i)
 		for {
-			res, err := cached.Decide(ctx, key, alg, time.Now(), 1)
+			res, err := cached.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1)
 			if err != nil {
 				return err
 			}
@@ -197,7 +198,7 @@ func overDenial(ctx context.Context, rdb *redis.Client) error {
 		var cacheAt, redisAt time.Time
 		for cacheAt.IsZero() {
 			if redisAt.IsZero() {
-				res, err := plain.Decide(ctx, key, alg, time.Now(), 0) // a peek: what a request would get
+				res, err := plain.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 0) // a peek: what a request would get
 				if err != nil {
 					return err
 				}
@@ -206,7 +207,7 @@ func overDenial(ctx context.Context, rdb *redis.Client) error {
 				}
 			}
 			if cacheAt.IsZero() {
-				res, err := cached.Decide(ctx, key, alg, time.Now(), 1)
+				res, err := cached.Decide(ctx, store.Key{Name: key}, alg, time.Now(), 1)
 				if err != nil {
 					return err
 				}

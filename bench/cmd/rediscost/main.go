@@ -29,6 +29,7 @@ import (
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redissession"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -81,9 +82,9 @@ func run(addr string) error {
 	keyStore := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithWarnings(0, nil))
 	for _, m := range memoryCases() {
 		key := "user:1001"
-		_ = keyStore.Reset(ctx, key, m.alg)
+		_ = keyStore.Reset(ctx, store.Key{Name: key}, m.alg)
 		for i, cost := range m.costs {
-			if _, err := keyStore.Decide(ctx, key, m.alg, t0.Add(time.Duration(i)*m.every), cost); err != nil {
+			if _, err := keyStore.Decide(ctx, store.Key{Name: key}, m.alg, t0.Add(time.Duration(i)*m.every), cost); err != nil {
 				return err
 			}
 		}
@@ -93,7 +94,7 @@ func run(addr string) error {
 			return err
 		}
 		fmt.Printf("| %s | %s | %d | %s |\n", m.alg.Kind().Name(), m.state, bytes, enc)
-		_ = keyStore.Reset(ctx, key, m.alg)
+		_ = keyStore.Reset(ctx, store.Key{Name: key}, m.alg)
 	}
 
 	fmt.Println()
@@ -114,7 +115,7 @@ func run(addr string) error {
 			return err
 		}
 		fmt.Printf("| %d | %d | %.1f | %s | ~100 |\n", n, bytes, float64(bytes)/float64(n), enc)
-		_ = s.Reset(ctx, key, alg)
+		_ = s.Reset(ctx, store.Key{Name: key}, alg)
 	}
 	if err := setCosts(ctx, c, s, roundTrips); err != nil {
 		return err
@@ -138,7 +139,7 @@ func setCosts(ctx context.Context, c *redis.Client, s *storeredis.Store, roundTr
 		var trips float64
 		for r := range 15 {
 			key := fmt.Sprintf("set:%d:%d", k, r)
-			if _, err := s.DecideSet(ctx, key+":warm", set, t0, 1); err != nil { // load the script
+			if _, err := s.DecideSet(ctx, store.Key{Name: key + ":warm"}, set, t0, 1); err != nil { // load the script
 				return err
 			}
 			if err := c.ConfigResetStat(ctx).Err(); err != nil {
@@ -147,7 +148,7 @@ func setCosts(ctx context.Context, c *redis.Client, s *storeredis.Store, roundTr
 			roundTrips.Reset()
 			const n = 200
 			for i := range n {
-				res, err := s.DecideSet(ctx, key, set, t0.Add(time.Duration(i)*time.Millisecond), 1)
+				res, err := s.DecideSet(ctx, store.Key{Name: key}, set, t0.Add(time.Duration(i)*time.Millisecond), 1)
 				if err != nil {
 					return err
 				}
@@ -162,8 +163,8 @@ func setCosts(ctx context.Context, c *redis.Client, s *storeredis.Store, roundTr
 			}
 			usec = append(usec, float64(stats["evalsha"].Usec)/float64(stats["evalsha"].Calls))
 			for _, alg := range set {
-				_ = s.Reset(ctx, key, alg)
-				_ = s.Reset(ctx, key+":warm", alg)
+				_ = s.Reset(ctx, store.Key{Name: key}, alg)
+				_ = s.Reset(ctx, store.Key{Name: key + ":warm"}, alg)
 			}
 		}
 		sort.Float64s(usec)
@@ -278,7 +279,7 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 	key := "commands:" + alg.Kind().Name()
 	const n, rounds = 200, 15
 	// Warm the script cache so NOSCRIPT does not count.
-	if _, err := s.Decide(ctx, "warm", alg, t0, 1); err != nil {
+	if _, err := s.Decide(ctx, store.Key{Name: "warm"}, alg, t0, 1); err != nil {
 		return "", err
 	}
 	type measured struct {
@@ -291,7 +292,7 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 		}
 		roundTrips.Reset()
 		for i := range n {
-			if _, err := s.Decide(ctx, key, alg, start.Add(time.Duration(i)*step), 1); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(time.Duration(i)*step), 1); err != nil {
 				return measured{}, err
 			}
 		}
@@ -318,7 +319,7 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 	}
 	var admitted, denied []measured
 	for r := range rounds {
-		_ = s.Reset(ctx, key, alg)
+		_ = s.Reset(ctx, store.Key{Name: key}, alg)
 		// 1000 per minute: 200 requests 1ms apart are all admitted; 200 more
 		// at one instant after the rest of the limit is used up are all
 		// denied. Each round starts an hour after the last.
@@ -327,11 +328,11 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 		if err != nil {
 			return "", err
 		}
-		left, err := s.Decide(ctx, key, alg, start.Add(time.Second), 0)
+		left, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(time.Second), 0)
 		if err != nil {
 			return "", err
 		}
-		if _, err := s.Decide(ctx, key, alg, start.Add(time.Second), left.Remaining); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(time.Second), left.Remaining); err != nil {
 			return "", err
 		}
 		d, err := measure(start.Add(time.Second), 0)
@@ -340,8 +341,8 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 		}
 		admitted, denied = append(admitted, a), append(denied, d)
 	}
-	_ = s.Reset(ctx, key, alg)
-	_ = s.Reset(ctx, "warm", alg)
+	_ = s.Reset(ctx, store.Key{Name: key}, alg)
+	_ = s.Reset(ctx, store.Key{Name: "warm"}, alg)
 	median := func(ms []measured) float64 {
 		v := make([]float64, len(ms))
 		for i, m := range ms {

@@ -38,6 +38,7 @@ import (
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redissession"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -185,7 +186,7 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 				enc = "skiplist"
 			}
 			m[fmt.Sprintf("sliding_log.bytes_per_record.%s.%d", enc, n)] = float64(b) / float64(n)
-			_ = s.Reset(ctx, key, alg)
+			_ = s.Reset(ctx, store.Key{Name: key}, alg)
 
 			ring := algorithms.CompactLog{Limit: n, Window: sc.window}
 			if err := redisinfo.FillLog(ctx, s, key, ring, 0, n, logStart, 10*time.Microsecond); err != nil {
@@ -195,7 +196,7 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 				return nil, err
 			}
 			m[fmt.Sprintf("compact_log.bytes_per_record.%d", n)] = float64(row.compactBytes) / float64(n)
-			_ = s.Reset(ctx, key, ring)
+			_ = s.Reset(ctx, store.Key{Name: key}, ring)
 		}
 		var err error
 		sub := sc.window / 60
@@ -234,16 +235,16 @@ func keyBytes(ctx context.Context, c *redis.Client, s *storeredis.Store, alg alg
 		return 0, err
 	}
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	_ = s.Reset(ctx, key, alg)
+	_ = s.Reset(ctx, store.Key{Name: key}, alg)
 	for i := range count {
-		if res, err := s.Decide(ctx, key, alg, t0.Add(time.Duration(i)*every), min(cost, algo.MaxCost(alg))); err != nil {
+		if res, err := s.Decide(ctx, store.Key{Name: key}, alg, t0.Add(time.Duration(i)*every), min(cost, algo.MaxCost(alg))); err != nil {
 			return 0, err
 		} else if !res.Allowed {
 			return 0, fmt.Errorf("%s: request %d denied while sizing the key", alg.Kind().Name(), i)
 		}
 	}
 	b, err := c.MemoryUsage(ctx, s.Key(key, alg), 0).Result()
-	_ = s.Reset(ctx, key, alg)
+	_ = s.Reset(ctx, store.Key{Name: key}, alg)
 	return b, err
 }
 
@@ -299,7 +300,7 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 			for i := r * samples / rounds; i < (r+1)*samples/rounds; i++ {
 				at := logStart.Add(time.Duration(filled+int64(i)) * 10 * time.Microsecond)
 				t := time.Now()
-				res, err := s.Decide(ctx, key, alg, at, 1)
+				res, err := s.Decide(ctx, store.Key{Name: key}, alg, at, 1)
 				durations[i] = time.Since(t)
 				if err != nil {
 					return nil, err
@@ -336,7 +337,7 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 	} else {
 		fmt.Printf("The budget is first crossed at %s records.\n\n", thousands(crossed))
 	}
-	_ = s.Reset(ctx, key, alg)
+	_ = s.Reset(ctx, store.Key{Name: key}, alg)
 	return rows, nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/replay"
 	"github.com/ratewise/ratewise/replay/workload"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -132,7 +133,7 @@ func measureCost(ctx context.Context, target replay.Target, name string, records
 	s := inst.Store()
 	key := fill.Keys[0]
 	for _, r := range fill.Requests {
-		if _, err := s.Decide(ctx, key, alg, fill.Start.Add(r.At), 1); err != nil {
+		if _, err := s.Decide(ctx, store.Key{Name: key}, alg, fill.Start.Add(r.At), 1); err != nil {
 			return Figures{}, err
 		}
 	}
@@ -162,7 +163,7 @@ func measureCost(ctx context.Context, target replay.Target, name string, records
 		for range timeBatch {
 			at := fill.Start.Add(window + time.Duration(next)*gap)
 			next++
-			if _, err := s.Decide(ctx, key, alg, at, 1); err != nil {
+			if _, err := s.Decide(ctx, store.Key{Name: key}, alg, at, 1); err != nil {
 				return Figures{}, err
 			}
 		}
@@ -400,7 +401,7 @@ func driveCPU(ctx context.Context, c redis.UniversalClient, s *storeredis.Store,
 		go func() {
 			defer wg.Done()
 			for i := g; !stop.Load(); i += callers {
-				if _, err := s.Decide(ctx, keys[i%len(keys)], alg, time.Now(), 1); err != nil {
+				if _, err := s.Decide(ctx, store.Key{Name: keys[i%len(keys)]}, alg, time.Now(), 1); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					stop.Store(true)
 					return

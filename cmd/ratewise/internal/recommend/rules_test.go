@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )
 
@@ -216,7 +217,7 @@ func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
 		admitted := map[string]int{}
 		for at := time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC); at.Year() == 2026; at = at.Add(time.Hour) {
 			month := at.Format("2006-01")
-			res, err := s.Decide(context.Background(), "user:1001:"+month, alg, at, 1)
+			res, err := s.Decide(context.Background(), store.Key{Name: "user:1001:" + month}, alg, at, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
