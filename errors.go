@@ -19,9 +19,9 @@ var (
 	ErrInvalidNamespace = errors.New(`ratewise: a namespace must not contain ":"`)
 	// ErrEmptyKey: a key is empty.
 	ErrEmptyKey = errors.New("ratewise: key must not be empty")
-	// ErrInvalidGroup: NewGroup was given no limiters or a nil one, or
-	// Group.AllowN a number of keys other than the number of limiters.
-	ErrInvalidGroup = errors.New("ratewise: invalid group")
+	// ErrInvalidMultiKey: NewMultiKey was given no limiters or a nil one, or
+	// MultiKey.AllowN a number of keys other than the number of limiters.
+	ErrInvalidMultiKey = errors.New("ratewise: invalid group")
 	// ErrNotAdmitted: Refund was given a Result that charged nothing to
 	// give back: a denial, a Peek's, or one not made by a decision.
 	ErrNotAdmitted = errors.New("ratewise: the result to refund was not an admission")

@@ -43,7 +43,7 @@ func Example() {
 // Free users get 3 requests per minute and paid users 10, on one limiter.
 // The tiers share the sliding log's window, so a user who upgrades keeps
 // what they used this minute.
-func ExampleWithLimits() {
+func ExampleWithTiers() {
 	ctx := context.Background()
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	free := algorithms.SlidingLog{Limit: 3, Window: time.Minute}
@@ -51,7 +51,7 @@ func ExampleWithLimits() {
 	plans := map[string]algorithms.Algorithm{"user:paid": paid}
 
 	limiter, err := ratewise.New(storememory.New(), free, ratewise.WithClock(clock),
-		ratewise.WithLimits(func(_ context.Context, user string) (algorithms.Algorithm, error) {
+		ratewise.WithTiers(func(_ context.Context, user string) (algorithms.Algorithm, error) {
 			return plans[user], nil // nil: the free tier
 		}))
 	if err != nil {
@@ -91,10 +91,10 @@ func ExampleLimiter_AllowWith() {
 
 // 10 per second with a burst of 20 AND 1,000 per hour, checked together: a
 // request passes only if both admit it, and a denied one charges neither.
-func ExampleNewSet() {
+func ExampleNewStack() {
 	ctx := context.Background()
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+	set, err := ratewise.NewStack(storememory.New(), []algorithms.Algorithm{
 		algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20},
 		algorithms.SlidingLog{Limit: 1000, Window: time.Hour},
 	}, ratewise.WithClock(clock))
@@ -162,9 +162,9 @@ func ExampleLimiter_Refund() {
 }
 
 // A user's limit AND their tenant's limit, on different keys, which a
-// Redis Cluster keeps in different slots: a Group checks both, and a
+// Redis Cluster keeps in different slots: a MultiKey checks both, and a
 // request one of them denies charges neither.
-func ExampleGroup() {
+func ExampleMultiKey() {
 	ctx := context.Background()
 	s := storememory.New()
 	perUser, err := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 10}, ratewise.WithNamespace("user"))
@@ -175,7 +175,7 @@ func ExampleGroup() {
 	if err != nil {
 		panic(err)
 	}
-	group, err := ratewise.NewGroup(perUser, perTenant)
+	group, err := ratewise.NewMultiKey(perUser, perTenant)
 	if err != nil {
 		panic(err)
 	}

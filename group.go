@@ -8,10 +8,10 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// Group checks limits on different subjects together, such as a user's,
+// MultiKey checks limits on different subjects together, such as a user's,
 // their tenant's and a global limit: a request passes only if every limit
-// admits it, each on its own key. Unlike a Set, whose limits share one key
-// and are decided in one atomic step, a Group's keys may live on different
+// admits it, each on its own key. Unlike a Stack, whose limits share one key
+// and are decided in one atomic step, a MultiKey's keys may live on different
 // Redis Cluster nodes, so it decides in two phases, one round trip per
 // limit in each:
 //
@@ -31,57 +31,57 @@ import (
 // the round trip (microseconds' worth), a sliding log frees its oldest
 // units rather than the refunded ones, so it is short of one request's
 // cost until the refunded request would have expired. It never gives back
-// more than was charged. A Group is safe for concurrent use.
-type Group struct {
+// more than was charged. A MultiKey is safe for concurrent use.
+type MultiKey struct {
 	limiters []*Limiter
 }
 
-// NewGroup returns a Group of limiters, checked in order; each limiter's
+// NewMultiKey returns a MultiKey of limiters, checked in order; each limiter's
 // store must be able to refund (store.Refunder), as the memory and Redis
-// stores can, or NewGroup fails with store.ErrUnsupported. No limiters, or a nil
-// one, is ErrInvalidGroup.
-func NewGroup(limiters ...*Limiter) (*Group, error) {
+// stores can, or NewMultiKey fails with store.ErrUnsupported. No limiters, or a nil
+// one, is ErrInvalidMultiKey.
+func NewMultiKey(limiters ...*Limiter) (*MultiKey, error) {
 	if len(limiters) == 0 {
-		return nil, fmt.Errorf("%w: no limiters", ErrInvalidGroup)
+		return nil, fmt.Errorf("%w: no limiters", ErrInvalidMultiKey)
 	}
 	for i, l := range limiters {
 		if l == nil {
-			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidGroup, i)
+			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidMultiKey, i)
 		}
 		if _, ok := l.store.(store.Refunder); !ok {
 			return nil, fmt.Errorf("%w: limiter %d's store %T cannot refund (store.Refunder)", store.ErrUnsupported, i, l.store)
 		}
 	}
-	return &Group{limiters: append([]*Limiter(nil), limiters...)}, nil
+	return &MultiKey{limiters: append([]*Limiter(nil), limiters...)}, nil
 }
 
-// Limiters returns the Group's limiters, in order: limiter i decides on
+// Limiters returns the MultiKey's limiters, in order: limiter i decides on
 // keys[i].
-func (g *Group) Limiters() []*Limiter {
+func (g *MultiKey) Limiters() []*Limiter {
 	return append([]*Limiter(nil), g.limiters...)
 }
 
 // Allow is shorthand for AllowN(ctx, keys, 1).
-func (g *Group) Allow(ctx context.Context, keys ...string) (SetResult, error) {
+func (g *MultiKey) Allow(ctx context.Context, keys ...string) (MultiResult, error) {
 	return g.AllowN(ctx, keys, 1)
 }
 
 // AllowN reports whether a request of cost n is admitted by every limiter,
-// limiter i on keys[i], and charges each if it is. The SetResult is as a
-// Set's: every limit's Result, the binding one, and RetryAfter the wait
+// limiter i on keys[i], and charges each if it is. The MultiResult is as a
+// Stack's: every limit's Result, the binding one, and RetryAfter the wait
 // until all would admit. An error from any limiter is returned after the
 // limits already charged have been refunded, even when the error is ctx's;
 // the refund's own error, if any, is joined to it. A number of keys other
-// than the number of limiters is ErrInvalidGroup.
-func (g *Group) AllowN(ctx context.Context, keys []string, n int64) (SetResult, error) {
+// than the number of limiters is ErrInvalidMultiKey.
+func (g *MultiKey) AllowN(ctx context.Context, keys []string, n int64) (MultiResult, error) {
 	if len(keys) != len(g.limiters) {
-		return SetResult{}, fmt.Errorf("%w: %d keys for %d limiters", ErrInvalidGroup, len(keys), len(g.limiters))
+		return MultiResult{}, fmt.Errorf("%w: %d keys for %d limiters", ErrInvalidMultiKey, len(keys), len(g.limiters))
 	}
 	results := make([]Result, len(keys))
 	for i, l := range g.limiters {
 		res, err := l.PeekN(ctx, keys[i], n)
 		if err != nil {
-			return SetResult{}, err
+			return MultiResult{}, err
 		}
 		results[i] = res
 	}
@@ -95,14 +95,14 @@ func (g *Group) AllowN(ctx context.Context, keys []string, n int64) (SetResult, 
 				err = errors.Join(err, rerr)
 			}
 			if err != nil {
-				return SetResult{}, err
+				return MultiResult{}, err
 			}
 			// The others report what they have now, uncharged, as in a
-			// Set's denial.
+			// Stack's denial.
 			results[i] = res
 			for j := range i {
 				if results[j], err = g.limiters[j].PeekN(ctx, keys[j], n); err != nil {
-					return SetResult{}, err
+					return MultiResult{}, err
 				}
 			}
 			return combine(results), nil
@@ -114,7 +114,7 @@ func (g *Group) AllowN(ctx context.Context, keys []string, n int64) (SetResult, 
 
 // refund gives back the charges of the first limiters, in reverse order,
 // whether or not ctx has ended.
-func (g *Group) refund(ctx context.Context, keys []string, charged []Result, n int64) error {
+func (g *MultiKey) refund(ctx context.Context, keys []string, charged []Result, n int64) error {
 	ctx, cancel := detached(ctx)
 	defer cancel()
 	var errs []error

@@ -7,8 +7,8 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// Observer hears of every decision a Limiter or Set asks its store for, to
-// feed metrics or traces. Give one to New or NewSet with WithObserver.
+// Observer hears of every decision a Limiter or Stack asks its store for, to
+// feed metrics or traces. Give one to New or NewStack with WithObserver.
 //
 // ObserveDecision runs on the caller's goroutine after the store answers
 // and before the decision is returned, so it must be quick and must not
@@ -30,21 +30,21 @@ const (
 
 // DecisionEvent is one decision an Observer hears of: each Allow, Peek and
 // Wait step, and each booking (Reserve, and Wait with an algorithm that
-// books). A Group's limiters report their own decisions, peeks included.
+// books). A MultiKey's limiters report their own decisions, peeks included.
 // Input rejected before the store is asked, such as an empty key or a
 // Limiter's cost above its limit, is not reported; input the store rejects,
-// such as a Set's cost above one of its limits or an invalid request ID, is,
+// such as a Stack's cost above one of its limits or an invalid request ID, is,
 // with its error. A refund is not a decision.
 type DecisionEvent struct {
 	// Source is SourceLimiter or SourceSet.
 	Source string
 	// Algorithm is the binding limit's algorithm: the key's (see
-	// Limiter.AlgorithmFor) for a Limiter, Binding's for a Set. Its Name
+	// Limiter.AlgorithmFor) for a Limiter, Binding's for a Stack. Its Name
 	// and String describe it; String carries the parameters, such as
 	// "gcra 10/1s burst 20".
 	Algorithm algorithms.Algorithm
-	// Binding is the index of the binding limit in a Set (see
-	// SetResult.Binding), and 0 for a Limiter or a Set's error.
+	// Binding is the index of the binding limit in a Stack (see
+	// MultiResult.Binding), and 0 for a Limiter or a Stack's error.
 	Binding int
 	// Key is the key as the caller gave it, without the namespace. Never
 	// use it as a metric label (see Observer).
@@ -56,7 +56,7 @@ type DecisionEvent struct {
 	Peek bool
 	// Allowed is Result.Allowed: false for a denial and for an error.
 	Allowed bool
-	// Result is the decision's (the binding limit's for a Set); zero when
+	// Result is the decision's (the binding limit's for a Stack); zero when
 	// Err is not nil.
 	Result Result
 	// StoreLatency is how long the store took to answer, on the system's
@@ -68,7 +68,7 @@ type DecisionEvent struct {
 	Err error
 }
 
-// WithObserver makes the limiter, or the Set, report every decision to o
+// WithObserver makes the limiter, or the Stack, report every decision to o
 // (see Observer and DecisionEvent). For example, to count decisions by
 // algorithm and outcome:
 //

@@ -137,7 +137,7 @@ func TestObserverSkipsInvalidInput(t *testing.T) {
 	}
 }
 
-// A Set reports the binding limit: its index, its algorithm and its Result.
+// A Stack reports the binding limit: its index, its algorithm and its Result.
 func TestObserverSetBinding(t *testing.T) {
 	ctx := context.Background()
 	algs := []algorithms.Algorithm{
@@ -146,7 +146,7 @@ func TestObserverSetBinding(t *testing.T) {
 	}
 	rec := &recorder{}
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	set, err := ratewise.NewSet(storememory.New(), algs, ratewise.WithObserver(rec), ratewise.WithClock(clock))
+	set, err := ratewise.NewStack(storememory.New(), algs, ratewise.WithObserver(rec), ratewise.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

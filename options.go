@@ -35,15 +35,15 @@ func WithClock(c Clock) Option {
 	})
 }
 
-// WithLimits gives each key its own limit: limits chooses the algorithm for
-// every decision on a key (see LimitFunc), and the limiter's own algorithm
+// WithTiers gives each key its own limit: limits chooses the algorithm for
+// every decision on a key (see TierFunc), and the limiter's own algorithm
 // applies to a key for which it returns nil. For example, free users get 100
 // per hour and paid users 10,000:
 //
 //	free := algorithms.SlidingWindow{Limit: 100, Window: time.Hour, SubWindows: 60}
 //	paid := free
 //	paid.Limit = 10_000
-//	l, err := ratewise.New(s, free, ratewise.WithLimits(
+//	l, err := ratewise.New(s, free, ratewise.WithTiers(
 //		func(ctx context.Context, user string) (algorithms.Algorithm, error) {
 //			if plans.IsPaid(user) {
 //				return paid, nil
@@ -53,6 +53,6 @@ func WithClock(c Clock) Option {
 //
 // The two tiers share a kind and Scope, so a user who upgrades keeps what
 // they used this hour against the new limit.
-func WithLimits(limits LimitFunc) Option {
+func WithTiers(limits TierFunc) Option {
 	return optionFunc(func(l *Limiter) { l.limits = limits })
 }

@@ -41,7 +41,7 @@ type Limiter struct {
 	namespace string
 	clock     Clock
 	// limits chooses a key's algorithm; nil means alg for every key.
-	limits LimitFunc
+	limits TierFunc
 	// observer hears of every decision; nil for none, the default, which
 	// costs nothing on the hot path.
 	observer Observer
@@ -49,14 +49,14 @@ type Limiter struct {
 	latency latency
 }
 
-// LimitFunc chooses the algorithm, and so the limit, for a key: tiers,
+// TierFunc chooses the algorithm, and so the limit, for a key: tiers,
 // plans, a customer's contract. It returns nil for the limiter's own
 // algorithm. It runs on every decision, so it should be quick (a map or a
 // cache, not a database query), and it may return different limits over
 // time, as after a configuration reload: a key keeps what it used when its
 // new algorithm has the same kind and Scope (see algo.Scope), and
 // starts afresh under another. An error is returned to the caller, wrapped.
-type LimitFunc func(ctx context.Context, key string) (algorithms.Algorithm, error)
+type TierFunc func(ctx context.Context, key string) (algorithms.Algorithm, error)
 
 // New returns a limiter that runs alg on s. It fails with ErrNilStore,
 // ErrNilAlgorithm, algorithms.ErrUnknownAlgorithm for a type that only embeds one of
@@ -165,7 +165,7 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // Refund gives back n units of the cost an admission for key was charged:
 // a request that failed before doing any work, or a job charged its largest
 // cost up front that used less. charged is the Result of that admission
-// (from AllowN, AllowWith, WaitN, a Reservation, or a Set's Results), which
+// (from AllowN, AllowWith, WaitN, a Reservation, or a Stack's Results), which
 // names the state it charged: its algorithm's kind and window, with the
 // limit it was decided under, its cost, and the time it counts at
 // (Result.Charged, Result.At). The refund goes into exactly that state,
@@ -223,12 +223,12 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return l.store.Reset(ctx, l.key(key), alg)
 }
 
-// Algorithm returns the limiter's algorithm: every key's, unless WithLimits
+// Algorithm returns the limiter's algorithm: every key's, unless WithTiers
 // chooses another (see AlgorithmFor).
 func (l *Limiter) Algorithm() algorithms.Algorithm { return l.alg }
 
 // AlgorithmFor returns the algorithm the limiter applies to key: what the
-// WithLimits function chooses, or the limiter's own. An error from that
+// WithTiers function chooses, or the limiter's own. An error from that
 // function is returned wrapped.
 func (l *Limiter) AlgorithmFor(ctx context.Context, key string) (algorithms.Algorithm, error) {
 	if l.limits == nil {

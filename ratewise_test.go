@@ -118,7 +118,7 @@ func TestWithNamespaceSeparatesLimiters(t *testing.T) {
 func TestWithLimitsChecksTheLimit(t *testing.T) {
 	ctx := context.Background()
 	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute},
-		ratewise.WithLimits(func(context.Context, string) (algorithms.Algorithm, error) {
+		ratewise.WithTiers(func(context.Context, string) (algorithms.Algorithm, error) {
 			return algorithms.FixedWindow{Limit: 0, Window: time.Minute}, nil
 		}))
 	if err != nil {

@@ -109,7 +109,7 @@ type cancelling struct{ *ratewisetest.Clock }
 
 func (cancelling) Sleep(context.Context, time.Duration) error { return context.Canceled }
 
-// A Group checks a user's and a tenant's limit on their own keys; a denial
+// A MultiKey checks a user's and a tenant's limit on their own keys; a denial
 // by either charges neither.
 func TestGroup(t *testing.T) {
 	ctx := context.Background()
@@ -117,7 +117,7 @@ func TestGroup(t *testing.T) {
 	clock := ratewisetest.NewClock(refundStart)
 	user, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 2, Window: time.Minute}, ratewise.WithClock(clock), ratewise.WithNamespace("user"))
 	tenant, _ := ratewise.New(s, algorithms.FixedWindow{Limit: 3, Window: time.Minute}, ratewise.WithClock(clock), ratewise.WithNamespace("tenant"))
-	g, err := ratewise.NewGroup(user, tenant)
+	g, err := ratewise.NewMultiKey(user, tenant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,19 +133,19 @@ func TestGroup(t *testing.T) {
 	if got, _ := user.Peek(ctx, "cat"); got.Remaining != 2 {
 		t.Fatalf("the tenant's denial charged the user: %+v", got)
 	}
-	if _, err := g.Allow(ctx, "cat"); !errors.Is(err, ratewise.ErrInvalidGroup) {
+	if _, err := g.Allow(ctx, "cat"); !errors.Is(err, ratewise.ErrInvalidMultiKey) {
 		t.Fatalf("one key for two limiters: %v", err)
 	}
-	if _, err := ratewise.NewGroup(user, nil); !errors.Is(err, ratewise.ErrInvalidGroup) {
+	if _, err := ratewise.NewMultiKey(user, nil); !errors.Is(err, ratewise.ErrInvalidMultiKey) {
 		t.Fatalf("a nil limiter: %v", err)
 	}
 	hidden, _ := ratewise.New(onlyStore{s}, algorithms.FixedWindow{Limit: 3, Window: time.Minute})
-	if _, err := ratewise.NewGroup(user, hidden); !errors.Is(err, store.ErrUnsupported) {
+	if _, err := ratewise.NewMultiKey(user, hidden); !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("a store that cannot refund: %v", err)
 	}
 }
 
-// When another instance takes the tenant's last unit between the Group's
+// When another instance takes the tenant's last unit between the MultiKey's
 // peek and its charge, the user's charge is given back in full.
 func TestGroupRefundsOnARace(t *testing.T) {
 	ctx := context.Background()
@@ -160,7 +160,7 @@ func TestGroupRefundsOnARace(t *testing.T) {
 	clock := ratewisetest.NewClock(refundStart)
 	user, _ := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2}, ratewise.WithClock(clock), ratewise.WithNamespace("user"))
 	tenant, _ := ratewise.New(s, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, ratewise.WithClock(clock), ratewise.WithNamespace("tenant"))
-	g, _ := ratewise.NewGroup(user, tenant)
+	g, _ := ratewise.NewMultiKey(user, tenant)
 	res, err := g.Allow(ctx, "ann", "acme")
 	if err != nil || res.Allowed || res.Binding != 1 {
 		t.Fatalf("%+v, %v; want denied by the tenant", res, err)
@@ -206,7 +206,7 @@ func TestRefundIntoTheChargedState(t *testing.T) {
 	hour := algorithms.FixedWindow{Limit: 5, Window: time.Hour}
 	tier := map[string]algorithms.Algorithm{}
 	l, _ := ratewise.New(storememory.New(), minute, ratewise.WithClock(clock),
-		ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
+		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
 	charged, err := l.Allow(ctx, "k") // on the per-minute tier
 	if err != nil || !charged.Allowed {
 		t.Fatalf("%+v, %v", charged, err)
@@ -268,8 +268,8 @@ func TestRefundOnlyWhatWasCharged(t *testing.T) {
 	}
 }
 
-// A Set's admission comes back to every limit, each into the state it
-// charged; a Group's rollback and a cancelled booking, likewise, into the
+// A Stack's admission comes back to every limit, each into the state it
+// charged; a MultiKey's rollback and a cancelled booking, likewise, into the
 // states they charged, whatever the key's tier by then.
 func TestRefundThroughSetsGroupsAndBookings(t *testing.T) {
 	ctx := context.Background()
@@ -277,7 +277,7 @@ func TestRefundThroughSetsGroupsAndBookings(t *testing.T) {
 	mem := storememory.New()
 	perSecond := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 3}
 	perHour := algorithms.SlidingLog{Limit: 10, Window: time.Hour}
-	set, _ := ratewise.NewSet(mem, []algorithms.Algorithm{perSecond, perHour}, ratewise.WithClock(clock))
+	set, _ := ratewise.NewStack(mem, []algorithms.Algorithm{perSecond, perHour}, ratewise.WithClock(clock))
 	admitted, err := set.AllowN(ctx, "k", 2)
 	if err != nil || !admitted.Allowed {
 		t.Fatalf("%+v, %v", admitted, err)
@@ -297,7 +297,7 @@ func TestRefundThroughSetsGroupsAndBookings(t *testing.T) {
 	// gives its turn back to the state it booked.
 	tier := map[string]algorithms.Algorithm{}
 	l, _ := ratewise.New(mem, perSecond, ratewise.WithClock(clock), ratewise.WithNamespace("b"),
-		ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
+		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
 	l.AllowN(ctx, "k", 3)
 	r, err := l.Reserve(ctx, "k", time.Minute)
 	if err != nil || !r.OK() || r.Delay() != time.Second {
@@ -313,7 +313,7 @@ func TestRefundThroughSetsGroupsAndBookings(t *testing.T) {
 	}
 }
 
-// A Group whose context ends between its charges still gives back what it
+// A MultiKey whose context ends between its charges still gives back what it
 // charged.
 func TestGroupRefundsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -322,7 +322,7 @@ func TestGroupRefundsWhenItsContextEnds(t *testing.T) {
 	s := &onCharge{Store: storememory.New(), key: "tenant:acme", do: func(context.Context, algorithms.Algorithm, time.Time) { cancel() }}
 	user, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("user"))
 	tenant, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("tenant"))
-	g, _ := ratewise.NewGroup(user, tenant)
+	g, _ := ratewise.NewMultiKey(user, tenant)
 	if _, err := g.Allow(ctx, "ann", "acme"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // WithRequestID returns a copy of ctx that makes the decisions made with it
-// (Allow, AllowN, a Set's, Wait's booking, and Refund) apply at most once:
+// (Allow, AllowN, a Stack's, Wait's booking, and Refund) apply at most once:
 // while what the first admission charged counts, a request with the same ID
 // on the same key and limit (its algorithm kind and window) returns the
 // first admission's Result and charges nothing. Denials are not remembered,

@@ -11,12 +11,12 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// Set checks several limits on one key together, all or nothing: a request
+// Stack checks several limits on one key together, all or nothing: a request
 // passes only if every limit admits it, and then every limit is charged; if
 // any denies, none is charged. The classic case is a short and a long limit,
 // such as 10 per second with a burst of 20 AND 1,000 per hour:
 //
-//	set, err := ratewise.NewSet(s, []algorithms.Algorithm{
+//	set, err := ratewise.NewStack(s, []algorithms.Algorithm{
 //		algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20},
 //		algorithms.SlidingLog{Limit: 1000, Window: time.Hour},
 //	})
@@ -28,9 +28,9 @@ import (
 // Redis, one script over the set's keys, which share the key's hash tag and
 // so one Cluster slot. The limits must cover the same key; limits on
 // different subjects (a user, their tenant, everyone) have keys in
-// different slots, which no one script can reach on a Cluster: a Group
-// checks those. A Set is safe for concurrent use.
-type Set struct {
+// different slots, which no one script can reach on a Cluster: a MultiKey
+// checks those. A Stack is safe for concurrent use.
+type Stack struct {
 	store     store.SetDecider
 	algs      []algorithms.Algorithm
 	namespace string
@@ -39,18 +39,18 @@ type Set struct {
 	observer Observer
 }
 
-// SetResult is the outcome of one decision over a Set.
-type SetResult struct {
+// MultiResult is the outcome of one decision over a Stack.
+type MultiResult struct {
 	// Allowed reports whether every limit admitted the request, which
 	// was then charged to each.
 	Allowed bool
-	// Results are each limit's own Result, in the Set's order. When the
+	// Results are each limit's own Result, in the Stack's order. When the
 	// request was denied, a limit that denied it reports its denial and a
 	// limit that would have admitted it reports what it has available
 	// now, uncharged.
 	Results []Result
 	// Binding is the index of the limit that binds: when denied, the one
-	// whose wait is longest (its RetryAfter is the Set's); when admitted,
+	// whose wait is longest (its RetryAfter is the Stack's); when admitted,
 	// the one with the least Remaining, the next to deny.
 	Binding int
 	// RetryAfter is 0 when admitted, and otherwise the wait until every
@@ -59,13 +59,13 @@ type SetResult struct {
 	RetryAfter time.Duration
 }
 
-// NewSet returns a Set of algs on s, which must implement
+// NewStack returns a Stack of algs on s, which must implement
 // store.SetDecider, as the memory and Redis stores do. It fails as New does
 // for each algorithm, with store.ErrUnsupported for a store that cannot decide
 // sets, and with store.ErrSharedState for two algorithms of one kind and
 // scope, which would count against one state. WithClock, WithNamespace and
 // WithObserver apply as to a Limiter.
-func NewSet(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Set, error) {
+func NewStack(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Stack, error) {
 	if s == nil {
 		return nil, ErrNilStore
 	}
@@ -88,40 +88,40 @@ func NewSet(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Set, e
 	if err := storecheck.Set(algs, time.Unix(0, 0), 0); err != nil {
 		return nil, err
 	}
-	return &Set{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), namespace: l.namespace, clock: l.clock, observer: l.observer}, nil
+	return &Stack{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), namespace: l.namespace, clock: l.clock, observer: l.observer}, nil
 }
 
 // Allow is shorthand for AllowN(ctx, key, 1).
-func (s *Set) Allow(ctx context.Context, key string) (SetResult, error) {
+func (s *Stack) Allow(ctx context.Context, key string) (MultiResult, error) {
 	return s.AllowN(ctx, key, 1)
 }
 
 // AllowN reports whether a request of cost n for key is admitted by every
 // limit, and charges every limit n if it is. n must be in [1, the smallest
 // limit].
-func (s *Set) AllowN(ctx context.Context, key string, n int64) (SetResult, error) {
+func (s *Stack) AllowN(ctx context.Context, key string, n int64) (MultiResult, error) {
 	if n <= 0 {
-		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
+		return MultiResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
 	return s.decide(ctx, key, n)
 }
 
 // Peek is shorthand for PeekN(ctx, key, 1).
-func (s *Set) Peek(ctx context.Context, key string) (SetResult, error) {
+func (s *Stack) Peek(ctx context.Context, key string) (MultiResult, error) {
 	return s.decide(ctx, key, 0)
 }
 
 // PeekN reports whether a request of cost n for key would be admitted by
 // every limit now, and each limit's state, without consuming anything, as
 // Limiter.PeekN does for one. n must be in [1, the smallest limit].
-func (s *Set) PeekN(ctx context.Context, key string, n int64) (SetResult, error) {
+func (s *Stack) PeekN(ctx context.Context, key string, n int64) (MultiResult, error) {
 	if n <= 0 {
-		return SetResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
+		return MultiResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
 	return s.decide(ctx, key, -n) // a negative cost inspects (algo.Decide)
 }
 
-// Refund gives back n units of what an admission of the Set charged (res,
+// Refund gives back n units of what an admission of the Stack charged (res,
 // from AllowN), to every limit: each into the state its Result names
 // (Result.Charged), as Limiter.Refund gives back one, whatever the key's
 // limits are now, and never more than if the units had never been charged.
@@ -132,16 +132,16 @@ func (s *Set) PeekN(ctx context.Context, key string, n int64) (SetResult, error)
 // of its own; an error on one is returned, joined with the others', after
 // every limit has been tried, and retrying the whole refund with the same
 // request ID (WithRequestID) gives back only what was not given back yet.
-func (s *Set) Refund(ctx context.Context, key string, res SetResult, n int64) (SetResult, error) {
+func (s *Stack) Refund(ctx context.Context, key string, res MultiResult, n int64) (MultiResult, error) {
 	if key == "" {
-		return SetResult{}, ErrEmptyKey
+		return MultiResult{}, ErrEmptyKey
 	}
 	if !res.Allowed || len(res.Results) == 0 {
-		return SetResult{}, ErrNotAdmitted
+		return MultiResult{}, ErrNotAdmitted
 	}
 	rf, ok := s.store.(store.Refunder)
 	if !ok {
-		return SetResult{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", store.ErrUnsupported, s.store)
+		return MultiResult{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", store.ErrUnsupported, s.store)
 	}
 	type charge struct {
 		alg  algorithms.Algorithm
@@ -151,15 +151,15 @@ func (s *Set) Refund(ctx context.Context, key string, res SetResult, n int64) (S
 	for i, r := range res.Results {
 		alg, cost := r.Charged()
 		if alg == nil {
-			return SetResult{}, fmt.Errorf("%w: limit %d of the set", ErrNotAdmitted, i)
+			return MultiResult{}, fmt.Errorf("%w: limit %d of the set", ErrNotAdmitted, i)
 		}
 		if n <= 0 || n > cost {
-			return SetResult{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
+			return MultiResult{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
 		}
 		charges[i] = charge{alg, cost}
 	}
 	now := s.clock.Now()
-	out := SetResult{Allowed: true, Results: make([]Result, len(res.Results))}
+	out := MultiResult{Allowed: true, Results: make([]Result, len(res.Results))}
 	var errs []error
 	for i, c := range charges {
 		r, err := rf.Refund(ctx, store.Key{Namespace: s.namespace, Name: key}, c.alg, now, res.Results[i].At, n)
@@ -170,19 +170,19 @@ func (s *Set) Refund(ctx context.Context, key string, res SetResult, n int64) (S
 		out.Results[i] = r
 	}
 	if len(errs) > 0 {
-		return SetResult{}, errors.Join(errs...)
+		return MultiResult{}, errors.Join(errs...)
 	}
 	return combine(out.Results), nil
 }
 
-// Algorithms returns the Set's algorithms, in order.
-func (s *Set) Algorithms() []algorithms.Algorithm {
+// Algorithms returns the Stack's algorithms, in order.
+func (s *Stack) Algorithms() []algorithms.Algorithm {
 	return append([]algorithms.Algorithm(nil), s.algs...)
 }
 
-func (s *Set) decide(ctx context.Context, key string, cost int64) (SetResult, error) {
+func (s *Stack) decide(ctx context.Context, key string, cost int64) (MultiResult, error) {
 	if key == "" {
-		return SetResult{}, ErrEmptyKey
+		return MultiResult{}, ErrEmptyKey
 	}
 	if s.observer == nil {
 		return s.decideStore(ctx, key, cost)
@@ -207,21 +207,21 @@ func (s *Set) decide(ctx context.Context, key string, cost int64) (SetResult, er
 	return sr, err
 }
 
-// decideStore asks the store for one decision over the Set.
-func (s *Set) decideStore(ctx context.Context, key string, cost int64) (SetResult, error) {
+// decideStore asks the store for one decision over the Stack.
+func (s *Stack) decideStore(ctx context.Context, key string, cost int64) (MultiResult, error) {
 	results, err := s.store.DecideSet(ctx, store.Key{Namespace: s.namespace, Name: key}, s.algs, s.clock.Now(), cost)
 	if err != nil {
-		return SetResult{}, err
+		return MultiResult{}, err
 	}
 	if len(results) != len(s.algs) {
-		return SetResult{}, fmt.Errorf("%w: %d results for %d limits", store.ErrUnavailable, len(results), len(s.algs))
+		return MultiResult{}, fmt.Errorf("%w: %d results for %d limits", store.ErrUnavailable, len(results), len(s.algs))
 	}
 	return combine(results), nil
 }
 
-// combine is the Set's answer from each limit's.
-func combine(results []Result) SetResult {
-	out := SetResult{Allowed: true, Results: results}
+// combine is the Stack's answer from each limit's.
+func combine(results []Result) MultiResult {
+	out := MultiResult{Allowed: true, Results: results}
 	for i, r := range results {
 		if !r.Allowed {
 			if out.Allowed || r.RetryAfter > out.RetryAfter {

@@ -19,7 +19,7 @@ import (
 func TestSetBinding(t *testing.T) {
 	ctx := context.Background()
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
-	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+	set, err := ratewise.NewStack(storememory.New(), []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: 1, Window: time.Minute},
 		algorithms.SlidingLog{Limit: 2, Window: time.Hour},
 	}, ratewise.WithClock(clock))
@@ -45,7 +45,7 @@ func TestSetBinding(t *testing.T) {
 
 	// Admitted, the binding limit is the one with the least left, wherever
 	// it stands in the set.
-	reversed, _ := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+	reversed, _ := ratewise.NewStack(storememory.New(), []algorithms.Algorithm{
 		algorithms.SlidingLog{Limit: 2, Window: time.Hour},
 		algorithms.FixedWindow{Limit: 1, Window: time.Minute},
 	}, ratewise.WithClock(clock))
@@ -57,16 +57,16 @@ func TestSetBinding(t *testing.T) {
 func TestNewSetRejects(t *testing.T) {
 	s := storememory.New()
 	gcra := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}
-	if _, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(err, store.ErrSharedState) {
+	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(err, store.ErrSharedState) {
 		t.Errorf("two GCRAs per second: %v, want ErrSharedState", err)
 	}
-	if _, err := ratewise.NewSet(s, nil); !errors.Is(err, ratewise.ErrNilAlgorithm) {
+	if _, err := ratewise.NewStack(s, nil); !errors.Is(err, ratewise.ErrNilAlgorithm) {
 		t.Errorf("no algorithms: %v", err)
 	}
-	if _, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(err, algorithms.ErrInvalidLimit) {
+	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(err, algorithms.ErrInvalidLimit) {
 		t.Errorf("an invalid algorithm: %v", err)
 	}
-	if _, err := ratewise.NewSet(onlyStore{s}, []algorithms.Algorithm{gcra}); !errors.Is(err, store.ErrUnsupported) {
+	if _, err := ratewise.NewStack(onlyStore{s}, []algorithms.Algorithm{gcra}); !errors.Is(err, store.ErrUnsupported) {
 		t.Errorf("a store without sets: %v", err)
 	}
 }

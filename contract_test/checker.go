@@ -69,7 +69,7 @@ const (
 	opCancel                // Cancel(the booking of step ref)
 	opReset                 // Reset
 	opTier                  // the key's limit becomes tiers[tier]
-	opSet                   // a Set of the key's limit and the partner: AllowN(n)
+	opSet                   // a Stack of the key's limit and the partner: AllowN(n)
 	opWait                  // the clock moves on by d
 )
 
@@ -109,7 +109,7 @@ func (o op) String() string {
 	case opTier:
 		s = fmt.Sprintf("%s's limit becomes tier %d", o.key, o.tier)
 	case opSet:
-		s = fmt.Sprintf("a Set of %s's limit and the partner: AllowN(%d)", o.key, o.n)
+		s = fmt.Sprintf("a Stack of %s's limit and the partner: AllowN(%d)", o.key, o.n)
 	case opWait:
 		return fmt.Sprintf("the clock moves %v", o.d)
 	}
@@ -240,8 +240,8 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, lossy bool) []op {
 type checkerSide struct {
 	store    store.Store
 	l        *ratewise.Limiter
-	sets     map[int]*ratewise.Set // by the tier of the key's limit
-	results  []any                 // each step's: ratewise.Result, ratewise.SetResult, *ratewise.Reservation
+	sets     map[int]*ratewise.Stack // by the tier of the key's limit
+	results  []any                 // each step's: ratewise.Result, ratewise.MultiResult, *ratewise.Reservation
 	errs     []error
 	clock    *ratewisetest.Clock
 	setup    checkerSetup
@@ -251,9 +251,9 @@ type checkerSide struct {
 }
 
 func newCheckerSide(s store.Store, setup checkerSetup, namespace string, clock *ratewisetest.Clock) (*checkerSide, error) {
-	side := &checkerSide{store: s, sets: map[int]*ratewise.Set{}, clock: clock, setup: setup, prefix: namespace, tier: map[string]int{"a": 0, "b": 0}}
+	side := &checkerSide{store: s, sets: map[int]*ratewise.Stack{}, clock: clock, setup: setup, prefix: namespace, tier: map[string]int{"a": 0, "b": 0}}
 	side.tierOpts = []ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace(namespace)}
-	l, err := ratewise.New(s, setup.tiers[0], append(side.tierOpts, ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+	l, err := ratewise.New(s, setup.tiers[0], append(side.tierOpts, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
 		return setup.tiers[side.tier[key]], nil
 	}))...)
 	side.l = l
@@ -275,12 +275,12 @@ func (s *checkerSide) latest(key string) time.Time {
 	return latest
 }
 
-// set returns the Set of the tier's limit and the partner.
-func (s *checkerSide) set(tier int) (*ratewise.Set, error) {
+// set returns the Stack of the tier's limit and the partner.
+func (s *checkerSide) set(tier int) (*ratewise.Stack, error) {
 	if set, ok := s.sets[tier]; ok {
 		return set, nil
 	}
-	set, err := ratewise.NewSet(s.store, []algorithms.Algorithm{s.setup.tiers[tier], s.setup.partner}, s.tierOpts...)
+	set, err := ratewise.NewStack(s.store, []algorithms.Algorithm{s.setup.tiers[tier], s.setup.partner}, s.tierOpts...)
 	if err == nil {
 		s.sets[tier] = set
 	}
@@ -299,7 +299,7 @@ func (s *checkerSide) do(ctx context.Context, i int, o op) (any, error) {
 		switch r := s.results[o.ref].(type) {
 		case ratewise.Result:
 			charged = r
-		case ratewise.SetResult:
+		case ratewise.MultiResult:
 			charged = r.Results[0] // the set's charge of the key's limit
 		}
 		return s.l.Refund(ctx, o.key, charged, o.n)
@@ -443,8 +443,8 @@ func same(got any, gotErr error, want any, wantErr error) string {
 		if w := want.(ratewise.Result); g != w {
 			return fmt.Sprintf("%+v, the reference %+v", g, w)
 		}
-	case ratewise.SetResult:
-		w := want.(ratewise.SetResult)
+	case ratewise.MultiResult:
+		w := want.(ratewise.MultiResult)
 		if g.Allowed != w.Allowed || g.Binding != w.Binding || g.RetryAfter != w.RetryAfter || !equalResults(g.Results, w.Results) {
 			return fmt.Sprintf("%+v, the reference %+v", g, w)
 		}
@@ -676,7 +676,7 @@ func (h *history) record(i int, o op, ref *checkerSide, now, latest time.Time) s
 		sh := h.state(k)
 		sh.events = append(sh.events, event2{step: i, alg: alg, eff: eff, at: res.At})
 	case opSet:
-		sr := ref.results[i].(ratewise.SetResult)
+		sr := ref.results[i].(ratewise.MultiResult)
 		for j, a := range []algorithms.Algorithm{alg, h.setup.partner} {
 			cost, step := int64(0), -1
 			if sr.Allowed {

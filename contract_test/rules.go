@@ -28,7 +28,7 @@ var rules = []rule{
 	{"refund_at_once", "an admission refunded before anything else happens on the key leaves it exactly as if the request had never been made", refundAtOnce, false},
 	{"refund_never_more", "after any refunds, what was admitted and not refunded is a history the algorithm admits on its own: a refund never lets more through than if the refunded units had never been charged", refundNeverMore, false},
 	{"refund_invalid", "refunding a denial, a cost outside [1, the admission's cost] (a store: [1, limit]) or a time outside the range is an error and changes nothing", refundInvalid, false},
-	{"refund_bound", "a refund goes into the state its admission charged (Result.Charged), whatever the key's limit or tier is by then; a Peek's Result, a denial or more than the admission's cost is refused; a Set's admission comes back to every limit; a bucket converted to another rate since, or changed and changed back, gives nothing back", refundBound, false},
+	{"refund_bound", "a refund goes into the state its admission charged (Result.Charged), whatever the key's limit or tier is by then; a Peek's Result, a denial or more than the admission's cost is refused; a Stack's admission comes back to every limit; a bucket converted to another rate since, or changed and changed back, gives nothing back", refundBound, false},
 	{"refund_concurrency", "64 goroutines that each take a unit and give it back at once leave the key full", refundConcurrency, false},
 	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset, true},
 	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation, true},
@@ -40,7 +40,7 @@ var rules = []rule{
 	{"hot_key_real_clock", "64 goroutines on one key with the system clock, whose readings reach the store out of order, never admit beyond the algorithm's bound, judged at the times the decisions were made at (Result.At)", hotKeyRealClock, true},
 	{"clock_steps_back", "a clock that steps back lets nothing extra through and waits are measured from its now", clockStepsBack, false},
 	{"stale_time", "a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is decided exactly as with the clock held at that latest time: the same admission and Remaining, RetryAfter and ResetAfter longer by the gap, and an admission made at the held time", staleTime, false},
-	{"per_key_limits", "one limiter applies each key's own limit (WithLimits) or a call's (AllowWith): a key admits exactly its limit, a key moved to a limit of the same scope keeps what it used, and an error choosing the limit consumes nothing", perKeyLimits, false},
+	{"per_key_limits", "one limiter applies each key's own limit (WithTiers) or a call's (AllowWith): a key admits exactly its limit, a key moved to a limit of the same scope keeps what it used, and an error choosing the limit consumes nothing", perKeyLimits, false},
 	{"set_all_or_nothing", "a set of limits admits a request only if every limit does, then charges each; a denial charges none, names the binding limit and a RetryAfter after which the request is admitted", setAllOrNothing, false},
 	{"set_concurrency", "64 goroutines through a set on one key admit exactly the smallest limit and charge no limit for a denied request", setConcurrency, false},
 	{"set_invalid", "a set with two limits of one kind and scope is refused with ErrSharedState", setInvalid, true},
@@ -52,7 +52,7 @@ var rules = []rule{
 	{"rate_change", "a token bucket's or GCRA's rate changed on a live key keeps the tokens it used, converted at the first decision under the new rate (a peek and a denial included), which then refills them: lowering never hands quota back", rateChange, false},
 	{"real_quotas", "100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included", realQuotas, false},
 	{"invalid_input", "an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algo.CheckDecision returns, never a panic or a decision", invalidInput, true},
-	{"request_id_once", "a request retried with its request ID (WithRequestID), through Allow, a Set, a booking, a Refund or a Reset, returns its first outcome and charges (or resets) nothing more, also from 16 goroutines at once; another ID is another request; a denial is decided afresh when retried; a peek ignores the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing", requestIDOnce, false},
+	{"request_id_once", "a request retried with its request ID (WithRequestID), through Allow, a Stack, a booking, a Refund or a Reset, returns its first outcome and charges (or resets) nothing more, also from 16 goroutines at once; another ID is another request; a denial is decided afresh when retried; a peek ignores the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing", requestIDOnce, false},
 	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled, true},
 	{"model_check", "random sequences mixing admissions, peeks, refunds of any age and amount, bookings and cancellations, resets, changes of limit, burst, rate, window and kind, sets, clock readings behind and ahead, requests retried with their ID and writes whose reply is lost and resent decide exactly as the reference store, every Result in range; a retried write changes nothing; no window of any limit in force admits more than that limit, and what was admitted and not refunded replays on an empty key", modelCheck, false},
 }
@@ -539,7 +539,7 @@ func perKeyLimits(e *env) {
 	paid := algo.WithQuotaLimit(free, 3*e.c.limit)
 	errLookup := errors.New("plan lookup failed")
 	plans := map[string]algorithms.Algorithm{"paid": paid, "downgraded": paid}
-	l := e.limiterOn(free, e.clock, ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+	l := e.limiterOn(free, e.clock, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
 		if key == "broken" {
 			return nil, errLookup
 		}
@@ -599,9 +599,9 @@ func perKeyLimits(e *env) {
 	// An error choosing the limit is the caller's, wrapped, and decides
 	// nothing.
 	if _, err := l.Allow(ctx, "broken"); !errors.Is(err, errLookup) {
-		e.fatalf("a failing LimitFunc: %v, want its error", err)
+		e.fatalf("a failing TierFunc: %v, want its error", err)
 	}
 	if res, err := l.AllowWith(ctx, "broken", free, 1); err != nil || res.Remaining != e.c.limit-1 {
-		e.fatalf("the key of a failing LimitFunc afterwards: %+v, %v; want Remaining %d", res, err, e.c.limit-1)
+		e.fatalf("the key of a failing TierFunc afterwards: %+v, %v; want Remaining %d", res, err, e.c.limit-1)
 	}
 }

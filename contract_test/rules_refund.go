@@ -250,7 +250,7 @@ func peekN(e *env) {
 // refundBound: a refund goes into the state its admission charged, named
 // by its Result (Result.Charged), whatever the key's limit is by then; a
 // Peek's Result, a denial and more than the admission's cost are refused;
-// a Set's admission comes back to each of its limits.
+// a Stack's admission comes back to each of its limits.
 func refundBound(e *env) {
 	e.needRefunds()
 	ctx := context.Background()
@@ -259,7 +259,7 @@ func refundBound(e *env) {
 	// first window's state, never into the new one, which stays spent.
 	longer := e.c.build(e.c.limit, 2*e.c.window)
 	tier := map[string]algorithms.Algorithm{}
-	l := e.limiterOn(e.c.alg, e.clock, ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+	l := e.limiterOn(e.c.alg, e.clock, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
 		return tier[key], nil
 	}))
 	charged := e.allow(l, "k")

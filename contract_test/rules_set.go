@@ -37,10 +37,10 @@ func (e *env) partner(limit int64) algorithms.Algorithm {
 	return alg
 }
 
-// set returns a Set of algs on the store under test, on the suite's clock,
+// set returns a Stack of algs on the store under test, on the suite's clock,
 // in a namespace of its own, and a Limiter for each algorithm in the same
 // namespace, to inspect what the set charged.
-func (e *env) set(algs ...algorithms.Algorithm) (*ratewise.Set, []lim) {
+func (e *env) set(algs ...algorithms.Algorithm) (*ratewise.Stack, []lim) {
 	e.t.Helper()
 	e.needSets()
 	one := e.limiter(algs[0])
@@ -48,9 +48,9 @@ func (e *env) set(algs ...algorithms.Algorithm) (*ratewise.Set, []lim) {
 	for _, alg := range algs[1:] {
 		lims = append(lims, e.limiterIn(alg, e.clock, one.namespace))
 	}
-	s, err := ratewise.NewSet(e.store, algs, ratewise.WithClock(e.clock), ratewise.WithNamespace(one.namespace))
+	s, err := ratewise.NewStack(e.store, algs, ratewise.WithClock(e.clock), ratewise.WithNamespace(one.namespace))
 	if err != nil {
-		e.fatalf("NewSet: %v", err)
+		e.fatalf("NewStack: %v", err)
 	}
 	return s, lims
 }

@@ -87,7 +87,7 @@ func ExampleMiddleware_Route() {
 	// GET /hello  200 RateLimit-Policy: "default";q=3;w=60 RateLimit: "default";r=2;t=60
 }
 
-func ExampleNewGroup() {
+func ExampleNewMultiKey() {
 	// 2 requests a minute per user, and 3 a minute for everyone together.
 	// Each limiter has a namespace of its own.
 	s := storememory.New()
@@ -99,7 +99,7 @@ func ExampleNewGroup() {
 	if err != nil {
 		panic(err)
 	}
-	group, err := ratewise.NewGroup(perUser, global)
+	group, err := ratewise.NewMultiKey(perUser, global)
 	if err != nil {
 		panic(err)
 	}
@@ -107,7 +107,7 @@ func ExampleNewGroup() {
 	// for every request.
 	user := func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }
 	everyone := func(*http.Request) (string, error) { return "all", nil }
-	mw, err := httplimit.NewGroup(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
+	mw, err := httplimit.NewMultiKey(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
 		httplimit.WithNoKey(http.StatusUnauthorized))
 	if err != nil {
 		panic(err)

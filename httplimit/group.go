@@ -9,41 +9,41 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// NewGroup returns a middleware that limits with every limiter of group,
-// each on a key of its own, all or nothing (see ratewise.Group): the
+// NewMultiKey returns a middleware that limits with every limiter of group,
+// each on a key of its own, all or nothing (see ratewise.MultiKey): the
 // classic case is a limit per user and a global one. keys builds a
 // request's key for each limiter, in the group's order, from the KeyFuncs
 // New takes; a global limit keys every request alike:
 //
 //	everyone := func(*http.Request) (string, error) { return "all", nil }
-//	mw, err := httplimit.NewGroup(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone})
+//	mw, err := httplimit.NewMultiKey(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone})
 //
 // A request that one limit denies is charged to none, so a user whom the
 // global limit turns away keeps their own quota. RateLimit-Policy lists
-// every limit, named as NewSet names a Set's ("default-1", "default-2",
+// every limit, named as NewStack names a Stack's ("default-1", "default-2",
 // ...), and RateLimit and the X-RateLimit fields describe the binding one,
-// as for a Set: denied, the limit whose wait is longest, which is the
+// as for a Stack: denied, the limit whose wait is longest, which is the
 // Retry-After, after which every limit would admit the request if no
 // other came first; admitted, the one with the least left. A request one
 // of keys cannot name (ErrNoKey) is answered as WithNoKey says and
 // charged to no limit.
 //
 // The options are New's, with two exceptions: WithKey, since keys name
-// the quotas, and Fallback, which needs one Limiter; a Group fails closed
+// the quotas, and Fallback, which needs one Limiter; a MultiKey fails closed
 // or open. Either, a nil group, a nil KeyFunc, or a number of keys other
 // than the group's limiters fails with an error that wraps
-// ratewise.ErrInvalidGroup.
-func NewGroup(group *ratewise.Group, keys []KeyFunc, opts ...Option) (*Middleware, error) {
+// ratewise.ErrInvalidMultiKey.
+func NewMultiKey(group *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Middleware, error) {
 	if group == nil {
-		return nil, fmt.Errorf("httplimit: nil group: %w", ratewise.ErrInvalidGroup)
+		return nil, fmt.Errorf("httplimit: nil group: %w", ratewise.ErrInvalidMultiKey)
 	}
 	limiters := group.Limiters()
 	if len(keys) != len(limiters) {
-		return nil, fmt.Errorf("httplimit: %d KeyFuncs for a group of %d limiters, which takes one per limiter: %w", len(keys), len(limiters), ratewise.ErrInvalidGroup)
+		return nil, fmt.Errorf("httplimit: %d KeyFuncs for a group of %d limiters, which takes one per limiter: %w", len(keys), len(limiters), ratewise.ErrInvalidMultiKey)
 	}
 	for i, k := range keys {
 		if k == nil {
-			return nil, fmt.Errorf("httplimit: KeyFunc %d of the group is nil: %w", i, ratewise.ErrInvalidGroup)
+			return nil, fmt.Errorf("httplimit: KeyFunc %d of the group is nil: %w", i, ratewise.ErrInvalidMultiKey)
 		}
 	}
 	m, err := newMiddleware(opts)
@@ -51,10 +51,10 @@ func NewGroup(group *ratewise.Group, keys []KeyFunc, opts ...Option) (*Middlewar
 		return nil, err
 	}
 	if m.keyOption {
-		return nil, fmt.Errorf("httplimit: WithKey does not apply to a Group, whose keys NewGroup takes: %w", ratewise.ErrInvalidGroup)
+		return nil, fmt.Errorf("httplimit: WithKey does not apply to a MultiKey, whose keys NewMultiKey takes: %w", ratewise.ErrInvalidMultiKey)
 	}
 	if _, ok := m.policy.(fallback); ok {
-		return nil, fmt.Errorf("httplimit: Fallback needs a Limiter; a Group fails closed or open: %w", ratewise.ErrInvalidGroup)
+		return nil, fmt.Errorf("httplimit: Fallback needs a Limiter; a MultiKey fails closed or open: %w", ratewise.ErrInvalidMultiKey)
 	}
 	if err := m.policy.check(nil); err != nil {
 		return nil, err
@@ -63,7 +63,7 @@ func NewGroup(group *ratewise.Group, keys []KeyFunc, opts ...Option) (*Middlewar
 	return m, nil
 }
 
-// keysOf builds a request's key for each of the Group's limiters.
+// keysOf builds a request's key for each of the MultiKey's limiters.
 func (m *Middleware) keysOf(r *http.Request) ([]string, error) {
 	keys := make([]string, len(m.groupKeys))
 	for i, k := range m.groupKeys {
@@ -76,8 +76,8 @@ func (m *Middleware) keysOf(r *http.Request) ([]string, error) {
 	return keys, nil
 }
 
-// groupAlgorithms returns the algorithm each of the Group's limiters
-// applies to its key: its own, or the key's (see ratewise.WithLimits).
+// groupAlgorithms returns the algorithm each of the MultiKey's limiters
+// applies to its key: its own, or the key's (see ratewise.WithTiers).
 func (m *Middleware) groupAlgorithms(ctx context.Context, keys []string) ([]algorithms.Algorithm, error) {
 	algs := make([]algorithms.Algorithm, len(keys))
 	for i, l := range m.groupLimiters {

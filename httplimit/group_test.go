@@ -37,7 +37,7 @@ var groupKeys = []KeyFunc{byUser, everyone}
 
 // newGroup returns a group of a per-user limiter on perUser and a global
 // one on global, in that order, on clock.
-func newGroup(t *testing.T, perUser, global store.Store, clock *ratewisetest.Clock, opts ...ratewise.Option) (*ratewise.Group, *ratewise.Limiter, *ratewise.Limiter) {
+func newGroup(t *testing.T, perUser, global store.Store, clock *ratewisetest.Clock, opts ...ratewise.Option) (*ratewise.MultiKey, *ratewise.Limiter, *ratewise.Limiter) {
 	t.Helper()
 	user, err := ratewise.New(perUser, perUserAlg, append([]ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace("user")}, opts...)...)
 	if err != nil {
@@ -47,7 +47,7 @@ func newGroup(t *testing.T, perUser, global store.Store, clock *ratewisetest.Clo
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := ratewise.NewGroup(user, all)
+	g, err := ratewise.NewMultiKey(user, all)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func TestGroupMiddleware(t *testing.T) {
 	clock := ratewisetest.NewClock(start)
 	s := storememory.New()
 	g, perUser, global := newGroup(t, s, s, clock)
-	m, err := NewGroup(g, groupKeys, WithLegacyHeaders())
+	m, err := NewMultiKey(g, groupKeys, WithLegacyHeaders())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestGroupNoKey(t *testing.T) {
 			s := storememory.New()
 			g, _, global := newGroup(t, s, s, clock)
 			h := &hook{}
-			m, err := NewGroup(g, groupKeys, append([]Option{WithOnError(h.record)}, c.opts...)...)
+			m, err := NewMultiKey(g, groupKeys, append([]Option{WithOnError(h.record)}, c.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +228,7 @@ func (s brokenStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Al
 	return s.mem.Refund(ctx, store.Key{Name: key}, alg, now, at, n)
 }
 
-// When the global limit's store fails, the failure policy answers as under
+// When the global limit's store fails, the failure mode answers as under
 // New, the OnError hook and the observer hear of it, and the user's own
 // limit is left as it was: unchecked if the global store failed first,
 // refunded if it failed after the user's limit was charged.
@@ -237,7 +237,7 @@ func TestGroupStoreFailure(t *testing.T) {
 	for _, c := range []struct {
 		name   string
 		broken brokenStore
-		policy FailurePolicy
+		policy FailureMode
 		// status and retryAfter are the answer; allowed and reason the
 		// observer's event.
 		status     int
@@ -257,7 +257,7 @@ func TestGroupStoreFailure(t *testing.T) {
 			c.broken.mem = storememory.New()
 			g, perUser, _ := newGroup(t, storememory.New(), c.broken, clock)
 			h, rec := &hook{}, &degradedRecorder{}
-			m, err := NewGroup(g, groupKeys, WithFailurePolicy(c.policy), WithOnError(h.record), WithObserver(rec), WithTimeout(20*time.Millisecond))
+			m, err := NewMultiKey(g, groupKeys, WithFailureMode(c.policy), WithOnError(h.record), WithObserver(rec), WithTimeout(20*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -270,7 +270,7 @@ func TestGroupStoreFailure(t *testing.T) {
 				t.Fatalf("the hook heard %v, want one store.ErrUnavailable", h.errs)
 			}
 			events := rec.all()
-			want := DegradedEvent{Policy: c.policy.name(), Reason: c.reason, Allowed: c.allowed, Quota: "default"}
+			want := DegradedEvent{Mode: c.policy.name(), Reason: c.reason, Allowed: c.allowed, Quota: "default"}
 			if len(events) != 1 || events[0].Err != h.errs[0] {
 				t.Fatalf("the observer heard %+v, want one event with the hook's error", events)
 			}
@@ -284,15 +284,15 @@ func TestGroupStoreFailure(t *testing.T) {
 	}
 }
 
-// The other options apply to a Group as to a Limiter: a cost, with 413
+// The other options apply to a MultiKey as to a Limiter: a cost, with 413
 // above the smallest limit; a dry run; exemptions; and each key's own
-// limit (ratewise.WithLimits) in the headers.
+// limit (ratewise.WithTiers) in the headers.
 func TestGroupOptions(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	t.Run("cost", func(t *testing.T) {
 		s := storememory.New()
 		g, perUser, global := newGroup(t, s, s, clock)
-		m, err := NewGroup(g, groupKeys, WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64) }))
+		m, err := NewMultiKey(g, groupKeys, WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -322,7 +322,7 @@ func TestGroupOptions(t *testing.T) {
 		s := storememory.New()
 		g, _, global := newGroup(t, s, s, clock)
 		var wouldDeny []ratewise.Result
-		m, err := NewGroup(g, groupKeys, WithDryRun(func(_ *http.Request, res ratewise.Result) { wouldDeny = append(wouldDeny, res) }))
+		m, err := NewMultiKey(g, groupKeys, WithDryRun(func(_ *http.Request, res ratewise.Result) { wouldDeny = append(wouldDeny, res) }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +344,7 @@ func TestGroupOptions(t *testing.T) {
 	t.Run("exempt", func(t *testing.T) {
 		s := storememory.New()
 		g, perUser, _ := newGroup(t, s, s, clock)
-		m, err := NewGroup(g, groupKeys, WithExempt(func(r *http.Request) bool { return r.Header.Get("X-User") == "ops" }))
+		m, err := NewMultiKey(g, groupKeys, WithExempt(func(r *http.Request) bool { return r.Header.Get("X-User") == "ops" }))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -360,13 +360,13 @@ func TestGroupOptions(t *testing.T) {
 	t.Run("a key's own limit", func(t *testing.T) {
 		vip := algorithms.SlidingLog{Limit: 10, Window: 2 * time.Minute}
 		s := storememory.New()
-		g, _, _ := newGroup(t, s, s, clock, ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+		g, _, _ := newGroup(t, s, s, clock, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
 			if key == Part("user", "vip") {
 				return vip, nil
 			}
 			return nil, nil
 		}))
-		m, err := NewGroup(g, groupKeys)
+		m, err := NewMultiKey(g, groupKeys)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -381,7 +381,7 @@ func TestGroupOptions(t *testing.T) {
 	})
 }
 
-// NewGroup refuses what it cannot apply with ratewise.ErrInvalidGroup, and
+// NewMultiKey refuses what it cannot apply with ratewise.ErrInvalidMultiKey, and
 // checks the rest of its options as New does.
 func TestNewGroupRejectsBadInput(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
@@ -390,7 +390,7 @@ func TestNewGroupRejectsBadInput(t *testing.T) {
 	local := Fallback(newLimiter(t, perUserAlg, clock))
 	for _, c := range []struct {
 		name  string
-		group *ratewise.Group
+		group *ratewise.MultiKey
 		keys  []KeyFunc
 		opts  []Option
 	}{
@@ -400,22 +400,22 @@ func TestNewGroupRejectsBadInput(t *testing.T) {
 		{"too many keys", g, append(groupKeys[:2:2], everyone), nil},
 		{"nil KeyFunc", g, []KeyFunc{byUser, nil}, nil},
 		{"WithKey", g, groupKeys, []Option{WithKey(everyone)}},
-		{"Fallback", g, groupKeys, []Option{WithFailurePolicy(local)}},
+		{"Fallback", g, groupKeys, []Option{WithFailureMode(local)}},
 	} {
-		if _, err := NewGroup(c.group, c.keys, c.opts...); !errors.Is(err, ratewise.ErrInvalidGroup) {
-			t.Errorf("%s: got %v, want ratewise.ErrInvalidGroup", c.name, err)
+		if _, err := NewMultiKey(c.group, c.keys, c.opts...); !errors.Is(err, ratewise.ErrInvalidMultiKey) {
+			t.Errorf("%s: got %v, want ratewise.ErrInvalidMultiKey", c.name, err)
 		}
 	}
-	for _, p := range []FailurePolicy{FailClosed(500, 0), FailClosed(429, 0)} {
-		if _, err := NewGroup(g, groupKeys, WithFailurePolicy(p)); err == nil {
-			t.Errorf("NewGroup with %+v: no error", p)
+	for _, p := range []FailureMode{FailClosed(500, 0), FailClosed(429, 0)} {
+		if _, err := NewMultiKey(g, groupKeys, WithFailureMode(p)); err == nil {
+			t.Errorf("NewMultiKey with %+v: no error", p)
 		}
 	}
-	m, err := NewGroup(g, groupKeys)
+	m, err := NewMultiKey(g, groupKeys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := m.Route("login", perUserAlg); !errors.Is(err, ErrRoute) {
-		t.Errorf("Route on a Group's middleware: got %v, want ErrRoute", err)
+		t.Errorf("Route on a MultiKey's middleware: got %v, want ErrRoute", err)
 	}
 }

@@ -38,7 +38,7 @@ func ceilSeconds(d time.Duration) int64 {
 // Result.ResetAfter rounded up to whole seconds: the time until the key is
 // back at its full quota.
 func (m *Middleware) setHeaders(h http.Header, d decision, algs []algorithms.Algorithm) {
-	// A limiter's quota is named m.name; a Set's are numbered.
+	// A limiter's quota is named m.name; a Stack's are numbered.
 	name := func(i int) string {
 		if len(algs) == 1 {
 			return strconv.Quote(m.name)
@@ -55,7 +55,7 @@ func (m *Middleware) setHeaders(h http.Header, d decision, algs []algorithms.Alg
 				policy.WriteString(";w=")
 				policy.WriteString(strconv.FormatInt(int64(w/time.Second), 10))
 			}
-			// Add, not Set: both fields are lists, so limiters in a chain
+			// Add, not Stack: both fields are lists, so limiters in a chain
 			// each contribute their policy.
 			h.Add("RateLimit-Policy", policy.String())
 		}

@@ -6,7 +6,7 @@
 // Every response it lets through or denies carries the IETF draft fields
 // RateLimit-Policy and RateLimit (draft-ietf-httpapi-ratelimit-headers),
 // and optionally the legacy X-RateLimit-* trio. When the store fails or is
-// slower than the decision timeout, a FailurePolicy decides: fail closed (the
+// slower than the decision timeout, a FailureMode decides: fail closed (the
 // default, 503), fail open, or fall back to a local in-memory limiter with
 // a share of the limit. Every store failure reaches the OnError hook, which
 // logs by default, so no failure is ever a silent allow.
@@ -16,8 +16,8 @@
 // minute, sharing every other option.
 //
 // Several limits apply to a request all or nothing, so that one that
-// denies it leaves the others uncharged, with NewSet when they share a
-// key (10 a second and 1,000 an hour per client) and with NewGroup when
+// denies it leaves the others uncharged, with NewStack when they share a
+// key (10 a second and 1,000 an hour per client) and with NewMultiKey when
 // each has its own (a limit per user and a global one). Chaining
 // middlewares instead charges the outer limits for requests an inner one
 // denies. The RateLimit fields then describe the binding limit, and
@@ -38,26 +38,26 @@ import (
 )
 
 // Middleware limits requests to an http.Handler. Create it with New,
-// NewSet or NewGroup; Route derives one with another limit for a route,
+// NewStack or NewMultiKey; Route derives one with another limit for a route,
 // sharing the options. It is safe for simultaneous use by many goroutines.
 type Middleware struct {
 	limiter *ratewise.Limiter
-	set     *ratewise.Set // instead of limiter, for NewSet
+	set     *ratewise.Stack // instead of limiter, for NewStack
 	key     KeyFunc
 	cost    func(*http.Request) (int64, error)
 	denied  func(http.ResponseWriter, *http.Request, ratewise.Result)
 	failed  func(http.ResponseWriter, *http.Request, error)
 	onError func(*http.Request, error)
-	// group, for NewGroup, limits instead of limiter, with its limiters
+	// group, for NewMultiKey, limits instead of limiter, with its limiters
 	// on the keys groupKeys build, one for each, in place of key.
-	group         *ratewise.Group
+	group         *ratewise.MultiKey
 	groupLimiters []*ratewise.Limiter
 	groupKeys     []KeyFunc
-	// keyOption reports that WithKey set key, which a Group refuses.
+	// keyOption reports that WithKey set key, which a MultiKey refuses.
 	keyOption bool
 	// observer hears of every degraded decision; nil for none.
 	observer Observer
-	policy   FailurePolicy
+	policy   FailureMode
 	timeout  time.Duration
 	headers  headerSet
 	name     string
@@ -103,14 +103,14 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 	return m, nil
 }
 
-// NewSet returns a middleware that limits with every limit of set at once,
-// all or nothing (see ratewise.Set), such as 10 per second AND 1,000 per
+// NewStack returns a middleware that limits with every limit of set at once,
+// all or nothing (see ratewise.Stack), such as 10 per second AND 1,000 per
 // hour on one route. RateLimit-Policy lists every limit, named by
 // WithQuotaName's name and the limit's place in the set ("default-1",
 // "default-2", ...), and RateLimit reports the binding one: the one whose
 // wait a denied request has, or that has the least left. The options are
 // New's, except that Fallback, which needs one Limiter, is refused.
-func NewSet(set *ratewise.Set, opts ...Option) (*Middleware, error) {
+func NewStack(set *ratewise.Stack, opts ...Option) (*Middleware, error) {
 	if set == nil {
 		return nil, errors.New("httplimit: nil set")
 	}
@@ -119,7 +119,7 @@ func NewSet(set *ratewise.Set, opts ...Option) (*Middleware, error) {
 		return nil, err
 	}
 	if _, ok := m.policy.(fallback); ok {
-		return nil, errors.New("httplimit: Fallback needs a Limiter; a Set fails closed or open")
+		return nil, errors.New("httplimit: Fallback needs a Limiter; a Stack fails closed or open")
 	}
 	if err := m.policy.check(nil); err != nil {
 		return nil, err
@@ -171,7 +171,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			m.failed(w, r, err)
 		}
 		var key string
-		var keys []string // a Group's, in place of key
+		var keys []string // a MultiKey's, in place of key
 		var err error
 		if m.group != nil {
 			keys, err = m.keysOf(r)
@@ -198,8 +198,8 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			fail(err)
 			return
 		}
-		// The limits the headers describe: a Set's, a route's, or the
-		// key's own (see ratewise.WithLimits), for a Group each key's.
+		// The limits the headers describe: a Stack's, a route's, or the
+		// key's own (see ratewise.WithTiers), for a MultiKey each key's.
 		var algs []algorithms.Algorithm
 		switch {
 		case m.group != nil:
@@ -240,7 +240,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			m.onError(r, err)
 			var ok bool
-			res, ok = m.policy.decide(r, key, cost, err) // a Group takes no Fallback, the one policy that reads key
+			res, ok = m.policy.decide(r, key, cost, err) // a MultiKey takes no Fallback, the one policy that reads key
 			if m.observer != nil {
 				// Failing open answers with no Result, and lets the
 				// request through.
@@ -272,7 +272,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 // decision is what the middleware decided: the request's Result (for a
-// Set or a Group, the binding limit's), every limit's Result, and which of
+// Stack or a MultiKey, the binding limit's), every limit's Result, and which of
 // them binds.
 type decision struct {
 	res     ratewise.Result
@@ -291,7 +291,7 @@ func (m *Middleware) observeDegraded(r *http.Request, timedOut, allowed bool, er
 		reason = ReasonTimeout
 	}
 	m.observer.ObserveDegraded(r.Context(), DegradedEvent{
-		Policy:  m.policy.name(),
+		Mode:    m.policy.name(),
 		Reason:  reason,
 		Allowed: allowed,
 		Quota:   m.name,
@@ -299,7 +299,7 @@ func (m *Middleware) observeDegraded(r *http.Request, timedOut, allowed bool, er
 	})
 }
 
-// decide runs the limiter, the Set or the Group, with the decision timeout
+// decide runs the limiter, the Stack or the MultiKey, with the decision timeout
 // on its context. Every store honours its context (the store contract requires
 // it), so the call returns by the deadline; with the Redis store, given
 // the client settings docs/redis.md recommends.
@@ -339,9 +339,9 @@ func ended(ctx context.Context) bool {
 	return ok && !time.Now().Before(deadline)
 }
 
-// run asks the limiter, the Set on key, or the Group on keys.
+// run asks the limiter, the Stack on key, or the MultiKey on keys.
 func (m *Middleware) run(ctx context.Context, key string, keys []string, algs []algorithms.Algorithm, cost int64) (decision, error) {
-	var sr ratewise.SetResult
+	var sr ratewise.MultiResult
 	var err error
 	switch {
 	case m.group != nil:
@@ -355,7 +355,7 @@ func (m *Middleware) run(ctx context.Context, key string, keys []string, algs []
 	if err != nil {
 		return decision{}, err
 	}
-	// The binding limit's Result is the Set's or the Group's answer:
+	// The binding limit's Result is the Stack's or the MultiKey's answer:
 	// denied, it is the limit with the longest wait, their RetryAfter.
 	return decision{res: sr.Results[sr.Binding], results: sr.Results, binding: sr.Binding}, nil
 }
@@ -375,7 +375,7 @@ func (m *Middleware) storeFailure(r *http.Request, err error) bool {
 // and the policy did not let the request through.
 type StoreError struct {
 	Err    error
-	policy FailurePolicy
+	policy FailureMode
 }
 
 func (e *StoreError) Error() string { return "httplimit: rate limit store failed: " + e.Err.Error() }

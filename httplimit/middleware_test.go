@@ -226,10 +226,10 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"nil key":            WithKey(nil),
 		"nil hook":           WithOnError(nil),
 		"negative timeout":   WithTimeout(-time.Second),
-		"fail-closed 500":    WithFailurePolicy(FailClosed(500, 0)),
-		"429 without wait":   WithFailurePolicy(FailClosed(429, 0)),
-		"fallback nil":       WithFailurePolicy(Fallback(nil)),
-		"fallback other alg": WithFailurePolicy(Fallback(other)),
+		"fail-closed 500":    WithFailureMode(FailClosed(500, 0)),
+		"429 without wait":   WithFailureMode(FailClosed(429, 0)),
+		"fallback nil":       WithFailureMode(Fallback(nil)),
+		"fallback other alg": WithFailureMode(Fallback(other)),
 		"quota name":         WithQuotaName("a\"\n"),
 	} {
 		if _, err := New(l, opt); err == nil {
@@ -275,13 +275,13 @@ func TestShare(t *testing.T) {
 
 // TestContextIsPassedToTheStore: a request whose own context has ended is
 // not a store failure: it is a 500 the hook hears with the context's error,
-// never the failure policy's answer, whichever of the store and the timeout
+// never the failure mode's answer, whichever of the store and the timeout
 // answers first.
 func TestContextIsPassedToTheStore(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	h := &hook{}
 	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
-		WithOnError(h.record), WithFailurePolicy(FailOpen()))
+		WithOnError(h.record), WithFailureMode(FailOpen()))
 	for i := range 500 {
 		r := httptest.NewRequest("GET", "/", nil)
 		ctx, cancel := context.WithCancel(r.Context())
@@ -297,13 +297,13 @@ func TestContextIsPassedToTheStore(t *testing.T) {
 	}
 }
 
-// A key's own limit (ratewise.WithLimits) is what its headers describe:
+// A key's own limit (ratewise.WithTiers) is what its headers describe:
 // the paid user's quota is 50 per hour, the others' 5 per minute.
 func TestHeadersFollowTheKeysLimit(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	paid := algorithms.FixedWindow{Limit: 50, Window: time.Hour}
 	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute}, ratewise.WithClock(clock),
-		ratewise.WithLimits(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
 			if strings.HasSuffix(key, "paid") {
 				return paid, nil
 			}
@@ -412,18 +412,18 @@ func TestDryRun(t *testing.T) {
 	}
 }
 
-// A Set on a route: a request passes only if every limit admits it;
+// A Stack on a route: a request passes only if every limit admits it;
 // RateLimit-Policy lists every limit and RateLimit reports the binding one.
 func TestSetMiddleware(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{
+	set, err := ratewise.NewStack(storememory.New(), []algorithms.Algorithm{
 		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2},
 		algorithms.SlidingLog{Limit: 3, Window: time.Hour},
 	}, ratewise.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := NewSet(set)
+	m, err := NewStack(set)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -448,13 +448,13 @@ func TestSetMiddleware(t *testing.T) {
 				resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"), want.status, want.rateLimit, want.retryAfter)
 		}
 	}
-	if _, err := NewSet(set, WithFailurePolicy(Fallback(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock)))); err == nil {
-		t.Fatal("NewSet with Fallback: no error")
+	if _, err := NewStack(set, WithFailureMode(Fallback(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock)))); err == nil {
+		t.Fatal("NewStack with Fallback: no error")
 	}
-	// A Set's failure policy is checked as a Limiter's is.
-	for _, p := range []FailurePolicy{FailClosed(500, 0), FailClosed(429, 0), FailClosed(503, -time.Second)} {
-		if _, err := NewSet(set, WithFailurePolicy(p)); err == nil {
-			t.Errorf("NewSet with %+v: no error", p)
+	// A Stack's failure mode is checked as a Limiter's is.
+	for _, p := range []FailureMode{FailClosed(500, 0), FailClosed(429, 0), FailClosed(503, -time.Second)} {
+		if _, err := NewStack(set, WithFailureMode(p)); err == nil {
+			t.Errorf("NewStack with %+v: no error", p)
 		}
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// Observer hears of every degraded decision: a request the FailurePolicy
+// Observer hears of every degraded decision: a request the FailureMode
 // answered because the store failed or did not answer within the decision
 // timeout. The OnError hook hears of the same failures, and of others;
 // Observer says what was done about each, for metrics. Decisions the
@@ -13,17 +13,17 @@ import (
 // ratewise.WithObserver); one type may implement both.
 //
 // ObserveDegraded runs on the request's goroutine before the request is
-// answered, so it must be quick. Label metrics with Policy, Reason,
+// answered, so it must be quick. Label metrics with Mode, Reason,
 // Allowed and Quota, never with the request's key, path or client.
 type Observer interface {
 	ObserveDegraded(ctx context.Context, e DegradedEvent)
 }
 
-// Failure policies, as DegradedEvent.Policy names them.
+// Failure modes, as DegradedEvent.Mode names them.
 const (
-	PolicyFailOpen   = "fail_open"
-	PolicyFailClosed = "fail_closed"
-	PolicyFallback   = "fallback"
+	ModeFailOpen   = "fail_open"
+	ModeFailClosed = "fail_closed"
+	ModeFallback   = "fallback"
 )
 
 // Reasons for a degraded decision, as DegradedEvent.Reason names them.
@@ -34,14 +34,14 @@ const (
 	ReasonUnavailable = "unavailable"
 )
 
-// DegradedEvent is one request the failure policy answered.
+// DegradedEvent is one request the failure mode answered.
 type DegradedEvent struct {
-	// Policy is the policy that answered: PolicyFailOpen, PolicyFailClosed
-	// or PolicyFallback.
-	Policy string
+	// Mode is the failure mode that answered: ModeFailOpen,
+	// ModeFailClosed or ModeFallback.
+	Mode string
 	// Reason is ReasonTimeout or ReasonUnavailable.
 	Reason string
-	// Allowed reports whether the policy let the request through: always
+	// Allowed reports whether the mode let the request through: always
 	// under fail-open, never under fail-closed, and under fallback when the
 	// local limiter admitted it (not when it denied it or failed too). In
 	// dry-run mode (WithDryRun) the request goes on either way.
@@ -58,10 +58,10 @@ type DegradedEvent struct {
 // example, to count them with Prometheus:
 //
 //	func (m metrics) ObserveDegraded(_ context.Context, e httplimit.DegradedEvent) {
-//		m.degraded.WithLabelValues(e.Policy, e.Reason).Inc()
+//		m.degraded.WithLabelValues(e.Mode, e.Reason).Inc()
 //	}
 //
-//	mw, err := httplimit.New(l, httplimit.WithFailurePolicy(httplimit.FailOpen()),
+//	mw, err := httplimit.New(l, httplimit.WithFailureMode(httplimit.FailOpen()),
 //		httplimit.WithObserver(metrics{vec}))
 func WithObserver(o Observer) Option {
 	return optionFunc(func(m *Middleware) error {

@@ -51,7 +51,7 @@ func (silentStore) Reset(context.Context, store.Key, algorithms.Algorithm) error
 // the reason, what was done and the store's error.
 func TestObserverHearsDegradedDecisions(t *testing.T) {
 	unavailable := failingStore{fmt.Errorf("%w: connection refused", store.ErrUnavailable)}
-	local := func(limit int64) FailurePolicy {
+	local := func(limit int64) FailureMode {
 		l, err := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: limit, Window: time.Minute})
 		if err != nil {
 			t.Fatal(err)
@@ -61,7 +61,7 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		store   store.Store
-		policy  FailurePolicy
+		policy  FailureMode
 		opts    []Option
 		status  int
 		want    DegradedEvent
@@ -70,17 +70,17 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 		// is checked.
 		requests int
 	}{
-		{"fail open", unavailable, FailOpen(), nil, 200, DegradedEvent{Policy: "fail_open", Reason: "unavailable", Allowed: true, Quota: "default"}, false, 1},
-		{"fail closed", unavailable, FailClosed(503, time.Second), nil, 503, DegradedEvent{Policy: "fail_closed", Reason: "unavailable", Quota: "default"}, false, 1},
-		{"fallback admits", unavailable, local(1), nil, 200, DegradedEvent{Policy: "fallback", Reason: "unavailable", Allowed: true, Quota: "default"}, false, 1},
-		{"fallback denies", unavailable, local(1), nil, 429, DegradedEvent{Policy: "fallback", Reason: "unavailable", Quota: "default"}, false, 2},
+		{"fail open", unavailable, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "unavailable", Allowed: true, Quota: "default"}, false, 1},
+		{"fail closed", unavailable, FailClosed(503, time.Second), nil, 503, DegradedEvent{Mode: "fail_closed", Reason: "unavailable", Quota: "default"}, false, 1},
+		{"fallback admits", unavailable, local(1), nil, 200, DegradedEvent{Mode: "fallback", Reason: "unavailable", Allowed: true, Quota: "default"}, false, 1},
+		{"fallback denies", unavailable, local(1), nil, 429, DegradedEvent{Mode: "fallback", Reason: "unavailable", Quota: "default"}, false, 2},
 		// The local limiter refuses the cost: 503, as FailClosed(503, 0).
-		{"fallback fails too", unavailable, local(1), []Option{WithCost(func(*http.Request) (int64, error) { return 2, nil })}, 503, DegradedEvent{Policy: "fallback", Reason: "unavailable", Quota: "default"}, false, 1},
-		{"timeout, fail closed", silentStore{}, FailClosed(503, time.Second), []Option{WithQuotaName("api")}, 503, DegradedEvent{Policy: "fail_closed", Reason: "timeout", Quota: "api"}, true, 1},
-		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200, DegradedEvent{Policy: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, true, 1},
+		{"fallback fails too", unavailable, local(1), []Option{WithCost(func(*http.Request) (int64, error) { return 2, nil })}, 503, DegradedEvent{Mode: "fallback", Reason: "unavailable", Quota: "default"}, false, 1},
+		{"timeout, fail closed", silentStore{}, FailClosed(503, time.Second), []Option{WithQuotaName("api")}, 503, DegradedEvent{Mode: "fail_closed", Reason: "timeout", Quota: "api"}, true, 1},
+		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, true, 1},
 		// A store that gives up on the deadline with an error of its own,
 		// as a Redis client with ContextTimeoutEnabled does.
-		{"timeout, store gives up", silentStore{fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)}, FailOpen(), nil, 200, DegradedEvent{Policy: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, false, 1},
+		{"timeout, store gives up", silentStore{fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, false, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := ratewise.New(tt.store, policyAlg)
@@ -88,7 +88,7 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec, h := &degradedRecorder{}, &hook{}
-			opts := append([]Option{WithFailurePolicy(tt.policy), WithObserver(rec), WithOnError(h.record), WithTimeout(20 * time.Millisecond)}, tt.opts...)
+			opts := append([]Option{WithFailureMode(tt.policy), WithObserver(rec), WithOnError(h.record), WithTimeout(20 * time.Millisecond)}, tt.opts...)
 			m, err := New(l, opts...)
 			if err != nil {
 				t.Fatal(err)
@@ -136,7 +136,7 @@ func TestObserverHearsOnlyDegradedDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &degradedRecorder{}
-			m, err := New(l, WithFailurePolicy(FailOpen()), WithObserver(rec), WithOnError(func(*http.Request, error) {}))
+			m, err := New(l, WithFailureMode(FailOpen()), WithObserver(rec), WithOnError(func(*http.Request, error) {}))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -22,7 +22,7 @@ func (f optionFunc) apply(m *Middleware) error { return f(m) }
 //
 //	httplimit.WithKey(httplimit.Composite(httplimit.ByUser(user), httplimit.ByPath()))
 //
-// for one quota per user and path. A Group's keys are NewGroup's instead.
+// for one quota per user and path. A MultiKey's keys are NewMultiKey's instead.
 func WithKey(k KeyFunc) Option {
 	return optionFunc(func(m *Middleware) error {
 		if k == nil {
@@ -90,12 +90,12 @@ func WithOnError(hook func(r *http.Request, err error)) Option {
 	})
 }
 
-// WithFailurePolicy sets what happens when the store fails: FailClosed (the
+// WithFailureMode sets what happens when the store fails: FailClosed (the
 // default), FailOpen or Fallback.
-func WithFailurePolicy(p FailurePolicy) Option {
+func WithFailureMode(p FailureMode) Option {
 	return optionFunc(func(m *Middleware) error {
 		if p == nil {
-			return errors.New("httplimit: nil failure policy")
+			return errors.New("httplimit: nil failure mode")
 		}
 		m.policy = p
 		return nil

@@ -23,7 +23,7 @@ type routeTable struct {
 
 // Route returns a middleware for one route that limits with alg instead of
 // the limiter's algorithm and shares every other option of m: the KeyFunc,
-// cost, failure policy, timeout, hooks, handlers, headers, dry run and
+// cost, failure mode, timeout, hooks, handlers, headers, dry run and
 // exemptions. For example, 5 login attempts per 15 minutes and a burst of
 // 40 searches at 20 a second per client, and the limiter's own limit for
 // the rest:
@@ -41,7 +41,7 @@ type routeTable struct {
 // routes, and no route and m, count against one quota, even when their
 // algorithms share a kind and Scope. Its RateLimit-Policy and RateLimit
 // fields describe alg's quota under the route's name instead of
-// WithQuotaName's: "login";q=5;w=900. The limiter's WithLimits does not
+// WithQuotaName's: "login";q=5;w=900. The limiter's WithTiers does not
 // apply to a route.
 //
 // Route given a name again returns the same middleware if alg is the same,
@@ -50,12 +50,12 @@ type routeTable struct {
 // ASCII (it names the quota in the headers); an algorithm ratewise.New
 // refuses on any store, with New's error (ratewise.ErrNilAlgorithm,
 // algorithms.ErrUnknownAlgorithm, or alg.Validate's, such as
-// algorithms.ErrInvalidLimit); m from NewSet or NewGroup, whose limits
-// are fixed, or from Route; and a Fallback failure policy, whose local
+// algorithms.ErrInvalidLimit); m from NewStack or NewMultiKey, whose limits
+// are fixed, or from Route; and a Fallback failure mode, whose local
 // limiter holds a share of the limiter's algorithm and none of alg's: give
 // such a route a Limiter and a Middleware of its own. An algorithm the store cannot run shows only
 // on a request, which is answered 500 and reported to the OnError hook
-// with store.ErrUnsupported, as under WithLimits.
+// with store.ErrUnsupported, as under WithTiers.
 func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, error) {
 	switch {
 	case name == "":
@@ -63,7 +63,7 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 	case !printableASCII(name):
 		return nil, fmt.Errorf("%w %q: the name must be printable ASCII", ErrRoute, name)
 	case m.set != nil || m.group != nil:
-		return nil, fmt.Errorf("%w %q: a Set's or a Group's limits are fixed; a route needs a middleware from New", ErrRoute, name)
+		return nil, fmt.Errorf("%w %q: a Stack's or a MultiKey's limits are fixed; a route needs a middleware from New", ErrRoute, name)
 	case m.routeAlg != nil:
 		return nil, fmt.Errorf("%w %q: %q is a route already; call Route on the middleware New returned", ErrRoute, name, m.name)
 	case m.routes == nil:

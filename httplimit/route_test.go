@@ -198,15 +198,15 @@ func TestRouteRejectsBadInput(t *testing.T) {
 	if again := newRoute(t, m, "login", alg); again != login {
 		t.Fatal("Route with a name and algorithm it was given already: a new middleware, want the same")
 	}
-	set, err := ratewise.NewSet(storememory.New(), []algorithms.Algorithm{alg}, ratewise.WithClock(clock))
+	set, err := ratewise.NewStack(storememory.New(), []algorithms.Algorithm{alg}, ratewise.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	setMiddleware, err := NewSet(set)
+	setMiddleware, err := NewStack(set)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fallbackMiddleware, err := New(newLimiter(t, alg, clock), WithFailurePolicy(Fallback(newLimiter(t, alg, clock))))
+	fallbackMiddleware, err := New(newLimiter(t, alg, clock), WithFailureMode(Fallback(newLimiter(t, alg, clock))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,7 +224,7 @@ func TestRouteRejectsBadInput(t *testing.T) {
 		{"algorithm by pointer", m, "search", &algorithms.SlidingLog{Limit: 5, Window: time.Minute}, algorithms.ErrUnknownAlgorithm},
 		{"a name with another algorithm", m, "login", algorithms.SlidingLog{Limit: 6, Window: time.Minute}, nil},
 		{"a route of a route", login, "search", alg, nil},
-		{"a Set", setMiddleware, "search", alg, nil},
+		{"a Stack", setMiddleware, "search", alg, nil},
 		{"Fallback", fallbackMiddleware, "search", alg, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -81,7 +81,7 @@ func TestKeyNeverAnAttribute(t *testing.T) {
 				t.Fatal(err)
 			}
 			r.Cancel(ctx)
-			set, err := ratewise.NewSet(mem, []algorithms.Algorithm{
+			set, err := ratewise.NewStack(mem, []algorithms.Algorithm{
 				algorithms.FixedWindow{Limit: 1, Window: time.Second},
 				algorithms.SlidingLog{Limit: 5, Window: time.Hour},
 			}, ratewise.WithObserver(spy), ratewise.WithClock(clock))

@@ -6,7 +6,7 @@
 //	import ratewiseotel "github.com/ratewise/ratewise/otel"
 //
 // An Observer is both a ratewise.Observer and an httplimit.Observer: give
-// one to every limiter, Set and middleware that should be measured.
+// one to every limiter, Stack and middleware that should be measured.
 //
 //	obs, err := ratewiseotel.New(ratewiseotel.WithMeterProvider(mp))
 //	limiter, err := ratewise.New(s, alg, ratewise.WithObserver(obs))
@@ -23,7 +23,7 @@
 //   - ratewise.decisions (ratewise_decisions_total), a counter of
 //     decisions, unit {decision}, with ratewise.source ("limiter" or
 //     "set"), ratewise.algorithm (the algorithm's name, such as "gcra"),
-//     ratewise.binding (the binding limit's index in a Set, 0 for a
+//     ratewise.binding (the binding limit's index in a Stack, 0 for a
 //     Limiter), ratewise.outcome ("allowed", "denied" or "error"),
 //     ratewise.peek (true for Peek and PeekN, which charge nothing; their
 //     outcome is what a request would get), and, for an error, error.type.
@@ -35,8 +35,8 @@
 //     MetricStoreDuration can change them.
 //   - ratewise.http.degraded_requests
 //     (ratewise_http_degraded_requests_total), a counter of the requests
-//     httplimit's failure policy answered because the store failed or did
-//     not answer in time, unit {request}, with ratewise.policy
+//     httplimit's failure mode answered because the store failed or did
+//     not answer in time, unit {request}, with ratewise.failure_mode
 //     ("fail_open", "fail_closed" or "fallback"), ratewise.reason
 //     ("timeout" or "unavailable"), ratewise.quota (the route's name, or
 //     httplimit.WithQuotaName's) and ratewise.outcome ("allowed" or
@@ -58,12 +58,12 @@
 // # Cardinality
 //
 // Every attribute takes one of a few fixed values, or a number bounded by
-// the application's configuration (a Set's size, its routes), so a
+// the application's configuration (a Stack's size, its routes), so a
 // metric has a handful of series however many keys are limited. The key,
 // which names users, addresses and paths, is never an attribute of a
 // metric, a span or an event, nor is a store error's message, which may
 // quote it. WithLimitAttribute keeps that promise only when the limits
-// are fixed; a ratewise.LimitFunc that computes a limit per customer
+// are fixed; a ratewise.TierFunc that computes a limit per customer
 // would make a series per customer.
 //
 // # Traces

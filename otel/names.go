@@ -16,7 +16,7 @@ const (
 	// MetricStoreDuration is how long the store took to decide, a
 	// histogram in seconds.
 	MetricStoreDuration = "ratewise.store.duration"
-	// MetricDegraded counts requests httplimit's failure policy answered,
+	// MetricDegraded counts requests httplimit's failure mode answered,
 	// unit {request}.
 	MetricDegraded = "ratewise.http.degraded_requests"
 	// MetricClockOffset is Redis's clock minus this process's, a gauge in
@@ -41,7 +41,7 @@ const (
 	// AttrLimit is the algorithm with its parameters, such as
 	// "gcra 10/1s burst 20", only with WithLimitAttribute.
 	AttrLimit = attribute.Key("ratewise.limit")
-	// AttrBinding is the index of the binding limit in a Set, 0 for a
+	// AttrBinding is the index of the binding limit in a Stack, 0 for a
 	// Limiter.
 	AttrBinding = attribute.Key("ratewise.binding")
 	// AttrOutcome is "allowed", "denied" or, for decisions only, "error".
@@ -54,9 +54,9 @@ const (
 	// (the caller's context ended), "unsupported" or "_OTHER". It is
 	// absent when there was no error.
 	AttrErrorType = attribute.Key("error.type")
-	// AttrPolicy is the failure policy that answered a degraded request:
+	// AttrFailureMode is the failure mode that answered a degraded request:
 	// "fail_open", "fail_closed" or "fallback".
-	AttrPolicy = attribute.Key("ratewise.policy")
+	AttrFailureMode = attribute.Key("ratewise.failure_mode")
 	// AttrReason is why a request was degraded: "timeout" or
 	// "unavailable".
 	AttrReason = attribute.Key("ratewise.reason")

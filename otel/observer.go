@@ -66,7 +66,7 @@ func New(opts ...Option) (*Observer, error) {
 		metric.WithExplicitBucketBoundaries(durationBuckets...))
 	degraded, err3 := meter.Int64Counter(MetricDegraded,
 		metric.WithUnit("{request}"),
-		metric.WithDescription("Requests the failure policy answered because the rate-limit store failed or timed out."))
+		metric.WithDescription("Requests the failure mode answered because the rate-limit store failed or timed out."))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, fmt.Errorf("ratewiseotel: %w", err)
 	}
@@ -233,7 +233,7 @@ type degradedAttrs struct {
 // ObserveDegraded counts e and adds an event named "ratewise.degraded" to
 // the span in ctx if it is recording. It implements httplimit.Observer.
 func (o *Observer) ObserveDegraded(ctx context.Context, e httplimit.DegradedEvent) {
-	k := degradedKey{policy: e.Policy, reason: e.Reason, quota: e.Quota, allowed: e.Allowed}
+	k := degradedKey{policy: e.Mode, reason: e.Reason, quota: e.Quota, allowed: e.Allowed}
 	a, ok := o.degradedSets.load(k)
 	if !ok {
 		a = o.degradedSets.store(k, o.degradedAttrs(k))
@@ -255,7 +255,7 @@ func (o *Observer) degradedAttrs(k degradedKey) *degradedAttrs {
 	}
 	kv := append([]attribute.KeyValue(nil), o.attrs...)
 	kv = append(kv,
-		AttrPolicy.String(k.policy),
+		AttrFailureMode.String(k.policy),
 		AttrReason.String(k.reason),
 		AttrQuota.String(k.quota),
 		AttrOutcome.String(outcome))

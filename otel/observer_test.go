@@ -31,7 +31,7 @@ func errorSeries(source, alg, errType string) string {
 	return fmt.Sprintf("error.type=%s,ratewise.algorithm=%s,ratewise.binding=0,ratewise.outcome=error,ratewise.peek=false,ratewise.source=%s", errType, alg, source)
 }
 
-// Admissions, denials, peeks and errors, of a Limiter and of a Set, each
+// Admissions, denials, peeks and errors, of a Limiter and of a Stack, each
 // count once under their own attributes, and nowhere else.
 func TestDecisionsCountedByOutcome(t *testing.T) {
 	ctx := context.Background()
@@ -63,8 +63,8 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 		t.Fatalf("Allow 30s later: %+v, %v; want an admission", res, err)
 	}
 
-	// A Set whose second limit, 1 an hour, binds: admitted, then denied.
-	set, err := ratewise.NewSet(mem, []algorithms.Algorithm{
+	// A Stack whose second limit, 1 an hour, binds: admitted, then denied.
+	set, err := ratewise.NewStack(mem, []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: 5, Window: time.Minute},
 		algorithms.SlidingLog{Limit: 1, Window: time.Hour},
 	}, ratewise.WithObserver(obs), ratewise.WithClock(clock), ratewise.WithNamespace("set"))
@@ -73,7 +73,7 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 	}
 	for _, want := range []bool{true, false} {
 		if res, err := set.Allow(ctx, "bob"); err != nil || res.Allowed != want || res.Binding != 1 {
-			t.Fatalf("Set.Allow: %+v, %v; want allowed %v, binding 1", res, err, want)
+			t.Fatalf("Stack.Allow: %+v, %v; want allowed %v, binding 1", res, err, want)
 		}
 	}
 
@@ -201,7 +201,7 @@ func TestUnits(t *testing.T) {
 	}
 	ctx := context.Background()
 	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}})
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Policy: httplimit.PolicyFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default"})
+	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default"})
 	rm := collect(t, reader)
 	for name, unit := range map[string]string{
 		ratewiseotel.MetricDecisions:     "{decision}",
@@ -247,7 +247,7 @@ func TestDegradedCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := httplimit.New(l, httplimit.WithFailurePolicy(httplimit.FailOpen()), httplimit.WithQuotaName("search"),
+	open, err := httplimit.New(l, httplimit.WithFailureMode(httplimit.FailOpen()), httplimit.WithQuotaName("search"),
 		httplimit.WithObserver(obs), quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -270,7 +270,7 @@ func TestDegradedCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout, err := httplimit.New(slow, httplimit.WithFailurePolicy(httplimit.FailOpen()), httplimit.WithTimeout(time.Millisecond),
+	timeout, err := httplimit.New(slow, httplimit.WithFailureMode(httplimit.FailOpen()), httplimit.WithTimeout(time.Millisecond),
 		httplimit.WithObserver(obs), quiet)
 	if err != nil {
 		t.Fatal(err)
@@ -279,9 +279,9 @@ func TestDegradedCounted(t *testing.T) {
 
 	rm := collect(t, reader)
 	want := map[string]int64{
-		"ratewise.outcome=allowed,ratewise.policy=fail_open,ratewise.quota=search,ratewise.reason=unavailable": 2,
-		"ratewise.outcome=denied,ratewise.policy=fail_closed,ratewise.quota=login,ratewise.reason=unavailable": 1,
-		"ratewise.outcome=allowed,ratewise.policy=fail_open,ratewise.quota=default,ratewise.reason=timeout":    1,
+		"ratewise.failure_mode=fail_open,ratewise.outcome=allowed,ratewise.quota=search,ratewise.reason=unavailable": 2,
+		"ratewise.failure_mode=fail_closed,ratewise.outcome=denied,ratewise.quota=login,ratewise.reason=unavailable": 1,
+		"ratewise.failure_mode=fail_open,ratewise.outcome=allowed,ratewise.quota=default,ratewise.reason=timeout":    1,
 	}
 	if got := sums(t, rm, ratewiseotel.MetricDegraded); !maps.Equal(got, want) {
 		t.Errorf("%s:\n got %v\nwant %v", ratewiseotel.MetricDegraded, got, want)
@@ -344,7 +344,7 @@ func TestWithAttributes(t *testing.T) {
 	}
 	alg := algorithms.FixedWindow{Limit: 1, Window: time.Second}
 	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Allowed: true})
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Policy: httplimit.PolicyFallback, Reason: httplimit.ReasonUnavailable, Quota: "q"})
+	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFallback, Reason: httplimit.ReasonUnavailable, Quota: "q"})
 	rm := collect(t, reader)
 	if got, want := sums(t, rm, ratewiseotel.MetricDecisions), map[string]int64{
 		"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.outcome=allowed,ratewise.peek=false,ratewise.source=limiter,ratewise.store=sessions": 1,
@@ -357,7 +357,7 @@ func TestWithAttributes(t *testing.T) {
 		t.Errorf("durations: got %v, want %v", got, want)
 	}
 	if got, want := sums(t, rm, ratewiseotel.MetricDegraded), map[string]int64{
-		"ratewise.outcome=denied,ratewise.policy=fallback,ratewise.quota=q,ratewise.reason=unavailable,ratewise.store=sessions": 1,
+		"ratewise.failure_mode=fallback,ratewise.outcome=denied,ratewise.quota=q,ratewise.reason=unavailable,ratewise.store=sessions": 1,
 	}; !maps.Equal(got, want) {
 		t.Errorf("degraded: got %v, want %v", got, want)
 	}

@@ -84,10 +84,10 @@ func WithoutSpanEvents() Option {
 // WithLimitAttribute labels decisions, and the store's durations, with
 // the algorithm and its parameters as well as its name (AttrLimit), such
 // as "gcra 10/1s burst 20", so that two tiers of one algorithm, or the
-// limits of a Set, can be told apart.
+// limits of a Stack, can be told apart.
 //
 // Use it only when the limits are few and fixed, as in configuration: a
-// LimitFunc (ratewise.WithLimits) that computes a limit per customer
+// TierFunc (ratewise.WithTiers) that computes a limit per customer
 // makes a series per customer. It applies to New.
 func WithLimitAttribute() Option {
 	return optionFunc(func(c *config) { c.limit = true })

@@ -55,7 +55,7 @@ func TestSpanEvents(t *testing.T) {
 	if _, err := l.AllowN(ctx, "alice", 2); err != nil {
 		t.Fatal(err)
 	}
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Policy: httplimit.PolicyFailClosed, Reason: httplimit.ReasonTimeout, Quota: "default"})
+	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFailClosed, Reason: httplimit.ReasonTimeout, Quota: "default"})
 	span.End()
 
 	ended := sr.Ended()
@@ -71,7 +71,7 @@ func TestSpanEvents(t *testing.T) {
 	want := []string{
 		"ratewise.decision ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=allowed,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=0,ratewise.source=limiter",
 		"ratewise.decision ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=denied,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=60,ratewise.source=limiter",
-		"ratewise.degraded ratewise.outcome=denied,ratewise.policy=fail_closed,ratewise.quota=default,ratewise.reason=timeout",
+		"ratewise.degraded ratewise.failure_mode=fail_closed,ratewise.outcome=denied,ratewise.quota=default,ratewise.reason=timeout",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events:\n got %q\nwant %q", got, want)
@@ -109,7 +109,7 @@ func TestWithoutSpanEvents(t *testing.T) {
 	}
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
 	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, Allowed: true})
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Policy: httplimit.PolicyFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default", Allowed: true})
+	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default", Allowed: true})
 	span.End()
 	if events := sr.Ended()[0].Events(); len(events) != 0 {
 		t.Errorf("events: got %v, want none", events)

@@ -121,7 +121,7 @@ func (r *Redis) Open(ctx context.Context) (Instance, error) {
 	// a round trip of its own, which a denial answered from the cache or a
 	// decision batched with others (as concurrent replays of many keys
 	// would be) would hide.
-	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithPrefix(prefix), storeredis.WithClientTime(), storeredis.WithWarnings(0, nil),
+	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithKeyPrefix(prefix), storeredis.WithClientTime(), storeredis.WithWarnings(0, nil),
 		storeredis.WithDenyCache(0), storeredis.WithCoalescing(0))}
 	var err error
 	if i.baseCmds, err = r.scriptCommands(ctx); err != nil {

@@ -107,7 +107,7 @@ var ErrUnavailable = errors.New("ratewise: store unavailable")
 var ErrUnsupported = errors.New("ratewise: algorithm not supported by this store")
 
 // SetDecider is an optional capability: a store that decides several limits
-// on one key together, all or nothing, as one atomic step. ratewise.NewSet
+// on one key together, all or nothing, as one atomic step. ratewise.NewStack
 // requires it.
 type SetDecider interface {
 	// DecideSet runs one decision of cost for key under every algorithm of

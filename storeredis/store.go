@@ -54,8 +54,8 @@ var (
 	_ store.Reserver         = (*Store)(nil)
 )
 
-// DefaultPrefix starts every key the store writes.
-const DefaultPrefix = "ratewise:"
+// DefaultKeyPrefix starts every key the store writes.
+const DefaultKeyPrefix = "ratewise:"
 
 //go:embed scripts/*.lua
 var scriptFiles embed.FS
@@ -209,14 +209,14 @@ type optionFunc func(*Store)
 
 func (f optionFunc) apply(s *Store) { f(s) }
 
-// WithPrefix replaces DefaultPrefix. With WithPrefix("rl:"), the key "alice"
+// WithKeyPrefix replaces DefaultKeyPrefix. With WithKeyPrefix("rl:"), the key "alice"
 // of a GCRA limiter with a rate per second is stored as "rl:gcra:1s:{alice}".
 //
 // Braces in the prefix are escaped as in keys ("{" becomes "%7B", "}"
 // "%7D", "%" "%25"): a prefix with a hash tag, such as "{rl}:", would put
 // every key in one Redis Cluster slot, so the key's own tag must stay the
 // only one.
-func WithPrefix(prefix string) Option {
+func WithKeyPrefix(prefix string) Option {
 	return optionFunc(func(s *Store) { s.prefix = escapeKey(prefix) })
 }
 
@@ -240,7 +240,7 @@ const ClientTimeGrace = time.Second
 
 // New returns a store on client.
 func New(client Client, opts ...Option) *Store {
-	s := &Store{client: client, prefix: DefaultPrefix, coalesce: DefaultCoalescing, denyCache: DefaultDenyCache}
+	s := &Store{client: client, prefix: DefaultKeyPrefix, coalesce: DefaultCoalescing, denyCache: DefaultDenyCache}
 	for _, o := range opts {
 		o.apply(s)
 	}

@@ -125,13 +125,13 @@ func TestKeyLayout(t *testing.T) {
 			t.Errorf("Key = %q, want %q", got, tt.want)
 		}
 	}
-	s = storeredis.New(nil, storeredis.WithPrefix("rl:"))
+	s = storeredis.New(nil, storeredis.WithKeyPrefix("rl:"))
 	if got, want := s.Key("a{b}%c", algorithms.SlidingLog{Limit: 1, Window: time.Minute}), "rl:sliding_log:1m:{a%7Bb%7D%25c}"; got != want {
 		t.Fatalf("Key = %q, want %q", got, want)
 	}
 	// A hash tag in the prefix would put every key in one Cluster slot:
 	// its braces are escaped, so each key's own tag decides its slot.
-	s = storeredis.New(nil, storeredis.WithPrefix("{rl}:"))
+	s = storeredis.New(nil, storeredis.WithKeyPrefix("{rl}:"))
 	alg := algorithms.SlidingLog{Limit: 1, Window: time.Minute}
 	if got, want := s.Key("alice", alg), "%7Brl%7D:sliding_log:1m:{alice}"; got != want {
 		t.Fatalf("Key = %q, want %q", got, want)
@@ -480,7 +480,7 @@ func TestStateOfOtherVersions(t *testing.T) {
 			for _, alg := range allAlgorithms {
 				key := testKey(t) + ":" + alg.Kind().Name()
 				// An older version's key for the same user.
-				old := storeredis.DefaultPrefix + alg.Kind().Name() + ":{" + key + "}"
+				old := storeredis.DefaultKeyPrefix + alg.Kind().Name() + ":{" + key + "}"
 				if err := c.Set(ctx, old, "1 1", time.Minute).Err(); err != nil {
 					t.Fatal(err)
 				}

@@ -37,22 +37,22 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 	type write struct {
 		name    string
 		prepare func(l *ratewise.Limiter, key string) any
-		write   func(l *ratewise.Limiter, s *ratewise.Set, key string, prepared any) error
+		write   func(l *ratewise.Limiter, s *ratewise.Stack, key string, prepared any) error
 		charges bool // another client charges the key while the reply is lost
 	}
 	writes := []write{
-		{"decision", nil, func(l *ratewise.Limiter, _ *ratewise.Set, key string, _ any) error {
+		{"decision", nil, func(l *ratewise.Limiter, _ *ratewise.Stack, key string, _ any) error {
 			_, err := l.AllowN(ctx, key, 2)
 			return err
 		}, true},
-		{"set", nil, func(_ *ratewise.Limiter, s *ratewise.Set, key string, _ any) error {
+		{"set", nil, func(_ *ratewise.Limiter, s *ratewise.Stack, key string, _ any) error {
 			_, err := s.AllowN(ctx, key, 2)
 			return err
 		}, true},
 		{"booking", func(l *ratewise.Limiter, key string) any {
 			l.AllowN(ctx, key, 10)
 			return nil
-		}, func(l *ratewise.Limiter, _ *ratewise.Set, key string, _ any) error {
+		}, func(l *ratewise.Limiter, _ *ratewise.Stack, key string, _ any) error {
 			r, err := l.Reserve(ctx, key, time.Minute)
 			if err == nil && (!r.OK() || r.Delay() != 6*time.Second) {
 				err = fmt.Errorf("booked %+v, want a turn 6s away", r.Result())
@@ -62,7 +62,7 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 		{"refund", func(l *ratewise.Limiter, key string) any {
 			res, _ := l.AllowN(ctx, key, 3)
 			return res
-		}, func(l *ratewise.Limiter, _ *ratewise.Set, key string, prepared any) error {
+		}, func(l *ratewise.Limiter, _ *ratewise.Stack, key string, prepared any) error {
 			_, err := l.Refund(ctx, key, prepared.(ratewise.Result), 2)
 			return err
 		}, true},
@@ -73,14 +73,14 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 				t.Fatalf("a booking to cancel: %+v, %v", r, err)
 			}
 			return r
-		}, func(_ *ratewise.Limiter, _ *ratewise.Set, _ string, prepared any) error {
+		}, func(_ *ratewise.Limiter, _ *ratewise.Stack, _ string, prepared any) error {
 			_, err := prepared.(*ratewise.Reservation).Cancel(ctx)
 			return err
 		}, false},
 		{"reset", func(l *ratewise.Limiter, key string) any {
 			l.AllowN(ctx, key, 5)
 			return nil
-		}, func(l *ratewise.Limiter, _ *ratewise.Set, key string, _ any) error {
+		}, func(l *ratewise.Limiter, _ *ratewise.Stack, key string, _ any) error {
 			return l.Reset(ctx, key)
 		}, true},
 	}
@@ -113,12 +113,12 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 			lossyStore, plainStore := storeredis.New(lossyClient, opts...), storeredis.New(plainClient, opts...)
 			// A namespace of its own on every run, -count included.
 			namespace := strings.ReplaceAll(testKey(t)+"."+ratewise.NewRequestID(), ":", ".")
-			limiters := func(s *storeredis.Store) (*ratewise.Limiter, *ratewise.Set, *ratewise.Limiter) {
+			limiters := func(s *storeredis.Store) (*ratewise.Limiter, *ratewise.Stack, *ratewise.Limiter) {
 				l, err := ratewise.New(s, gcra, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
 				if err != nil {
 					t.Fatal(err)
 				}
-				set, err := ratewise.NewSet(s, []algorithms.Algorithm{gcra, partner}, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+				set, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, partner}, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
 				if err != nil {
 					t.Fatal(err)
 				}

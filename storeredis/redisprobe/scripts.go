@@ -26,7 +26,7 @@ const (
 
 // key returns a probe key with the run's hash tag, or another tag.
 func (p *prober) key(name, tag string) string {
-	return storeredis.DefaultPrefix + "probe:" + name + ":{" + tag + "}"
+	return storeredis.DefaultKeyPrefix + "probe:" + name + ":{" + tag + "}"
 }
 
 // scripts runs a script with EVAL, then three times with EVALSHA, as
@@ -80,7 +80,7 @@ func (p *prober) scripts(ctx context.Context) bool {
 }
 
 // keys writes two keys with one hash tag in one script, as a
-// ratewise.Set's decision does, and on a *redis.Client two keys of
+// ratewise.Stack's decision does, and on a *redis.Client two keys of
 // different hash slots, as a coalesced batch does. It returns false when a
 // script cannot write at all.
 func (p *prober) keys(ctx context.Context) bool {
@@ -94,7 +94,7 @@ func (p *prober) keys(ctx context.Context) bool {
 			// Single keys may still be written: the server time check
 			// writes one.
 			p.add("keys", StatusFailure, "keys that share a hash tag are not kept together: "+err.Error(),
-				"use a server or proxy that honours hash tags: ratewise.NewSet's decisions fail here")
+				"use a server or proxy that honours hash tags: ratewise.NewStack's decisions fail here")
 			return true
 		case redis.HasErrorPrefix(err, "READONLY"):
 			p.add("keys", StatusFailure, "scripts cannot write: "+err.Error(), "point the client at the primary (writer) endpoint, not a replica")
@@ -106,7 +106,7 @@ func (p *prober) keys(ctx context.Context) bool {
 		return false
 	}
 	if _, ok := p.client.(*redis.Client); !ok {
-		p.add("keys", StatusOK, "a script writes keys that share a hash tag, as ratewise.NewSet's do", "")
+		p.add("keys", StatusOK, "a script writes keys that share a hash tag, as ratewise.NewStack's do", "")
 		return true
 	}
 	other := p.tag + "-b"
@@ -121,7 +121,7 @@ func (p *prober) keys(ctx context.Context) bool {
 			"use a *redis.ClusterClient if the offering speaks the cluster protocol, or else storeredis.WithCoalescing(0)")
 		return true
 	}
-	p.add("keys", StatusOK, "a script writes keys that share a hash tag (ratewise.NewSet) and keys of different hash slots (coalesced batches)", "")
+	p.add("keys", StatusOK, "a script writes keys that share a hash tag (ratewise.NewStack) and keys of different hash slots (coalesced batches)", "")
 	return true
 }
 

@@ -35,7 +35,7 @@ func TestStandalone(t *testing.T) {
 	if got, want := rep.Worst(), redisprobe.StatusWarning; got != want {
 		t.Errorf("worst status: got %v, want %v:\n%s", got, want, report(rep))
 	}
-	if keys, err := c.Keys(context.Background(), storeredis.DefaultPrefix+"probe:*").Result(); err != nil || len(keys) > 0 {
+	if keys, err := c.Keys(context.Background(), storeredis.DefaultKeyPrefix+"probe:*").Result(); err != nil || len(keys) > 0 {
 		t.Errorf("the probe left keys %v (%v)", keys, err)
 	}
 

@@ -50,7 +50,7 @@ func run(addr string) error {
 	defer session.Close()
 	ctx := context.Background()
 	c, roundTrips, prefix := session.Client, session.RoundTrips, session.Prefix
-	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
 
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {

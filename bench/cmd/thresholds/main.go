@@ -102,7 +102,7 @@ func run(cfg config) (bool, error) {
 	start := time.Now()
 	// Per-key sizes depend on the key's length, so they are measured under
 	// the default prefix, which only a server of our own may be given.
-	keyPrefix := storeredis.DefaultPrefix
+	keyPrefix := storeredis.DefaultKeyPrefix
 	if cfg.addr != "" {
 		keyPrefix = prefix
 		fmt.Printf("Per-key sizes below include this run's longer prefix %q.\n\n", prefix)
@@ -158,8 +158,8 @@ type memoryRow struct {
 }
 
 func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string, quick bool, m measured) ([]memoryRow, error) {
-	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix), storeredis.WithWarnings(0, nil))
-	ks := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(keyPrefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
+	ks := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(keyPrefix), storeredis.WithWarnings(0, nil))
 	fmt.Println("## Memory: the common estimate, measured")
 	fmt.Println()
 	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key), and the compact log (`compact_log`, the same decisions from a ring of 8-byte timestamps) filled the same way. The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).")
@@ -274,7 +274,7 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 	// Server time is the median of the rounds' means: on a machine that
 	// client and server share, one round can catch a pause of either.
 	const samples, rounds = 2000, 5
-	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithPrefix(prefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
 	// One log that grows; each size then takes 2,000 admitted decisions, one
 	// caller at a time, so the log is N to N+2,000 records.
 	key := "latency"
@@ -364,7 +364,7 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 		d = 300 * time.Millisecond
 	}
 	// Server time, as in production.
-	s := storeredis.New(c, storeredis.WithPrefix(prefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(c, storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
 	keyNames := make([]string, 100_000)
 	for i := range keyNames {
 		keyNames[i] = fmt.Sprint("user:", i)

@@ -368,7 +368,7 @@ func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.A
 		coalescing, callers int
 		into                *Rate
 	}{{0, 16, &out.OneAtATime}, {storeredis.DefaultCoalescing, 64, &out.Coalesced}} {
-		s := storeredis.New(c, storeredis.WithPrefix(prefix), storeredis.WithDenyCache(0), storeredis.WithCoalescing(mode.coalescing), storeredis.WithWarnings(0, nil))
+		s := storeredis.New(c, storeredis.WithKeyPrefix(prefix), storeredis.WithDenyCache(0), storeredis.WithCoalescing(mode.coalescing), storeredis.WithWarnings(0, nil))
 		var runs []float64
 		for range 3 {
 			v, err := driveCPU(ctx, c, s, alg, keys, mode.callers)

@@ -405,7 +405,7 @@ func reasons(in Input, v verdict, figs map[string]Figures) []string {
 		out = append(out, fmt.Sprintf("precision: approximate was asked for, and the sliding window counter does not fit (see the rejections); GCRA keeps one timestamp per key: %s", accuracy(f)))
 	}
 	if len(v.c.algs) > 1 {
-		out = append(out, fmt.Sprintf("burst: a window counter admits its whole limit at once; with GCRA{Rate: %s per %s, Burst: %s} beside it, as a ratewise.Set, a key sends at most %s at once and both limits hold; GCRA adds %s per key",
+		out = append(out, fmt.Sprintf("burst: a window counter admits its whole limit at once; with GCRA{Rate: %s per %s, Burst: %s} beside it, as a ratewise.Stack, a key sends at most %s at once and both limits hold; GCRA adds %s per key",
 			report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Burst), report.Int(in.Burst), Bytes(figs["gcra"].BytesPerKey)))
 	}
 	if main != "sliding_window" && in.Calendar == "" && !(v.c.exact && in.Precision == "exact") {
@@ -479,7 +479,7 @@ func configOf(in Input, c candidate) string {
 	}
 	code := strings.Join(parts, ", ")
 	if len(parts) > 1 {
-		return "ratewise.NewSet(store, []algorithms.Algorithm{" + code + "})"
+		return "ratewise.NewStack(store, []algorithms.Algorithm{" + code + "})"
 	}
 	return code
 }

@@ -70,17 +70,17 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 	}
 	cases := []struct {
 		name   string
-		policy func() FailurePolicy
+		policy func() FailureMode
 		// after is the status every request gets once Redis is dead, and
 		// header the header that must be set ("" for none).
 		after                int
 		header, headerValue  string
 		admittedAfterTheKill int
 	}{
-		{"fail closed 503", func() FailurePolicy { return FailClosed(503, 2*time.Second) }, 503, "Retry-After", "2", 0},
-		{"fail closed 429", func() FailurePolicy { return FailClosed(429, 1500*time.Millisecond) }, 429, "Retry-After", "2", 0},
+		{"fail closed 503", func() FailureMode { return FailClosed(503, 2*time.Second) }, 503, "Retry-After", "2", 0},
+		{"fail closed 429", func() FailureMode { return FailClosed(429, 1500*time.Millisecond) }, 429, "Retry-After", "2", 0},
 		{"fail open", FailOpen, 200, "", "", 5},
-		{"fallback to a local share", func() FailurePolicy {
+		{"fallback to a local share", func() FailureMode {
 			l, err := ratewise.New(storememory.New(), local)
 			if err != nil {
 				t.Fatal(err)
@@ -92,7 +92,7 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			l, kill := redisLimiter(t)
 			h := &hook{}
-			m, err := New(l, WithFailurePolicy(c.policy()), WithOnError(h.record), WithTimeout(300*time.Millisecond))
+			m, err := New(l, WithFailureMode(c.policy()), WithOnError(h.record), WithTimeout(300*time.Millisecond))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -198,11 +198,11 @@ func (s failingStore) Decide(context.Context, store.Key, algorithms.Algorithm, t
 
 func (s failingStore) Reset(context.Context, store.Key, algorithms.Algorithm) error { return s.err }
 
-// TestOnlyStoreFailuresReachTheFailurePolicy: with FailOpen, an unavailable store
+// TestOnlyStoreFailuresReachTheFailureMode: with FailOpen, an unavailable store
 // lets requests through, but an algorithm the store cannot run, a broken
 // clock or a key that cannot be built is a 500, and the hook hears of every
 // one.
-func TestOnlyStoreFailuresReachTheFailurePolicy(t *testing.T) {
+func TestOnlyStoreFailuresReachTheFailureMode(t *testing.T) {
 	limiter := func(s store.Store, opts ...ratewise.Option) *ratewise.Limiter {
 		l, err := ratewise.New(s, policyAlg, opts...)
 		if err != nil {
@@ -224,7 +224,7 @@ func TestOnlyStoreFailuresReachTheFailurePolicy(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &hook{}
-			m, err := New(tt.limiter, append([]Option{WithFailurePolicy(FailOpen()), WithOnError(h.record)}, tt.opts...)...)
+			m, err := New(tt.limiter, append([]Option{WithFailureMode(FailOpen()), WithOnError(h.record)}, tt.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -250,7 +250,7 @@ func TestFallbackThatFailsIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(shared, WithFailurePolicy(Fallback(local)))
+	m, err := New(shared, WithFailureMode(Fallback(local)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,17 +12,17 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 )
 
-// A FailurePolicy decides what happens to a request when the store fails or does
+// A FailureMode decides what happens to a request when the store fails or does
 // not answer within the decision timeout. Whatever it decides, the
 // middleware first reports the failure to the OnError hook.
-type FailurePolicy interface {
+type FailureMode interface {
 	// decide returns the result to answer with, and false when the request
 	// must be failed.
 	decide(r *http.Request, key string, cost int64, err error) (ratewise.Result, bool)
 	// check checks the policy for a middleware that limits with l, or
-	// with a Set or a Group when l is nil.
+	// with a Stack or a MultiKey when l is nil.
 	check(l *ratewise.Limiter) error
-	// name is the policy's DegradedEvent.Policy.
+	// name is the policy's DegradedEvent.Mode.
 	name() string
 }
 
@@ -36,7 +36,7 @@ type failClosed struct {
 // Retry-After of retryAfter, rounded up to whole seconds, unless it is 0.
 // It is the default, as FailClosed(503, time.Second): a broken store must
 // not switch the limit off.
-func FailClosed(status int, retryAfter time.Duration) FailurePolicy {
+func FailClosed(status int, retryAfter time.Duration) FailureMode {
 	return failClosed{status: status, retryAfter: retryAfter}
 }
 
@@ -44,7 +44,7 @@ func (p failClosed) decide(*http.Request, string, int64, error) (ratewise.Result
 	return ratewise.Result{}, false
 }
 
-func (failClosed) name() string { return PolicyFailClosed }
+func (failClosed) name() string { return ModeFailClosed }
 
 func (p failClosed) check(*ratewise.Limiter) error {
 	switch {
@@ -63,7 +63,7 @@ type failOpen struct{}
 // FailOpen lets requests through while the store fails, without RateLimit
 // headers, since nothing was decided. The OnError hook still hears of every
 // failure.
-func FailOpen() FailurePolicy { return failOpen{} }
+func FailOpen() FailureMode { return failOpen{} }
 
 func (failOpen) decide(*http.Request, string, int64, error) (ratewise.Result, bool) {
 	return ratewise.Result{}, true
@@ -71,7 +71,7 @@ func (failOpen) decide(*http.Request, string, int64, error) (ratewise.Result, bo
 
 func (failOpen) check(*ratewise.Limiter) error { return nil }
 
-func (failOpen) name() string { return PolicyFailOpen }
+func (failOpen) name() string { return ModeFailOpen }
 
 type fallback struct{ local *ratewise.Limiter }
 
@@ -82,19 +82,19 @@ type fallback struct{ local *ratewise.Limiter }
 // the request fails as with FailClosed(503, 0). Since local holds a share
 // of the limiter's algorithm only, a middleware with Fallback takes no
 // Route.
-func Fallback(local *ratewise.Limiter) FailurePolicy { return fallback{local: local} }
+func Fallback(local *ratewise.Limiter) FailureMode { return fallback{local: local} }
 
 func (p fallback) decide(r *http.Request, key string, cost int64, _ error) (ratewise.Result, bool) {
 	res, err := p.local.AllowN(r.Context(), key, cost)
 	return res, err == nil
 }
 
-func (fallback) name() string { return PolicyFallback }
+func (fallback) name() string { return ModeFallback }
 
 func (p fallback) check(l *ratewise.Limiter) error {
 	switch {
 	case l == nil:
-		return errors.New("httplimit: Fallback needs a Limiter; a Set or a Group fails closed or open")
+		return errors.New("httplimit: Fallback needs a Limiter; a Stack or a MultiKey fails closed or open")
 	case p.local == nil:
 		return errors.New("httplimit: nil fallback limiter")
 	}
