@@ -1,0 +1,272 @@
+package contract
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
+)
+
+// runSequence runs the sequence ops, on store and on a fresh
+// ReferenceStore, in namespace, and returns the first broken promise, or
+// "", and how many replies the store lost.
+func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (string, int) {
+	ctx := context.Background()
+	start := e.c.start.Truncate(time.Second)
+	clock := ratewisetest.NewClock(start)
+	sut, err := newCheckerSide(e.store, setup, namespace, clock)
+	if err != nil {
+		return err.Error(), 0
+	}
+	ref, err := newCheckerSide(ReferenceStore(), setup, namespace, clock)
+	if err != nil {
+		return err.Error(), 0
+	}
+	lost := 0
+	loser, _ := e.store.(ReplyLoser)
+	h := newHistory(setup)
+	for i, o := range ops {
+		if (o.kind == opRefund || o.kind == opCancel) && h.resetSince(o.ref) {
+			// Refunding an admission, or cancelling a booking, after its
+			// state was Reset is not allowed (Limiter.Refund,
+			// Reservation.Cancel): skipped, on both.
+			o = op{kind: opWait}
+		}
+		base := clock.Now()
+		clock.Set(base.Add(o.off))
+		var rctx context.Context = ctx
+		if o.id {
+			rctx = ratewise.WithRequestID(ctx, namespace+"/"+strconv.Itoa(i))
+		}
+		lose := o.lost && loser != nil
+		if lose {
+			loser.LoseNextReply()
+		}
+		got, gotErr := sut.do(rctx, i, o)
+		if lose && loser.KeepReplies() {
+			lost++
+		}
+		latest := ref.latest(o.key)
+		want, wantErr := ref.do(rctx, i, o)
+		if o.retried {
+			again, againErr := sut.do(rctx, i, o)
+			if msg := same(again, againErr, got, gotErr); msg != "" {
+				return fmt.Sprintf("step %d, retried with its request ID, did not return its first outcome: %s", i+1, msg), lost
+			}
+			ref.do(rctx, i, o)
+		}
+		clock.Set(base)
+		if o.kind == opWait {
+			clock.Advance(o.d)
+		}
+		sut.results, sut.errs = append(sut.results, got), append(sut.errs, gotErr)
+		ref.results, ref.errs = append(ref.results, want), append(ref.errs, wantErr)
+		if msg := same(got, gotErr, want, wantErr); msg != "" {
+			return fmt.Sprintf("step %d gave another outcome than the reference store: %s", i+1, msg), lost
+		}
+		if msg := h.record(i, o, ref, base.Add(o.off), latest); msg != "" {
+			return fmt.Sprintf("step %d: %s", i+1, msg), lost
+		}
+	}
+	// Every state the sequence may have touched, peeked on both: what the
+	// store holds at the end is what the reference holds, whether or not a
+	// step's Result showed it. One peek per state: under the key's limit
+	// for its own, under the first tier of each other kind and scope, and
+	// under the partner.
+	for _, key := range []string{"a", "b"} {
+		current := setup.tiers[ref.tier[key]]
+		algs := []algorithms.Algorithm{current, setup.partner}
+		for _, t := range setup.tiers {
+			if !slices.ContainsFunc(algs, func(a algorithms.Algorithm) bool { return sameState(a, t) }) {
+				algs = append(algs, t)
+			}
+		}
+		for _, alg := range algs {
+			got, gotErr := sut.peek(ctx, key, alg)
+			want, wantErr := ref.peek(ctx, key, alg)
+			if msg := same(got, gotErr, want, wantErr); msg != "" {
+				return fmt.Sprintf("at the end, a peek of %q under %v gave another outcome than the reference store: %s", key, alg, msg), lost
+			}
+		}
+	}
+	return h.check(), lost
+}
+
+// sameState reports whether a and b keep one state for a key: the same
+// kind and Scope.
+func sameState(a, b algorithms.Algorithm) bool {
+	return a.Kind() == b.Kind() && algo.ScopeOf(a) == algo.ScopeOf(b)
+}
+
+// peek returns PeekN(key, 1) under alg, on the side's store and clock.
+func (s *checkerSide) peek(ctx context.Context, key string, alg algorithms.Algorithm) (any, error) {
+	l, err := ratewise.New(s.store, alg, s.tierOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return l.PeekN(ctx, key, 1)
+}
+
+// same compares two outcomes of one step; "" when they are the same.
+func same(got any, gotErr error, want any, wantErr error) string {
+	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && errClass(gotErr) != errClass(wantErr) {
+		return fmt.Sprintf("error %v, the reference %v", gotErr, wantErr)
+	}
+	if gotErr != nil {
+		return ""
+	}
+	switch g := got.(type) {
+	case ratewise.Result:
+		if w := want.(ratewise.Result); g != w {
+			return fmt.Sprintf("%+v, the reference %+v", g, w)
+		}
+	case ratewise.MultiResult:
+		w := want.(ratewise.MultiResult)
+		if g.Allowed != w.Allowed || g.Binding != w.Binding || g.RetryAfter != w.RetryAfter || !equalResults(g.Results, w.Results) {
+			return fmt.Sprintf("%+v, the reference %+v", g, w)
+		}
+	case *ratewise.Reservation:
+		w := want.(*ratewise.Reservation)
+		if g.OK() != w.OK() || g.Delay() != w.Delay() || g.Result() != w.Result() {
+			return fmt.Sprintf("a booking %+v (delay %v), the reference %+v (delay %v)", g.Result(), g.Delay(), w.Result(), w.Delay())
+		}
+	}
+	return ""
+}
+
+// errClass is the sentinel an error of the checker's steps wraps.
+func errClass(err error) error {
+	for _, s := range []error{ratewise.ErrNotAdmitted, algorithms.ErrInvalidCost, algorithms.ErrCostExceedsLimit, store.ErrUnavailable, store.ErrMaybeDecided, store.ErrUnsupported} {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return err
+}
+
+// checker is the model_check rule.
+func modelCheck(e *env) {
+	setup := newCheckerSetup(e.c)
+	books := algo.Reserves(e.c.alg)
+	_, lossy := e.store.(ReplyLoser)
+	sequences := checkerSequences
+	if e.cfg.sampled {
+		sequences = sampledSequences
+	}
+	if soak, err := strconv.Atoi(os.Getenv("RATEWISE_MODEL_SOAK")); err == nil && soak > 1 {
+		sequences *= soak
+	}
+	rng := rand.New(rand.NewPCG(23, uint64(len(e.c.name))))
+	var steps, lost int
+	for seq := range sequences {
+		ops := setup.generate(rng, 6+rng.IntN(20), books, lossy)
+		steps += len(ops)
+		namespace := e.checkerNamespace(seq)
+		realStart := time.Now()
+		msg, n := e.runSequence(ops, namespace, setup)
+		lost += n
+		if msg == "" {
+			continue
+		}
+		// A sequence whose state outlived its keys' time to live in real
+		// time (a Redis server's expiry, ExpiryGrace past it) is run again.
+		if time.Since(realStart) > e.cfg.grace && e.cfg.grace > 0 {
+			if again, _ := e.runSequence(ops, e.checkerNamespace(seq)+"r", setup); again == "" {
+				continue
+			}
+		}
+		shrunk, why := e.shrink(ops, setup, msg)
+		var b strings.Builder
+		fmt.Fprintf(&b, "sequence %d of %d (%d steps) broke it; shrunk to %d steps, which break it with: %s\n", seq+1, sequences, len(ops), len(shrunk), why)
+		for i, o := range shrunk {
+			fmt.Fprintf(&b, "  %2d. %v\n", i+1, o)
+		}
+		fmt.Fprintf(&b, "  tiers: %v; partner %v", setup.tiers, setup.partner)
+		e.fatalf("%s", b.String())
+	}
+	if lossy && lost == 0 {
+		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
+	}
+	e.t.Logf("%d sequences, %d steps, %d replies lost, on %s", sequences, steps, lost, e.c.name)
+}
+
+// checkerNamespace returns a namespace of the rule's own, new on each
+// call, for a sequence's keys.
+func (e *env) checkerNamespace(seq int) string {
+	e.n++
+	return strings.ReplaceAll(fmt.Sprintf("mc.%s.%s.%d.%d", runID, e.t.Name(), seq, e.n), ":", ".")
+}
+
+// shrink returns the shortest sequence it finds that still breaks a
+// promise, by dropping steps (and the steps that refer to them) and
+// simplifying the rest, and what it breaks.
+func (e *env) shrink(ops []op, setup checkerSetup, msg string) ([]op, string) {
+	fails := func(cand []op) (string, bool) {
+		m, _ := e.runSequence(cand, e.checkerNamespace(len(cand)), setup)
+		return m, m != ""
+	}
+	for chunk := len(ops) / 2; chunk >= 1; chunk /= 2 {
+		for i := 0; i < len(ops); {
+			cand := without(ops, i, chunk)
+			if m, ok := fails(cand); ok && len(cand) < len(ops) {
+				ops, msg = cand, m
+				continue
+			}
+			i += chunk
+		}
+	}
+	// Simpler steps: no stale reading, no ID, nothing lost.
+	for i := range ops {
+		for _, simplify := range []func(*op){
+			func(o *op) { o.off = 0 },
+			func(o *op) { o.id, o.retried = false, false },
+			func(o *op) { o.lost = false },
+		} {
+			cand := slices.Clone(ops)
+			simplify(&cand[i])
+			if cand[i] == ops[i] {
+				continue
+			}
+			if m, ok := fails(cand); ok {
+				ops, msg = cand, m
+			}
+		}
+	}
+	return ops, msg
+}
+
+// without returns ops less the n steps from i, and the steps that refer to
+// them, with references renumbered.
+func without(ops []op, i, n int) []op {
+	gone := map[int]bool{}
+	for j := i; j < min(i+n, len(ops)); j++ {
+		gone[j] = true
+	}
+	var out []op
+	index := map[int]int{}
+	for j, o := range ops {
+		if (o.kind == opRefund || o.kind == opCancel) && gone[o.ref] {
+			gone[j] = true
+		}
+		if gone[j] {
+			continue
+		}
+		if o.kind == opRefund || o.kind == opCancel {
+			o.ref = index[o.ref]
+		}
+		index[j] = len(out)
+		out = append(out, o)
+	}
+	return out
+}
