@@ -2,42 +2,30 @@ package recommend
 
 import (
 	"fmt"
+	"math"
+	"path"
+	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
-	"github.com/ratewise/ratewise/internal/algo"
 )
 
-// configOf writes a candidate as Go code, configured as Configured does.
+// configOf writes a candidate as Go code, configured as Configured does;
+// two or more algorithms are a ratewise.Set.
 func configOf(in Input, c candidate) string {
-	window := goDuration(in.Window)
-	if in.Calendar == Month {
-		window = "31 * 24 * time.Hour"
-	}
 	var parts []string
 	for _, name := range c.algs {
 		alg, err := Configured(in, name)
+		code := ""
+		if err == nil {
+			code, err = goCode(alg)
+		}
 		if err != nil {
-			parts = append(parts, fmt.Sprintf("/* %s: %v */", name, err))
-			continue
+			code = fmt.Sprintf("/* %s: %v */", name, err)
 		}
-		p := algo.ParamsOf(alg)
-		limit := goInt(p.Limit)
-		switch name {
-		case "fixed_window":
-			parts = append(parts, fmt.Sprintf("algorithms.FixedWindow{Limit: %s, Window: %s}", limit, window))
-		case "sliding_log":
-			parts = append(parts, fmt.Sprintf("algorithms.SlidingLog{Limit: %s, Window: %s}", limit, window))
-		case "compact_log":
-			parts = append(parts, fmt.Sprintf("algorithms.CompactLog{Limit: %s, Window: %s}", limit, window))
-		case "sliding_window":
-			parts = append(parts, fmt.Sprintf("algorithms.SlidingWindow{Limit: %s, Window: %s, SubWindows: %d}", limit, window, p.SubWindows))
-		case "gcra":
-			parts = append(parts, fmt.Sprintf("algorithms.GCRA{Rate: algorithms.Rate{Count: %s, Period: %s}, Burst: %s}", limit, window, goInt(p.Burst)))
-		case "token_bucket":
-			parts = append(parts, fmt.Sprintf("algorithms.TokenBucket{Capacity: %s, Refill: algorithms.Rate{Count: %s, Period: %s}}", goInt(p.Burst), limit, window))
-		}
+		parts = append(parts, code)
 	}
 	code := strings.Join(parts, ", ")
 	if len(parts) > 1 {
@@ -46,15 +34,98 @@ func configOf(in Input, c candidate) string {
 	return code
 }
 
+// goCode writes v, an algorithm, as the Go expression that builds it: its
+// type, qualified by its package's name, then each exported field as
+// "Name: value", such as
+//
+//	algorithms.GCRA{Rate: algorithms.Rate{Count: 50, Period: time.Second}, Burst: 20}
+//
+// A field of a struct type, such as algorithms.Rate, is a composite literal
+// of its own, a time.Duration is time's constants (90 * time.Second), and an
+// integer has underscores between thousands (6_000). Nothing here names an
+// algorithm, so that an algorithm type added to package algorithms prints
+// as the others do. A value it cannot write, such as a pointer or a
+// non-zero unexported field, is an error.
+func goCode(v any) (string, error) {
+	if v == nil {
+		return "", fmt.Errorf("cannot write nil as Go code")
+	}
+	return goValue(reflect.ValueOf(v))
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+func goValue(v reflect.Value) (string, error) {
+	t := v.Type()
+	if t == durationType {
+		return goDuration(time.Duration(v.Int())), nil
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return goInt(v.Int()), nil
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if u := v.Uint(); u > math.MaxInt64 {
+			return strconv.FormatUint(u, 10), nil
+		}
+		return goInt(int64(v.Uint())), nil
+	case reflect.Bool:
+		return strconv.FormatBool(v.Bool()), nil
+	case reflect.String:
+		return strconv.Quote(v.String()), nil
+	case reflect.Float32, reflect.Float64:
+		f := v.Float()
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return "", fmt.Errorf("cannot write %v as a Go constant", f)
+		}
+		return strconv.FormatFloat(f, 'g', -1, t.Bits()), nil
+	case reflect.Struct:
+		if t.Name() == "" {
+			return "", fmt.Errorf("cannot write an unnamed struct type as Go code")
+		}
+		var fields []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if !f.IsExported() {
+				if !v.Field(i).IsZero() {
+					return "", fmt.Errorf("cannot write %s as Go code: its unexported field %s is set", t, f.Name)
+				}
+				continue
+			}
+			s, err := goValue(v.Field(i))
+			if err != nil {
+				return "", err
+			}
+			fields = append(fields, f.Name+": "+s)
+		}
+		return qualified(t) + "{" + strings.Join(fields, ", ") + "}", nil
+	}
+	return "", fmt.Errorf("cannot write %s, a %s, as Go code", t, t.Kind())
+}
+
+// qualified is t's name as another package writes it. The package's name
+// is taken to be the last element of its import path, as it is for every
+// package of this module.
+func qualified(t reflect.Type) string {
+	if t.PkgPath() == "" {
+		return t.Name()
+	}
+	return path.Base(t.PkgPath()) + "." + t.Name()
+}
+
 // goInt writes n as a Go literal, with underscores between thousands.
 func goInt(n int64) string { return strings.ReplaceAll(report.Int(n), ",", "_") }
 
-// goDuration writes d as a Go expression.
+// goDuration writes d as a Go expression: a multiple of the largest of
+// time's constants (and of 24 hours) that divides it.
 func goDuration(d time.Duration) string {
+	if d == 0 {
+		return "0"
+	}
 	for _, u := range []struct {
 		d    time.Duration
 		name string
-	}{{24 * time.Hour, "24 * time.Hour"}, {time.Hour, "time.Hour"}, {time.Minute, "time.Minute"}, {time.Second, "time.Second"}, {time.Millisecond, "time.Millisecond"}} {
+	}{{24 * time.Hour, "24 * time.Hour"}, {time.Hour, "time.Hour"}, {time.Minute, "time.Minute"}, {time.Second, "time.Second"},
+		{time.Millisecond, "time.Millisecond"}, {time.Microsecond, "time.Microsecond"}, {time.Nanosecond, "time.Nanosecond"}} {
 		if d%u.d == 0 {
 			if d == u.d {
 				return u.name
@@ -62,5 +133,5 @@ func goDuration(d time.Duration) string {
 			return fmt.Sprintf("%d * %s", d/u.d, u.name)
 		}
 	}
-	return fmt.Sprintf("%d * time.Microsecond", d/time.Microsecond)
+	panic("unreachable: every duration is a whole number of nanoseconds")
 }
