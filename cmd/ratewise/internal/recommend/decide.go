@@ -65,65 +65,72 @@ func (d Decision) Answer() string {
 	return d.Algorithm
 }
 
-// classicPick is the classic decision tree's pick.
-func classicPick(in Input) string {
+// classicPick is the classic decision tree's pick: the classic form of the
+// role it names (see catalog.measured). Above the counter's threshold it
+// names a role, not a form ("a token bucket or GCRA"), and is given the
+// kind recommend prefers.
+func (cat catalog) classicPick(in Input, figs map[string]Figures) string {
 	switch {
 	case in.Calendar != "":
-		return "fixed_window"
+		return cat.classic(fixedWindow, figs).name
 	case in.Precision == "exact":
-		return "sliding_log"
+		return cat.classic(exactLog, figs).name
 	case in.QPS > classicCounterQPS:
-		return "gcra"
+		return cat.preferred(bucket, figs).name
 	}
-	return "sliding_window"
+	return cat.classic(counter, figs).name
 }
 
 // candidate is one answer to the question: an algorithm, or a set of two
 // limits checked together.
 type candidate struct {
-	algs []string
+	kinds []kind
 	// exact is whether the candidate counts exactly what was asked.
 	exact bool
 }
 
-func (c candidate) name() string { return strings.Join(c.algs, " + ") }
+func (c candidate) name() string {
+	names := make([]string, len(c.kinds))
+	for i, k := range c.kinds {
+		names[i] = k.name
+	}
+	return strings.Join(names, " + ")
+}
 
 // candidates lists the answers to the question in the order they are
-// preferred. An exact count with a smaller burst is the exact log and GCRA
-// as a set; the approximations follow the exact candidates, so that an
-// exact question falls back to the nearest approximation.
-func candidates(in Input, figs map[string]Figures) []candidate {
-	withBurst := func(algs ...string) []string {
-		if in.limitsBurst() {
-			return append(algs, "gcra")
-		}
-		return algs
-	}
+// preferred: every kind of the role that answers it (see
+// catalog.measured), then the preferred kind of each fallback. An exact
+// count with a smaller burst is an exact log and a bucket as a set; the
+// approximations follow the exact candidates, so that an exact question
+// falls back to the nearest approximation.
+func (cat catalog) candidates(in Input, figs map[string]Figures) []candidate {
+	burst := cat.preferred(bucket, figs)
 	var out []candidate
-	add := func(exact bool, algs ...string) {
-		for _, a := range algs {
-			if _, ok := figs[a]; !ok {
-				return // such as the compact log beyond its largest limit
+	add := func(exact bool, ks ...kind) {
+		for _, k := range ks {
+			// A window counts a whole window's limit at once: a smaller
+			// burst needs a kind that takes one beside it.
+			if in.limitsBurst() && !k.burst {
+				out = append(out, candidate{kinds: []kind{k, burst}, exact: exact})
+				continue
 			}
+			out = append(out, candidate{kinds: []kind{k}, exact: exact})
 		}
-		out = append(out, candidate{algs: algs, exact: exact})
 	}
 	switch {
 	case in.Calendar == Day:
-		add(true, withBurst("fixed_window")...)
+		add(true, cat.measured(fixedWindow, figs)...)
 	case in.Calendar == Month:
-		add(true, withBurst("sliding_window")...)
+		add(true, cat.measured(counter, figs)...)
 	case in.Precision == "exact":
-		add(true, withBurst("compact_log")...)
-		add(true, withBurst("sliding_log")...)
-		add(false, withBurst("sliding_window")...)
-		add(false, "gcra")
+		add(true, cat.measured(exactLog, figs)...)
+		add(false, cat.preferred(counter, figs))
+		add(false, burst)
 	case in.Burst > 0:
-		add(true, "gcra")
-		add(true, "token_bucket")
+		add(true, cat.measured(bucket, figs)...)
 	default:
-		add(true, "sliding_window")
-		add(true, "gcra")
+		add(true, cat.measured(counter, figs)...)
+		add(true, burst)
 	}
 	return out
 }
@@ -143,8 +150,8 @@ type verdict struct {
 
 func check(in Input, c candidate, figs map[string]Figures) verdict {
 	v := verdict{c: c}
-	for _, a := range c.algs {
-		f := figs[a]
+	for _, k := range c.kinds {
+		f := figs[k.name]
 		v.perKey += f.BytesPerKey
 		v.time.Median += f.Time.Median
 		v.time.Min += f.Time.Min
@@ -175,19 +182,21 @@ func check(in Input, c candidate, figs map[string]Figures) verdict {
 	return v
 }
 
-// Decide applies the rules to the figures, keyed by algorithm name. It
-// needs figures for fixed_window, sliding_log, sliding_window, gcra and
-// token_bucket; compact_log is a candidate when its figures are there.
-func Decide(in Input, figs map[string]Figures) (Decision, error) {
-	for _, name := range []string{"fixed_window", "sliding_log", "sliding_window", "gcra", "token_bucket"} {
-		if _, ok := figs[name]; !ok {
-			return Decision{}, fmt.Errorf("recommend: no figures for %s", name)
-		}
+// Decide applies the rules to the figures, keyed by algorithm name, for
+// the algorithms of the registry. It needs figures for a kind of every
+// role the rules use (a fixed window, an exact log, a sliding window
+// counter and a bucket); a kind without figures, such as the compact log
+// beyond its largest limit, is no candidate.
+func Decide(in Input, figs map[string]Figures) (Decision, error) { return registry.decide(in, figs) }
+
+func (cat catalog) decide(in Input, figs map[string]Figures) (Decision, error) {
+	if err := cat.needs(figs); err != nil {
+		return Decision{}, err
 	}
-	d := Decision{Classic: classicPick(in)}
+	d := Decision{Classic: cat.classicPick(in, figs)}
 	var chosen *verdict
 	var tried []verdict
-	for _, c := range candidates(in, figs) {
+	for _, c := range cat.candidates(in, figs) {
 		v := check(in, c, figs)
 		tried = append(tried, v)
 		d.Close = append(d.Close, v.close_...)
@@ -208,12 +217,12 @@ func Decide(in Input, figs map[string]Figures) (Decision, error) {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("budget: no candidate fits both the memory and the time budget; the closest, %s, is at %.2f× its tightest budget. Raise a budget, or lower the rate, window or keys",
 			best.c.name(), best.over))
 		d.Config = configOf(in, best.c)
-		d.Disagreements = disagreements(in, figs)
+		d.Disagreements = cat.disagreements(in, figs)
 		return d, nil
 	}
 	d.Algorithm = chosen.c.name()
 	d.Config = configOf(in, chosen.c)
-	d.Reasons = reasons(in, *chosen, figs)
-	d.Disagreements = disagreements(in, figs)
+	d.Reasons = cat.reasons(in, *chosen, figs)
+	d.Disagreements = cat.disagreements(in, figs)
 	return d, nil
 }

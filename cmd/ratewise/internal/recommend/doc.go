@@ -13,4 +13,12 @@
 // (Redis's INFO commandstats), so the same question gets the same answer on
 // every run, except where a figure lies within a stated margin of a budget,
 // which the decision then says.
+//
+// The rules name no algorithm. They read each one's family and the
+// parameters it takes from package algorithms' registry, which puts it in
+// a role (a fixed window, an exact log, a sliding window counter, a
+// bucket), and print its Go code from its value. An algorithm added to the
+// registry is measured, listed and printed with no change here, and tried
+// wherever its role is; one of a family no role takes is never
+// recommended, and TestEveryKindIsACandidate says so.
 package recommend

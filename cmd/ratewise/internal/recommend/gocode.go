@@ -12,18 +12,14 @@ import (
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 )
 
-// configOf writes a candidate as Go code, configured as Configured does;
-// two or more algorithms are a ratewise.Set.
+// configOf writes a candidate as Go code, each algorithm configured as its
+// kind's configure does for in; two or more are a ratewise.Set.
 func configOf(in Input, c candidate) string {
 	var parts []string
-	for _, name := range c.algs {
-		alg, err := Configured(in, name)
-		code := ""
-		if err == nil {
-			code, err = goCode(alg)
-		}
+	for _, k := range c.kinds {
+		code, err := k.goCode(in)
 		if err != nil {
-			code = fmt.Sprintf("/* %s: %v */", name, err)
+			code = fmt.Sprintf("/* %s: %v */", k.name, err)
 		}
 		parts = append(parts, code)
 	}

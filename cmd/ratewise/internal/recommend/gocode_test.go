@@ -88,21 +88,19 @@ func TestConfigIsGoThatBuildsTheAlgorithm(t *testing.T) {
 		if err := in.Validate(); err != nil {
 			t.Fatal(err)
 		}
-		var names []string
-		for _, k := range algorithms.Kinds() {
-			alg, err := Configured(in, k.Name())
+		for _, k := range registry {
+			alg, err := Configured(in, k.name)
 			if err != nil {
-				t.Fatalf("%s for %+v: %v", k.Name(), in, err)
+				t.Fatalf("%s for %+v: %v", k.name, in, err)
 			}
-			code := configOf(in, candidate{algs: []string{k.Name()}})
+			code := configOf(in, candidate{kinds: []kind{k}})
 			if strings.HasPrefix(code, "/*") {
-				t.Fatalf("%s: %s", k.Name(), code)
+				t.Fatalf("%s: %s", k.name, code)
 			}
 			exprs = append(exprs, code)
 			want = append(want, fmt.Sprintf("%#v", alg))
-			names = append(names, k.Name())
 		}
-		sets = append(sets, configOf(in, candidate{algs: names[:2]}))
+		sets = append(sets, configOf(in, candidate{kinds: registry[:2]}))
 	}
 	program := "package main\n\nimport (\n\t\"fmt\"\n\t\"time\"\n\n\t\"github.com/ratewise/ratewise\"\n\t\"github.com/ratewise/ratewise/algorithms\"\n\t\"github.com/ratewise/ratewise/store\"\n)\n\n" +
 		"var _ = time.Second\n\n" +

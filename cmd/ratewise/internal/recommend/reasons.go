@@ -2,19 +2,20 @@ package recommend
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 )
 
 // reasons explains the chosen candidate.
-func reasons(in Input, v verdict, figs map[string]Figures) []string {
-	fixed, counter := figs["fixed_window"], figs["sliding_window"]
+func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []string {
+	fixed, counterFigs := figs[cat.preferred(fixedWindow, figs).name], figs[cat.preferred(counter, figs).name]
 	budget := fmt.Sprintf("%s for %s (%s per key on %s%s) within the %s budget; a decision takes %s in %s, within %s",
 		Bytes(v.bytes), report.Keys(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)),
 		v.time, v.store, report.Latency(in.LatencyBudget))
 	var out []string
-	main := v.c.algs[0]
-	f := figs[main]
+	main := v.c.kinds[0]
+	f := figs[main.name]
 	switch {
 	case in.Calendar == Day:
 		out = append(out, fmt.Sprintf("calendar: a quota per UTC day resets at midnight, which is what a fixed window of 24h does: its windows start at multiples of the window since the Unix epoch, so each one is a UTC day. "+
@@ -28,37 +29,46 @@ func reasons(in Input, v verdict, figs map[string]Figures) []string {
 			"Its boundary cost is the calendar quota's own: a key may use the whole quota at the end of one month and again at the start of the next, %s in a short span (the fixed window on the boundary attack)",
 			overshootOn(fixed, "boundary")))
 	case v.c.exact && in.Precision == "exact":
-		what := "the sliding log counts every request"
-		if main == "compact_log" {
-			what = fmt.Sprintf("the compact log decides exactly as the sliding log, one 8-byte timestamp per request, against %s per key for the sorted-set log", Bytes(figs["sliding_log"].BytesPerKey))
+		what := main.name + " counts every request"
+		// The exact logs main was preferred to decide as it does.
+		logs := cat.measured(exactLog, figs)
+		if i := slices.IndexFunc(logs, func(k kind) bool { return k.name == main.name }); i >= 0 && i+1 < len(logs) {
+			var others []string
+			for _, k := range logs[i+1:] {
+				others = append(others, fmt.Sprintf("%s (%s per key)", k.name, Bytes(figs[k.name].BytesPerKey)))
+			}
+			what = fmt.Sprintf("%s decides exactly as %s, in %s per key", main.name, report.AndList(others), Bytes(f.BytesPerKey))
 		}
 		out = append(out, fmt.Sprintf("precision: exact was asked for, and %s: %s; the fixed window reached %s", what, accuracy(f), worst(fixed.Overshoot)))
 	case in.Precision == "exact":
 		out = append(out, fmt.Sprintf("precision: exact was asked for, but no exact log fits (see the rejections); %s is the nearest approximation, and it is not exact: %s",
-			main, accuracy(f)))
+			main.name, accuracy(f)))
 	case in.Burst > 0:
 		out = append(out, fmt.Sprintf("burst: bursts of at most %s at a sustained %s per %s are exactly the two parameters of %s, while a window counter admits its whole limit of %s at once. "+
 			"%s itself admits up to the burst plus the rate within one window: %s",
-			report.Int(in.Burst), report.Int(in.Limit()), report.Duration(in.Window), main, report.Int(in.Limit()), main, accuracy(f)))
-	case main == "sliding_window":
+			report.Int(in.Burst), report.Int(in.Limit()), report.Duration(in.Window), main.name, report.Int(in.Limit()), main.name, accuracy(f)))
+	case counter.is(main):
 		out = append(out, "precision: approximate was asked for; the sliding window counter keeps the window's meaning: "+accuracy(f))
 	default:
-		out = append(out, fmt.Sprintf("precision: approximate was asked for, and the sliding window counter does not fit (see the rejections); GCRA keeps one timestamp per key: %s", accuracy(f)))
+		out = append(out, fmt.Sprintf("precision: approximate was asked for, and the sliding window counter does not fit (see the rejections); %s keeps %s per key: %s",
+			main.name, Bytes(f.BytesPerKey), accuracy(f)))
 	}
-	if len(v.c.algs) > 1 {
-		out = append(out, fmt.Sprintf("burst: a window counter admits its whole limit at once; with GCRA{Rate: %s per %s, Burst: %s} beside it, as a ratewise.Set, a key sends at most %s at once and both limits hold; GCRA adds %s per key",
-			report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Burst), report.Int(in.Burst), Bytes(figs["gcra"].BytesPerKey)))
+	if len(v.c.kinds) > 1 {
+		burst := v.c.kinds[1]
+		out = append(out, fmt.Sprintf("burst: a window counter admits its whole limit at once; with %s (%s per %s, burst %s) beside it, as a ratewise.Set, a key sends at most %s at once and both limits hold; %s adds %s per key",
+			burst.name, report.Int(in.Limit()), report.Duration(in.Window), report.Int(in.Burst), report.Int(in.Burst), burst.name, Bytes(figs[burst.name].BytesPerKey)))
 	}
-	if main != "sliding_window" && in.Calendar == "" && !(v.c.exact && in.Precision == "exact") {
-		out = append(out, "the sliding window counter, for comparison: "+accuracy(counter))
+	if !counter.is(main) && in.Calendar == "" && !(v.c.exact && in.Precision == "exact") {
+		out = append(out, "the sliding window counter, for comparison: "+accuracy(counterFigs))
 	}
 	out = append(out, "cost: "+budget)
 	return out
 }
 
-// disagreements says where the classic thresholds and the measurements part.
-func disagreements(in Input, figs map[string]Figures) []string {
-	log, counter := figs["sliding_log"], figs["sliding_window"]
+// disagreements says where the classic thresholds and the measurements
+// part: the thresholds of a sorted set are the classic exact log's.
+func (cat catalog) disagreements(in Input, figs map[string]Figures) []string {
+	log, counterFigs := figs[cat.classic(exactLog, figs).name], figs[cat.preferred(counter, figs).name]
 	fits := func(f Figures) bool {
 		return f.TotalBytes(in.Keys) <= float64(in.MemoryBudget) && f.Time.Median <= in.LatencyBudget
 	}
@@ -80,10 +90,10 @@ func disagreements(in Input, figs map[string]Figures) []string {
 				"the classic thresholds allow the sorted set at QPS %g over %v, but for %s keys it needs %s against the %s budget, and a decision takes %s: a threshold on QPS and window alone ignores the number of keys",
 				in.QPS, report.Duration(in.Window), report.Int(in.Keys), Bytes(log.TotalBytes(in.Keys)), Bytes(float64(in.MemoryBudget)), report.Latency(log.Time.Median)))
 		}
-	case in.QPS > classicCounterQPS && fits(counter):
+	case in.QPS > classicCounterQPS && fits(counterFigs):
 		out = append(out, fmt.Sprintf(
 			"the classic thresholds send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and a decision %s whatever the rate, so QPS alone does not rule it out",
-			report.Int(classicCounterQPS), Bytes(counter.BytesPerKey), report.Latency(counter.Time.Median)))
+			report.Int(classicCounterQPS), Bytes(counterFigs.BytesPerKey), report.Latency(counterFigs.Time.Median)))
 	}
 	return out
 }

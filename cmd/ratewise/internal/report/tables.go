@@ -169,13 +169,13 @@ func Params(wl replay.WorkloadInfo, rows []replay.Row) string {
 		parts = append(parts, fmt.Sprintf("limit %d per %s", wl.Limit, Duration(wl.Window)))
 	}
 	for _, what := range order {
-		parts = append(parts, andList(byWhat[what])+": "+what)
+		parts = append(parts, AndList(byWhat[what])+": "+what)
 	}
 	return strings.Join(parts, "; ")
 }
 
-// andList joins names as "a", "a and b" or "a, b and c".
-func andList(names []string) string {
+// AndList joins names as "a", "a and b" or "a, b and c".
+func AndList(names []string) string {
 	if len(names) <= 1 {
 		return strings.Join(names, "")
 	}
@@ -209,7 +209,7 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 		case "memory":
 			line := fmt.Sprintf("memory B/key: Go heap growth per key over %s fresh keys after one decision", Int(replay.FixedStateKeys))
 			if len(logs) > 0 {
-				line += fmt.Sprintf("; for %s (state grows with traffic), over the workload replayed on copies of its keys", andList(logs))
+				line += fmt.Sprintf("; for %s (state grows with traffic), over the workload replayed on copies of its keys", AndList(logs))
 			}
 			lines = append(lines, line+".")
 		case "redis", "cluster":
