@@ -31,7 +31,7 @@ func newTracer(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder)
 }
 
 // kvString spells an event's or a span's attributes as attrs does.
-func kvString(kv []attribute.KeyValue) string { return attrs(attribute.NewSet(kv...)) }
+func kvString(kv []attribute.KeyValue) string { return attrs(attribute.NewStack(kv...)) }
 
 // A decision in the context of a recording span adds an event to it with
 // the metrics' attributes and the decision's cost and result; a degraded

@@ -223,8 +223,8 @@ func eachMaster(ctx context.Context, c redis.UniversalClient, fn func(context.Co
 // workloads are generated from a fixed seed, so the figures are exact and
 // the same on every run.
 func Accuracy(ctx context.Context, in Input, m *Measurements) error {
-	// The token bucket and GCRA compute in exact integers, which bounds
-	// burst × window in microseconds.
+	// The buckets compute in exact integers, which bounds burst × window in
+	// microseconds.
 	m.AccuracyLimit = max(1, min(m.Records, maxAccuracyLimit, (1<<51)/in.Window.Microseconds()))
 	l := workload.Limit{Count: m.AccuracyLimit, Window: in.Window}
 	poisson, err := workload.Poisson(l, 1.2, 3, 1)
@@ -237,16 +237,18 @@ func Accuracy(ctx context.Context, in Input, m *Measurements) error {
 	}
 	opts := in.Options()
 	opts.Burst = scaledBurst(in.Burst, m.AccuracyLimit, m.Records)
-	counter, err := replay.Configure("sliding_window", l.Count, l.Window, opts)
-	if err != nil {
-		return err
+	// The worst case is the sliding window counter's, in its sub-windows;
+	// without one, a window of one sub-window, the boundary attack.
+	subWindows := int64(1)
+	if ks := registry.measured(counter, m.Figures); len(ks) > 0 {
+		alg, err := ks[0].configure(l.Count, l.Window, opts)
+		if err != nil {
+			return err
+		}
+		subWindows = algo.ParamsOf(alg).SubWindows
 	}
-	worst := worstCase(l, algo.ParamsOf(counter).SubWindows)
-	var names []string
-	for name := range m.Figures {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	worst := worstCase(l, subWindows)
+	kinds := registry.with(m.Figures)
 	type result struct {
 		name string
 		wl   string
@@ -255,11 +257,11 @@ func Accuracy(ctx context.Context, in Input, m *Measurements) error {
 	}
 	var (
 		wg      sync.WaitGroup
-		results = make(chan result, len(names)*3)
+		results = make(chan result, len(kinds)*3)
 		sem     = make(chan struct{}, 2)
 	)
-	for _, name := range names {
-		alg, err := replay.Configure(name, l.Count, l.Window, opts)
+	for _, k := range kinds {
+		alg, err := k.configure(l.Count, l.Window, opts)
 		if err != nil {
 			return err
 		}
@@ -270,7 +272,7 @@ func Accuracy(ctx context.Context, in Input, m *Measurements) error {
 				sem <- struct{}{}
 				defer func() { <-sem }()
 				acc, err := replay.Replay(ctx, storememory.New(), w, alg)
-				results <- result{name, w.Name, acc, err}
+				results <- result{k.name, w.Name, acc, err}
 			}()
 		}
 	}
@@ -448,6 +450,3 @@ func redisCPU(ctx context.Context, c redis.UniversalClient) (float64, error) {
 	})
 	return total, err
 }
-
-// algorithmOrder is the registry's order, in which tables list algorithms.
-var algorithmOrder = algo.Names()

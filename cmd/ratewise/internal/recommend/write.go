@@ -42,6 +42,10 @@ func Headline(in Input, d Decision) string {
 // store the costs were measured on; capacity is nil when they were not
 // measured on Redis.
 func Write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacity, where string) {
+	registry.write(w, in, m, d, capacity, where)
+}
+
+func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacity, where string) {
 	fmt.Fprintf(w, "%s\n\n    %s\n\n", Headline(in, d), d.Config)
 	fmt.Fprintln(w, "Why:")
 	for _, r := range d.Reasons {
@@ -78,8 +82,14 @@ func Write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacit
 		fmt.Fprint(w, "; time is Redis's own time per EVALSHA (INFO commandstats), without the network round trip")
 	}
 	fmt.Fprintf(w, "; accuracy replayed on the in-memory store with a limit of %s per %s", report.Int(m.AccuracyLimit), report.Duration(in.Window))
-	if in.Burst > 0 {
-		fmt.Fprintf(w, ", the token bucket and GCRA with a burst of %s", report.Int(in.Burst))
+	var bursts []string
+	for _, k := range cat.with(m.Figures) {
+		if k.burst {
+			bursts = append(bursts, k.name)
+		}
+	}
+	if in.Burst > 0 && len(bursts) > 0 {
+		fmt.Fprintf(w, ", %s with a burst of %s", report.AndList(bursts), report.Int(in.Burst))
 		if m.AccuracyLimit < m.Records {
 			fmt.Fprint(w, " scaled with the limit")
 		}
@@ -90,9 +100,9 @@ func Write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacit
 		t.Header = append(t.Header, "× "+wl)
 	}
 	t.Header = append(t.Header, "false admits", "false denials")
-	for _, name := range m.names() {
-		f := m.Figures[name]
-		row := []string{name, Bytes(f.BytesPerKey), Bytes(f.TotalBytes(in.Keys)), report.Latency(f.Time.Median),
+	for _, k := range cat.with(m.Figures) {
+		f := m.Figures[k.name]
+		row := []string{k.name, Bytes(f.BytesPerKey), Bytes(f.TotalBytes(in.Keys)), report.Latency(f.Time.Median),
 			report.Latency(f.Time.Min) + "–" + report.Latency(f.Time.Max)}
 		for _, wl := range WorkloadNames {
 			row = append(row, fmt.Sprintf("%.2f", f.Overshoot[wl]))
@@ -104,17 +114,6 @@ func Write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacit
 		"× poisson, × boundary, × worst: the most admitted in any window over the limit, on Poisson arrivals at 1.2× the rate, "+
 		"the window-boundary attack, and the sliding window counter's worst case (the limit at the end of one sub-window and again when it drops out); "+
 		"an exact limiter never exceeds 1.00. False admits and denials compare every decision with an exact sliding log's.\n", timeSamples, timeBatch)
-}
-
-// names lists the measured algorithms in the registry's order.
-func (m *Measurements) names() []string {
-	var out []string
-	for _, name := range algorithmOrder {
-		if _, ok := m.Figures[name]; ok {
-			out = append(out, name)
-		}
-	}
-	return out
 }
 
 func writeCapacity(w io.Writer, in Input, m *Measurements, d Decision, c *Capacity) {
