@@ -21,7 +21,7 @@ var (
 	ErrEmptyKey = errors.New("ratewise: key must not be empty")
 	// ErrInvalidMultiKey: NewMultiKey was given no limiters or a nil one, or
 	// MultiKey.AllowN a number of keys other than the number of limiters.
-	ErrInvalidMultiKey = errors.New("ratewise: invalid group")
+	ErrInvalidMultiKey = errors.New("ratewise: invalid multi-key limiter")
 	// ErrNotAdmitted: Refund was given a Result that charged nothing to
 	// give back: a denial, a Peek's, or one not made by a decision.
 	ErrNotAdmitted = errors.New("ratewise: the result to refund was not an admission")

@@ -25,7 +25,7 @@ type Observer interface {
 // Sources of a DecisionEvent.
 const (
 	SourceLimiter = "limiter"
-	SourceSet     = "set"
+	SourceStack   = "stack"
 )
 
 // DecisionEvent is one decision an Observer hears of: each Allow, Peek and
@@ -36,7 +36,7 @@ const (
 // such as a Stack's cost above one of its limits or an invalid request ID, is,
 // with its error. A refund is not a decision.
 type DecisionEvent struct {
-	// Source is SourceLimiter or SourceSet.
+	// Source is SourceLimiter or SourceStack.
 	Source string
 	// Algorithm is the binding limit's algorithm: the key's (see
 	// Limiter.AlgorithmFor) for a Limiter, Binding's for a Stack. Its Name

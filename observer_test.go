@@ -161,7 +161,7 @@ func TestObserverSetBinding(t *testing.T) {
 	}
 	for i, allowed := range []bool{true, true, false} {
 		e := events[i]
-		if e.Source != ratewise.SourceSet || e.Binding != 1 || e.Algorithm != algs[1] || e.Allowed != allowed {
+		if e.Source != ratewise.SourceStack || e.Binding != 1 || e.Algorithm != algs[1] || e.Allowed != allowed {
 			t.Errorf("decision %d: %+v, want the set's binding limit 1 (%v), allowed %v", i, e, algs[1], allowed)
 		}
 	}

@@ -190,7 +190,7 @@ func (s *Stack) decide(ctx context.Context, key string, cost int64) (MultiResult
 	start := time.Now()
 	sr, err := s.decideStore(ctx, key, cost)
 	e := DecisionEvent{
-		Source:       SourceSet,
+		Source:       SourceStack,
 		Algorithm:    s.algs[sr.Binding],
 		Binding:      sr.Binding,
 		Key:          key,

@@ -62,10 +62,10 @@ func ObserveClockOffset(src ClockSource, opts ...Option) (metric.Registration, e
 		return nil, fmt.Errorf("ratewiseotel: %w", err)
 	}
 	r := &clockReader{src: src, timeout: cfg.clockTimeout}
-	r.gauge = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewStack(cfg.attrs...))}
+	r.gauge = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(cfg.attrs...))}
 	for c := errNone + 1; c < errorClasses; c++ {
 		kv := append(append([]attribute.KeyValue(nil), cfg.attrs...), AttrErrorType.String(c.String()))
-		r.errOpts[c] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewStack(kv...))}
+		r.errOpts[c] = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
 	}
 	reg, err := meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
 		r.observe(ctx, o, offset, uncertainty, failures)

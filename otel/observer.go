@@ -182,10 +182,10 @@ func (o *Observer) decisionAttrs(k decisionKey) *decisionAttrs {
 		count = append(count, AttrErrorType.String(k.errType.String()))
 		duration = append(duration, AttrErrorType.String(k.errType.String()))
 	}
-	countSet := attribute.NewStack(count...)
+	countSet := attribute.NewSet(count...)
 	return &decisionAttrs{
 		count:    []metric.AddOption{metric.WithAttributeSet(countSet)},
-		duration: []metric.RecordOption{metric.WithAttributeSet(attribute.NewStack(duration...))},
+		duration: []metric.RecordOption{metric.WithAttributeSet(attribute.NewSet(duration...))},
 		event:    countSet.ToSlice(),
 		errType:  k.errType.String(),
 	}
@@ -259,7 +259,7 @@ func (o *Observer) degradedAttrs(k degradedKey) *degradedAttrs {
 		AttrReason.String(k.reason),
 		AttrQuota.String(k.quota),
 		AttrOutcome.String(outcome))
-	set := attribute.NewStack(kv...)
+	set := attribute.NewSet(kv...)
 	return &degradedAttrs{count: []metric.AddOption{metric.WithAttributeSet(set)}, event: set.ToSlice()}
 }
 

@@ -31,7 +31,7 @@ func newTracer(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder)
 }
 
 // kvString spells an event's or a span's attributes as attrs does.
-func kvString(kv []attribute.KeyValue) string { return attrs(attribute.NewStack(kv...)) }
+func kvString(kv []attribute.KeyValue) string { return attrs(attribute.NewSet(kv...)) }
 
 // A decision in the context of a recording span adds an event to it with
 // the metrics' attributes and the decision's cost and result; a degraded
@@ -87,14 +87,14 @@ func TestSpanEventOfError(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
-	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceSet, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceStack, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
 		Key: "k", Cost: 1, Err: store.ErrUnavailable})
 	span.End()
 	events := sr.Ended()[0].Events()
 	if got, want := len(events), 1; got != want {
 		t.Fatalf("events: got %d, want %d", got, want)
 	}
-	if got, want := kvString(events[0].Attributes), "error.type=unavailable,ratewise.algorithm=gcra,ratewise.binding=0,ratewise.cost=1,ratewise.outcome=error,ratewise.peek=false,ratewise.source=set"; got != want {
+	if got, want := kvString(events[0].Attributes), "error.type=unavailable,ratewise.algorithm=gcra,ratewise.binding=0,ratewise.cost=1,ratewise.outcome=error,ratewise.peek=false,ratewise.source=stack"; got != want {
 		t.Errorf("attributes:\n got %s\nwant %s", got, want)
 	}
 }
