@@ -22,7 +22,7 @@
 //
 //   - ratewise.decisions (ratewise_decisions_total), a counter of
 //     decisions, unit {decision}, with ratewise.source ("limiter" or
-//     "set"), ratewise.algorithm (the algorithm's name, such as "gcra"),
+//     "stack"), ratewise.algorithm (the algorithm's name, such as "gcra"),
 //     ratewise.binding (the binding limit's index in a Stack, 0 for a
 //     Limiter), ratewise.outcome ("allowed", "denied" or "error"),
 //     ratewise.peek (true for Peek and PeekN, which charge nothing; their

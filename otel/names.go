@@ -33,7 +33,7 @@ const (
 // small number, so that no metric has more series than the limits an
 // application configures (see the package documentation).
 const (
-	// AttrSource is "limiter" or "set" (ratewise.DecisionEvent.Source).
+	// AttrSource is "limiter" or "stack" (ratewise.DecisionEvent.Source).
 	AttrSource = attribute.Key("ratewise.source")
 	// AttrAlgorithm is the algorithm's name, such as "gcra"
 	// (its Kind().Name()).

@@ -97,8 +97,8 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 		decisionSeries("limiter", "gcra", 0, "allowed", false):    3,
 		decisionSeries("limiter", "gcra", 0, "denied", false):     1,
 		decisionSeries("limiter", "gcra", 0, "denied", true):      1,
-		decisionSeries("set", "sliding_log", 1, "allowed", false): 1,
-		decisionSeries("set", "sliding_log", 1, "denied", false):  1,
+		decisionSeries("stack", "sliding_log", 1, "allowed", false): 1,
+		decisionSeries("stack", "sliding_log", 1, "denied", false):  1,
 		errorSeries("limiter", "fixed_window", "unavailable"):     1,
 		errorSeries("limiter", "fixed_window", "canceled"):        1,
 	}
