@@ -26,7 +26,7 @@ type Result = algorithms.Result
 
 // Limiter limits events per key. It is safe for simultaneous use by many
 // goroutines. Limiters that share a store share state when they use the same
-// algorithm with the same window or period (its algo.Scope) and the
+// algorithm with the same window or period (its scope) and the
 // same key in the same namespace: a per-second and a per-hour limit on one
 // key are independent, while two limiters that differ only in their limit
 // count against one quota. Give limiters their own namespace (WithNamespace)
@@ -54,7 +54,8 @@ type Limiter struct {
 // algorithm. It runs on every decision, so it should be quick (a map or a
 // cache, not a database query), and it may return different limits over
 // time, as after a configuration reload: a key keeps what it used when its
-// new algorithm has the same kind and Scope (see algo.Scope), and
+// new algorithm has the same kind and scope (see "Changing limits" in
+// package algorithms), and
 // starts afresh under another. An error is returned to the caller, wrapped.
 type TierFunc func(ctx context.Context, key string) (algorithms.Algorithm, error)
 
@@ -113,7 +114,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, erro
 // caller for this call alone, such as the plan of the user making it. The
 // key keeps what it used across calls whose algorithms share a kind and
 // Scope: 100 and 10,000 per hour count against one history, while a limit
-// per minute and one per hour are separate (see algo.Scope). alg is
+// per minute and one per hour are separate (see "Changing limits" in package algorithms). alg is
 // checked on every call, with the errors New returns.
 func (l *Limiter) AllowWith(ctx context.Context, key string, alg algorithms.Algorithm, n int64) (Result, error) {
 	if err := checkAlgorithm(alg); err != nil {

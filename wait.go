@@ -101,7 +101,7 @@ func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // maxBooking is the longest wait a booking accepts without a deadline:
-// the largest algo.CheckMaxWait allows.
+// the largest a store accepts (algo.CheckMaxWait).
 const maxBooking = (1 << 50) * time.Microsecond
 
 // waitBooked books the request's turn under alg, which has been checked,

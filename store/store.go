@@ -54,13 +54,13 @@ func (k Key) String() string {
 //     state, so a changed limit keeps what a key used. Keys are arbitrary
 //     non-empty byte strings.
 //   - Decide returns exactly the Result that alg's decision step
-//     (internal/algo.Decide) returns on the stored state, now and cost, At
+//     returns on the stored state, now and cost, At
 //     included. A store that reads its own
 //     clock instead of now (such as a Redis server's) documents it and
 //     offers a mode that uses now, which the conformance suite uses.
 //   - A cost of 0 inspects without consuming: what is available is unchanged.
 //     A cost of -n inspects the same way, for a request of cost n
-//     (internal/algo.Decide).
+//     (see Limiter.PeekN).
 //   - State counts for Result.ResetAfter after the decision that wrote it,
 //     and is kept at least that long, and at least until the decision's
 //     At (a state that counts nothing may still hold a later time than the
@@ -79,7 +79,7 @@ func (k Key) String() string {
 //     package algorithms' types, an algorithm that fails Validate, a cost
 //     outside what an idle key admits at once in either sign, a time the
 //     store uses outside [the Unix epoch, algorithms.MaxTime]) is the error
-//     internal/algo.CheckDecision returns, on every store; Reset rejects the same algorithms. An
+//     wraps one of the algorithms package's errors, the same on every store; Reset rejects the same algorithms. An
 //     algorithm the store cannot run wraps ErrUnsupported, and may wrap the
 //     invalid-input error too. A context error is returned
 //     (possibly wrapped) only when the caller's ctx has ended. Every other
@@ -132,24 +132,26 @@ type SetDecider interface {
 // for the algorithms that can (the token bucket and GCRA), atomically, as Decide
 // decides. Limiter.Wait uses it to wait in one round trip and in order.
 type Reserver interface {
-	// Reserve runs alg.Reserve on key's state: it returns the Result, and
-	// the wait until the booked request's turn. An algorithm that cannot
-	// book wraps ErrUnsupported; a maxWait outside [0, 2^50µs] is the error
-	// algo.CheckMaxWait returns.
+	// Reserve runs alg's booking step on key's state: it returns the
+	// Result, and the wait until the booked request's turn. An algorithm
+	// that cannot book wraps ErrUnsupported; a maxWait outside [0, 2^50µs]
+	// wraps algorithms.ErrInvalidWindow.
 	Reserve(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
 }
 
 // Refunder is an optional capability: a store that gives back quota a
 // request was charged (Limiter.Refund), atomically, as Decide decides.
 type Refunder interface {
-	// Refund runs alg.Refund on key's state for n units charged at time at
+	// Refund runs alg's refund step on key's state for n units charged at time at
 	// (the admission's Result.At), at time now, and returns what Decide
 	// with a cost of 0 then returns, writing nothing more (not even a rate
 	// count that inspection would convert). The state is then kept as a
 	// decision's is, for that Result's ResetAfter and at least until its
-	// At, or the time Pack gives (plus the store's grace). Invalid input is the error
-	// algo.CheckRefund returns; a store on its own clock checks at
-	// with algo.CheckTime, and now only where it uses the caller's.
+	// At, or the time the step gives (plus the store's grace). Invalid
+	// input (n outside [1, the cost an idle key admits], a time outside
+	// [the Unix epoch, algorithms.MaxTime]) wraps the algorithms package's
+	// errors; a store on its own clock checks at, and now only where it
+	// uses the caller's.
 	Refund(ctx context.Context, key Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
 }
 

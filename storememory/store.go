@@ -2,11 +2,11 @@
 // single processes.
 //
 // It keeps each key's state in one of 256 shards, each holding one table per
-// algorithm and scope (see algo.Scope) behind its own read-write
+// algorithm and scope behind its own read-write
 // lock, so unrelated keys rarely contend and there is no global lock. A
 // table is an open-addressing hash index over dense entries: a decision
 // finds its key once and updates the entry in place. The states of the
-// algorithms that pack (algo.Packs: the fixed window, token bucket
+// algorithms that pack (the fixed window, token bucket
 // and GCRA) live inline in the entry, so that deciding allocates nothing and
 // an idle key costs about 44 bytes besides the key itself. Keys are hashed
 // and compared in the two parts a store.Key carries, its namespace and
@@ -251,8 +251,8 @@ func changes(alg algorithms.Algorithm, state algo.State, now time.Time, cost int
 
 // Decide runs alg's decision step on key's state under the key's shard lock.
 // It runs every registered algorithm, so it never returns
-// store.ErrUnsupported; an invalid algorithm, cost or time is an error from
-// algo.CheckDecision.
+// store.ErrUnsupported; an invalid algorithm, cost or time wraps the
+// algorithms package's errors, as on every store.
 func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	return s.decide(ctx, key.Namespace, key.Name, alg, now, cost)
 }

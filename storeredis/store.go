@@ -267,7 +267,8 @@ func New(client Client, opts ...Option) *Store {
 }
 
 // Key returns the Redis key that holds alg's state for key, such as
-// "ratewise:sliding_window:1m/6:{alice}" (see algo.Scope).
+// "ratewise:sliding_window:1m/6:{alice}": the window, and the
+// sub-windows if any.
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
 	return s.prefix + alg.Kind().Name() + ":" + scopeName(algo.ScopeOf(alg)) + ":{" + escapeKey(key) + "}"
 }
@@ -306,8 +307,8 @@ func escapeKey(key string) string {
 var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // CheckAlgorithm returns an error wrapping store.ErrUnsupported if the store
-// has no Lua step for alg's Kind, or alg is not of the Kind's own type (see
-// algo.CheckKind).
+// has no Lua step for alg's Kind, or alg is not of the Kind's own type
+// (such as a type that embeds one of package algorithms' types).
 func (s *Store) CheckAlgorithm(alg algorithms.Algorithm) error {
 	_, err := scriptFor(alg)
 	return err
