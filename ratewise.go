@@ -291,7 +291,11 @@ func (l *Limiter) decideStore(ctx context.Context, key string, alg algorithms.Al
 }
 
 // Clock tells a Limiter the time. Tests inject one with WithClock to step
-// through synthetic instants instead of sleeping.
+// through synthetic instants instead of sleeping. A Clock that also has a
+// method Sleep(ctx context.Context, d time.Duration) error, returning after
+// d or with ctx's error when ctx ends first, is what Wait and WaitN sleep
+// through, so that a test's clock (ratewisetest.Clock) moves instead of the
+// test sleeping; with another Clock they use a timer.
 type Clock interface {
 	Now() time.Time
 }

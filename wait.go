@@ -18,11 +18,8 @@ import (
 // admission would outlast the context's deadline. Nothing is charged.
 var ErrWaitExceedsDeadline = errors.New("ratewise: the wait would exceed the context's deadline")
 
-// Sleeper is a Clock that can also wait. Wait and WaitN sleep through it
-// when the limiter's Clock implements it, so that a test's clock
-// (ratewisetest.Clock) moves instead of the test sleeping; otherwise they
-// use a timer.
-type Sleeper interface {
+// sleeper is a Clock that can also wait (see Clock).
+type sleeper interface {
 	// Sleep returns after d, or with ctx's error when ctx ends first.
 	Sleep(ctx context.Context, d time.Duration) error
 }
@@ -87,7 +84,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) (Result, error
 }
 
 func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
-	if s, ok := l.clock.(Sleeper); ok {
+	if s, ok := l.clock.(sleeper); ok {
 		return s.Sleep(ctx, d)
 	}
 	t := time.NewTimer(d)
