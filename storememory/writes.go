@@ -196,6 +196,3 @@ func (s *Store) refund(ctx context.Context, ns, key string, alg algorithms.Algor
 	}
 	return res, nil
 }
-
-// minShrink is the fewest entries a table must have held at a sweep for a
-// later sweep to give it an index and chunk lists of its present size.
