@@ -5,12 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
-
-var timeScript = redis.NewScript(`local t = redis.call('TIME') return {tonumber(t[1]), tonumber(t[2])}`)
 
 // ClockOffset measures how far Redis's clock is ahead of this process's:
 // Redis's TIME, read inside a script, minus the local time halfway through
@@ -24,7 +21,7 @@ var timeScript = redis.NewScript(`local t = redis.call('TIME') return {tonumber(
 // On Redis Cluster the node asked is any master.
 func (s *Store) ClockOffset(ctx context.Context) (offset, uncertainty time.Duration, err error) {
 	start := time.Now()
-	reply, err := timeScript.Run(ctx, s.client, nil).Result()
+	reply, err := scripts.Time.Run(ctx, s.client, nil).Result()
 	if err != nil {
 		return 0, 0, s.failure(ctx, err)
 	}

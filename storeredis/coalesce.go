@@ -14,6 +14,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
 // DefaultCoalescing is how many decisions a store sends alone at once
@@ -262,12 +263,12 @@ func batchContext(calls []call) (context.Context, context.CancelFunc) {
 // have cached. Each group's reply or error is then in its cmd; an error is
 // returned only when a script could not be assembled.
 func (co *coalescer) run(ctx context.Context, b *batch, groups []*group) error {
-	scripts := make([]*redis.Script, len(groups))
+	run := make([]*redis.Script, len(groups))
 	args := make([][]any, len(groups))
 	keys := make([][]string, len(groups))
 	for i, g := range groups {
 		var err error
-		if scripts[i], err = driven(&batchScripts, g.kind, "decide_batch.lua"); err != nil {
+		if run[i], err = scripts.Batch(g.kind); err != nil {
 			return err
 		}
 		keys[i], args[i] = batchArgs(b, g, co.clientTime, co.horizon)
@@ -275,9 +276,9 @@ func (co *coalescer) run(ctx context.Context, b *batch, groups []*group) error {
 	exec := func(eval bool, only []int) {
 		send := func(c redis.Scripter, i int) {
 			if eval {
-				groups[i].cmd = scripts[i].Eval(ctx, c, keys[i], args[i]...)
+				groups[i].cmd = run[i].Eval(ctx, c, keys[i], args[i]...)
 			} else {
-				groups[i].cmd = scripts[i].EvalSha(ctx, c, keys[i], args[i]...)
+				groups[i].cmd = run[i].EvalSha(ctx, c, keys[i], args[i]...)
 			}
 		}
 		if len(only) == 1 {
@@ -306,9 +307,6 @@ func (co *coalescer) run(ctx context.Context, b *batch, groups []*group) error {
 	}
 	return nil
 }
-
-// batchScripts are the batch scripts, by kind, assembled on first use.
-var batchScripts sync.Map // *algorithms.Kind → *redis.Script
 
 // batchArgs returns a group's KEYS and ARGV for decide_batch.lua: each
 // distinct parameter set once, then for each decision the index of its

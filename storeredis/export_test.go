@@ -51,7 +51,7 @@ func DenyCacheLen(s *Store) int {
 }
 
 // OnceKey is the once key of a decision on key under alg with request ID id
-// (see scripts/once.lua).
+// (see internal/scripts/once.lua).
 func OnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {
 	return requestID{id: id}.key(s.Key(key, alg), onceDecide)
 }

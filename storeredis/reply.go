@@ -68,7 +68,7 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 }
 
 // chargeOf reads what the reply of a request with a once key says of the
-// admission it reports (see scripts/once.lua), the first one if the request
+// admission it reports (see internal/scripts/once.lua), the first one if the request
 // was applied before: tail is the reply's end after the limit its Result
 // reports, the parameters it was decided under (the limit or rate count,
 // then the burst or the sub-windows, or 0), then its cost. alg is the

@@ -31,7 +31,6 @@ package storeredis
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -45,6 +44,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
 var (
@@ -56,9 +56,6 @@ var (
 
 // DefaultKeyPrefix starts every key the store writes.
 const DefaultKeyPrefix = "ratewise:"
-
-//go:embed scripts/*.lua
-var scriptFiles embed.FS
 
 // Client is what the store needs from go-redis: scripting. *redis.Client,
 // *redis.ClusterClient, *redis.Ring and Sentinel failover clients all
@@ -81,123 +78,6 @@ type Store struct {
 	ids        *idMaker    // the store's request IDs, nil unless it resends
 	horizon    int64       // µs: how long go-redis may resend a command (resendHorizon)
 	replicas   replicaWait // WithReplicas's; its n is 0 when off
-}
-
-const (
-	// resetSource deletes KEYS[1]; with KEYS[2], the reset's once key (see
-	// scripts/once.lua), only if the reset has not been applied, and then
-	// keeps KEYS[2] for as long as the state it deleted would have counted,
-	// and at least ARGV[1] ms, how long go-redis may resend it.
-	resetSource = `if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-local left = redis.call('PTTL', KEYS[1])
-redis.call('UNLINK', KEYS[1])
-if KEYS[2] then redis.call('SET', KEYS[2], '1', 'PX', math.max(left, tonumber(ARGV[1]), 1)) end
-return 1`
-	ttlSource = `return redis.call('PTTL', KEYS[1])`
-)
-
-var (
-	resetScript = redis.NewScript(resetSource)
-	ttlScript   = redis.NewScript(ttlSource)
-)
-
-// script is an algorithm's decision script, or why it could not be
-// assembled.
-type script struct {
-	run *redis.Script
-	err error
-}
-
-// scripts are the decision scripts, by algorithm kind. Each is assembled
-// from files in scripts/: the prelude, the libraries the algorithm's step
-// requires, its step (<name>.lua, named after the algorithms.Kind) and the
-// driver. An algorithm whose files are missing is unsupported, with the
-// reason (TestEveryKindHasAStep).
-var scripts = func() map[*algorithms.Kind]script {
-	m := map[*algorithms.Kind]script{}
-	for _, k := range algorithms.Kinds() {
-		src, err := assemble(k.Name(), "decide.lua")
-		if err != nil {
-			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
-			continue
-		}
-		m[k] = script{run: redis.NewScript(src)}
-	}
-	return m
-}()
-
-// assemble returns the source of a script for one algorithm: the prelude,
-// the step file of the kind named and its libraries, the step's functions
-// bound to the names the driver calls, and the driver: decide.lua for a
-// decision, reserve.lua for a booking, refund.lua for a refund.
-func assemble(name, driver string) (string, error) {
-	var a assembler
-	for _, file := range []string{"prelude.lua", name + ".lua"} {
-		if err := a.include(file); err != nil {
-			return "", err
-		}
-	}
-	fmt.Fprintf(&a.src, "local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name)
-	if err := a.include(driver); err != nil {
-		return "", err
-	}
-	return a.src.String(), nil
-}
-
-// assembleSet returns the source of the set script for the kinds named:
-// the prelude, each kind's step file and libraries, the table kinds of their
-// functions, in the order of names, and the set driver.
-func assembleSet(names []string) (string, error) {
-	var a assembler
-	if err := a.include("prelude.lua"); err != nil {
-		return "", err
-	}
-	for _, name := range names {
-		if err := a.include(name + ".lua"); err != nil {
-			return "", err
-		}
-	}
-	a.src.WriteString("local kinds = {")
-	for _, name := range names {
-		fmt.Fprintf(&a.src, "{%[1]s_read, %[1]s_step, %[1]s_write}, ", name)
-	}
-	a.src.WriteString("}\n")
-	if err := a.include("decide_set.lua"); err != nil {
-		return "", err
-	}
-	return a.src.String(), nil
-}
-
-// assembler concatenates script files. A file names the libraries it needs
-// on lines "-- requires: <file>.lua"; each is included once, before the
-// file, after what it requires in turn.
-type assembler struct {
-	src  strings.Builder
-	seen map[string]bool
-}
-
-func (a *assembler) include(file string) error {
-	if a.seen == nil {
-		a.seen = map[string]bool{}
-	}
-	if a.seen[file] {
-		return nil
-	}
-	a.seen[file] = true
-	b, err := scriptFiles.ReadFile("scripts/" + file)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
-			if err := a.include(strings.TrimSpace(dep)); err != nil {
-				return err
-			}
-		}
-	}
-	a.src.Write(b)
-	a.src.WriteString("\n")
-	return nil
 }
 
 // Option configures a Store.
@@ -317,8 +197,7 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 	if err := algo.CheckKind(alg); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)
 	}
-	sc := scripts[alg.Kind()] // every registered kind has an entry
-	return sc.run, sc.err
+	return scripts.Decide(alg.Kind())
 }
 
 // Decide runs alg's script for key in one round trip, which it may share
@@ -482,10 +361,6 @@ func (s *Store) checkTime(now time.Time) time.Time {
 	return time.Unix(0, 0)
 }
 
-// setScripts are the set scripts, by the names of their kinds in order,
-// joined by ",", assembled on first use.
-var setScripts sync.Map // string → *redis.Script
-
 // DecideSet decides cost for key under every algorithm of algs, all or
 // nothing, with one script in one round trip (see store.SetDecider). The
 // algorithms' keys share key's hash tag, so on Redis Cluster they live in
@@ -502,22 +377,17 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 		return nil, err
 	}
 	// The script of the set's kinds, each once, in order of first use.
-	var names []string
+	var kinds []*algorithms.Kind
 	index := map[*algorithms.Kind]int{}
 	for _, alg := range algs {
 		if _, ok := index[alg.Kind()]; !ok {
-			names = append(names, alg.Kind().Name())
-			index[alg.Kind()] = len(names)
+			kinds = append(kinds, alg.Kind())
+			index[alg.Kind()] = len(kinds)
 		}
 	}
-	signature := strings.Join(names, ",")
-	sc, ok := setScripts.Load(signature)
-	if !ok {
-		src, err := assembleSet(names)
-		if err != nil {
-			return nil, fmt.Errorf("%w: storeredis has no set script for %s: %w", store.ErrUnsupported, signature, err)
-		}
-		sc, _ = setScripts.LoadOrStore(signature, redis.NewScript(src))
+	sc, err := scripts.Set(kinds)
+	if err != nil {
+		return nil, err
 	}
 	keys := make([]string, len(algs), len(algs)+1)
 	rid, err := s.requestID(ctx, cost > 0)
@@ -545,7 +415,7 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 	if rid.caller {
 		// Each other limit's state knows the admission too, so that a
 		// refund of it with the caller's ID forgets it (see
-		// scripts/refund.lua); a store-made ID names no refund.
+		// internal/scripts/refund.lua); a store-made ID names no refund.
 		for _, k := range keys[1:len(algs)] {
 			keys = append(keys, rid.key(k, onceSet))
 		}
@@ -554,7 +424,7 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 		return nil, err // not sent
 	}
 	defer s.forget(key, algs...)
-	reply, err := s.run(ctx, sc.(*redis.Script), keys, args...)
+	reply, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -594,24 +464,6 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 	return results, nil
 }
 
-// reserveScripts and refundScripts are the reservation and refund scripts,
-// by kind, assembled on first use.
-var reserveScripts, refundScripts sync.Map // *algorithms.Kind → *redis.Script
-
-// driven returns the script of alg's kind with the driver given, from cache,
-// assembling it on first use.
-func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Script, error) {
-	if sc, ok := cache.Load(kind); ok {
-		return sc.(*redis.Script), nil
-	}
-	src, err := assemble(kind.Name(), driver)
-	if err != nil {
-		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, kind, err)
-	}
-	sc, _ := cache.LoadOrStore(kind, redis.NewScript(src))
-	return sc.(*redis.Script), nil
-}
-
 // Refund gives back n units that a request admitted at time at was
 // charged, in one round trip (see store.Refunder).
 func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
@@ -623,7 +475,7 @@ func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if err := algo.CheckRefund(alg, checkAt, at, n); err != nil {
 		return algorithms.Result{}, err
 	}
-	sc, err := driven(&refundScripts, alg.Kind(), "refund.lua")
+	sc, err := scripts.Refund(alg.Kind())
 	if err != nil {
 		return algorithms.Result{}, err
 	}
@@ -657,7 +509,7 @@ func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	// An inspection's fields and the limit (see scripts/refund.lua).
+	// An inspection's fields and the limit (see internal/scripts/refund.lua).
 	fields, ok := reply.([]any)
 	if !ok || len(fields) != 6 {
 		return algorithms.Result{}, fmt.Errorf("%w: %w: want 6 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
@@ -680,7 +532,7 @@ func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorit
 	if err := storecheck.Reserve(alg, checkAt, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	sc, err := driven(&reserveScripts, alg.Kind(), "reserve.lua")
+	sc, err := scripts.Reserve(alg.Kind())
 	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
@@ -768,7 +620,7 @@ func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm
 		keys = append(keys, rid.key(keys[0], onceReset))
 	}
 	defer s.forget(key, alg)
-	if _, err := s.run(ctx, resetScript, keys, (s.horizon+999)/1000); err != nil {
+	if _, err := s.run(ctx, scripts.Reset, keys, (s.horizon+999)/1000); err != nil {
 		return err
 	}
 	return nil
@@ -781,7 +633,7 @@ func (s *Store) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, 
 	if _, err := scriptFor(alg); err != nil {
 		return 0, err
 	}
-	ms, err := ttlScript.Run(ctx, s.client, []string{s.Key(key, alg)}).Int64()
+	ms, err := scripts.TTL.Run(ctx, s.client, []string{s.Key(key, alg)}).Int64()
 	if err != nil {
 		return 0, s.failure(ctx, err)
 	}
