@@ -105,7 +105,7 @@ func WithKeyPrefix(prefix string) Option {
 // deployments whose app servers keep their clocks in sync and want the
 // decision to follow them. Clocks that disagree then disagree on windows.
 // It is also the answer where scripts cannot read TIME, as on some managed
-// and serverless Redis offerings (Probe reports it).
+// and serverless Redis offerings (redisprobe.Run reports it).
 //
 // A clock reading taken before a call waits for a connection can reach Redis
 // after a key it should still see has expired on Redis's clock, so in this
