@@ -38,18 +38,6 @@ func DecideBatch(ctx context.Context, s *Store, ds []BatchDecision) ([]algorithm
 	return res, errs
 }
 
-// DenyCacheLen returns how many denials s remembers.
-func DenyCacheLen(s *Store) int {
-	n := 0
-	for i := range s.deny.shards {
-		sh := &s.deny.shards[i]
-		sh.mu.Lock()
-		n += len(sh.entries)
-		sh.mu.Unlock()
-	}
-	return n
-}
-
 // OnceKey is the once key of a decision on key under alg with request ID id
 // (see internal/scripts/once.lua).
 func OnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {

@@ -33,9 +33,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -44,6 +41,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/denycache"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
@@ -67,10 +65,10 @@ type Store struct {
 	client     Client
 	prefix     string
 	clientTime bool
-	coalesce   int        // WithCoalescing's n
-	co         *coalescer // nil when decisions are not coalesced
-	denyCache  int        // WithDenyCache's n
-	deny       *denyCache // nil when off
+	coalesce   int              // WithCoalescing's n
+	co         *coalescer       // nil when decisions are not coalesced
+	denyCache  int              // WithDenyCache's n
+	deny       *denycache.Cache // nil when off
 	warnBudget time.Duration
 	warnSet    bool        // WithWarnings was given
 	warn       func(error) // WithWarnings's hook, or nil
@@ -97,7 +95,7 @@ func (f optionFunc) apply(s *Store) { f(s) }
 // every key in one Redis Cluster slot, so the key's own tag must stay the
 // only one.
 func WithKeyPrefix(prefix string) Option {
-	return optionFunc(func(s *Store) { s.prefix = escapeKey(prefix) })
+	return optionFunc(func(s *Store) { s.prefix = string(appendEscaped(nil, prefix)) })
 }
 
 // WithClientTime makes scripts decide with the now the limiter passes (its
@@ -133,7 +131,7 @@ func New(client Client, opts ...Option) *Store {
 		s.co = newCoalescer(client, s.coalesce, s.clientTime, s.horizon)
 	}
 	if s.denyCache > 0 {
-		s.deny = newDenyCache(s.denyCache)
+		s.deny = denycache.New(s.denyCache)
 	}
 	switch {
 	case s.warn != nil:
@@ -145,45 +143,6 @@ func New(client Client, opts ...Option) *Store {
 	}
 	return s
 }
-
-// Key returns the Redis key that holds alg's state for key, such as
-// "ratewise:sliding_window:1m/6:{alice}" (see algo.Scope).
-func (s *Store) Key(key string, alg algorithms.Algorithm) string {
-	return s.prefix + alg.Kind().Name() + ":" + scopeName(algo.ScopeOf(alg)) + ":{" + escapeKey(key) + "}"
-}
-
-// scopeNames caches Scope.String, which formats a duration, for Key: a
-// process sees few scopes and names one on every decision. It keeps the
-// first 1,024 it sees; others are formatted each time.
-var (
-	scopeNames     sync.Map // algo.Scope → string
-	scopeNameCount atomic.Int64
-)
-
-func scopeName(sc algo.Scope) string {
-	if name, ok := scopeNames.Load(sc); ok {
-		return name.(string)
-	}
-	name := sc.String()
-	if scopeNameCount.Add(1) <= 1024 {
-		scopeNames.Store(sc, name)
-	}
-	return name
-}
-
-// escapeKey makes a key safe inside a hash tag and keeps distinct keys
-// distinct: "%" becomes "%25", "{" "%7B" and "}" "%7D". With no brace left,
-// the tag is the whole escaped key; with "%" escaped too, the mapping is
-// one-to-one. Other bytes, invalid UTF-8 included, pass through, since Redis
-// keys are binary-safe.
-func escapeKey(key string) string {
-	if !strings.ContainsAny(key, "%{}") {
-		return key
-	}
-	return keyEscaper.Replace(key)
-}
-
-var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // CheckAlgorithm returns an error wrapping store.ErrUnsupported if the store
 // has no Lua step for alg's Kind, or alg is not of the Kind's own type (see
@@ -220,29 +179,27 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	}
 	// A request with the caller's ID may be a retry of an admission, which
 	// it must get back: a cached denial does not answer it.
+	var buf [keyBuf]byte
+	b := s.appendKey(buf[:0], key, alg)
 	if s.deny == nil || cost <= 0 || given {
 		at, notBefore, _ := s.clock(now)
-		return s.decide(ctx, sc, key, id, given, alg, at, notBefore, cost)
+		return s.decide(ctx, sc, string(b), id, given, alg, at, notBefore, cost)
 	}
-	var t int64 // the cache's clock
-	if s.clientTime {
-		t = now.UnixMicro()
-	} else {
-		t = monotonic()
-	}
+	t := s.denyClock(now)
 	if cost == 1 {
-		if res, ok := s.deny.deny(key, alg, t); ok {
+		if res, ok := s.deny.Deny(b, alg, t); ok {
 			if err := ctx.Err(); err != nil {
 				return algorithms.Result{}, err
 			}
 			return res, nil
 		}
 	}
-	gen := s.deny.generation(key)
+	rkey := string(b)
+	gen := s.deny.Generation(rkey)
 	at, notBefore, _ := s.clock(now)
-	res, err := s.decide(ctx, sc, key, "", false, alg, at, notBefore, cost)
+	res, err := s.decide(ctx, sc, rkey, "", false, alg, at, notBefore, cost)
 	if err == nil {
-		s.deny.remember(key, alg, res, cost, t, s.clientTime, gen)
+		s.deny.Remember(rkey, alg, res, cost, t, s.clientTime, gen)
 	}
 	return res, err
 }
@@ -250,11 +207,10 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 // decide sends one decision to Redis, alone or coalesced, with a once key
 // if it charges and carries the caller's request ID id (if given, already
 // checked) or one of the store's.
-func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, given bool, alg algorithms.Algorithm, at any, notBefore, cost int64) (algorithms.Result, error) {
+func (s *Store) decide(ctx context.Context, sc *redis.Script, rkey, id string, given bool, alg algorithms.Algorithm, at any, notBefore, cost int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err // not sent
 	}
-	rkey := s.Key(key, alg)
 	once := s.idFor(id, given, cost > 0).key(rkey, onceDecide)
 	if once != "" {
 		// The first outcome, which a retry returns, was decided earlier.
@@ -423,7 +379,7 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 	if err := ctx.Err(); err != nil {
 		return nil, err // not sent
 	}
-	defer s.forget(key, algs...)
+	defer s.forget(keys[:len(algs)]...)
 	reply, err := s.run(ctx, sc, keys, args...)
 	if err != nil {
 		return nil, err
@@ -495,7 +451,7 @@ func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err // not sent
 	}
-	defer s.forget(key, alg)
+	defer s.forget(keys[0])
 	if rid.id == "" {
 		args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
 		reply, err := s.run(ctx, sc, keys, args...)
@@ -548,7 +504,7 @@ func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorit
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err // not sent
 	}
-	defer s.forget(key, alg)
+	defer s.forget(keys[0])
 	args := append(appendParams(append(make([]any, 0, 7), at, cost), alg), maxWait.Microseconds())
 	limit, want := algo.MaxCost(alg), 6
 	if once != "" {
@@ -583,17 +539,6 @@ func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorit
 	return res, time.Duration(delay) * time.Microsecond, nil
 }
 
-// forget drops the denials remembered for key under algs (see
-// WithDenyCache), after a change this store made to their state.
-func (s *Store) forget(key string, algs ...algorithms.Algorithm) {
-	if s.deny == nil {
-		return
-	}
-	for _, alg := range algs {
-		s.deny.forget(key, alg)
-	}
-}
-
 // serverTime is ARGV[1] when the script reads Redis's TIME: a string no
 // number formats to, boxed once.
 var serverTime any = ""
@@ -619,7 +564,7 @@ func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm
 	if rid.id != "" {
 		keys = append(keys, rid.key(keys[0], onceReset))
 	}
-	defer s.forget(key, alg)
+	defer s.forget(keys[0])
 	if _, err := s.run(ctx, scripts.Reset, keys, (s.horizon+999)/1000); err != nil {
 		return err
 	}
