@@ -20,20 +20,16 @@ type BatchDecision struct {
 // or error as Decide would. It lets tests check the batch path in a
 // deterministic order.
 func DecideBatch(ctx context.Context, s *Store, ds []BatchDecision) ([]algorithms.Result, []error) {
-	co := s.co
-	if co == nil {
-		co = newCoalescer(s.client, 1, s.clientTime, s.horizon)
-	}
-	b := &batch{done: make(chan struct{})}
+	var calls []call
 	for _, d := range ds {
 		at, notBefore, _ := s.clock(d.Now)
-		b.calls = append(b.calls, call{key: s.Key(d.Key, d.Alg), alg: d.Alg, at: at, notBefore: notBefore, cost: d.Cost})
+		calls = append(calls, call{key: s.Key(d.Key, d.Alg), alg: d.Alg, at: at, notBefore: notBefore, cost: d.Cost})
 	}
-	co.send(b)
+	s.sendBatch(context.Background(), calls)
 	res := make([]algorithms.Result, len(ds))
 	errs := make([]error, len(ds))
-	for i := range b.calls {
-		res[i], errs[i] = s.outcome(ctx, &b.calls[i])
+	for i := range calls {
+		res[i], errs[i] = s.outcome(ctx, &calls[i])
 	}
 	return res, errs
 }
@@ -53,19 +49,4 @@ func RefundOnceKey(s *Store, key string, alg algorithms.Algorithm, id string) st
 // Coalescing returns how many of s's decisions are in flight alone, how
 // many are queued and not yet taken to be sent, and how many goroutines
 // send queued decisions, so that tests can sequence concurrent callers.
-func Coalescing(s *Store) (alone, queued, senders int) {
-	co := s.co
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	count := func(q *queue) {
-		if q.queued != nil {
-			queued += len(q.queued.calls)
-		}
-		senders += q.draining
-	}
-	count(&co.single)
-	for _, q := range co.nodes {
-		count(q)
-	}
-	return co.inFlight, queued, senders
-}
+func Coalescing(s *Store) (alone, queued, senders int) { return s.co.Stats() }

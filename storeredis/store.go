@@ -41,6 +41,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/coalesce"
 	"github.com/ratewise/ratewise/storeredis/internal/denycache"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
@@ -65,10 +66,10 @@ type Store struct {
 	client     Client
 	prefix     string
 	clientTime bool
-	coalesce   int              // WithCoalescing's n
-	co         *coalescer       // nil when decisions are not coalesced
-	denyCache  int              // WithDenyCache's n
-	deny       *denycache.Cache // nil when off
+	coalesce   int                       // WithCoalescing's n
+	co         *coalesce.Coalescer[call] // nil when decisions are not coalesced
+	denyCache  int                       // WithDenyCache's n
+	deny       *denycache.Cache          // nil when off
 	warnBudget time.Duration
 	warnSet    bool        // WithWarnings was given
 	warn       func(error) // WithWarnings's hook, or nil
@@ -128,7 +129,7 @@ func New(client Client, opts ...Option) *Store {
 		s.horizon = resendHorizon(client).Microseconds()
 	}
 	if s.coalesce > 0 && s.replicas.n == 0 {
-		s.co = newCoalescer(client, s.coalesce, s.clientTime, s.horizon)
+		s.co = s.newCoalescer(client)
 	}
 	if s.denyCache > 0 {
 		s.deny = denycache.New(s.denyCache)
@@ -222,16 +223,15 @@ func (s *Store) decide(ctx context.Context, sc *redis.Script, rkey, id string, g
 	// limit.
 	if s.co != nil && !(given && once != "") {
 		deadline, _ := ctx.Deadline()
-		b, i := s.co.join(call{key: rkey, once: once, alg: alg, at: at, notBefore: notBefore, cost: cost, deadline: deadline})
-		if b == nil {
-			defer s.co.sent()
+		t, queued := s.co.Join(call{key: rkey, once: once, alg: alg, at: at, notBefore: notBefore, cost: cost}, deadline)
+		if !queued {
+			defer s.co.Sent()
 		} else {
-			select {
-			case <-b.done:
-			case <-ctx.Done():
-				return algorithms.Result{}, s.decisionFailure(ctx, ctx.Err())
+			c, err := t.Wait(ctx)
+			if err != nil {
+				return algorithms.Result{}, s.decisionFailure(ctx, err)
 			}
-			return s.outcome(ctx, &b.calls[i])
+			return s.outcome(ctx, &c)
 		}
 	}
 	if once == "" {
