@@ -2,7 +2,6 @@ package storeredis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -53,29 +52,16 @@ func WithCoalescing(n int) Option {
 // several calls, still sent in one round trip.
 const maxBatch = 128
 
-// call is a decision queued to share a round trip (see WithCoalescing):
-// what its share of a batch's script needs, and its outcome.
-type call struct {
-	key       string // the Redis key
-	once      string // its once key, or ""
-	alg       algorithms.Algorithm
-	at        any // ARGV's now: serverTime, or µs in client-time mode
-	notBefore int64
-	cost      int64
-	res       algorithms.Result
-	err       error
-}
-
 // newCoalescer returns the store's coalescer on client, or nil for a
 // client other than a *redis.Client or a *redis.ClusterClient: on a
 // cluster, decisions queue by the master that serves their key (see
 // master).
-func (s *Store) newCoalescer(client Client) *coalesce.Coalescer[call] {
+func (s *Store) newCoalescer(client Client) *coalesce.Coalescer[*decision] {
 	switch c := client.(type) {
 	case *redis.Client:
 		return coalesce.New(s.coalesce, s.sendBatch, nil)
 	case *redis.ClusterClient:
-		return coalesce.New(s.coalesce, s.sendBatch, func(d call) string { return master(c, d.key) })
+		return coalesce.New(s.coalesce, s.sendBatch, func(d *decision) string { return master(c, d.rkeys[0]) })
 	}
 	return nil
 }
@@ -97,18 +83,11 @@ func master(c *redis.ClusterClient, key string) string {
 	return node.Options().Addr
 }
 
-// group is the calls of a batch that one script call decides: one
-// algorithm kind, and on a cluster one hash slot.
-type group struct {
-	kind  *algorithms.Kind
-	slot  int
-	calls []int // indexes into the batch
-	cmd   *redis.Cmd
-}
-
-// sendBatch decides every call of calls in one round trip and sets its res
-// or err: the coalescer's send.
-func (s *Store) sendBatch(ctx context.Context, calls []call) {
+// sendBatch decides every decision of ds in one round trip and sets its
+// res or err: the coalescer's send. The batch's decisions are grouped by
+// kind, and on a cluster by hash slot, at most maxBatch to a group, and
+// each group is one script call.
+func (s *Store) sendBatch(ctx context.Context, ds []*decision) {
 	type groupID struct {
 		kind *algorithms.Kind
 		slot int
@@ -116,48 +95,47 @@ func (s *Store) sendBatch(ctx context.Context, calls []call) {
 	_, cluster := s.client.(*redis.ClusterClient)
 	var groups []*group
 	index := map[groupID]*group{}
-	for i := range calls {
-		c := &calls[i]
+	for _, d := range ds {
 		slot := 0
 		if cluster {
-			slot = hashslot.Of(c.key)
+			slot = hashslot.Of(d.rkeys[0])
 		}
-		id := groupID{c.alg.Kind(), slot}
+		id := groupID{d.alg.Kind(), slot}
 		g := index[id]
-		if g == nil || len(g.calls) == maxBatch {
-			g = &group{kind: c.alg.Kind(), slot: slot}
+		if g == nil || len(g.ds) == maxBatch {
+			g = &group{kind: d.alg.Kind(), clientTime: s.clientTime, horizon: s.horizon}
 			index[id] = g
 			groups = append(groups, g)
 		}
-		g.calls = append(g.calls, i)
+		g.ds = append(g.ds, d)
 	}
-	err := s.runBatch(ctx, calls, groups)
+	err := s.runBatch(ctx, groups)
 	for _, g := range groups {
-		settle(calls, g, err)
+		g.settle(err)
 	}
 }
 
-// run sends one script call per group, pipelined when there are several,
-// and sends again with EVAL, once, the calls whose script Redis did not
-// have cached. Each group's reply or error is then in its cmd; an error is
-// returned only when a script could not be assembled.
-func (s *Store) runBatch(ctx context.Context, calls []call, groups []*group) error {
+// runBatch is the run step of a batch: one script call per group,
+// pipelined when there are several, and sent again with EVAL, once, for
+// the groups whose script Redis did not have cached. Each group's reply or
+// error is then in its cmd; an error is returned only when a script could
+// not be assembled.
+func (s *Store) runBatch(ctx context.Context, groups []*group) error {
 	run := make([]*redis.Script, len(groups))
-	args := make([][]any, len(groups))
-	keys := make([][]string, len(groups))
 	for i, g := range groups {
 		var err error
-		if run[i], err = scripts.Batch(g.kind); err != nil {
+		if run[i], err = g.script(); err != nil {
 			return err
 		}
-		keys[i], args[i] = batchArgs(calls, g, s.clientTime, s.horizon)
+		g.keys, g.args = g.keysAndArgs()
 	}
 	exec := func(eval bool, only []int) {
 		send := func(c redis.Scripter, i int) {
+			g := groups[i]
 			if eval {
-				groups[i].cmd = run[i].Eval(ctx, c, keys[i], args[i]...)
+				g.cmd = run[i].Eval(ctx, c, g.keys, g.args...)
 			} else {
-				groups[i].cmd = run[i].EvalSha(ctx, c, keys[i], args[i]...)
+				g.cmd = run[i].EvalSha(ctx, c, g.keys, g.args...)
 			}
 		}
 		if len(only) == 1 {
@@ -187,99 +165,91 @@ func (s *Store) runBatch(ctx context.Context, calls []call, groups []*group) err
 	return nil
 }
 
-// batchArgs returns a group's KEYS and ARGV for decide_batch.lua: each
-// distinct parameter set once, then for each decision the index of its
-// set, its cost, the index of its once key in KEYS (0 for none) and in
-// client-time mode its now.
-func batchArgs(calls []call, g *group, clientTime bool, horizon int64) ([]string, []any) {
-	first := &calls[g.calls[0]]
+// group is the op of the decisions of a batch that one script call
+// decides (decide_batch.lua): one algorithm kind, and on a cluster one
+// hash slot. Its decisions have been through do's steps up to the run.
+type group struct {
+	kind       *algorithms.Kind
+	ds         []*decision
+	clientTime bool  // each decision sends its own now
+	horizon    int64 // µs a once key lives at least (Store.horizon)
+	keys       []string
+	args       []any
+	cmd        *redis.Cmd
+}
+
+func (g *group) script() (*redis.Script, error) { return scripts.Batch(g.kind) }
+
+// keysAndArgs returns the group's KEYS, each decision's state and then the
+// once keys of those that have one, and its ARGV: each distinct parameter
+// set once, then for each decision the index of its set, its cost, the
+// index of its once key in KEYS (0 for none) and in client-time mode its
+// now.
+func (g *group) keysAndArgs() ([]string, []any) {
+	first := g.ds[0]
 	width := paramCount(first.alg)
 	var sets []algorithms.Params
 	var algs []algorithms.Algorithm // one of each set
-	index := make([]int, len(g.calls))
-	for i, ci := range g.calls {
-		alg := calls[ci].alg
-		j := slices.Index(sets, algo.ParamsOf(alg))
+	index := make([]int, len(g.ds))
+	for i, d := range g.ds {
+		j := slices.Index(sets, algo.ParamsOf(d.alg))
 		if j < 0 {
 			j = len(sets)
-			sets, algs = append(sets, algo.ParamsOf(alg)), append(algs, alg)
+			sets, algs = append(sets, algo.ParamsOf(d.alg)), append(algs, d.alg)
 		}
 		index[i] = j + 1
 	}
-	keys := make([]string, len(g.calls), 2*len(g.calls))
-	args := make([]any, 0, 4+width*len(sets)+4*len(g.calls))
-	args = append(args, first.at, horizon, len(sets), width)
+	keys := make([]string, len(g.ds), 2*len(g.ds))
+	args := make([]any, 0, 4+width*len(sets)+4*len(g.ds))
+	args = append(args, first.at, g.horizon, len(sets), width)
 	for _, alg := range algs {
 		args = appendParams(args, alg)
 	}
-	for i, ci := range g.calls {
-		c := &calls[ci]
-		keys[i] = c.key
+	for i, d := range g.ds {
+		keys[i] = d.rkeys[0]
 		onceIndex := 0
-		if c.once != "" {
-			keys = append(keys, c.once)
+		if once := d.once(); once != "" {
+			keys = append(keys, once)
 			onceIndex = len(keys)
 		}
-		args = append(args, index[i], c.cost, onceIndex)
-		if clientTime {
-			args = append(args, c.at)
+		args = append(args, index[i], d.cost, onceIndex)
+		if g.clientTime {
+			args = append(args, d.at)
 		}
 	}
 	return keys, args
 }
 
-// paramCount is how many parameters appendParams appends for alg.
-func paramCount(alg algorithms.Algorithm) int {
-	n, k := 2, alg.Kind()
-	if algo.TakesBurst(k) {
-		n++
+// parse reads decide_batch.lua's reply: five fields for each decision, in
+// order, read by the decision itself (inBatch); a decision whose script
+// raised an error replies -1 and the message, and fails alone.
+func (g *group) parse(reply any) error {
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != 5*len(g.ds) {
+		return fmt.Errorf("want %d values (reply %v)", 5*len(g.ds), reply)
 	}
-	if algo.TakesSubWindows(k) {
-		n++
-	}
-	return n
-}
-
-// settle sets the res or err of each call of g from its reply, or to err
-// when the round trip failed.
-func settle(calls []call, g *group, err error) {
-	if err == nil {
-		err = g.cmd.Err()
-	}
-	if err != nil {
-		for _, ci := range g.calls {
-			calls[ci].err = err
-		}
-		return
-	}
-	fields, ok := g.cmd.Val().([]any)
-	if !ok || len(fields) != 5*len(g.calls) {
-		err := fmt.Errorf("%w: %w: want %d values (reply %v)", store.ErrUnavailable, ErrMalformedReply, 5*len(g.calls), g.cmd.Val())
-		for _, ci := range g.calls {
-			calls[ci].err = err
-		}
-		return
-	}
-	for i, ci := range g.calls {
-		c := &calls[ci]
+	for i, d := range g.ds {
 		f := fields[5*i : 5*i+5]
 		if f[0] == int64(-1) {
-			c.err = fmt.Errorf("%w: %v", store.ErrUnavailable, f[1])
+			d.err = fmt.Errorf("%w: %v", store.ErrUnavailable, f[1])
 			continue
 		}
-		c.res, c.err = parseFields(f, algo.MaxCost(c.alg), c.notBefore)
-		// A batch carries only the store's own IDs, resent as they were:
-		// what an admission charged is the call's.
-		c.res = algo.Charge(c.res, c.alg, c.cost)
+		d.err = parse(inBatch{d}, f)
 	}
+	return nil
 }
 
-// outcome is a sent call's Result, or its error classified as Decide's
-// are (see failure): a decision's own error already wraps
-// store.ErrUnavailable, a round trip's is go-redis's.
-func (s *Store) outcome(ctx context.Context, c *call) (algorithms.Result, error) {
-	if c.err != nil && !errors.Is(c.err, store.ErrUnavailable) {
-		return algorithms.Result{}, s.decisionFailure(ctx, c.err)
+// settle sets the outcome of each decision of g from its reply, or to err
+// when its script could not be assembled or its round trip failed.
+func (g *group) settle(err error) {
+	if err == nil {
+		if err = g.cmd.Err(); err == nil {
+			err = parse(g, g.cmd.Val())
+		}
 	}
-	return c.res, c.err
+	if err != nil {
+		for _, d := range g.ds {
+			d.err = err
+		}
+	}
 }

@@ -1,8 +1,10 @@
 package storeredis
 
 import (
+	"context"
 	"time"
 
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/storeredis/internal/denycache"
 )
 
@@ -58,4 +60,29 @@ func (s *Store) denyClock(now time.Time) int64 {
 		return now.UnixMicro()
 	}
 	return denycache.Monotonic()
+}
+
+// decideCached is Decide through the deny cache, for a request of positive
+// cost without the caller's request ID on the state at rkey: a request of
+// cost 1 that a remembered denial covers is answered here, allocating
+// nothing (rkey is in the caller's buffer); any other goes to Redis, and
+// its outcome updates what the cache remembers. The cache's clock is read
+// before the request is sent, so a denial never outlives Redis's.
+func (s *Store) decideCached(ctx context.Context, rkey []byte, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	t := s.denyClock(now)
+	if cost == 1 {
+		if res, ok := s.deny.Deny(rkey, alg, t); ok {
+			if err := ctx.Err(); err != nil {
+				return algorithms.Result{}, err
+			}
+			return res, nil
+		}
+	}
+	key := string(rkey)
+	gen := s.deny.Generation(key)
+	res, err := s.decide(ctx, key, alg, now, cost)
+	if err == nil {
+		s.deny.Remember(key, alg, res, cost, t, s.clientTime, gen)
+	}
+	return res, err
 }

@@ -20,16 +20,20 @@ type BatchDecision struct {
 // or error as Decide would. It lets tests check the batch path in a
 // deterministic order.
 func DecideBatch(ctx context.Context, s *Store, ds []BatchDecision) ([]algorithms.Result, []error) {
-	var calls []call
-	for _, d := range ds {
-		at, notBefore, _ := s.clock(d.Now)
-		calls = append(calls, call{key: s.Key(d.Key, d.Alg), alg: d.Alg, at: at, notBefore: notBefore, cost: d.Cost})
+	batch := make([]*decision, len(ds))
+	for i, d := range ds {
+		// What do's steps give a decision without a request ID.
+		batch[i] = newDecision(s.Key(d.Key, d.Alg), d.Alg, d.Now, d.Cost)
+		batch[i].at, batch[i].notBefore, _ = s.clock(d.Now)
+		batch[i].horizon = s.horizon
 	}
-	s.sendBatch(context.Background(), calls)
+	s.sendBatch(context.Background(), batch)
 	res := make([]algorithms.Result, len(ds))
 	errs := make([]error, len(ds))
-	for i := range calls {
-		res[i], errs[i] = s.outcome(ctx, &calls[i])
+	for i, d := range batch {
+		if errs[i] = s.outcome(ctx, d.err); errs[i] == nil {
+			res[i] = d.res
+		}
 	}
 	return res, errs
 }
