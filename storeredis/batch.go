@@ -39,10 +39,11 @@ const DefaultCoalescing = 2
 //
 // Only Decide coalesces, and not a charging Decide that carries the caller's
 // request ID (store.WithRequestID), whose reply carries its limit; Reserve,
-// Refund, DecideSet, Reset and TTL always take their own round trip. Clients other than *redis.Client and
-// *redis.ClusterClient, such as *redis.Ring, are never coalesced, and
-// neither is a store with WithReplicas, whose every script is followed by
-// its own WAIT on its connection.
+// Refund, DecideSet, Reset and TTL always take their own round trip.
+// Clients other than *redis.Client and *redis.ClusterClient, such as
+// *redis.Ring, are never coalesced, and neither is a store with
+// WithReplicas, whose every script is followed by its own WAIT on its
+// connection.
 func WithCoalescing(n int) Option {
 	return optionFunc(func(s *Store) { s.coalesce = max(n, 0) })
 }

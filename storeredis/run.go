@@ -102,6 +102,8 @@ func (s *Store) do(ctx context.Context, o op) error {
 	if r.effect == changes || r.effect == resets {
 		defer s.forget(r.rkeys...)
 	}
+	// Only a decision shares its round trip: the coalescer queues the
+	// decision op itself, and sendBatch sets its outcome.
 	if d, ok := o.(*decision); ok && s.co != nil && d.shares() {
 		deadline, _ := ctx.Deadline()
 		t, queued := s.co.Join(d, deadline)
