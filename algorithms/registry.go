@@ -18,9 +18,9 @@ import (
 // everywhere.
 //
 // An algorithm is one value type in this package, registered once in kinds
-// below, and one Lua step, storeredis/scripts/<Name>.lua, which the Redis
-// store finds by the Kind's Name (see docs/architecture.md). The Kinds are
-// shared and read-only: only this package creates them.
+// below, and one Lua step, storeredis/internal/scripts/<Name>.lua, which
+// the Redis store finds by the Kind's Name (see docs/architecture.md). The
+// Kinds are shared and read-only: only this package creates them.
 type Kind struct {
 	name              string
 	family            algobridge.Family

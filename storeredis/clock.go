@@ -7,10 +7,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
-
-var timeScript = redis.NewScript(`local t = redis.call('TIME') return {tonumber(t[1]), tonumber(t[2])}`)
 
 // ClockOffset measures how far Redis's clock is ahead of this process's:
 // Redis's TIME, read inside a script, minus the local time halfway through
@@ -23,25 +21,41 @@ var timeScript = redis.NewScript(`local t = redis.call('TIME') return {tonumber(
 // a Result's At with its own clock, and before switching to client time.
 // On Redis Cluster the node asked is any master.
 func (s *Store) ClockOffset(ctx context.Context) (offset, uncertainty time.Duration, err error) {
+	r := &clockReading{}
+	r.effect = reads
 	start := time.Now()
-	reply, err := timeScript.Run(ctx, s.client, nil).Result()
-	if err != nil {
-		return 0, 0, s.failure(ctx, err)
+	if err := s.do(ctx, r); err != nil {
+		return 0, 0, err
 	}
 	rtt := time.Since(start) // monotonic
+	mid := start.Add(rtt / 2)
+	return r.server.Sub(mid), rtt / 2, nil
+}
+
+// clockReading is the op that reads Redis's clock (time.lua).
+type clockReading struct {
+	request
+	server time.Time
+}
+
+func (r *clockReading) script() (*redis.Script, error) { return scripts.Time, nil }
+func (r *clockReading) keys() []string                 { return nil }
+func (r *clockReading) args() []any                    { return nil }
+
+// parse reads time.lua's reply: seconds and microseconds.
+func (r *clockReading) parse(reply any) error {
 	fields, ok := reply.([]any)
 	if !ok || len(fields) != 2 {
-		return 0, 0, fmt.Errorf("%w: %w: TIME replied %v", store.ErrUnavailable, ErrMalformedReply, reply)
+		return fmt.Errorf("TIME replied %v", reply)
 	}
 	var v [2]int64
 	for i, f := range fields {
 		n, ok := f.(int64)
 		if !ok {
-			return 0, 0, fmt.Errorf("%w: %w: TIME replied %v", store.ErrUnavailable, ErrMalformedReply, reply)
+			return fmt.Errorf("TIME replied %v", reply)
 		}
 		v[i] = n
 	}
-	server := time.Unix(v[0], v[1]*1000)
-	mid := start.Add(rtt / 2)
-	return server.Sub(mid), rtt / 2, nil
+	r.server = time.Unix(v[0], v[1]*1000)
+	return nil
 }

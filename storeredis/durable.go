@@ -86,20 +86,6 @@ type replicaWait struct {
 	timeout time.Duration
 }
 
-// run runs sc with keys and args, as every script that may write is run,
-// and returns its reply, or its error classified as decisionFailure does.
-// With WithReplicas it also waits for the replicas (see replicated).
-func (s *Store) run(ctx context.Context, sc *redis.Script, keys []string, args ...any) (any, error) {
-	if s.replicas.n == 0 {
-		reply, err := sc.Run(ctx, s.client, keys, args...).Result()
-		if err != nil {
-			return nil, s.decisionFailure(ctx, err)
-		}
-		return reply, nil
-	}
-	return s.replicated(ctx, sc, keys, args)
-}
-
 // replicated is run with WithReplicas: the script, then WAIT, in one
 // pipeline on the connection of the keys' master, and the script again
 // with EVAL, also followed by WAIT, if Redis had not cached it. A write

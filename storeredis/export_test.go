@@ -20,38 +20,26 @@ type BatchDecision struct {
 // or error as Decide would. It lets tests check the batch path in a
 // deterministic order.
 func DecideBatch(ctx context.Context, s *Store, ds []BatchDecision) ([]algorithms.Result, []error) {
-	co := s.co
-	if co == nil {
-		co = newCoalescer(s.client, 1, s.clientTime, s.horizon)
+	batch := make([]*decision, len(ds))
+	for i, d := range ds {
+		// What do's steps give a decision without a request ID.
+		batch[i] = newDecision(s.Key(d.Key, d.Alg), d.Alg, d.Now, d.Cost)
+		batch[i].at, batch[i].notBefore, _ = s.clock(d.Now)
+		batch[i].horizon = s.horizon
 	}
-	b := &batch{done: make(chan struct{})}
-	for _, d := range ds {
-		at, notBefore, _ := s.clock(d.Now)
-		b.calls = append(b.calls, call{key: s.Key(d.Key, d.Alg), alg: d.Alg, at: at, notBefore: notBefore, cost: d.Cost})
-	}
-	co.send(b)
+	s.sendBatch(context.Background(), batch)
 	res := make([]algorithms.Result, len(ds))
 	errs := make([]error, len(ds))
-	for i := range b.calls {
-		res[i], errs[i] = s.outcome(ctx, &b.calls[i])
+	for i, d := range batch {
+		if errs[i] = s.outcome(ctx, d.err); errs[i] == nil {
+			res[i] = d.res
+		}
 	}
 	return res, errs
 }
 
-// DenyCacheLen returns how many denials s remembers.
-func DenyCacheLen(s *Store) int {
-	n := 0
-	for i := range s.deny.shards {
-		sh := &s.deny.shards[i]
-		sh.mu.Lock()
-		n += len(sh.entries)
-		sh.mu.Unlock()
-	}
-	return n
-}
-
 // OnceKey is the once key of a decision on key under alg with request ID id
-// (see scripts/once.lua).
+// (see internal/scripts/once.lua).
 func OnceKey(s *Store, key string, alg algorithms.Algorithm, id string) string {
 	return requestID{id: id}.key(s.Key(key, alg), onceDecide)
 }
@@ -65,19 +53,4 @@ func RefundOnceKey(s *Store, key string, alg algorithms.Algorithm, id string) st
 // Coalescing returns how many of s's decisions are in flight alone, how
 // many are queued and not yet taken to be sent, and how many goroutines
 // send queued decisions, so that tests can sequence concurrent callers.
-func Coalescing(s *Store) (alone, queued, senders int) {
-	co := s.co
-	co.mu.Lock()
-	defer co.mu.Unlock()
-	count := func(q *queue) {
-		if q.queued != nil {
-			queued += len(q.queued.calls)
-		}
-		senders += q.draining
-	}
-	count(&co.single)
-	for _, q := range co.nodes {
-		count(q)
-	}
-	return co.inFlight, queued, senders
-}
+func Coalescing(s *Store) (alone, queued, senders int) { return s.co.Stats() }

@@ -87,7 +87,7 @@ func (m *idMaker) next() string {
 }
 
 // key returns the once key of kind for the state's key rkey (see
-// scripts/once.lua), in rkey's hash tag, or "" for a request without an ID.
+// internal/scripts/once.lua), in rkey's hash tag, or "" for a request without an ID.
 func (r requestID) key(rkey, kind string) string {
 	if r.id == "" {
 		return ""

@@ -14,6 +14,32 @@ import (
 // reply is not a valid decision.
 var ErrMalformedReply = errors.New("storeredis: malformed script reply")
 
+// A parser reads a script's reply into its op's outcome, or returns what is
+// wrong with it: a plain error, which parse wraps.
+type parser interface {
+	parse(reply any) error
+}
+
+// parse is the parse step of every op, a decision in a batch's included:
+// a reply p does not accept fails with store.ErrUnavailable and
+// ErrMalformedReply, never reads as "allowed". It is the one place a reply
+// becomes ErrMalformedReply.
+func parse(p parser, reply any) error {
+	if err := p.parse(reply); err != nil {
+		return fmt.Errorf("%w: %w: %w", store.ErrUnavailable, ErrMalformedReply, err)
+	}
+	return nil
+}
+
+// fieldsOf returns reply as an array of n fields.
+func fieldsOf(reply any, n int) ([]any, error) {
+	fields, ok := reply.([]any)
+	if !ok || len(fields) != n {
+		return nil, fmt.Errorf("want %d integers (reply %v)", n, reply)
+	}
+	return fields, nil
+}
+
 // parseReply turns a decision script's reply {allowed, remaining,
 // retry_after µs, reset_after µs, at µs} into a Result, checking its shape
 // and that the fields agree with each other, since a wrong reply must never
@@ -22,7 +48,7 @@ var ErrMalformedReply = errors.New("storeredis: malformed script reply")
 func parseReply(reply any, limit, notBefore int64) (algorithms.Result, error) {
 	fields, ok := reply.([]any)
 	if !ok {
-		return algorithms.Result{}, fmt.Errorf("%w: %w: want an array of 5 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
+		return algorithms.Result{}, fmt.Errorf("want an array of 5 integers (reply %v)", reply)
 	}
 	return parseFields(fields, limit, notBefore)
 }
@@ -31,7 +57,7 @@ func parseReply(reply any, limit, notBefore int64) (algorithms.Result, error) {
 // as one decision's five fields in a batch's reply.
 func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error) {
 	bad := func(format string, args ...any) (algorithms.Result, error) {
-		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply %v)", store.ErrUnavailable, ErrMalformedReply, fmt.Sprintf(format, args...), fields)
+		return algorithms.Result{}, fmt.Errorf("%s (reply %v)", fmt.Sprintf(format, args...), fields)
 	}
 	if len(fields) != 5 {
 		return bad("want an array of 5 integers")
@@ -68,7 +94,7 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 }
 
 // chargeOf reads what the reply of a request with a once key says of the
-// admission it reports (see scripts/once.lua), the first one if the request
+// admission it reports (see internal/scripts/once.lua), the first one if the request
 // was applied before: tail is the reply's end after the limit its Result
 // reports, the parameters it was decided under (the limit or rate count,
 // then the burst or the sub-windows, or 0), then its cost. alg is the
@@ -76,7 +102,7 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 // what that admission charged (algo.Charge).
 func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algorithms.Result, error) {
 	bad := func(what string) (algorithms.Result, error) {
-		return algorithms.Result{}, fmt.Errorf("%w: %w: %s (reply ends %v)", store.ErrUnavailable, ErrMalformedReply, what, tail)
+		return algorithms.Result{}, fmt.Errorf("%s (reply ends %v)", what, tail)
 	}
 	if len(tail) != 3 {
 		return bad("want the charge's limit, parameter and cost")
@@ -113,7 +139,7 @@ func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algo
 func limitOf(f any, reply any) (int64, error) {
 	limit, ok := f.(int64)
 	if !ok || limit < 1 {
-		return 0, fmt.Errorf("%w: %w: limit %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, f, reply)
+		return 0, fmt.Errorf("limit %v (reply %v)", f, reply)
 	}
 	return limit, nil
 }

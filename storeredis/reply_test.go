@@ -49,7 +49,12 @@ func TestParseReply(t *testing.T) {
 			if strings.HasSuffix(tt.name, "server-time mode") {
 				notBefore = 0 // the server's clock: any time from the epoch on
 			}
-			got, err := parseReply(tt.reply, 5, notBefore)
+			// Through the parse step, as every op's reply is read.
+			var got algorithms.Result
+			err := parse(parserFunc(func(reply any) (err error) {
+				got, err = parseReply(reply, 5, notBefore)
+				return err
+			}), tt.reply)
 			if tt.ok {
 				if err != nil || got != tt.want {
 					t.Fatalf("parseReply = %+v, %v; want %+v", got, err, tt.want)
@@ -62,3 +67,8 @@ func TestParseReply(t *testing.T) {
 		})
 	}
 }
+
+// parserFunc is a parser made of a function.
+type parserFunc func(reply any) error
+
+func (f parserFunc) parse(reply any) error { return f(reply) }

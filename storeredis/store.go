@@ -30,21 +30,17 @@
 package storeredis
 
 import (
-	"context"
-	"embed"
-	"errors"
 	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/coalesce"
+	"github.com/ratewise/ratewise/storeredis/internal/denycache"
+	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
 var (
@@ -57,9 +53,6 @@ var (
 // DefaultKeyPrefix starts every key the store writes.
 const DefaultKeyPrefix = "ratewise:"
 
-//go:embed scripts/*.lua
-var scriptFiles embed.FS
-
 // Client is what the store needs from go-redis: scripting. *redis.Client,
 // *redis.ClusterClient, *redis.Ring and Sentinel failover clients all
 // implement it.
@@ -70,10 +63,10 @@ type Store struct {
 	client     Client
 	prefix     string
 	clientTime bool
-	coalesce   int        // WithCoalescing's n
-	co         *coalescer // nil when decisions are not coalesced
-	denyCache  int        // WithDenyCache's n
-	deny       *denyCache // nil when off
+	coalesce   int                            // WithCoalescing's n
+	co         *coalesce.Coalescer[*decision] // nil when decisions are not coalesced
+	denyCache  int                            // WithDenyCache's n
+	deny       *denycache.Cache               // nil when off
 	warnBudget time.Duration
 	warnSet    bool        // WithWarnings was given
 	warn       func(error) // WithWarnings's hook, or nil
@@ -81,123 +74,6 @@ type Store struct {
 	ids        *idMaker    // the store's request IDs, nil unless it resends
 	horizon    int64       // µs: how long go-redis may resend a command (resendHorizon)
 	replicas   replicaWait // WithReplicas's; its n is 0 when off
-}
-
-const (
-	// resetSource deletes KEYS[1]; with KEYS[2], the reset's once key (see
-	// scripts/once.lua), only if the reset has not been applied, and then
-	// keeps KEYS[2] for as long as the state it deleted would have counted,
-	// and at least ARGV[1] ms, how long go-redis may resend it.
-	resetSource = `if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-local left = redis.call('PTTL', KEYS[1])
-redis.call('UNLINK', KEYS[1])
-if KEYS[2] then redis.call('SET', KEYS[2], '1', 'PX', math.max(left, tonumber(ARGV[1]), 1)) end
-return 1`
-	ttlSource = `return redis.call('PTTL', KEYS[1])`
-)
-
-var (
-	resetScript = redis.NewScript(resetSource)
-	ttlScript   = redis.NewScript(ttlSource)
-)
-
-// script is an algorithm's decision script, or why it could not be
-// assembled.
-type script struct {
-	run *redis.Script
-	err error
-}
-
-// scripts are the decision scripts, by algorithm kind. Each is assembled
-// from files in scripts/: the prelude, the libraries the algorithm's step
-// requires, its step (<name>.lua, named after the algorithms.Kind) and the
-// driver. An algorithm whose files are missing is unsupported, with the
-// reason (TestEveryKindHasAStep).
-var scripts = func() map[*algorithms.Kind]script {
-	m := map[*algorithms.Kind]script{}
-	for _, k := range algorithms.Kinds() {
-		src, err := assemble(k.Name(), "decide.lua")
-		if err != nil {
-			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
-			continue
-		}
-		m[k] = script{run: redis.NewScript(src)}
-	}
-	return m
-}()
-
-// assemble returns the source of a script for one algorithm: the prelude,
-// the step file of the kind named and its libraries, the step's functions
-// bound to the names the driver calls, and the driver: decide.lua for a
-// decision, reserve.lua for a booking, refund.lua for a refund.
-func assemble(name, driver string) (string, error) {
-	var a assembler
-	for _, file := range []string{"prelude.lua", name + ".lua"} {
-		if err := a.include(file); err != nil {
-			return "", err
-		}
-	}
-	fmt.Fprintf(&a.src, "local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name)
-	if err := a.include(driver); err != nil {
-		return "", err
-	}
-	return a.src.String(), nil
-}
-
-// assembleSet returns the source of the set script for the kinds named:
-// the prelude, each kind's step file and libraries, the table kinds of their
-// functions, in the order of names, and the set driver.
-func assembleSet(names []string) (string, error) {
-	var a assembler
-	if err := a.include("prelude.lua"); err != nil {
-		return "", err
-	}
-	for _, name := range names {
-		if err := a.include(name + ".lua"); err != nil {
-			return "", err
-		}
-	}
-	a.src.WriteString("local kinds = {")
-	for _, name := range names {
-		fmt.Fprintf(&a.src, "{%[1]s_read, %[1]s_step, %[1]s_write}, ", name)
-	}
-	a.src.WriteString("}\n")
-	if err := a.include("decide_set.lua"); err != nil {
-		return "", err
-	}
-	return a.src.String(), nil
-}
-
-// assembler concatenates script files. A file names the libraries it needs
-// on lines "-- requires: <file>.lua"; each is included once, before the
-// file, after what it requires in turn.
-type assembler struct {
-	src  strings.Builder
-	seen map[string]bool
-}
-
-func (a *assembler) include(file string) error {
-	if a.seen == nil {
-		a.seen = map[string]bool{}
-	}
-	if a.seen[file] {
-		return nil
-	}
-	a.seen[file] = true
-	b, err := scriptFiles.ReadFile("scripts/" + file)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
-			if err := a.include(strings.TrimSpace(dep)); err != nil {
-				return err
-			}
-		}
-	}
-	a.src.Write(b)
-	a.src.WriteString("\n")
-	return nil
 }
 
 // Option configures a Store.
@@ -217,7 +93,7 @@ func (f optionFunc) apply(s *Store) { f(s) }
 // every key in one Redis Cluster slot, so the key's own tag must stay the
 // only one.
 func WithKeyPrefix(prefix string) Option {
-	return optionFunc(func(s *Store) { s.prefix = escapeKey(prefix) })
+	return optionFunc(func(s *Store) { s.prefix = string(appendEscaped(nil, prefix)) })
 }
 
 // WithClientTime makes scripts decide with the now the limiter passes (its
@@ -225,7 +101,7 @@ func WithKeyPrefix(prefix string) Option {
 // deployments whose app servers keep their clocks in sync and want the
 // decision to follow them. Clocks that disagree then disagree on windows.
 // It is also the answer where scripts cannot read TIME, as on some managed
-// and serverless Redis offerings (Probe reports it).
+// and serverless Redis offerings (redisprobe.Run reports it).
 //
 // A clock reading taken before a call waits for a connection can reach Redis
 // after a key it should still see has expired on Redis's clock, so in this
@@ -250,10 +126,10 @@ func New(client Client, opts ...Option) *Store {
 		s.horizon = resendHorizon(client).Microseconds()
 	}
 	if s.coalesce > 0 && s.replicas.n == 0 {
-		s.co = newCoalescer(client, s.coalesce, s.clientTime, s.horizon)
+		s.co = s.newCoalescer(client)
 	}
 	if s.denyCache > 0 {
-		s.deny = newDenyCache(s.denyCache)
+		s.deny = denycache.New(s.denyCache)
 	}
 	switch {
 	case s.warn != nil:
@@ -265,46 +141,6 @@ func New(client Client, opts ...Option) *Store {
 	}
 	return s
 }
-
-// Key returns the Redis key that holds alg's state for key, such as
-// "ratewise:sliding_window:1m/6:{alice}": the window, and the
-// sub-windows if any.
-func (s *Store) Key(key string, alg algorithms.Algorithm) string {
-	return s.prefix + alg.Kind().Name() + ":" + scopeName(algo.ScopeOf(alg)) + ":{" + escapeKey(key) + "}"
-}
-
-// scopeNames caches Scope.String, which formats a duration, for Key: a
-// process sees few scopes and names one on every decision. It keeps the
-// first 1,024 it sees; others are formatted each time.
-var (
-	scopeNames     sync.Map // algo.Scope → string
-	scopeNameCount atomic.Int64
-)
-
-func scopeName(sc algo.Scope) string {
-	if name, ok := scopeNames.Load(sc); ok {
-		return name.(string)
-	}
-	name := sc.String()
-	if scopeNameCount.Add(1) <= 1024 {
-		scopeNames.Store(sc, name)
-	}
-	return name
-}
-
-// escapeKey makes a key safe inside a hash tag and keeps distinct keys
-// distinct: "%" becomes "%25", "{" "%7B" and "}" "%7D". With no brace left,
-// the tag is the whole escaped key; with "%" escaped too, the mapping is
-// one-to-one. Other bytes, invalid UTF-8 included, pass through, since Redis
-// keys are binary-safe.
-func escapeKey(key string) string {
-	if !strings.ContainsAny(key, "%{}") {
-		return key
-	}
-	return keyEscaper.Replace(key)
-}
-
-var keyEscaper = strings.NewReplacer("%", "%25", "{", "%7B", "}", "%7D")
 
 // CheckAlgorithm returns an error wrapping store.ErrUnsupported if the store
 // has no Lua step for alg's Kind, or alg is not of the Kind's own type
@@ -318,506 +154,5 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 	if err := algo.CheckKind(alg); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)
 	}
-	sc := scripts[alg.Kind()] // every registered kind has an entry
-	return sc.run, sc.err
-}
-
-// Decide runs alg's script for key in one round trip, which it may share
-// with concurrent decisions (see WithCoalescing), or denies at once a
-// request that a recent denial still covers (see WithDenyCache).
-func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	key := k.String()
-	sc, err := scriptFor(alg)
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	if err := algo.CheckDecision(alg, s.checkTime(now), cost); err != nil {
-		return algorithms.Result{}, err
-	}
-	id, given := store.RequestID(ctx)
-	if given {
-		if err := storecheck.RequestID(ctx); err != nil {
-			return algorithms.Result{}, err
-		}
-	}
-	// A request with the caller's ID may be a retry of an admission, which
-	// it must get back: a cached denial does not answer it.
-	if s.deny == nil || cost <= 0 || given {
-		at, notBefore, _ := s.clock(now)
-		return s.decide(ctx, sc, key, id, given, alg, at, notBefore, cost)
-	}
-	var t int64 // the cache's clock
-	if s.clientTime {
-		t = now.UnixMicro()
-	} else {
-		t = monotonic()
-	}
-	if cost == 1 {
-		if res, ok := s.deny.deny(key, alg, t); ok {
-			if err := ctx.Err(); err != nil {
-				return algorithms.Result{}, err
-			}
-			return res, nil
-		}
-	}
-	gen := s.deny.generation(key)
-	at, notBefore, _ := s.clock(now)
-	res, err := s.decide(ctx, sc, key, "", false, alg, at, notBefore, cost)
-	if err == nil {
-		s.deny.remember(key, alg, res, cost, t, s.clientTime, gen)
-	}
-	return res, err
-}
-
-// decide sends one decision to Redis, alone or coalesced, with a once key
-// if it charges and carries the caller's request ID id (if given, already
-// checked) or one of the store's.
-func (s *Store) decide(ctx context.Context, sc *redis.Script, key, id string, given bool, alg algorithms.Algorithm, at any, notBefore, cost int64) (algorithms.Result, error) {
-	if err := ctx.Err(); err != nil {
-		return algorithms.Result{}, err // not sent
-	}
-	rkey := s.Key(key, alg)
-	once := s.idFor(id, given, cost > 0).key(rkey, onceDecide)
-	if once != "" {
-		// The first outcome, which a retry returns, was decided earlier.
-		notBefore = 0
-	}
-	// A charge with the caller's ID may be retried under a changed limit,
-	// whose reply only decide.lua carries: it goes alone. The store's own
-	// IDs are only ever resent as they were, so their batches need no
-	// limit.
-	if s.co != nil && !(given && once != "") {
-		deadline, _ := ctx.Deadline()
-		b, i := s.co.join(call{key: rkey, once: once, alg: alg, at: at, notBefore: notBefore, cost: cost, deadline: deadline})
-		if b == nil {
-			defer s.co.sent()
-		} else {
-			select {
-			case <-b.done:
-			case <-ctx.Done():
-				return algorithms.Result{}, s.decisionFailure(ctx, ctx.Err())
-			}
-			return s.outcome(ctx, &b.calls[i])
-		}
-	}
-	if once == "" {
-		args := appendParams(append(make([]any, 0, 6), at, cost), alg)
-		reply, err := s.run(ctx, sc, []string{rkey}, args...)
-		if err != nil {
-			return algorithms.Result{}, err
-		}
-		res, err := parseReply(reply, algo.MaxCost(alg), notBefore)
-		return algo.Charge(res, alg, cost), err
-	}
-	args := append(appendOnceParams(append(make([]any, 0, 8), at, cost), alg), algo.MaxCost(alg), s.horizon)
-	reply, err := s.run(ctx, sc, []string{rkey, once}, args...)
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	return parseOnce(reply, alg, notBefore)
-}
-
-// parseOnce parses the reply of a decision with a once key: its five
-// fields, the limit, and what the admission charged (see chargeOf).
-func parseOnce(reply any, alg algorithms.Algorithm, notBefore int64) (algorithms.Result, error) {
-	fields, ok := reply.([]any)
-	if !ok || len(fields) != 9 {
-		return algorithms.Result{}, fmt.Errorf("%w: %w: want 9 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
-	}
-	limit, err := limitOf(fields[5], reply)
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	res, err := parseFields(fields[:5], limit, notBefore)
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	return chargeOf(res, alg, fields[6:9])
-}
-
-// appendOnceParams appends alg's parameters as appendParams does, then an
-// empty string for each a kind may take and alg's does not, to four: the
-// layout of a request with a once key, whose limit follows them.
-func appendOnceParams(args []any, alg algorithms.Algorithm) []any {
-	n := len(args)
-	args = appendParams(args, alg)
-	for len(args) < n+4 {
-		args = append(args, "")
-	}
-	return args
-}
-
-// appendParams appends the parameters alg's kind takes, in the order of
-// algorithms.Params: limit, window in µs, then the burst and the
-// sub-windows if the kind takes them.
-func appendParams(args []any, alg algorithms.Algorithm) []any {
-	p, k := algo.ParamsOf(alg), alg.Kind()
-	args = append(args, p.Limit, p.Window.Microseconds())
-	if algo.TakesBurst(k) {
-		args = append(args, p.Burst)
-	}
-	if algo.TakesSubWindows(k) {
-		args = append(args, p.SubWindows)
-	}
-	return args
-}
-
-// clock returns what a script is told of the time: ARGV[1]; the earliest
-// time its reply may say it decided at; and the time the caller's inputs are
-// checked at. In client-time mode all three are the caller's now. Otherwise
-// Redis's clock decides: ARGV[1] is serverTime, and now, which is not used,
-// is not checked (the Unix epoch stands in).
-func (s *Store) clock(now time.Time) (arg any, notBefore int64, checkAt time.Time) {
-	if s.clientTime {
-		return now.UnixMicro(), now.UnixMicro(), now
-	}
-	return serverTime, 0, s.checkTime(now)
-}
-
-// checkTime is clock's checkAt alone, which boxes nothing: Decide checks
-// its input before it knows whether the deny cache answers.
-func (s *Store) checkTime(now time.Time) time.Time {
-	if s.clientTime {
-		return now
-	}
-	return time.Unix(0, 0)
-}
-
-// setScripts are the set scripts, by the names of their kinds in order,
-// joined by ",", assembled on first use.
-var setScripts sync.Map // string → *redis.Script
-
-// DecideSet decides cost for key under every algorithm of algs, all or
-// nothing, with one script in one round trip (see store.SetDecider). The
-// algorithms' keys share key's hash tag, so on Redis Cluster they live in
-// one slot and one script can reach them all.
-func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
-	key := k.String()
-	for _, alg := range algs {
-		if _, err := scriptFor(alg); err != nil {
-			return nil, err
-		}
-	}
-	at, notBefore, checkAt := s.clock(now)
-	if err := storecheck.Set(algs, checkAt, cost); err != nil {
-		return nil, err
-	}
-	// The script of the set's kinds, each once, in order of first use.
-	var names []string
-	index := map[*algorithms.Kind]int{}
-	for _, alg := range algs {
-		if _, ok := index[alg.Kind()]; !ok {
-			names = append(names, alg.Kind().Name())
-			index[alg.Kind()] = len(names)
-		}
-	}
-	signature := strings.Join(names, ",")
-	sc, ok := setScripts.Load(signature)
-	if !ok {
-		src, err := assembleSet(names)
-		if err != nil {
-			return nil, fmt.Errorf("%w: storeredis has no set script for %s: %w", store.ErrUnsupported, signature, err)
-		}
-		sc, _ = setScripts.LoadOrStore(signature, redis.NewScript(src))
-	}
-	keys := make([]string, len(algs), len(algs)+1)
-	rid, err := s.requestID(ctx, cost > 0)
-	if err != nil {
-		return nil, err
-	}
-	args := make([]any, 0, 3+7*len(algs))
-	args = append(args, at, cost, s.horizon)
-	for i, alg := range algs {
-		keys[i] = s.Key(key, alg)
-		// The kind's index in the script, then how many values follow:
-		// its parameters, or with a once key four and its limit.
-		n := len(args)
-		if rid.id == "" {
-			args = appendParams(append(args, index[alg.Kind()], 0), alg)
-		} else {
-			args = append(appendOnceParams(append(args, index[alg.Kind()], 0), alg), algo.MaxCost(alg))
-		}
-		args[n+1] = len(args) - n - 2
-	}
-	once := rid.key(keys[0], onceSet)
-	if once != "" {
-		keys, notBefore = append(keys, once), 0
-	}
-	if rid.caller {
-		// Each other limit's state knows the admission too, so that a
-		// refund of it with the caller's ID forgets it (see
-		// scripts/refund.lua); a store-made ID names no refund.
-		for _, k := range keys[1:len(algs)] {
-			keys = append(keys, rid.key(k, onceSet))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err // not sent
-	}
-	defer s.forget(key, algs...)
-	reply, err := s.run(ctx, sc.(*redis.Script), keys, args...)
-	if err != nil {
-		return nil, err
-	}
-	n := len(algs)
-	want := 5 * n
-	if once != "" {
-		want += 3*n + 1 // each limit's limit and parameters, then the cost
-	}
-	fields, ok := reply.([]any)
-	if !ok || len(fields) != want {
-		return nil, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, want, reply)
-	}
-	results := make([]algorithms.Result, n)
-	all := true
-	for i, alg := range algs {
-		limit := algo.MaxCost(alg)
-		if once != "" {
-			if limit, err = limitOf(fields[5*n+3*i], reply); err != nil {
-				return nil, err
-			}
-		}
-		if results[i], err = parseFields(fields[5*i:5*i+5], limit, notBefore); err != nil {
-			return nil, err
-		}
-		all = all && results[i].Allowed
-	}
-	if !all {
-		return results, nil // the set charged nothing
-	}
-	for i, alg := range algs {
-		if once == "" {
-			results[i] = algo.Charge(results[i], alg, cost)
-		} else if results[i], err = chargeOf(results[i], alg, []any{fields[5*n+3*i+1], fields[5*n+3*i+2], fields[want-1]}); err != nil {
-			return nil, err
-		}
-	}
-	return results, nil
-}
-
-// reserveScripts and refundScripts are the reservation and refund scripts,
-// by kind, assembled on first use.
-var reserveScripts, refundScripts sync.Map // *algorithms.Kind → *redis.Script
-
-// driven returns the script of alg's kind with the driver given, from cache,
-// assembling it on first use.
-func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Script, error) {
-	if sc, ok := cache.Load(kind); ok {
-		return sc.(*redis.Script), nil
-	}
-	src, err := assemble(kind.Name(), driver)
-	if err != nil {
-		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, kind, err)
-	}
-	sc, _ := cache.LoadOrStore(kind, redis.NewScript(src))
-	return sc.(*redis.Script), nil
-}
-
-// Refund gives back n units that a request admitted at time at was
-// charged, in one round trip (see store.Refunder).
-func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	key := k.String()
-	if _, err := scriptFor(alg); err != nil {
-		return algorithms.Result{}, err
-	}
-	arg, notBefore, checkAt := s.clock(now)
-	if err := algo.CheckRefund(alg, checkAt, at, n); err != nil {
-		return algorithms.Result{}, err
-	}
-	sc, err := driven(&refundScripts, alg.Kind(), "refund.lua")
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	keys := []string{s.Key(key, alg)}
-	rid, err := s.requestID(ctx, true)
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	if rid.id != "" {
-		keys, notBefore = append(keys, rid.key(keys[0], onceRefund)), 0
-		if rid.caller {
-			// The admission it gives back, if made with the same ID: a
-			// decision or booking, or a set's.
-			keys = append(keys, rid.key(keys[0], onceDecide), rid.key(keys[0], onceSet))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return algorithms.Result{}, err // not sent
-	}
-	defer s.forget(key, alg)
-	if rid.id == "" {
-		args := appendParams(append(make([]any, 0, 7), arg, n, at.UnixMicro()), alg)
-		reply, err := s.run(ctx, sc, keys, args...)
-		if err != nil {
-			return algorithms.Result{}, err
-		}
-		return parseReply(reply, algo.MaxCost(alg), notBefore)
-	}
-	args := append(appendOnceParams(append(make([]any, 0, 10), arg, n, at.UnixMicro()), alg), algo.MaxCost(alg), s.horizon, int64(algo.QuotaOf(alg).Window/time.Microsecond))
-	reply, err := s.run(ctx, sc, keys, args...)
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	// An inspection's fields and the limit (see scripts/refund.lua).
-	fields, ok := reply.([]any)
-	if !ok || len(fields) != 6 {
-		return algorithms.Result{}, fmt.Errorf("%w: %w: want 6 integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, reply)
-	}
-	limit, err := limitOf(fields[5], reply)
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	return parseFields(fields[:5], limit, notBefore)
-}
-
-// Reserve books a request for key under alg, in one round trip (see
-// store.Reserver): the token bucket and GCRA.
-func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	key := k.String()
-	if _, err := scriptFor(alg); err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	at, notBefore, checkAt := s.clock(now)
-	if err := storecheck.Reserve(alg, checkAt, cost, maxWait); err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	sc, err := driven(&reserveScripts, alg.Kind(), "reserve.lua")
-	if err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	keys := []string{s.Key(key, alg)}
-	rid, err := s.requestID(ctx, true)
-	if err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	once := rid.key(keys[0], onceDecide)
-	if once != "" {
-		keys, notBefore = append(keys, once), 0
-	}
-	if err := ctx.Err(); err != nil {
-		return algorithms.Result{}, 0, err // not sent
-	}
-	defer s.forget(key, alg)
-	args := append(appendParams(append(make([]any, 0, 7), at, cost), alg), maxWait.Microseconds())
-	limit, want := algo.MaxCost(alg), 6
-	if once != "" {
-		args, want = append(args, limit, s.horizon), 10
-	}
-	reply, err := s.run(ctx, sc, keys, args...)
-	if err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	fields, ok := reply.([]any)
-	if !ok || len(fields) != want {
-		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: want %d integers (reply %v)", store.ErrUnavailable, ErrMalformedReply, want, reply)
-	}
-	delay, ok := fields[5].(int64)
-	if !ok || delay < 0 || delay > 1<<52 {
-		return algorithms.Result{}, 0, fmt.Errorf("%w: %w: delay %v (reply %v)", store.ErrUnavailable, ErrMalformedReply, fields[5], reply)
-	}
-	if once != "" {
-		if limit, err = limitOf(fields[6], reply); err != nil {
-			return algorithms.Result{}, 0, err
-		}
-	}
-	res, err := parseReply(fields[:5], limit, notBefore)
-	if err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	if once == "" {
-		res = algo.Charge(res, alg, cost)
-	} else if res, err = chargeOf(res, alg, fields[7:10]); err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	return res, time.Duration(delay) * time.Microsecond, nil
-}
-
-// forget drops the denials remembered for key under algs (see
-// WithDenyCache), after a change this store made to their state.
-func (s *Store) forget(key string, algs ...algorithms.Algorithm) {
-	if s.deny == nil {
-		return
-	}
-	for _, alg := range algs {
-		s.deny.forget(key, alg)
-	}
-}
-
-// serverTime is ARGV[1] when the script reads Redis's TIME: a string no
-// number formats to, boxed once.
-var serverTime any = ""
-
-// Reset deletes alg's state for key. The memory of a large sorted set is
-// freed in the background (UNLINK), so even a key of millions of records does
-// not block Redis. A reset with a request ID, the caller's or, with a client
-// that resends, the store's, is applied once: sent again, it does not delete
-// what was charged after it.
-func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm) error {
-	key := k.String()
-	if _, err := scriptFor(alg); err != nil {
-		return err
-	}
-	if err := alg.Validate(); err != nil {
-		return err
-	}
-	rid, err := s.requestID(ctx, true)
-	if err != nil {
-		return err
-	}
-	keys := []string{s.Key(key, alg)}
-	if rid.id != "" {
-		keys = append(keys, rid.key(keys[0], onceReset))
-	}
-	defer s.forget(key, alg)
-	if _, err := s.run(ctx, resetScript, keys, (s.horizon+999)/1000); err != nil {
-		return err
-	}
-	return nil
-}
-
-// TTL returns the key's remaining time to live in Redis. It runs on Redis's
-// clock and ignores now.
-func (s *Store) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
-	key := k.String()
-	if _, err := scriptFor(alg); err != nil {
-		return 0, err
-	}
-	ms, err := ttlScript.Run(ctx, s.client, []string{s.Key(key, alg)}).Int64()
-	if err != nil {
-		return 0, s.failure(ctx, err)
-	}
-	switch {
-	case ms == -2: // no key
-		return 0, nil
-	case ms < 0: // a key without expiry: a contract violation, reported as forever
-		return time.Duration(1<<63 - 1), nil
-	}
-	return time.Duration(ms) * time.Millisecond, nil
-}
-
-// failure classifies an error from Redis: the caller's context error when
-// ctx has ended (a deadline or cancellation), ErrUnavailable otherwise. A
-// timeout of the client's own, such as a dial or read timeout, is not the
-// caller's deadline: it is ErrUnavailable, and the timeout is kept only as
-// text, so errors.Is(err, context.DeadlineExceeded) stays false for it. An
-// error at or after ctx's deadline is the caller's deadline, even before
-// ctx reports it.
-func (s *Store) failure(ctx context.Context, err error) error {
-	ctxErr := ctx.Err()
-	if deadline, ok := ctx.Deadline(); ok && ctxErr == nil && !time.Now().Before(deadline) {
-		// With ContextTimeoutEnabled the socket's deadline is the
-		// context's, and it can fire a moment before the context's own
-		// timer marks the context done: the caller's deadline all the same.
-		ctxErr = context.DeadlineExceeded
-	}
-	if ctxErr != nil {
-		if errors.Is(err, ctxErr) {
-			return err
-		}
-		return fmt.Errorf("storeredis: %w: %w", ctxErr, err)
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
-	}
-	return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+	return scripts.Decide(alg.Kind())
 }

@@ -76,26 +76,39 @@ type Scope struct {
 // the window in its largest whole unit, such as "1m", "90s", "1500ms" or
 // "720h", followed by "/" and the sub-windows if there are any ("1m/6").
 func (s Scope) String() string {
-	str := CompactDuration(s.Window)
+	var buf [32]byte
+	return string(s.Append(buf[:0]))
+}
+
+// Append appends String's form of s to b: a store that builds a key in a
+// buffer of its own names the scope without allocating.
+func (s Scope) Append(b []byte) []byte {
+	b = appendCompactDuration(b, s.Window)
 	if s.SubWindows != 0 {
-		str += "/" + strconv.FormatInt(s.SubWindows, 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, s.SubWindows, 10)
 	}
-	return str
+	return b
 }
 
 // CompactDuration writes d in the largest of h, m, s, ms and us that
 // divides it exactly; one unit per value, so two durations differ exactly
 // when their strings do.
 func CompactDuration(d time.Duration) string {
-	for _, u := range []struct {
+	var buf [32]byte
+	return string(appendCompactDuration(buf[:0], d))
+}
+
+func appendCompactDuration(b []byte, d time.Duration) []byte {
+	for _, u := range [...]struct {
 		d    time.Duration
 		name string
 	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}} {
 		if d%u.d == 0 {
-			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+			return append(strconv.AppendInt(b, int64(d/u.d), 10), u.name...)
 		}
 	}
-	return strconv.FormatInt(int64(d), 10) + "ns"
+	return append(strconv.AppendInt(b, int64(d), 10), "ns"...)
 }
 
 // Quota is what a key admits: at most Limit cost at once, which an idle key

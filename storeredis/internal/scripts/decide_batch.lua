@@ -1,6 +1,6 @@
 -- decide_batch.lua: the driver of a batch of one-key decisions of one
 -- algorithm kind, sent together by callers that shared a round trip (see
--- coalesce.go). The assembler puts before it "local read, step, write,
+-- WithCoalescing). The assembler puts before it "local read, step, write,
 -- refund = <name>_read, <name>_step, <name>_write, <name>_refund", as for
 -- decide.lua.
 --

@@ -156,26 +156,6 @@ func TestDenyCacheHitAllocatesNothing(t *testing.T) {
 	}
 }
 
-// TestDenyCacheIsBounded denies 20 times as many keys as the cache holds:
-// it keeps at most its size.
-func TestDenyCacheIsBounded(t *testing.T) {
-	ctx := context.Background()
-	s := storeredis.New(newClient(t, redistest.Standalone(t).Addr), storeredis.WithClientTime(), storeredis.WithDenyCache(64))
-	alg := algorithms.FixedWindow{Limit: 1, Window: time.Hour}
-	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	for i := range 64 * 20 {
-		key := testKey(t) + ":" + string(rune('a'+i%26)) + ":" + time.Duration(i).String()
-		for range 2 {
-			if _, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 1); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	if n := storeredis.DenyCacheLen(s); n == 0 || n > 64 {
-		t.Fatalf("the cache holds %d denials, want 1 to 64", n)
-	}
-}
-
 func BenchmarkDenyCacheHit(b *testing.B) {
 	ctx := context.Background()
 	s := storeredis.New(newClient(b, redistest.Standalone(b).Addr), storeredis.WithClientTime())

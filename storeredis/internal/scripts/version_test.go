@@ -1,4 +1,4 @@
-package storeredis
+package scripts
 
 import (
 	"io/fs"
@@ -8,7 +8,7 @@ import (
 )
 
 // minRedisVersion is the oldest Redis the scripts run on, as documented in
-// the package doc and docs/redis.md.
+// storeredis's package doc and docs/redis.md.
 const minRedisVersion = "5.0"
 
 // commandSince is the Redis version that introduced each command, or the
@@ -40,13 +40,12 @@ var commandSince = map[string]string{
 // which needs script effects replication, the default from 5.0 on.
 func TestScriptsRunOnTheMinimumRedis(t *testing.T) {
 	call := regexp.MustCompile(`redis\.call\('([A-Za-z]+)'`)
-	// The two one-line scripts in store.go, and every file.
-	texts := map[string]string{"the reset script": resetSource, "the TTL script": ttlSource}
-	err := fs.WalkDir(scriptFiles, "scripts", func(path string, d fs.DirEntry, err error) error {
+	texts := map[string]string{}
+	err := fs.WalkDir(files, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		b, err := scriptFiles.ReadFile(path)
+		b, err := files.ReadFile(path)
 		texts[path] = string(b)
 		return err
 	})

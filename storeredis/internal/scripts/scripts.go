@@ -1,0 +1,195 @@
+// Package scripts holds the Redis store's Lua scripts and assembles them.
+//
+// A decision script is the prelude, the libraries the algorithm's step
+// requires, its step file (<name>.lua, named after its algorithms.Kind) and
+// a driver: decide.lua for one decision, decide_batch.lua for a batch of
+// them, reserve.lua for a booking, refund.lua for a refund, decide_set.lua
+// for a set of kinds. reset.lua, ttl.lua and time.lua stand alone. Each
+// file's header documents its KEYS, ARGV and reply. Every script is
+// assembled once, on first use, and kept: a *redis.Script computes its SHA
+// once, and its Run sends EVALSHA and falls back on EVAL.
+package scripts
+
+import (
+	"embed"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// Reset, TTL and Time are the scripts that stand alone: reset.lua, ttl.lua
+// and time.lua.
+var (
+	Reset = mustLoad("reset.lua")
+	TTL   = mustLoad("ttl.lua")
+	Time  = mustLoad("time.lua")
+)
+
+func mustLoad(file string) *redis.Script {
+	b, err := files.ReadFile(file)
+	if err != nil {
+		panic(err) // embedded: only a build without the file gets here
+	}
+	return redis.NewScript(string(b))
+}
+
+// script is a decision script, or why it could not be assembled.
+type script struct {
+	run *redis.Script
+	err error
+}
+
+// decide are the decision scripts, by algorithm kind, assembled when the
+// package is initialised: a kind whose files are missing is unsupported,
+// with the reason.
+var decide = func() map[*algorithms.Kind]script {
+	m := map[*algorithms.Kind]script{}
+	for _, k := range algorithms.Kinds() {
+		src, err := assemble(k.Name(), "decide.lua")
+		if err != nil {
+			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
+			continue
+		}
+		m[k] = script{run: redis.NewScript(src)}
+	}
+	return m
+}()
+
+// Decide returns the decision script of k, a registered kind, or an error
+// wrapping store.ErrUnsupported if its files are missing.
+func Decide(k *algorithms.Kind) (*redis.Script, error) {
+	sc := decide[k]
+	return sc.run, sc.err
+}
+
+// batch, reserve and refund are the scripts of the other one-kind drivers,
+// by kind, assembled on first use.
+var batch, reserve, refund sync.Map // *algorithms.Kind → *redis.Script
+
+// Batch returns k's script for a batch of decisions (decide_batch.lua).
+func Batch(k *algorithms.Kind) (*redis.Script, error) { return driven(&batch, k, "decide_batch.lua") }
+
+// Reserve returns k's booking script (reserve.lua).
+func Reserve(k *algorithms.Kind) (*redis.Script, error) { return driven(&reserve, k, "reserve.lua") }
+
+// Refund returns k's refund script (refund.lua).
+func Refund(k *algorithms.Kind) (*redis.Script, error) { return driven(&refund, k, "refund.lua") }
+
+// driven returns the script of kind with the driver given, from cache,
+// assembling it on first use.
+func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Script, error) {
+	if sc, ok := cache.Load(kind); ok {
+		return sc.(*redis.Script), nil
+	}
+	src, err := assemble(kind.Name(), driver)
+	if err != nil {
+		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, kind, err)
+	}
+	sc, _ := cache.LoadOrStore(kind, redis.NewScript(src))
+	return sc.(*redis.Script), nil
+}
+
+// sets are the set scripts, by the names of their kinds in order, joined
+// by ",", assembled on first use.
+var sets sync.Map // string → *redis.Script
+
+// Set returns the script that decides a set of limits of the kinds given
+// (decide_set.lua), each kind once: its ARGV name a kind by its index in
+// kinds, from 1.
+func Set(kinds []*algorithms.Kind) (*redis.Script, error) {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.Name()
+	}
+	signature := strings.Join(names, ",")
+	if sc, ok := sets.Load(signature); ok {
+		return sc.(*redis.Script), nil
+	}
+	src, err := assembleSet(names)
+	if err != nil {
+		return nil, fmt.Errorf("%w: storeredis has no set script for %s: %w", store.ErrUnsupported, signature, err)
+	}
+	sc, _ := sets.LoadOrStore(signature, redis.NewScript(src))
+	return sc.(*redis.Script), nil
+}
+
+// assemble returns the source of a script for one algorithm: the prelude,
+// the step file of the kind named and its libraries, the step's functions
+// bound to the names the driver calls, and the driver.
+func assemble(name, driver string) (string, error) {
+	var a assembler
+	for _, file := range []string{"prelude.lua", name + ".lua"} {
+		if err := a.include(file); err != nil {
+			return "", err
+		}
+	}
+	fmt.Fprintf(&a.src, "local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name)
+	if err := a.include(driver); err != nil {
+		return "", err
+	}
+	return a.src.String(), nil
+}
+
+// assembleSet returns the source of the set script for the kinds named:
+// the prelude, each kind's step file and libraries, the table kinds of their
+// functions, in the order of names, and the set driver.
+func assembleSet(names []string) (string, error) {
+	var a assembler
+	if err := a.include("prelude.lua"); err != nil {
+		return "", err
+	}
+	for _, name := range names {
+		if err := a.include(name + ".lua"); err != nil {
+			return "", err
+		}
+	}
+	a.src.WriteString("local kinds = {")
+	for _, name := range names {
+		fmt.Fprintf(&a.src, "{%[1]s_read, %[1]s_step, %[1]s_write}, ", name)
+	}
+	a.src.WriteString("}\n")
+	if err := a.include("decide_set.lua"); err != nil {
+		return "", err
+	}
+	return a.src.String(), nil
+}
+
+// assembler concatenates script files. A file names the libraries it needs
+// on lines "-- requires: <file>.lua"; each is included once, before the
+// file, after what it requires in turn.
+type assembler struct {
+	src  strings.Builder
+	seen map[string]bool
+}
+
+func (a *assembler) include(file string) error {
+	if a.seen == nil {
+		a.seen = map[string]bool{}
+	}
+	if a.seen[file] {
+		return nil
+	}
+	a.seen[file] = true
+	b, err := files.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
+			if err := a.include(strings.TrimSpace(dep)); err != nil {
+				return err
+			}
+		}
+	}
+	a.src.Write(b)
+	a.src.WriteString("\n")
+	return nil
+}

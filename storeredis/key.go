@@ -1,0 +1,53 @@
+package storeredis
+
+import (
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+)
+
+// Key returns the Redis key that holds alg's state for key, such as
+// "ratewise:sliding_window:1m/6:{alice}": the window, and the sub-windows
+// if any.
+func (s *Store) Key(key string, alg algorithms.Algorithm) string {
+	var buf [keyBuf]byte
+	return string(s.appendKey(buf[:0], key, alg))
+}
+
+// keyBuf is how long a key appendKey builds in a buffer on the stack can
+// be before it moves to the heap: most keys, such as a user's ID or an IP
+// address, with the prefix, algorithm and scope.
+const keyBuf = 128
+
+// appendKey appends the Redis key of alg's state for key to b: the one
+// spelling of it, which every op, the deny cache and the once keys derive
+// from.
+func (s *Store) appendKey(b []byte, key string, alg algorithms.Algorithm) []byte {
+	b = append(b, s.prefix...)
+	b = append(b, alg.Kind().Name()...)
+	b = append(b, ':')
+	b = algo.ScopeOf(alg).Append(b)
+	b = append(b, ":{"...)
+	b = appendEscaped(b, key)
+	return append(b, '}')
+}
+
+// appendEscaped appends key to b, made safe inside a hash tag and kept
+// distinct from every other key: "%" becomes "%25", "{" "%7B" and "}"
+// "%7D". With no brace left, the tag is the whole escaped key; with "%"
+// escaped too, the mapping is one-to-one. Other bytes, invalid UTF-8
+// included, pass through, since Redis keys are binary-safe.
+func appendEscaped(b []byte, key string) []byte {
+	for i := 0; i < len(key); i++ {
+		switch c := key[i]; c {
+		case '%':
+			b = append(b, "%25"...)
+		case '{':
+			b = append(b, "%7B"...)
+		case '}':
+			b = append(b, "%7D"...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}

@@ -1,0 +1,99 @@
+package storeredis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storeredis/internal/scripts"
+)
+
+// Reset deletes alg's state for key. The memory of a large sorted set is
+// freed in the background (UNLINK), so even a key of millions of records does
+// not block Redis. A reset with a request ID, the caller's or, with a client
+// that resends, the store's, is applied once: sent again, it does not delete
+// what was charged after it.
+func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm) error {
+	if _, err := scriptFor(alg); err != nil {
+		return err
+	}
+	if err := alg.Validate(); err != nil {
+		return err
+	}
+	r := &reset{}
+	r.effect, r.charges = resets, true
+	r.own[0] = s.Key(k.String(), alg)
+	r.rkeys = r.own[:]
+	return s.do(ctx, r)
+}
+
+// reset is the op of a reset (reset.lua).
+type reset struct {
+	request
+	own [1]string // rkeys' array
+}
+
+func (r *reset) script() (*redis.Script, error) { return scripts.Reset, nil }
+
+// keys are the state, then with a request ID the reset's once key.
+func (r *reset) keys() []string {
+	if once := r.rid.key(r.rkeys[0], onceReset); once != "" {
+		return []string{r.rkeys[0], once}
+	}
+	return r.rkeys
+}
+
+// args are ARGV: how long go-redis may resend the reset, in ms, rounded up.
+func (r *reset) args() []any { return []any{(r.horizon + 999) / 1000} }
+
+// parse accepts any reply: whether the reset was applied now or before,
+// the state is gone.
+func (r *reset) parse(any) error { return nil }
+
+// TTL returns the key's remaining time to live in Redis. It runs on Redis's
+// clock and ignores now.
+func (s *Store) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+	if _, err := scriptFor(alg); err != nil {
+		return 0, err
+	}
+	r := &ttl{}
+	r.effect = reads
+	r.own[0] = s.Key(k.String(), alg)
+	r.rkeys = r.own[:]
+	if err := s.do(ctx, r); err != nil {
+		return 0, err
+	}
+	return r.ttl, nil
+}
+
+// ttl is the op that reads a state's time to live (ttl.lua).
+type ttl struct {
+	request
+	own [1]string // rkeys' array
+	ttl time.Duration
+}
+
+func (r *ttl) script() (*redis.Script, error) { return scripts.TTL, nil }
+func (r *ttl) keys() []string                 { return r.rkeys }
+func (r *ttl) args() []any                    { return nil }
+
+// parse reads PTTL's reply: -2 for no key, and -1 for a key without expiry,
+// a contract violation, reported as forever.
+func (r *ttl) parse(reply any) error {
+	ms, ok := reply.(int64)
+	switch {
+	case !ok:
+		return fmt.Errorf("want an integer (reply %v)", reply)
+	case ms == -2:
+		r.ttl = 0
+	case ms < 0:
+		r.ttl = time.Duration(1<<63 - 1)
+	default:
+		r.ttl = time.Duration(ms) * time.Millisecond
+	}
+	return nil
+}
