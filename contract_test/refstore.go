@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
@@ -60,7 +61,7 @@ func keyOf(key string, alg algorithms.Algorithm) refKey {
 // requestID returns ctx's request ID, whether the request applies it (it
 // has one and writes), and the error for an invalid one.
 func refRequestID(ctx context.Context, writes bool) (string, bool, error) {
-	id, ok := store.RequestID(ctx)
+	id, ok := requestid.From(ctx)
 	if !ok {
 		return "", false, nil
 	}

@@ -94,13 +94,13 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 
 	rm := collect(t, reader)
 	want := map[string]int64{
-		decisionSeries("limiter", "gcra", 0, "allowed", false):    3,
-		decisionSeries("limiter", "gcra", 0, "denied", false):     1,
-		decisionSeries("limiter", "gcra", 0, "denied", true):      1,
+		decisionSeries("limiter", "gcra", 0, "allowed", false):      3,
+		decisionSeries("limiter", "gcra", 0, "denied", false):       1,
+		decisionSeries("limiter", "gcra", 0, "denied", true):        1,
 		decisionSeries("stack", "sliding_log", 1, "allowed", false): 1,
 		decisionSeries("stack", "sliding_log", 1, "denied", false):  1,
-		errorSeries("limiter", "fixed_window", "unavailable"):     1,
-		errorSeries("limiter", "fixed_window", "canceled"):        1,
+		errorSeries("limiter", "fixed_window", "unavailable"):       1,
+		errorSeries("limiter", "fixed_window", "canceled"):          1,
 	}
 	if got := sums(t, rm, ratewiseotel.MetricDecisions); !maps.Equal(got, want) {
 		t.Errorf("%s:\n got %v\nwant %v", ratewiseotel.MetricDecisions, got, want)

@@ -5,11 +5,12 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
-// Request IDs (store.WithRequestID): a shard remembers each admission made
+// Request IDs (ratewise.WithRequestID): a shard remembers each admission made
 // with an ID, under the write lock that decides it, for as long as what it
 // charged counts (its ResetAfter, plus ExpiryGrace) on the store's own clock
 // (see Store.elapsed), and answers a request with the same ID from there.
@@ -48,7 +49,7 @@ type onceTable struct {
 // requestID returns ctx's request ID, whether the request is to be applied
 // once (it has an ID and charges), and the error for an invalid ID.
 func requestID(ctx context.Context, cost int64) (string, bool, error) {
-	id, ok := store.RequestID(ctx)
+	id, ok := requestid.From(ctx)
 	if !ok {
 		return "", false, nil
 	}

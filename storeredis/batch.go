@@ -38,7 +38,7 @@ const DefaultCoalescing = 2
 // at once with ctx's error; its decision may still be made.
 //
 // Only Decide coalesces, and not a charging Decide that carries the caller's
-// request ID (store.WithRequestID), whose reply carries its limit; Reserve,
+// request ID (ratewise.WithRequestID), whose reply carries its limit; Reserve,
 // Refund, DecideSet, Reset and TTL always take their own round trip.
 // Clients other than *redis.Client and *redis.ClusterClient, such as
 // *redis.Ring, are never coalesced, and neither is a store with

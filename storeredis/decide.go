@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
@@ -26,7 +27,7 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	rkey := s.appendKey(buf[:0], k.String(), alg)
 	// A request with the caller's ID may be a retry of an admission, which
 	// it must get back: a cached denial does not answer it.
-	if _, given := store.RequestID(ctx); s.deny == nil || cost <= 0 || given {
+	if _, given := requestid.From(ctx); s.deny == nil || cost <= 0 || given {
 		return s.decide(ctx, string(rkey), alg, now, cost)
 	}
 	return s.decideCached(ctx, rkey, alg, now, cost)

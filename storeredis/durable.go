@@ -39,7 +39,7 @@ var ErrNotReplicated = errors.New("storeredis: write not acknowledged by enough 
 // store.ErrUnavailable and store.ErrMaybeDecided (the caller's context
 // error in place of ErrUnavailable if ctx ended meanwhile), never as a
 // plain success. The caller's failure mode answers it as any failure. A
-// request with an ID (store.WithRequestID) retried with that ID gets its
+// request with an ID (ratewise.WithRequestID) retried with that ID gets its
 // first outcome: the record of the ID is written by the same script, and
 // replicates with it. The retry waits as the first call did, although it
 // writes nothing: Redis moves a connection's replication offset, which

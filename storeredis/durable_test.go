@@ -111,7 +111,7 @@ func TestReplicasWaitForTheReplica(t *testing.T) {
 			return err
 		}, []algorithms.Algorithm{gcra}},
 		{"decision with request ID", nil, func(key string, _ algorithms.Result) error {
-			_, err := s.Decide(store.WithRequestID(ctx, ratewise.NewRequestID()), store.Key{Name: key}, gcra, time.Time{}, 1)
+			_, err := s.Decide(ratewise.WithRequestID(ctx, ratewise.NewRequestID()), store.Key{Name: key}, gcra, time.Time{}, 1)
 			return err
 		}, []algorithms.Algorithm{gcra}},
 		{"set", nil, func(key string, _ algorithms.Result) error {
@@ -191,7 +191,7 @@ func TestReplicasNotReplicated(t *testing.T) {
 			}
 			id := ratewise.NewRequestID()
 			start := time.Now()
-			res, err := s.Decide(store.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
+			res, err := s.Decide(ratewise.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
 			elapsed := time.Since(start)
 			if res != (algorithms.Result{}) {
 				t.Errorf("a decision too few replicas acknowledged returned a Result: %+v", res)
@@ -217,7 +217,7 @@ func TestReplicasNotReplicated(t *testing.T) {
 			// long enough for the replica to catch up on a loaded machine.
 			r.rc.Do(ctx, "CLIENT", "UNPAUSE")
 			retry := storeredis.New(r.mc, storeredis.WithReplicas(1, 5*time.Second))
-			again, err := retry.Decide(store.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
+			again, err := retry.Decide(ratewise.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
 			if err != nil || !again.Allowed || again.Remaining != 9 {
 				t.Errorf("the retry with the request ID once the replica is back: %+v, %v; want the first outcome, admitted with 9 remaining", again, err)
 			}
@@ -255,7 +255,7 @@ func TestReplicasReplayWaits(t *testing.T) {
 			if _, err := storeredis.New(r.mc).Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1); err != nil {
 				t.Fatal(err)
 			}
-			withID := store.WithRequestID(ctx, ratewise.NewRequestID())
+			withID := ratewise.WithRequestID(ctx, ratewise.NewRequestID())
 			r.holdReplication(t, 2*time.Second)
 			first := storeredis.New(r.mc, storeredis.WithReplicas(1, 100*time.Millisecond))
 			if err := tc.write(first, withID, key); !errors.Is(err, storeredis.ErrNotReplicated) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
@@ -39,14 +40,14 @@ const (
 // requestID is a request's ID, from its context or made for it.
 type requestID struct {
 	id     string
-	caller bool // the caller's (store.WithRequestID), not made here
+	caller bool // the caller's (ratewise.WithRequestID), not made here
 }
 
 // requestID returns ctx's request ID, checked, or a new one if the store
 // makes them (its client resends) and the request writes; its id is ""
 // when the request goes without.
 func (s *Store) requestID(ctx context.Context, charges bool) (requestID, error) {
-	id, ok := store.RequestID(ctx)
+	id, ok := requestid.From(ctx)
 	if ok {
 		if err := storecheck.RequestID(ctx); err != nil {
 			return requestID{}, err

@@ -157,7 +157,7 @@ func TestLostReplyChargesOnce(t *testing.T) {
 	})
 
 	t.Run("the caller retries with its ID", func(t *testing.T) {
-		ctx := store.WithRequestID(ctx, ratewise.NewRequestID())
+		ctx := ratewise.WithRequestID(ctx, ratewise.NewRequestID())
 		_, s, res, err := decideLost(t, -1, ctx)
 		if !errors.Is(err, store.ErrMaybeDecided) || !errors.Is(err, store.ErrUnavailable) || res != (algorithms.Result{}) {
 			t.Fatalf("Decide with its reply lost and no retries: %+v, %v; want ErrMaybeDecided and ErrUnavailable", res, err)
@@ -226,7 +226,7 @@ func TestRefundOnceKeyLifetime(t *testing.T) {
 	if err != nil || !res.Allowed {
 		t.Fatalf("the admission: %+v, %v", res, err)
 	}
-	if _, err := s.Refund(store.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, res.At, 5); err != nil {
+	if _, err := s.Refund(ratewise.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, res.At, 5); err != nil {
 		t.Fatal(err)
 	}
 	window := algo.QuotaOf(alg).Window
@@ -251,7 +251,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 		s := storeredis.New(c)
 		// A key as short as most, such as a user's ID.
 		key, id := runID+":"+alg.Kind().Name(), ratewise.NewRequestID()
-		rctx := store.WithRequestID(ctx, id)
+		rctx := ratewise.WithRequestID(ctx, id)
 		res, err := s.Decide(rctx, store.Key{Name: key}, alg, time.Time{}, 1)
 		if err != nil || !res.Allowed {
 			t.Fatalf("%s: %+v, %v", alg, res, err)
@@ -272,7 +272,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 		// write, 5s to read, 1s of backoff): 142.5s.
 		resending := storeredis.New(newClient(t, addr))
 		key2, id2 := key+":resending", ratewise.NewRequestID()
-		if _, err := resending.Decide(store.WithRequestID(ctx, id2), store.Key{Name: key2}, alg, time.Time{}, 1); err != nil {
+		if _, err := resending.Decide(ratewise.WithRequestID(ctx, id2), store.Key{Name: key2}, alg, time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
 		if ttl, err := c.PTTL(ctx, storeredis.OnceKey(resending, key2, alg, id2)).Result(); err != nil || ttl < 142*time.Second || ttl > 143500*time.Millisecond {
@@ -280,7 +280,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 		}
 
 		denyID := ratewise.NewRequestID()
-		if res, err := s.Decide(store.WithRequestID(ctx, denyID), store.Key{Name: key}, alg, time.Time{}, 1); err != nil || res.Allowed {
+		if res, err := s.Decide(ratewise.WithRequestID(ctx, denyID), store.Key{Name: key}, alg, time.Time{}, 1); err != nil || res.Allowed {
 			t.Fatalf("%s: a second request: %+v, %v; want a denial", alg, res, err)
 		}
 		if n, err := c.Exists(ctx, storeredis.OnceKey(s, key, alg, denyID)).Result(); err != nil || n != 0 {
@@ -306,7 +306,7 @@ func BenchmarkRequestIDs(b *testing.B) {
 	}{
 		{"none", once, context.Background},
 		{"store", c, context.Background},
-		{"caller", once, func() context.Context { return store.WithRequestID(context.Background(), ratewise.NewRequestID()) }},
+		{"caller", once, func() context.Context { return ratewise.WithRequestID(context.Background(), ratewise.NewRequestID()) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := storeredis.New(bc.client, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))

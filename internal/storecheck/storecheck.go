@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -57,7 +58,7 @@ func Set(algs []algorithms.Algorithm, now time.Time, cost int64) error {
 // RequestID returns nil if ctx carries no request ID or a valid one,
 // and an error wrapping store.ErrInvalidRequestID otherwise.
 func RequestID(ctx context.Context) error {
-	id, ok := store.RequestID(ctx)
+	id, ok := requestid.From(ctx)
 	if !ok {
 		return nil
 	}
