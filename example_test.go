@@ -175,12 +175,12 @@ func ExampleMultiKey() {
 	if err != nil {
 		panic(err)
 	}
-	group, err := ratewise.NewMultiKey(perUser, perTenant)
+	multi, err := ratewise.NewMultiKey(perUser, perTenant)
 	if err != nil {
 		panic(err)
 	}
 	for _, user := range []string{"ann", "bob", "cat", "dan"} {
-		res, err := group.Allow(ctx, user, "acme") // a key per limiter, in order
+		res, err := multi.Allow(ctx, user, "acme") // a key per limiter, in order
 		if err != nil {
 			panic(err)
 		}

@@ -99,15 +99,15 @@ func ExampleNewMultiKey() {
 	if err != nil {
 		panic(err)
 	}
-	group, err := ratewise.NewMultiKey(perUser, global)
+	multi, err := ratewise.NewMultiKey(perUser, global)
 	if err != nil {
 		panic(err)
 	}
-	// A key for each limiter, in the group's order: the user's, and one
+	// A key for each limiter, in the MultiKey's order: the user's, and one
 	// for every request.
 	user := func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }
 	everyone := func(*http.Request) (string, error) { return "all", nil }
-	mw, err := httplimit.NewMultiKey(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
+	mw, err := httplimit.NewMultiKey(multi, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
 		httplimit.WithNoKey(http.StatusUnauthorized))
 	if err != nil {
 		panic(err)

@@ -9,14 +9,14 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// NewMultiKey returns a middleware that limits with every limiter of group,
+// NewMultiKey returns a middleware that limits with every limiter of multi,
 // each on a key of its own, all or nothing (see ratewise.MultiKey): the
 // classic case is a limit per user and a global one. keys builds a
-// request's key for each limiter, in the group's order, from the KeyFuncs
+// request's key for each limiter, in the MultiKey's order, from the KeyFuncs
 // New takes; a global limit keys every request alike:
 //
 //	everyone := func(*http.Request) (string, error) { return "all", nil }
-//	mw, err := httplimit.NewMultiKey(group, []httplimit.KeyFunc{httplimit.ByUser(user), everyone})
+//	mw, err := httplimit.NewMultiKey(multi, []httplimit.KeyFunc{httplimit.ByUser(user), everyone})
 //
 // A request that one limit denies is charged to none, so a user whom the
 // global limit turns away keeps their own quota. RateLimit-Policy lists
@@ -30,20 +30,20 @@ import (
 //
 // The options are New's, with two exceptions: WithKey, since keys name
 // the quotas, and Fallback, which needs one Limiter; a MultiKey fails closed
-// or open. Either, a nil group, a nil KeyFunc, or a number of keys other
-// than the group's limiters fails with an error that wraps
+// or open. Either, a nil MultiKey, a nil KeyFunc, or a number of keys other
+// than the MultiKey's limiters fails with an error that wraps
 // ratewise.ErrInvalidMultiKey.
-func NewMultiKey(group *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Middleware, error) {
-	if group == nil {
-		return nil, fmt.Errorf("httplimit: nil group: %w", ratewise.ErrInvalidMultiKey)
+func NewMultiKey(multi *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Middleware, error) {
+	if multi == nil {
+		return nil, fmt.Errorf("httplimit: nil MultiKey: %w", ratewise.ErrInvalidMultiKey)
 	}
-	limiters := group.Limiters()
+	limiters := multi.Limiters()
 	if len(keys) != len(limiters) {
-		return nil, fmt.Errorf("httplimit: %d KeyFuncs for a group of %d limiters, which takes one per limiter: %w", len(keys), len(limiters), ratewise.ErrInvalidMultiKey)
+		return nil, fmt.Errorf("httplimit: %d KeyFuncs for a MultiKey of %d limiters, which takes one per limiter: %w", len(keys), len(limiters), ratewise.ErrInvalidMultiKey)
 	}
 	for i, k := range keys {
 		if k == nil {
-			return nil, fmt.Errorf("httplimit: KeyFunc %d of the group is nil: %w", i, ratewise.ErrInvalidMultiKey)
+			return nil, fmt.Errorf("httplimit: KeyFunc %d of the MultiKey is nil: %w", i, ratewise.ErrInvalidMultiKey)
 		}
 	}
 	m, err := newMiddleware(opts)
@@ -59,7 +59,7 @@ func NewMultiKey(group *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Mid
 	if err := m.policy.check(nil); err != nil {
 		return nil, err
 	}
-	m.group, m.groupLimiters, m.groupKeys = group, limiters, append([]KeyFunc(nil), keys...)
+	m.group, m.groupLimiters, m.groupKeys = multi, limiters, append([]KeyFunc(nil), keys...)
 	return m, nil
 }
 
