@@ -78,11 +78,6 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 	if err := alg.Validate(); err != nil {
 		return nil, err
 	}
-	if c, ok := s.(store.AlgorithmChecker); ok {
-		if err := c.CheckAlgorithm(alg); err != nil {
-			return nil, err
-		}
-	}
 	l := &Limiter{store: s, alg: alg, clock: systemClock{}}
 	for _, o := range opts {
 		o.apply(l)

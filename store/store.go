@@ -158,13 +158,3 @@ type Refunder interface {
 // ErrSharedState is returned by DecideSet for a set with two algorithms of
 // one kind and scope, which would count against one state.
 var ErrSharedState = errors.New("ratewise: two limits of a stack share one state")
-
-// AlgorithmChecker is an optional capability: a store that can tell, without
-// any I/O, whether it runs an algorithm. ratewise.New calls it, so that an
-// unsupported algorithm fails when the limiter is built rather than on every
-// request.
-type AlgorithmChecker interface {
-	// CheckAlgorithm returns an error wrapping ErrUnsupported if the store
-	// cannot run alg, and nil otherwise.
-	CheckAlgorithm(alg algorithms.Algorithm) error
-}

@@ -44,10 +44,9 @@ import (
 )
 
 var (
-	_ store.Store            = (*Store)(nil)
-	_ store.AlgorithmChecker = (*Store)(nil)
-	_ store.SetDecider       = (*Store)(nil)
-	_ store.Reserver         = (*Store)(nil)
+	_ store.Store      = (*Store)(nil)
+	_ store.SetDecider = (*Store)(nil)
+	_ store.Reserver   = (*Store)(nil)
 )
 
 // DefaultKeyPrefix starts every key the store writes.
@@ -142,14 +141,10 @@ func New(client Client, opts ...Option) *Store {
 	return s
 }
 
-// CheckAlgorithm returns an error wrapping store.ErrUnsupported if the store
-// has no Lua step for alg's Kind, or alg is not of the Kind's own type
-// (such as a type that embeds one of package algorithms' types).
-func (s *Store) CheckAlgorithm(alg algorithms.Algorithm) error {
-	_, err := scriptFor(alg)
-	return err
-}
-
+// scriptFor returns alg's decision script, or an error wrapping
+// store.ErrUnsupported if alg is not of its Kind's own type (such as a type
+// that embeds one of package algorithms' types). Every registered Kind has
+// a script (internal/scripts' TestEveryDriverAssembles).
 func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 	if err := algo.CheckKind(alg); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)

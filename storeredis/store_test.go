@@ -26,16 +26,6 @@ var (
 // allAlgorithms is every algorithm of the registry at 5 per minute.
 var allAlgorithms = redisinfo.Algorithms(5, time.Minute, 6)
 
-// Every algorithm of the registry has a Lua step, so the store runs it.
-func TestEveryKindHasAStep(t *testing.T) {
-	s := storeredis.New(nil)
-	for _, alg := range allAlgorithms {
-		if err := s.CheckAlgorithm(alg); err != nil {
-			t.Errorf("%s: %v", alg, err)
-		}
-	}
-}
-
 // TestRing runs decisions through a two-shard Ring, the last client kind.
 func TestRing(t *testing.T) {
 	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{
