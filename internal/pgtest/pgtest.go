@@ -1,0 +1,284 @@
+// Package pgtest starts throwaway PostgreSQL servers for tests and
+// benchmarks: initdb in a temporary directory, then postgres on a free
+// loopback port, with fsync off, since nothing it holds outlives the test.
+// It never connects to a server it did not start, and it stops only the
+// processes it started, by PID. On Linux the server is also killed if the
+// test process dies (the parent-death signal).
+//
+// initdb refuses to run as root, so under root the server runs as the
+// unprivileged user "postgres", or "nobody" where there is none, and its
+// directory is handed to that user.
+//
+// A test package shares one server through Shared, and stops it in TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+//
+// When PostgreSQL is not installed, Require skips the calling test with a
+// loud message, or fails it when CI=true.
+package pgtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Server is one postgres process this package started.
+type Server struct {
+	// URL connects to the server's database "ratewise" as the superuser
+	// "ratewise", with no password (trust on loopback only).
+	URL  string
+	Port int
+	cmd  *exec.Cmd
+	dir  string
+	done chan struct{}
+}
+
+// Binaries returns the paths of initdb and postgres: from PATH, or from
+// Debian's /usr/lib/postgresql/<version>/bin, the newest version first.
+func Binaries() (initdb, postgres string, err error) {
+	if i, err1 := exec.LookPath("initdb"); err1 == nil {
+		if p, err2 := exec.LookPath("postgres"); err2 == nil {
+			return i, p, nil
+		}
+	}
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	for _, d := range dirs {
+		i, p := filepath.Join(d, "initdb"), filepath.Join(d, "postgres")
+		if executable(i) && executable(p) {
+			return i, p, nil
+		}
+	}
+	return "", "", errors.New("PostgreSQL is not installed (apt-get install postgresql)")
+}
+
+// version is the major version in a path such as /usr/lib/postgresql/15/bin.
+func version(dir string) int {
+	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+	return n
+}
+
+func executable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode()&0o111 != 0
+}
+
+// Require fails t under CI=true and skips it otherwise when PostgreSQL is
+// missing. The skip message is loud on purpose: a skipped PostgreSQL suite
+// is a suite that did not run.
+func Require(t testing.TB) {
+	t.Helper()
+	if Missing(t) {
+		t.Skip("PostgreSQL is not installed")
+	}
+}
+
+// Missing reports whether PostgreSQL is missing. It fails t under CI=true,
+// and otherwise logs a loud banner, to t and to the terminal.
+func Missing(t testing.TB) bool {
+	t.Helper()
+	_, _, err := Binaries()
+	if err == nil {
+		return false
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("pgtest: %v; CI=true requires it", err)
+	}
+	msg := fmt.Sprintf("%s\nSKIPPING POSTGRESQL TESTS: %v\n%s", banner, err, banner)
+	warnOnce.Do(func() { toTerminal(msg) })
+	t.Log("\n" + msg)
+	return true
+}
+
+var warnOnce sync.Once
+
+// toTerminal writes msg to the controlling terminal, if there is one: go
+// test shows nothing of a package whose tests pass or skip unless run with
+// -v, and a skipped suite must not go unnoticed.
+func toTerminal(msg string) {
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		return
+	}
+	defer tty.Close()
+	fmt.Fprintln(tty, msg)
+}
+
+const banner = "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
+
+// freePort asks the kernel for a free loopback port. Another process could
+// take it before postgres binds it; Start then fails and is retried.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Start runs initdb in a new temporary directory and starts postgres on a
+// free loopback port, then waits until it accepts connections.
+func Start() (*Server, error) {
+	initdb, postgres, err := Binaries()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "ratewise-postgres-")
+	if err != nil {
+		return nil, err
+	}
+	owner, err := unprivileged(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	init := exec.Command(initdb, "-D", data, "-U", "ratewise", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	runAs(init, owner)
+	if out, err := init.CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("pgtest: initdb: %w: %s", err, out)
+	}
+	for range 5 {
+		var s *Server
+		if s, err = start(postgres, dir, data, owner); err == nil {
+			return s, nil
+		}
+	}
+	os.RemoveAll(dir)
+	return nil, err
+}
+
+func start(postgres, dir, data string, owner *owner) (*Server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(postgres, "-D", data, "-p", strconv.Itoa(port),
+		"-c", "listen_addresses=127.0.0.1",
+		"-c", "unix_socket_directories="+dir,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=200",
+		"-c", "logging_collector=off")
+	logFile, err := os.Create(filepath.Join(dir, "postgres.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer logFile.Close()
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	runAs(cmd, owner)
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		URL:  fmt.Sprintf("postgres://ratewise@127.0.0.1:%d/ratewise?sslmode=disable", port),
+		Port: port, cmd: cmd, dir: dir, done: make(chan struct{}),
+	}
+	go func() { cmd.Wait(); close(s.done) }()
+	if err := s.waitReady(); err != nil {
+		s.kill()
+		return nil, fmt.Errorf("pgtest: postgres on port %d did not start: %w; log: %s", port, err, s.log())
+	}
+	return s, nil
+}
+
+// waitReady waits until the server accepts connections, then creates the
+// database "ratewise".
+func (s *Server) waitReady() error {
+	admin := fmt.Sprintf("postgres://ratewise@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-s.done:
+			return errors.New("exited")
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := pgx.Connect(ctx, admin)
+		if err == nil {
+			_, err = conn.Exec(ctx, "CREATE DATABASE ratewise")
+			conn.Close(ctx)
+			cancel()
+			return err
+		}
+		cancel()
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *Server) log() string {
+	b, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
+	return string(b)
+}
+
+// Stop shuts the server down (by the PID this package started: a fast
+// shutdown, then a kill if it lingers) and removes its directory. It is
+// safe to call twice.
+func (s *Server) Stop() {
+	select {
+	case <-s.done:
+	default:
+		s.cmd.Process.Signal(os.Interrupt) // postgres's fast shutdown
+		select {
+		case <-s.done:
+		case <-time.After(10 * time.Second):
+			s.kill()
+		}
+	}
+	os.RemoveAll(s.dir)
+}
+
+func (s *Server) kill() {
+	select {
+	case <-s.done:
+	default:
+		s.cmd.Process.Kill()
+		<-s.done
+	}
+}
+
+// PID is the server's process ID.
+func (s *Server) PID() int { return s.cmd.Process.Pid }
+
+var (
+	sharedOnce sync.Once
+	shared     *Server
+	sharedErr  error
+)
+
+// Shared returns the package's shared server, starting it on first use, and
+// skips or fails t as Require does when PostgreSQL is missing. Main stops it.
+func Shared(t testing.TB) *Server {
+	t.Helper()
+	Require(t)
+	sharedOnce.Do(func() { shared, sharedErr = Start() })
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+// Main runs m, then stops the shared server if a test started it.
+func Main(m *testing.M) int {
+	code := m.Run()
+	if shared != nil {
+		shared.Stop()
+	}
+	return code
+}
