@@ -138,7 +138,7 @@ func TestObserverSkipsInvalidInput(t *testing.T) {
 }
 
 // A Stack reports the binding limit: its index, its algorithm and its Result.
-func TestObserverSetBinding(t *testing.T) {
+func TestObserverStackBinding(t *testing.T) {
 	ctx := context.Background()
 	algs := []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: 5, Window: time.Second},

@@ -115,7 +115,7 @@ func TestWithNamespaceSeparatesLimiters(t *testing.T) {
 
 // A limit chosen per key is checked as New checks the limiter's own: an
 // invalid one is its parameter's error, not a decision.
-func TestWithLimitsChecksTheLimit(t *testing.T) {
+func TestWithTiersChecksTheLimit(t *testing.T) {
 	ctx := context.Background()
 	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute},
 		ratewise.WithTiers(func(context.Context, string) (algorithms.Algorithm, error) {

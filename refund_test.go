@@ -111,7 +111,7 @@ func (cancelling) Sleep(context.Context, time.Duration) error { return context.C
 
 // A MultiKey checks a user's and a tenant's limit on their own keys; a denial
 // by either charges neither.
-func TestGroup(t *testing.T) {
+func TestMultiKey(t *testing.T) {
 	ctx := context.Background()
 	s := storememory.New()
 	clock := ratewisetest.NewClock(refundStart)
@@ -147,7 +147,7 @@ func TestGroup(t *testing.T) {
 
 // When another instance takes the tenant's last unit between the MultiKey's
 // peek and its charge, the user's charge is given back in full.
-func TestGroupRefundsOnARace(t *testing.T) {
+func TestMultiKeyRefundsOnARace(t *testing.T) {
 	ctx := context.Background()
 	mem := storememory.New()
 	var raced atomic.Int32
@@ -271,7 +271,7 @@ func TestRefundOnlyWhatWasCharged(t *testing.T) {
 // A Stack's admission comes back to every limit, each into the state it
 // charged; a MultiKey's rollback and a cancelled booking, likewise, into the
 // states they charged, whatever the key's tier by then.
-func TestRefundThroughSetsGroupsAndBookings(t *testing.T) {
+func TestRefundThroughStacksMultiKeysAndBookings(t *testing.T) {
 	ctx := context.Background()
 	clock := ratewisetest.NewClock(refundStart)
 	mem := storememory.New()
@@ -315,7 +315,7 @@ func TestRefundThroughSetsGroupsAndBookings(t *testing.T) {
 
 // A MultiKey whose context ends between its charges still gives back what it
 // charged.
-func TestGroupRefundsWhenItsContextEnds(t *testing.T) {
+func TestMultiKeyRefundsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The context ends as the tenant is charged.

@@ -16,7 +16,7 @@ import (
 // When several limits deny, the binding one is the one to wait longest for,
 // and the set's RetryAfter is its wait; when the set admits, the binding
 // limit is the one with the least left.
-func TestSetBinding(t *testing.T) {
+func TestStackBinding(t *testing.T) {
 	ctx := context.Background()
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
 	set, err := ratewise.NewStack(storememory.New(), []algorithms.Algorithm{
@@ -54,7 +54,7 @@ func TestSetBinding(t *testing.T) {
 	}
 }
 
-func TestNewSetRejects(t *testing.T) {
+func TestNewStackRejects(t *testing.T) {
 	s := storememory.New()
 	gcra := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}
 	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(err, store.ErrSharedState) {

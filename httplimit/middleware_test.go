@@ -414,7 +414,7 @@ func TestDryRun(t *testing.T) {
 
 // A Stack on a route: a request passes only if every limit admits it;
 // RateLimit-Policy lists every limit and RateLimit reports the binding one.
-func TestSetMiddleware(t *testing.T) {
+func TestStackMiddleware(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	set, err := ratewise.NewStack(storememory.New(), []algorithms.Algorithm{
 		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2},

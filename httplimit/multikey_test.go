@@ -79,7 +79,7 @@ func peek(t *testing.T, l *ratewise.Limiter, key string) ratewise.Result {
 // it and is then charged to both; denied, it is charged to neither. The
 // RateLimit fields describe the binding limit, read back from the limiter
 // itself, and Retry-After is the wait after which both admit.
-func TestGroupMiddleware(t *testing.T) {
+func TestMultiKeyMiddleware(t *testing.T) {
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	clock := ratewisetest.NewClock(start)
 	s := storememory.New()
@@ -164,7 +164,7 @@ func TestGroupMiddleware(t *testing.T) {
 
 // A request without a key is answered as WithNoKey says, as under New,
 // and charged to no limit, the global one included.
-func TestGroupNoKey(t *testing.T) {
+func TestMultiKeyNoKey(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	for _, c := range []struct {
 		name   string
@@ -232,7 +232,7 @@ func (s brokenStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Al
 // New, the OnError hook and the observer hear of it, and the user's own
 // limit is left as it was: unchecked if the global store failed first,
 // refunded if it failed after the user's limit was charged.
-func TestGroupStoreFailure(t *testing.T) {
+func TestMultiKeyStoreFailure(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	for _, c := range []struct {
 		name   string
@@ -287,7 +287,7 @@ func TestGroupStoreFailure(t *testing.T) {
 // The other options apply to a MultiKey as to a Limiter: a cost, with 413
 // above the smallest limit; a dry run; exemptions; and each key's own
 // limit (ratewise.WithTiers) in the headers.
-func TestGroupOptions(t *testing.T) {
+func TestMultiKeyOptions(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	t.Run("cost", func(t *testing.T) {
 		s := storememory.New()
@@ -383,7 +383,7 @@ func TestGroupOptions(t *testing.T) {
 
 // NewMultiKey refuses what it cannot apply with ratewise.ErrInvalidMultiKey, and
 // checks the rest of its options as New does.
-func TestNewGroupRejectsBadInput(t *testing.T) {
+func TestNewMultiKeyRejectsBadInput(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	s := storememory.New()
 	g, _, _ := newGroup(t, s, s, clock)
