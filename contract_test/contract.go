@@ -1,6 +1,8 @@
 // Package contract is ratewise's store conformance suite: one exported entry
 // point, Run, that checks any store.Store against the contract documented in
-// package store, for every algorithm. Third-party stores run it too:
+// package store, for every algorithm. Every store of this module runs it, as
+// does any wrapper of one (a store that instruments or routes the calls it
+// passes on):
 //
 //	func TestContract(t *testing.T) {
 //		contract.Run(t, func(t *testing.T) store.Store { return mystore.New(t) })

@@ -3,7 +3,12 @@
 //
 // A store decides where per-key state lives and how one decision is made
 // atomic; the algorithm (package algorithms) decides what the decision is.
-// The shared conformance suite in contract_test checks every rule below:
+// The stores of this module run the algorithms' steps through an internal
+// package, each in its own language (Go, Lua), held to one another by
+// differential tests; a new store is written here, beside them (see
+// docs/architecture.md). Outside the module, a type that wraps one of them,
+// passing its calls on, is a store too. The shared conformance suite in
+// contract_test checks every rule below:
 //
 //	import contract "github.com/ratewise/ratewise/contract_test"
 //
