@@ -6,76 +6,70 @@ import (
 	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
-// ops hands the operations stores and ratewise's tools need, but users do
-// not, to internal/algo through internal/algobridge, so that this package
-// exports only what users call. Each method is documented where it is
-// implemented; internal/algo documents them for its callers.
-type ops struct{}
-
+// init hands the operations stores and ratewise's tools need, but users do
+// not, to internal/algo through internal/algobridge, as function values, so
+// that this package exports only what users call. internal/algo documents
+// each for its callers.
 func init() {
-	var o algobridge.Ops[Algorithm, keyState, Result, *Kind, Params] = ops{}
-	algobridge.Register(o)
+	algobridge.Register(&algobridge.Ops[Algorithm, keyState, Result, *Kind, Params]{
+		Decide: func(a Algorithm, st keyState, now time.Time, cost int64) (keyState, Result) {
+			return a.decide(st, now, cost)
+		},
+		Refund: func(a Algorithm, st keyState, now, at time.Time, n int64) (keyState, bool) {
+			return a.refund(st, now, at, n)
+		},
+		Reserves: func(a Algorithm) bool { _, ok := a.(reserver); return ok },
+		Reserve:  reserve,
+		Keeps:    func(a Algorithm, st keyState, now time.Time, cost int64) bool { return a.(keeper).keeps(st, now, cost) },
+		Packs:    func(a Algorithm) bool { _, ok := a.(packer); return ok },
+		Pack:     func(a Algorithm, st keyState) (algobridge.Words, int64, bool) { return a.(packer).pack(st) },
+		Unpack: func(a Algorithm, w algobridge.Words, tag int64, into keyState) keyState {
+			return a.(packer).unpack(w, tag, into)
+		},
+		Inspect: func(a Algorithm, w algobridge.Words, tag int64, now time.Time, cost int64) (Result, bool) {
+			return a.(packer).inspect(w, tag, now, cost)
+		},
+		Scope:          func(a Algorithm) algobridge.Scope { return a.scope() },
+		Quota:          func(a Algorithm) algobridge.Quota { return a.quota() },
+		MaxCost:        func(a Algorithm) int64 { return a.maxCost() },
+		Params:         func(a Algorithm) Params { return a.params() },
+		Charge:         markCharged,
+		WithQuotaLimit: withQuotaLimit,
+		BucketLatest:   bucketLatest,
+
+		Family:          func(k *Kind) algobridge.Family { return k.family },
+		TakesBurst:      func(k *Kind) bool { return k.burst },
+		TakesSubWindows: func(k *Kind) bool { return k.subWindows },
+		MaxLimit:        (*Kind).maxLimitOrCount,
+		Nominal:         (*Kind).nominal,
+
+		CheckKind:     checkKind,
+		CheckDecision: checkDecision,
+		CheckRefund:   checkRefund,
+		CheckCost:     checkCost,
+		CheckTime:     checkTime,
+		CheckMaxWait:  checkMaxWait,
+	})
 }
 
-func (ops) Decide(a Algorithm, state keyState, now time.Time, cost int64) (keyState, Result) {
-	return a.decide(state, now, cost)
-}
-
-func (ops) Refund(a Algorithm, state keyState, now, at time.Time, n int64) (keyState, bool) {
-	return a.refund(state, now, at, n)
-}
-
-func (ops) Reserves(a Algorithm) bool {
-	_, ok := a.(reserver)
-	return ok
-}
-
-// Reserve books as reserver's reserve; an algorithm that cannot book
+// reserve books as reserver's reserve; an algorithm that cannot book
 // decides as decide does when maxWait is 0, and panics otherwise: the
-// caller must ask Reserves first.
-func (ops) Reserve(a Algorithm, state keyState, now time.Time, cost int64, maxWait time.Duration) (keyState, Result, time.Duration) {
+// caller must ask whether it can first.
+func reserve(a Algorithm, st keyState, now time.Time, cost int64, maxWait time.Duration) (keyState, Result, time.Duration) {
 	r, ok := a.(reserver)
 	if !ok {
 		if maxWait != 0 {
 			panic("algorithms: " + a.String() + " cannot book ahead")
 		}
-		st, res := a.decide(state, now, cost)
+		st, res := a.decide(st, now, cost)
 		return st, res, 0
 	}
-	return r.reserve(state, now, cost, maxWait)
+	return r.reserve(st, now, cost, maxWait)
 }
 
-func (ops) Keeps(a Algorithm, state keyState, now time.Time, cost int64) bool {
-	return a.(keeper).keeps(state, now, cost)
-}
-
-func (ops) Packs(a Algorithm) bool {
-	_, ok := a.(packer)
-	return ok
-}
-
-func (ops) Pack(a Algorithm, state keyState) (algobridge.Words, int64, bool) {
-	return a.(packer).pack(state)
-}
-
-func (ops) Unpack(a Algorithm, w algobridge.Words, tag int64, into keyState) keyState {
-	return a.(packer).unpack(w, tag, into)
-}
-
-func (ops) Inspect(a Algorithm, w algobridge.Words, tag int64, now time.Time, cost int64) (Result, bool) {
-	return a.(packer).inspect(w, tag, now, cost)
-}
-
-func (ops) Scope(a Algorithm) algobridge.Scope { return a.scope() }
-func (ops) Quota(a Algorithm) algobridge.Quota { return a.quota() }
-func (ops) MaxCost(a Algorithm) int64          { return a.maxCost() }
-func (ops) Params(a Algorithm) Params          { return a.params() }
-
-func (ops) Charge(res Result, a Algorithm, cost int64) Result { return markCharged(res, a, cost) }
-
-func (ops) WithQuotaLimit(a Algorithm, n int64) Algorithm { return withQuotaLimit(a, n) }
-
-func (ops) BucketLatest(state keyState) (int64, bool) {
+// bucketLatest returns the latest time, in microseconds, that a token
+// bucket's or GCRA's state has decided at, and false for any other state.
+func bucketLatest(state keyState) (int64, bool) {
 	switch st := state.(type) {
 	case *tokenBucketState:
 		if st != nil {
@@ -88,26 +82,3 @@ func (ops) BucketLatest(state keyState) (int64, bool) {
 	}
 	return 0, false
 }
-
-func (ops) Family(k *Kind) algobridge.Family { return k.family }
-func (ops) TakesBurst(k *Kind) bool          { return k.burst }
-func (ops) TakesSubWindows(k *Kind) bool     { return k.subWindows }
-func (ops) MaxLimit(k *Kind) int64           { return k.maxLimitOrCount() }
-
-func (ops) Nominal(k *Kind, limit int64, window time.Duration, subWindows int64) (Algorithm, error) {
-	return k.nominal(limit, window, subWindows)
-}
-
-func (ops) CheckKind(a Algorithm) error { return checkKind(a) }
-
-func (ops) CheckDecision(a Algorithm, now time.Time, cost int64) error {
-	return checkDecision(a, now, cost)
-}
-
-func (ops) CheckRefund(a Algorithm, now, at time.Time, n int64) error {
-	return checkRefund(a, now, at, n)
-}
-
-func (ops) CheckCost(a Algorithm, cost int64) error  { return checkCost(a, cost) }
-func (ops) CheckTime(t time.Time) error              { return checkTime(t) }
-func (ops) CheckMaxWait(maxWait time.Duration) error { return checkMaxWait(maxWait) }

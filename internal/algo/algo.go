@@ -41,7 +41,7 @@ const (
 	FamilyBucket      = algobridge.FamilyBucket
 )
 
-var ops = algobridge.Registered().(algobridge.Ops[algorithms.Algorithm, State, algorithms.Result, *algorithms.Kind, algorithms.Params])
+var ops = algobridge.Registered().(*algobridge.Ops[algorithms.Algorithm, State, algorithms.Result, *algorithms.Kind, algorithms.Params])
 
 // Decide is the pure decision step for one key.
 //

@@ -15,37 +15,38 @@ import (
 
 // Ops are the operations algorithms registers, over its Algorithm (A),
 // its per-key state (S), its Result (R), its Kind (K) and its Params (P).
-// See internal/algo for what each does.
-type Ops[A, S, R, K, P any] interface {
-	Decide(a A, state S, now time.Time, cost int64) (S, R)
-	Refund(a A, state S, now, at time.Time, n int64) (S, bool)
-	Reserves(a A) bool
-	Reserve(a A, state S, now time.Time, cost int64, maxWait time.Duration) (S, R, time.Duration)
-	Keeps(a A, state S, now time.Time, cost int64) bool
-	Packs(a A) bool
-	Pack(a A, state S) (w Words, tag int64, ok bool)
-	Unpack(a A, w Words, tag int64, into S) S
-	Inspect(a A, w Words, tag int64, now time.Time, cost int64) (res R, keeps bool)
-	Scope(a A) Scope
-	Quota(a A) Quota
-	MaxCost(a A) int64
-	Charge(res R, a A, cost int64) R
-	WithQuotaLimit(a A, n int64) A
-	BucketLatest(state S) (int64, bool)
-	Params(a A) P
+// Each field is one operation; see internal/algo for what each does.
+// Being functions, not methods, they export nothing from algorithms.
+type Ops[A, S, R, K, P any] struct {
+	Decide         func(a A, state S, now time.Time, cost int64) (S, R)
+	Refund         func(a A, state S, now, at time.Time, n int64) (S, bool)
+	Reserves       func(a A) bool
+	Reserve        func(a A, state S, now time.Time, cost int64, maxWait time.Duration) (S, R, time.Duration)
+	Keeps          func(a A, state S, now time.Time, cost int64) bool
+	Packs          func(a A) bool
+	Pack           func(a A, state S) (w Words, tag int64, ok bool)
+	Unpack         func(a A, w Words, tag int64, into S) S
+	Inspect        func(a A, w Words, tag int64, now time.Time, cost int64) (res R, keeps bool)
+	Scope          func(a A) Scope
+	Quota          func(a A) Quota
+	MaxCost        func(a A) int64
+	Charge         func(res R, a A, cost int64) R
+	WithQuotaLimit func(a A, n int64) A
+	BucketLatest   func(state S) (int64, bool)
+	Params         func(a A) P
 
-	Family(k K) Family
-	TakesBurst(k K) bool
-	TakesSubWindows(k K) bool
-	MaxLimit(k K) int64
-	Nominal(k K, limit int64, window time.Duration, subWindows int64) (A, error)
+	Family          func(k K) Family
+	TakesBurst      func(k K) bool
+	TakesSubWindows func(k K) bool
+	MaxLimit        func(k K) int64
+	Nominal         func(k K, limit int64, window time.Duration, subWindows int64) (A, error)
 
-	CheckKind(a A) error
-	CheckDecision(a A, now time.Time, cost int64) error
-	CheckRefund(a A, now, at time.Time, n int64) error
-	CheckCost(a A, cost int64) error
-	CheckTime(t time.Time) error
-	CheckMaxWait(maxWait time.Duration) error
+	CheckKind     func(a A) error
+	CheckDecision func(a A, now time.Time, cost int64) error
+	CheckRefund   func(a A, now, at time.Time, n int64) error
+	CheckCost     func(a A, cost int64) error
+	CheckTime     func(t time.Time) error
+	CheckMaxWait  func(maxWait time.Duration) error
 }
 
 // Words is a state packed into two integers (see internal/algo.Pack).
