@@ -21,7 +21,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,6 +31,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/ratewise/ratewise/internal/testserver"
 )
 
 // Server is one postgres process this package started.
@@ -90,43 +91,7 @@ func Require(t testing.TB) {
 func Missing(t testing.TB) bool {
 	t.Helper()
 	_, _, err := Binaries()
-	if err == nil {
-		return false
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("pgtest: %v; CI=true requires it", err)
-	}
-	msg := fmt.Sprintf("%s\nSKIPPING POSTGRESQL TESTS: %v\n%s", banner, err, banner)
-	warnOnce.Do(func() { toTerminal(msg) })
-	t.Log("\n" + msg)
-	return true
-}
-
-var warnOnce sync.Once
-
-// toTerminal writes msg to the controlling terminal, if there is one: go
-// test shows nothing of a package whose tests pass or skip unless run with
-// -v, and a skipped suite must not go unnoticed.
-func toTerminal(msg string) {
-	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
-	if err != nil {
-		return
-	}
-	defer tty.Close()
-	fmt.Fprintln(tty, msg)
-}
-
-const banner = "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-
-// freePort asks the kernel for a free loopback port. Another process could
-// take it before postgres binds it; Start then fails and is retried.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return testserver.Missing(t, "POSTGRESQL", err)
 }
 
 // Start runs initdb in a new temporary directory and starts postgres on a
@@ -163,7 +128,7 @@ func Start() (*Server, error) {
 }
 
 func start(postgres, dir, data string, owner *owner) (*Server, error) {
-	port, err := freePort()
+	port, err := testserver.FreePort()
 	if err != nil {
 		return nil, err
 	}

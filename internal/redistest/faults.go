@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/internal/testserver"
 )
 
 // StartDebuggable starts a server that accepts DEBUG (DEBUG SLEEP stalls
@@ -110,7 +112,7 @@ func (c *ReplicatedCluster) Stop() {
 func StartClusterWithReplicas(masters, replicasPerMaster int) (*ReplicatedCluster, error) {
 	c := &ReplicatedCluster{Replicas: make([][]*Server, masters)}
 	node := func() (*Server, error) {
-		busPort, err := freePort()
+		busPort, err := testserver.FreePort()
 		if err != nil {
 			return nil, err
 		}

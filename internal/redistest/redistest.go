@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/ratewise/ratewise/internal/testserver"
 )
 
 // Server is one redis-server process this package started.
@@ -65,43 +67,7 @@ func Require(t testing.TB) {
 func Missing(t testing.TB) bool {
 	t.Helper()
 	_, err := Binary()
-	if err == nil {
-		return false
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("redistest: %v; CI=true requires it", err)
-	}
-	msg := fmt.Sprintf("%s\nSKIPPING REDIS TESTS: %v\n%s", banner, err, banner)
-	warnOnce.Do(func() { toTerminal(msg) })
-	t.Log("\n" + msg)
-	return true
-}
-
-var warnOnce sync.Once
-
-// toTerminal writes msg to the controlling terminal, if there is one: go test
-// shows nothing of a package whose tests pass or skip unless run with -v,
-// and a skipped Redis suite must not go unnoticed.
-func toTerminal(msg string) {
-	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
-	if err != nil {
-		return
-	}
-	defer tty.Close()
-	fmt.Fprintln(tty, msg)
-}
-
-const banner = "!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!"
-
-// freePort asks the kernel for a free loopback port. Another process could
-// take it before redis-server binds it; Start then fails and is retried.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return testserver.Missing(t, "REDIS", err)
 }
 
 // Start starts a redis-server on a free loopback port with the given extra
@@ -122,7 +88,7 @@ func start(extra []string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := testserver.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -228,7 +194,7 @@ func (c *Cluster) Stop() {
 func StartCluster(masters int) (*Cluster, error) {
 	c := &Cluster{}
 	for range masters {
-		busPort, err := freePort()
+		busPort, err := testserver.FreePort()
 		if err != nil {
 			c.Stop()
 			return nil, err
