@@ -16,6 +16,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/difftest"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
@@ -62,7 +63,7 @@ func TestDifferentialBatches(t *testing.T) {
 				}
 				var seqs []*sequence
 				for i := range sequencesPerBatch {
-					alg, relimit := scope(rng, kinds[rng.IntN(len(kinds))])
+					alg, relimit := difftest.Scope(rng, kinds[rng.IntN(len(kinds))])
 					start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 					seqs = append(seqs, &sequence{key: fmt.Sprintf("%s:%d:%d", testKey(t), b, i), alg: alg, relimit: relimit, now: start, left: stepsPerSequence})
 				}
