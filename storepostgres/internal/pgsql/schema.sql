@@ -1,0 +1,2 @@
+-- schema.sql: the PostgreSQL store's schema, ratewise.
+CREATE SCHEMA IF NOT EXISTS ratewise;

@@ -1,0 +1,124 @@
+package pgsql_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/difftest"
+	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// pool returns a pool on the package's server, with the schema created.
+func pool(t *testing.T) (*pgxpool.Pool, []*algorithms.Kind) {
+	t.Helper()
+	pgtest.Require(t)
+	srv := pgtest.Shared(t)
+	ctx := context.Background()
+	p, err := pgxpool.New(ctx, srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	// While kinds are being ported, the test runs those whose file exists:
+	// RATEWISE_PG_KINDS=fixed_window,gcra.
+	kinds := algorithms.Kinds()
+	if only := os.Getenv("RATEWISE_PG_KINDS"); only != "" {
+		kinds = nil
+		for _, name := range strings.Split(only, ",") {
+			k, err := algorithms.Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kinds = append(kinds, k)
+		}
+	}
+	ddl, err := pgsql.SchemaOf(kinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Exec(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	return p, kinds
+}
+
+// steps is a store made of the step functions alone, with states kept in
+// Go: what the differential tests hold to the Go steps, apart from any
+// table or statement.
+type steps struct {
+	pool   *pgxpool.Pool
+	states map[string][]int64
+}
+
+func (s *steps) step(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (pgsql.Fields, error) {
+	p1, p2, p3 := pgsql.Params(alg)
+	var f pgsql.Fields
+	var next []int64
+	var keep, delay int64
+	err := s.pool.QueryRow(ctx, "SELECT * FROM "+pgsql.Step(alg.Kind())+"($1, $2, $3, 0, $4, $5, $6)",
+		s.states[key], now.UnixMicro(), cost, p1, p2, p3).
+		Scan(&f.Allowed, &f.Remaining, &f.Retry, &f.Reset, &f.At, &next, &keep, &delay)
+	if err == nil && next != nil {
+		s.states[key] = next
+	}
+	return f, err
+}
+
+func (s *steps) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	f, err := s.step(ctx, k.String(), alg, now, cost)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	res, err := f.Result(algo.MaxCost(alg), 0)
+	return algo.Charge(res, alg, cost), err
+}
+
+// Refund runs the refund, then an inspection, which writes nothing.
+func (s *steps) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	p1, p2, p3 := pgsql.Params(alg)
+	var next []int64
+	var keep *int64
+	err := s.pool.QueryRow(ctx, "SELECT * FROM "+pgsql.Refund(alg.Kind())+"($1, $2, $3, $4, $5, $6, $7)",
+		s.states[k.String()], now.UnixMicro(), at.UnixMicro(), n, p1, p2, p3).Scan(&next, &keep)
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	if next != nil {
+		s.states[k.String()] = next
+	}
+	saved := s.states[k.String()]
+	f, err := s.step(ctx, k.String(), alg, now, 0)
+	s.states[k.String()] = saved
+	if err != nil {
+		return algorithms.Result{}, err
+	}
+	return f.Result(algo.MaxCost(alg), 0)
+}
+
+func (s *steps) Reset(context.Context, store.Key, algorithms.Algorithm) error { return nil }
+
+// TestStepsDifferential holds every kind's SQL step and refund to the Go
+// steps on 10,000 random steps (difftest), field by field.
+func TestStepsDifferential(t *testing.T) {
+	p, kinds := pool(t)
+	s := &steps{pool: p, states: map[string][]int64{}}
+	difftest.Run(t, s, kinds, sequences(), "steps", false)
+}
+
+func sequences() int {
+	if testing.Short() {
+		return difftest.Sequences / 4
+	}
+	return difftest.Sequences
+}
