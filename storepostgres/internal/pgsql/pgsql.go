@@ -49,20 +49,90 @@ const Version = 1
 // Schema returns the statements that create or update the schema: the
 // tables and helpers, then every registered kind's step, or an error
 // naming a kind whose file is missing.
-func Schema() (string, error) { return SchemaOf(algorithms.Kinds()) }
+// With unlogged, the tables of keys' states and of request IDs are created
+// UNLOGGED.
+func Schema(unlogged bool) (string, error) { return SchemaOf(algorithms.Kinds(), unlogged) }
 
 // SchemaOf is Schema with the steps of kinds only.
-func SchemaOf(kinds []*algorithms.Kind) (string, error) {
+func SchemaOf(kinds []*algorithms.Kind, unlogged bool) (string, error) {
 	var a assembler
-	if err := a.include("schema.sql"); err != nil {
+	for _, file := range []string{"schema.sql", "ops.sql"} {
+		if err := a.include(file); err != nil {
+			return "", err
+		}
+	}
+	driver, err := files.ReadFile("drivers.sql")
+	if err != nil {
 		return "", err
 	}
 	for _, k := range kinds {
 		if err := a.include(k.Name() + ".sql"); err != nil {
 			return "", fmt.Errorf("pgsql: no step for %s: %w", k, err)
 		}
+		a.src.WriteString(instantiate(string(driver), k.Name(), "_"))
 	}
-	return a.src.String(), nil
+	src := a.src.String()
+	if unlogged {
+		src = strings.ReplaceAll(src, "CREATE /*UNLOGGED*/ TABLE", "CREATE UNLOGGED TABLE")
+	}
+	return src, nil
+}
+
+// upsert is the statement of one decision: one INSERT … ON CONFLICT DO
+// UPDATE, which locks the key's row (or creates it), runs the kind's step
+// on its state, writes what the step returned and the decision's result,
+// and returns the result: {allowed, remaining, retry_after, reset_after, at,
+// delay}. The step runs on the row as locked, at the server's clock read
+// after the lock (or at :now, the caller's), so no decision is made on a
+// stale state or time; a new row's VALUES run the step on no state. A step
+// that writes nothing leaves the state and its expiry, and still writes the
+// result, which is how the statement returns it: one new row version per
+// decision, which a page's pruning reclaims. A row written with no state
+// may be deleted at once.
+//
+// The parameters are :key, :now (NULL for the server's clock), :cost,
+// :slack, :p1…:p3 (see the package doc) and :grace, how much longer than
+// its step asks a state is kept.
+const upsert = `INSERT INTO ratewise.state AS s (key, state, expires, res)
+SELECT :key, d.new, CASE WHEN d.new IS NULL THEN n.clock ELSE n.clock + greatest(d.keep, 1) + :grace END,
+  ARRAY[d.allowed::int, d.remaining, d.retry, d.reset, d.at, d.delay]
+FROM (SELECT ratewise.now_us() AS clock) n,
+  ratewise.__kind___step(NULL, coalesce(:now, n.clock), :cost, :slack, :p1, :p2, :p3) d
+WHERE true
+ON CONFLICT (key) DO UPDATE SET (state, expires, res) = (
+  SELECT coalesce(d.new, s.state),
+    CASE WHEN d.new IS NULL THEN s.expires ELSE n.clock + greatest(d.keep, 1) + :grace END,
+    ARRAY[d.allowed::int, d.remaining, d.retry, d.reset, d.at, d.delay]
+  FROM (SELECT ratewise.now_us() AS clock) n,
+    ratewise.__kind___step(s.state, coalesce(:now, n.clock), :cost, :slack, :p1, :p2, :p3) d)
+RETURNING res`
+
+// upsertParams are upsert's parameters in the order of Decide's $n.
+var upsertParams = []string{"key", "now", "cost", "slack", "p1", "p2", "p3", "grace"}
+
+// Decide returns k's decision statement, whose parameters are $1 the key,
+// $2 now (NULL for the server's clock), $3 the cost, $4 the slack, $5…$7
+// the parameters and $8 the grace.
+func Decide(k *algorithms.Kind) string {
+	return instantiate(upsert, k.Name(), "$")
+}
+
+// instantiate returns src for the kind named: __kind__ replaced by name,
+// the upsert put in place of /*upsert*/, and its :parameters named with
+// prefix: "$" numbers them, "_" names the function arguments of drivers.sql.
+func instantiate(src, name, prefix string) string {
+	src = strings.ReplaceAll(src, "/*upsert*/", upsert)
+	for i, p := range upsertParams {
+		to := prefix + p
+		if prefix == "$" {
+			to = fmt.Sprintf("$%d", i+1)
+			if p == "now" {
+				to += "::bigint" // NULL for the server's clock needs a type
+			}
+		}
+		src = strings.ReplaceAll(src, ":"+p, to)
+	}
+	return strings.ReplaceAll(src, "__kind__", name)
 }
 
 // Step and Refund return the names of k's functions.

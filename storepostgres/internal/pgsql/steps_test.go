@@ -43,7 +43,7 @@ func pool(t *testing.T) (*pgxpool.Pool, []*algorithms.Kind) {
 			kinds = append(kinds, k)
 		}
 	}
-	ddl, err := pgsql.SchemaOf(kinds)
+	ddl, err := pgsql.SchemaOf(kinds, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,93 @@
+-- drivers.sql: the functions that drive a kind's step for the requests
+-- that take more than one statement's work: a request with an ID, a refund.
+-- It is a template, instantiated once per kind after the kind's file, with
+-- __kind__ its name and the decision statement (pgsql.go's
+-- upsert) on the functions' arguments. A plain decision needs no driver:
+-- it is the upsert alone (see Decide).
+
+-- __kind___once decides, or books (with a slack above 0), a request with a
+-- request ID, once: it returns the outcome kept under _once if there is
+-- one, and otherwise decides and, for an admission that charged, keeps
+-- the outcome for as long as the charge counts (plus the grace), and at
+-- least _horizon µs. The outcome is the decision's {allowed, remaining,
+-- retry_after, reset_after, at, delay}, then the limit its Result reports,
+-- the parameters it was decided under (p1, and p3 or 0) and its cost, so
+-- that a retry made after the key's limit changed gets what it was first
+-- charged under.
+CREATE OR REPLACE FUNCTION ratewise.__kind___once(_key bytea, _once bytea, _now bigint, _cost bigint,
+    _slack bigint, _p1 bigint, _p2 bigint, _p3 bigint, _grace bigint, _lim bigint, _horizon bigint)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+  r bigint[];
+BEGIN
+  PERFORM ratewise.lock_once(_once);
+  r := ratewise.once_seen(_once);
+  IF r IS NOT NULL THEN
+    RETURN r;
+  END IF;
+  /*upsert*/ INTO r;
+  r := r || ARRAY[_lim, _p1, coalesce(_p3, 0), _cost];
+  IF r[1] = 1 AND _cost > 0 THEN
+    PERFORM ratewise.once_keep(_once, r, greatest(r[4] + _grace, _horizon));
+  END IF;
+  RETURN r;
+END $$;
+
+-- __kind___give gives back _n units that a request admitted at _at was
+-- charged (the kind's refund), then inspects the key, and returns the
+-- inspection's {allowed, remaining, retry_after, reset_after, at}. The
+-- inspection writes nothing; a refund that changed the state keeps it for
+-- the inspection's reset_after, at least until the time it decided at,
+-- and as long as the refund asks.
+--
+-- With a request ID (_once), the refund is applied once: a refund that
+-- changed the state keeps its outcome, followed by _lim, for as long as
+-- the refunded charge could count (_window µs) and the state counts, and
+-- a retry gets it again. _admitted are the once keys of the admission it
+-- gives back, made with the same ID (a decision's or booking's, a set's):
+-- while one of them exists, the refund applies, and it deletes them, so
+-- that the request, retried, is charged again, and a refund of that new
+-- admission applies in turn.
+CREATE OR REPLACE FUNCTION ratewise.__kind___give(_key bytea, _now bigint, _at bigint, _n bigint,
+    _p1 bigint, _p2 bigint, _p3 bigint, _grace bigint, _once bytea, _admitted bytea[], _lim bigint, _window bigint)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+  st bigint[];
+  clock bigint;
+  t bigint;
+  back record;
+  d record;
+  r bigint[];
+BEGIN
+  IF _once IS NOT NULL THEN
+    PERFORM ratewise.lock_once(_once);
+    IF NOT EXISTS (SELECT 1 FROM ratewise.once o WHERE o.key = ANY(_admitted) AND o.expires > ratewise.now_us()) THEN
+      r := ratewise.once_seen(_once);
+      IF r IS NOT NULL THEN
+        RETURN r;
+      END IF;
+    END IF;
+  END IF;
+  SELECT s.state INTO st FROM ratewise.state s WHERE s.key = _key FOR UPDATE;
+  clock := ratewise.now_us();
+  t := coalesce(_now, clock);
+  SELECT * INTO back FROM ratewise.__kind___refund(st, t, _at, _n, _p1, _p2, _p3);
+  IF back.new IS NOT NULL THEN
+    st := back.new;
+  END IF;
+  SELECT * INTO d FROM ratewise.__kind___step(st, t, 0, 0, _p1, _p2, _p3);
+  r := ARRAY[d.allowed::int, d.remaining, d.retry, d.reset, d.at];
+  IF back.new IS NOT NULL THEN
+    UPDATE ratewise.state s SET state = back.new,
+      expires = clock + greatest(d.reset, d.at - t, coalesce(back.keep, 0), 1) + _grace
+    WHERE s.key = _key;
+  END IF;
+  IF _once IS NOT NULL THEN
+    r := r || _lim;
+    IF back.new IS NOT NULL THEN
+      PERFORM ratewise.once_keep(_once, r, greatest(d.reset, _window) + _grace);
+      DELETE FROM ratewise.once o WHERE o.key = ANY(_admitted);
+    END IF;
+  END IF;
+  RETURN r;
+END $$;
