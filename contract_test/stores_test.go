@@ -8,19 +8,25 @@ import (
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
 	contract "github.com/ratewise/ratewise/contract_test"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
+	"github.com/ratewise/ratewise/storepostgres"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+func TestMain(m *testing.M) {
+	defer pgtest.StopShared()
+	os.Exit(redistest.Main(m))
+}
 
 // TestContract runs the conformance suite against every store in the repo:
 // storememory, a reference store, and storeredis on miniredis, on real Redis
@@ -81,10 +87,16 @@ func TestContract(t *testing.T) {
 		{"cluster-plain", func(t *testing.T) store.Store {
 			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
+		{"postgres", func(t *testing.T) store.Store {
+			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
+		}, []contract.Option{contract.ExpiryGrace(storepostgres.ClientTimeGrace)}},
+		{"postgres-server-time", func(t *testing.T) store.Store {
+			return storepostgres.New(pgPool(t))
+		}, []contract.Option{contract.StoreClock()}},
 	}
 	// go test -short runs every rule once on each kind of store: the
 	// memory store, miniredis and one real Redis.
-	short := map[string]bool{"storememory": true, "reference": true, "miniredis": true, "redis": true}
+	short := map[string]bool{"storememory": true, "reference": true, "miniredis": true, "redis": true, "postgres": true}
 	// The targets run side by side: most of their time is spent waiting
 	// for round trips, and each subtest's keys are its own.
 	for _, target := range targets {
@@ -188,6 +200,18 @@ func lossyCluster(t *testing.T, opts ...storeredis.Option) *lossyStore {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs(), Dialer: d.Dial, MinRetryBackoff: -1, MaxRetryBackoff: -1})
 	t.Cleanup(func() { c.Close() })
 	return &lossyStore{Store: storeredis.New(c, opts...), d: d}
+}
+
+// pgPool returns a pool on the package's PostgreSQL server, which the
+// tests start on a free port (internal/pgtest) and share.
+func pgPool(t *testing.T) *pgxpool.Pool {
+	pgtest.Require(t)
+	p, err := pgxpool.New(context.Background(), pgtest.Shared(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 func client(t *testing.T, addr string) *redis.Client {

@@ -241,9 +241,14 @@ func Shared(t testing.TB) *Server {
 
 // Main runs m, then stops the shared server if a test started it.
 func Main(m *testing.M) int {
-	code := m.Run()
+	defer StopShared()
+	return m.Run()
+}
+
+// StopShared stops the shared server if a test started it, for a TestMain
+// that also stops other servers.
+func StopShared() {
 	if shared != nil {
 		shared.Stop()
 	}
-	return code
 }

@@ -1,0 +1,178 @@
+package storepostgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
+	"github.com/ratewise/ratewise/internal/storecheck"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
+)
+
+// decideSQL are the decision statements, by kind (pgsql.Decide).
+var decideSQL = func() map[*algorithms.Kind]string {
+	m := map[*algorithms.Kind]string{}
+	for _, k := range algorithms.Kinds() {
+		m[k] = pgsql.Decide(k)
+	}
+	return m
+}()
+
+// Decide decides cost for key under alg in one statement (see the package
+// doc).
+func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	if err := checkKind(alg); err != nil {
+		return algorithms.Result{}, err
+	}
+	if err := algo.CheckDecision(alg, s.checkTime(now), cost); err != nil {
+		return algorithms.Result{}, err
+	}
+	res, _, err := s.decide(ctx, k, alg, now, cost, 0)
+	return res, err
+}
+
+// Reserve books a request for key under alg in one statement (see
+// store.Reserver): the token bucket and GCRA.
+func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	if err := checkKind(alg); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	if err := storecheck.Reserve(alg, s.checkTime(now), cost, maxWait); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	return s.decide(ctx, k, alg, now, cost, maxWait.Microseconds())
+}
+
+// decide runs a decision, or with a slack above 0 a booking: the upsert,
+// or with the caller's request ID and a cost above 0 the kind's once
+// driver.
+func (s *Store) decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost, slack int64) (algorithms.Result, time.Duration, error) {
+	id, given := requestid.From(ctx)
+	if given {
+		if err := storecheck.RequestID(ctx); err != nil {
+			return algorithms.Result{}, 0, err
+		}
+	}
+	if err := s.ensure(ctx); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	at, notBefore := s.clock(now)
+	p1, p2, p3 := pgsql.Params(alg)
+	rkey := key(k, alg)
+	var reply []int64
+	var err error
+	if given && cost > 0 {
+		err = s.pool.QueryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",
+			rkey, onceKey(rkey, onceDecide, id), at, cost, slack, p1, p2, p3, s.grace, algo.MaxCost(alg)).Scan(&reply)
+	} else {
+		err = s.pool.QueryRow(ctx, decideSQL[alg.Kind()], rkey, at, cost, slack, p1, p2, p3, s.grace).Scan(&reply)
+	}
+	if err != nil {
+		return algorithms.Result{}, 0, s.failure(ctx, err, cost > 0)
+	}
+	s.sweep.tick(s)
+	once := given && cost > 0
+	if once {
+		notBefore = 0 // the first outcome, which a retry returns, was decided earlier
+	}
+	return decision(reply, alg, cost, once, notBefore)
+}
+
+// decision reads a decision's reply: {allowed, remaining, retry_after,
+// reset_after, at, delay}, then with a request ID the limit, the
+// parameters the admission was charged under and its cost.
+func decision(reply []int64, alg algorithms.Algorithm, cost int64, once bool, notBefore int64) (algorithms.Result, time.Duration, error) {
+	want := 6
+	if once {
+		want = 10
+	}
+	if len(reply) != want {
+		return algorithms.Result{}, 0, malformed(reply, "want %d integers", want)
+	}
+	limit := algo.MaxCost(alg)
+	if once {
+		limit = reply[6]
+	}
+	res, err := fields(reply, limit, notBefore)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	delay := reply[5]
+	if delay < 0 || delay > 1<<52 {
+		return algorithms.Result{}, 0, malformed(reply, "delay %d", delay)
+	}
+	if !once {
+		res = algo.Charge(res, alg, cost)
+	} else if res, err = charged(res, alg, reply[7], reply[8], reply[9]); err != nil {
+		return algorithms.Result{}, 0, malformed(reply, "%v", err)
+	}
+	return res, time.Duration(delay) * time.Microsecond, nil
+}
+
+// fields checks a reply's first five fields and returns them as a Result.
+func fields(reply []int64, limit, notBefore int64) (algorithms.Result, error) {
+	if limit < 1 {
+		return algorithms.Result{}, malformed(reply, "limit %d", limit)
+	}
+	f := pgsql.Fields{Allowed: reply[0] == 1, Remaining: reply[1], Retry: reply[2], Reset: reply[3], At: reply[4]}
+	if reply[0] != 0 && reply[0] != 1 {
+		return algorithms.Result{}, malformed(reply, "allowed is %d", reply[0])
+	}
+	res, err := f.Result(limit, notBefore)
+	if err != nil {
+		return algorithms.Result{}, malformed(reply, "%v", err)
+	}
+	return res, nil
+}
+
+// charged returns res marked as what the admission it reports charged:
+// under the limit (or rate count) and burst given, of alg's kind and
+// scope, and cost (see algo.Charge). An admission made before the key's
+// limit changed was charged under the old one.
+func charged(res algorithms.Result, alg algorithms.Algorithm, limit, burst, cost int64) (algorithms.Result, error) {
+	if !res.Allowed || cost == 0 {
+		return res, nil
+	}
+	p := algo.ParamsOf(alg)
+	by := alg
+	if p.Limit != limit || algo.TakesBurst(alg.Kind()) && p.Burst != burst {
+		p.Limit = limit
+		if algo.TakesBurst(alg.Kind()) {
+			p.Burst = burst
+		}
+		var err error
+		if by, err = alg.Kind().New(p); err != nil {
+			return algorithms.Result{}, err
+		}
+	}
+	return algo.Charge(res, by, cost), nil
+}
+
+// ErrMalformedReply is wrapped by the error of a request whose reply is
+// not one this version's functions return: a schema of another version,
+// or a function changed by hand. It also wraps store.ErrUnavailable, so
+// that it is never read as an admission.
+var errMalformed = fmt.Errorf("%w: storepostgres: malformed reply", store.ErrUnavailable)
+
+func malformed(reply []int64, format string, args ...any) error {
+	return fmt.Errorf("%w: %s (reply %v)", errMalformed, fmt.Sprintf(format, args...), reply)
+}
+
+// Kinds of once keys, each the state's key followed by the kind and the
+// request ID: one ID names a request's admission (a decision or a
+// booking), a set's decision, a refund of the admission, and a reset.
+const (
+	onceDecide = ":once:"
+	onceSet    = ":once-set:"
+	onceRefund = ":once-refund:"
+	onceReset  = ":once-reset:"
+)
+
+func onceKey(rkey []byte, kind, id string) []byte {
+	b := make([]byte, 0, len(rkey)+len(kind)+len(id))
+	return append(append(append(b, rkey...), kind...), id...)
+}

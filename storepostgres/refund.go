@@ -1,0 +1,60 @@
+package storepostgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
+	"github.com/ratewise/ratewise/internal/storecheck"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
+)
+
+// Refund gives back n units that a request admitted at time at was
+// charged, with one function call in one round trip (see store.Refunder).
+func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	if err := checkKind(alg); err != nil {
+		return algorithms.Result{}, err
+	}
+	if err := algo.CheckRefund(alg, s.checkTime(now), at, n); err != nil {
+		return algorithms.Result{}, err
+	}
+	id, given := requestid.From(ctx)
+	if given {
+		if err := storecheck.RequestID(ctx); err != nil {
+			return algorithms.Result{}, err
+		}
+	}
+	if err := s.ensure(ctx); err != nil {
+		return algorithms.Result{}, err
+	}
+	nowArg, notBefore := s.clock(now)
+	p1, p2, p3 := pgsql.Params(alg)
+	rkey := key(k, alg)
+	var once []byte
+	var admitted [][]byte
+	if given {
+		once = onceKey(rkey, onceRefund, id)
+		admitted = [][]byte{onceKey(rkey, onceDecide, id), onceKey(rkey, onceSet, id)}
+	}
+	var reply []int64
+	err := s.pool.QueryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_give($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+		rkey, nowArg, at.UnixMicro(), n, p1, p2, p3, s.grace, once, admitted, algo.MaxCost(alg),
+		algo.QuotaOf(alg).Window.Microseconds()).Scan(&reply)
+	if err != nil {
+		return algorithms.Result{}, s.failure(ctx, err, true)
+	}
+	want, limit := 5, algo.MaxCost(alg)
+	if given {
+		want = 6
+	}
+	if len(reply) != want {
+		return algorithms.Result{}, malformed(reply, "want %d integers", want)
+	}
+	if given {
+		limit, notBefore = reply[5], 0 // the first outcome, decided earlier
+	}
+	return fields(reply, limit, notBefore)
+}

@@ -1,0 +1,94 @@
+package storepostgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
+	"github.com/ratewise/ratewise/internal/storecheck"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
+)
+
+// DecideSet decides cost for key under every algorithm of algs, all or
+// nothing, with one function call in one round trip (see
+// store.SetDecider).
+func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	for _, alg := range algs {
+		if err := checkKind(alg); err != nil {
+			return nil, err
+		}
+	}
+	if err := storecheck.Set(algs, s.checkTime(now), cost); err != nil {
+		return nil, err
+	}
+	id, given := requestid.From(ctx)
+	if given {
+		if err := storecheck.RequestID(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	nowArg, notBefore := s.clock(now)
+	n := len(algs)
+	keys := make([][]byte, n)
+	kinds := make([]string, n)
+	params := make([]*int64, 0, 3*n)
+	lims := make([]int64, n)
+	for i, alg := range algs {
+		keys[i], kinds[i], lims[i] = key(k, alg), alg.Kind().Name(), algo.MaxCost(alg)
+		p1, p2, p3 := pgsql.Params(alg)
+		params = append(params, &p1, &p2, p3)
+	}
+	once := given && cost > 0
+	var onceArg []byte
+	var marks [][]byte
+	if once {
+		onceArg = onceKey(keys[0], onceSet, id)
+		for _, rk := range keys[1:] {
+			marks = append(marks, onceKey(rk, onceSet, id))
+		}
+	}
+	var reply []int64
+	err := s.pool.QueryRow(ctx, "SELECT ratewise.decide_set($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)",
+		keys, kinds, params, nowArg, cost, s.grace, onceArg, marks, lims).Scan(&reply)
+	if err != nil {
+		return nil, s.failure(ctx, err, cost > 0)
+	}
+	s.sweep.tick(s)
+	want := 5 * n
+	if once {
+		want += 3*n + 1
+		notBefore = 0 // the first outcome, which a retry returns, was decided earlier
+	}
+	if len(reply) != want {
+		return nil, malformed(reply, "want %d integers", want)
+	}
+	results := make([]algorithms.Result, n)
+	all := true
+	for i, alg := range algs {
+		limit := algo.MaxCost(alg)
+		if once {
+			limit = reply[5*n+3*i]
+		}
+		if results[i], err = fields(reply[5*i:5*i+5], limit, notBefore); err != nil {
+			return nil, err
+		}
+		all = all && results[i].Allowed
+	}
+	if !all {
+		return results, nil
+	}
+	for i, alg := range algs {
+		if !once {
+			results[i] = algo.Charge(results[i], alg, cost)
+		} else if results[i], err = charged(results[i], alg, reply[5*n+3*i+1], reply[5*n+3*i+2], reply[want-1]); err != nil {
+			return nil, malformed(reply, "%v", err)
+		}
+	}
+	return results, nil
+}

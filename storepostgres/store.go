@@ -1,0 +1,259 @@
+// Package storepostgres is the PostgreSQL ratewise store, for app instances
+// that share a database and no Redis. It needs PostgreSQL 14 or later.
+//
+// Every decision is one statement in one round trip: an INSERT … ON
+// CONFLICT DO UPDATE that locks the key's row, runs the algorithm's step on
+// its state inside the database and writes the outcome. The steps are
+// PL/pgSQL functions that compute exactly what the algorithm's Go step
+// does, in integer microseconds, and the differential tests hold them to
+// it. Go never reads a state and writes it back, and nothing retries:
+// concurrent decisions on one key queue on its row lock, each deciding on
+// the state the one before it left. Requests with a request ID
+// (ratewise.WithRequestID), refunds, sets and resets with an ID are one
+// call of a server-side function each, also one round trip.
+//
+// By default a decision reads the server's clock (clock_timestamp(), after
+// the row's lock is taken), so app servers whose clocks disagree share one
+// timeline, and the now a limiter passes is ignored. WithClientTime uses
+// the caller's now instead. Either way a key never decides at a time
+// earlier than the latest it has seen (see package algorithms).
+//
+// The store keeps its tables and functions in the schema ratewise, which it
+// creates on first use, or when Migrate is called (see docs/postgres.md for
+// the permissions it needs). A key's state is one row of ratewise.state,
+// whose key is the algorithm, its scope and the key, such as
+// "gcra:1s:alice". PostgreSQL has no expiry of its own: every write sets
+// the time the row stops counting, and the store deletes rows past it a
+// few pages at a time as it works.
+package storepostgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
+)
+
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.SetDecider = (*Store)(nil)
+	_ store.Reserver   = (*Store)(nil)
+	_ store.Refunder   = (*Store)(nil)
+	_ store.Idempotent = (*Store)(nil)
+)
+
+// Store is the PostgreSQL store. It is safe for concurrent use.
+type Store struct {
+	pool       *pgxpool.Pool
+	clientTime bool
+	grace      int64 // µs a state is kept beyond what it counts: ClientTimeGrace in client-time mode
+	unlogged   bool
+	sweep      sweeper
+
+	mu       sync.Mutex
+	migrated bool
+}
+
+// Option configures a Store.
+type Option interface {
+	apply(*Store)
+}
+
+type optionFunc func(*Store)
+
+func (f optionFunc) apply(s *Store) { f(s) }
+
+// WithClientTime makes decisions use the now the limiter passes (its Clock)
+// instead of the server's clock. Tests use it to drive time; it also suits
+// deployments whose app servers keep their clocks in sync. Clocks that
+// disagree then disagree on windows. Rows expire on the server's clock,
+// ClientTimeGrace later than their state stops counting, so that a clock
+// reading that reaches the server late still finds the state.
+func WithClientTime() Option {
+	return optionFunc(func(s *Store) { s.clientTime, s.grace = true, ClientTimeGrace.Microseconds() })
+}
+
+// ClientTimeGrace is how much longer than its ResetAfter a key's row lives
+// in client-time mode (see WithClientTime).
+const ClientTimeGrace = time.Second
+
+// WithUnlogged makes the store create its tables UNLOGGED when it creates
+// its schema: writes skip the write-ahead log, which makes decisions
+// faster, and a crash of the server empties the tables (every key starts
+// again with its full limit), which replicas never see either. A schema
+// that exists keeps its tables as they are; see docs/postgres.md.
+func WithUnlogged() Option {
+	return optionFunc(func(s *Store) { s.unlogged = true })
+}
+
+// New returns a store on pool. The store creates its schema on first use;
+// call Migrate to create it, or to learn that it cannot, before then.
+func New(pool *pgxpool.Pool, opts ...Option) *Store {
+	s := &Store{pool: pool}
+	s.sweep.init()
+	for _, o := range opts {
+		o.apply(s)
+	}
+	return s
+}
+
+// Migrate creates the store's schema, or brings it to this version, in one
+// transaction. Instances that migrate at once take turns: the first
+// creates the schema, the others find it made.
+func (s *Store) Migrate(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := migrate(ctx, s.pool, s.unlogged); err != nil {
+		return s.failure(ctx, err, false)
+	}
+	s.migrated = true
+	return nil
+}
+
+// ensure migrates once, on the store's first use.
+func (s *Store) ensure(ctx context.Context) error {
+	s.mu.Lock()
+	done := s.migrated
+	s.mu.Unlock()
+	if done {
+		return nil
+	}
+	return s.Migrate(ctx)
+}
+
+// migrationLock is the advisory lock that serialises migrations.
+const migrationLock = 7305_0001
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, unlogged bool) error {
+	ddl, err := pgsql.Schema(unlogged)
+	if err != nil {
+		return err
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
+		return err
+	}
+	var exists bool
+	if err := tx.QueryRow(ctx, "SELECT to_regclass('ratewise.meta') IS NOT NULL").Scan(&exists); err != nil {
+		return err
+	}
+	version := 0
+	if exists {
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM ratewise.meta").Scan(&version); err != nil {
+			return err
+		}
+	}
+	if version == pgsql.Version {
+		return tx.Commit(ctx)
+	}
+	if version > pgsql.Version {
+		return fmt.Errorf("storepostgres: the schema ratewise is at version %d, newer than this store's %d", version, pgsql.Version)
+	}
+	if _, err := tx.Exec(ctx, ddl); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, "DELETE FROM ratewise.meta; INSERT INTO ratewise.meta (version) VALUES ("+fmt.Sprint(pgsql.Version)+")"); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// checkKind returns an error wrapping store.ErrUnsupported if alg is not
+// of its Kind's own type.
+func checkKind(alg algorithms.Algorithm) error {
+	if err := algo.CheckKind(alg); err != nil {
+		return fmt.Errorf("%w: %w", store.ErrUnsupported, err)
+	}
+	return nil
+}
+
+// checkTime is the time a request is checked at: its now in client-time
+// mode, and otherwise a time that passes, since now is ignored.
+func (s *Store) checkTime(now time.Time) time.Time {
+	if s.clientTime {
+		return now
+	}
+	return time.Unix(0, 0)
+}
+
+// clock returns a statement's now, nil for the server's clock, and the
+// earliest time its result may have been decided at, in µs.
+func (s *Store) clock(now time.Time) (arg *int64, notBefore int64) {
+	if !s.clientTime {
+		return nil, 0
+	}
+	us := now.UnixMicro()
+	return &us, us
+}
+
+// key returns the row key of alg's state for k: the kind, the scope and
+// the key, such as "gcra:1s:alice".
+func key(k store.Key, alg algorithms.Algorithm) []byte {
+	b := make([]byte, 0, 32+len(k.Namespace)+len(k.Name))
+	b = append(b, alg.Kind().Name()...)
+	b = append(b, ':')
+	b = algo.ScopeOf(alg).Append(b)
+	b = append(b, ':')
+	if k.Namespace != "" {
+		b = append(b, k.Namespace...)
+		b = append(b, ':')
+	}
+	return append(b, k.Name...)
+}
+
+// failure is the error a request returns when its statement failed with
+// err: the caller's context error if that is why, and otherwise err
+// wrapping store.ErrUnavailable, and store.ErrMaybeDecided too when the
+// request writes (writes) and err may have come after the server ran it.
+func (s *Store) failure(ctx context.Context, err error, writes bool) error {
+	if ctx.Err() != nil && (errors.Is(err, ctx.Err()) || pgconn.Timeout(err)) {
+		if writes && !pgconn.SafeToRetry(err) {
+			return &maybeDecidedError{ctx.Err()}
+		}
+		return ctx.Err()
+	}
+	f := fmt.Errorf("%w: postgres: %w", store.ErrUnavailable, err)
+	if writes && sent(err) {
+		return &maybeDecidedError{f}
+	}
+	return f
+}
+
+// sent reports whether a statement that failed with err may have run on
+// the server and committed. It did not if pgx never sent it (SafeToRetry:
+// no connection, a dial error), or if the server answered with an error:
+// a statement that fails is rolled back. Any other error, such as a
+// connection lost while waiting for the reply, may have come after the
+// commit.
+func sent(err error) bool {
+	var pgErr *pgconn.PgError
+	return !pgconn.SafeToRetry(err) && !errors.As(err, &pgErr)
+}
+
+// maybeDecidedError is a write's error after its statement may have run:
+// err, which wraps ErrUnavailable or the caller's context error, and
+// store.ErrMaybeDecided.
+type maybeDecidedError struct{ err error }
+
+func (e *maybeDecidedError) Error() string {
+	return e.err.Error() + " (the request may have been decided)"
+}
+
+func (e *maybeDecidedError) Unwrap() []error { return []error{e.err, store.ErrMaybeDecided} }
+
+// AppliesRequestIDs marks the store as store.Idempotent: a write with the
+// caller's request ID is applied once.
+func (s *Store) AppliesRequestIDs() {}

@@ -1,0 +1,73 @@
+package storepostgres_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/difftest"
+	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/storepostgres"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// runID keeps keys of different runs apart on the shared server.
+var runID = func() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}()
+
+func testKey(t *testing.T) string { return "test:" + runID + ":" + t.Name() }
+
+// newPool returns a pool on the package's shared server.
+func newPool(t testing.TB) *pgxpool.Pool {
+	t.Helper()
+	pgtest.Require(t)
+	p, err := pgxpool.New(context.Background(), pgtest.Shared(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// kinds are the kinds a test runs: every registered one, or those named
+// in RATEWISE_PG_KINDS.
+func kinds(t *testing.T) []*algorithms.Kind {
+	only := os.Getenv("RATEWISE_PG_KINDS")
+	if only == "" {
+		return algorithms.Kinds()
+	}
+	var ks []*algorithms.Kind
+	for _, name := range strings.Split(only, ",") {
+		k, err := algorithms.Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ks = append(ks, k)
+	}
+	return ks
+}
+
+// TestDifferential holds the store, statement and table included, to the
+// Go steps on the differential sequences (internal/difftest): 10,000 steps
+// per algorithm, with stale and backward times, inspections, refunds of
+// any part of an admission and limits that change while a key holds state.
+// Rows expire on the server's real clock while the sequences drive a fake
+// one, as keys on Redis do.
+func TestDifferential(t *testing.T) {
+	s := storepostgres.New(newPool(t), storepostgres.WithClientTime())
+	n := difftest.Sequences
+	if testing.Short() {
+		n /= 4
+	}
+	difftest.Run(t, s, kinds(t), n, testKey(t), true)
+}

@@ -1,0 +1,81 @@
+package storepostgres
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// PostgreSQL has no expiry: a row past its expires stays until someone
+// deletes it. The store deletes them as it works, a few pages at a time,
+// the way Redis samples keys for expiry: every sweepEvery-th write starts a
+// sweep, unless one is still running, which scans the next sweepPages
+// pages of each table by their row addresses (a TID range scan, with no
+// index on the expiry to keep up on every write) and deletes the rows
+// there that expired on the server's clock, skipping any a decision holds
+// locked. The cursor wraps at the table's end. So the work per sweep is
+// bounded, and the sweeps keep pace with the writes that create rows: a
+// page holds tens of rows, and a sweep covers sweepPages of them every
+// sweepEvery writes. Each instance sweeps from a cursor of its own, starting
+// at a page of its own, so that instances share the work. Deleted rows are
+// reclaimed by autovacuum, which then reuses their space; see
+// docs/postgres.md.
+const (
+	sweepEvery = 64
+	sweepPages = 16
+)
+
+type sweeper struct {
+	writes  atomic.Uint64
+	running atomic.Bool
+	page    [2]atomic.Int64 // the next page to sweep, of the state and once tables
+}
+
+func (w *sweeper) init() {
+	// Instances started together start their cursors apart.
+	start := time.Now().UnixNano() / 1000 % 4096
+	w.page[0].Store(start)
+	w.page[1].Store(start)
+}
+
+// tick counts a write and starts a sweep every sweepEvery of them.
+func (w *sweeper) tick(s *Store) {
+	if w.writes.Add(1)%sweepEvery != 0 || !w.running.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer w.running.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, _ = s.sweepOnce(ctx) // a failed sweep is tried again at the next
+	}()
+}
+
+// sweepOnce deletes the expired rows in the next sweepPages pages of each
+// table and returns how many it deleted.
+func (s *Store) sweepOnce(ctx context.Context) (int64, error) {
+	var total int64
+	for i, table := range [2]string{"ratewise.state", "ratewise.once"} {
+		from := s.sweep.page[i].Load()
+		var deleted, pages int64
+		err := s.pool.QueryRow(ctx, fmt.Sprintf(`WITH gone AS (
+			DELETE FROM %[1]s WHERE ctid = ANY (ARRAY(
+				SELECT ctid FROM %[1]s WHERE ctid >= $1::tid AND ctid < $2::tid AND expires < ratewise.now_us()
+				FOR UPDATE SKIP LOCKED))
+			AND expires < ratewise.now_us()
+			RETURNING 1)
+			SELECT count(*), pg_relation_size('%[1]s') / current_setting('block_size')::bigint FROM gone`, table),
+			fmt.Sprintf("(%d,0)", from), fmt.Sprintf("(%d,0)", from+sweepPages)).Scan(&deleted, &pages)
+		if err != nil {
+			return total, err
+		}
+		next := from + sweepPages
+		if next >= pages {
+			next = 0
+		}
+		s.sweep.page[i].Store(next)
+		total += deleted
+	}
+	return total, nil
+}
