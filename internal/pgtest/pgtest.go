@@ -44,6 +44,9 @@ type Server struct {
 	cmd  *exec.Cmd
 	dir  string
 	done chan struct{}
+
+	postgres, data string // to start it again (Restart)
+	owner          *owner
 }
 
 // Binaries returns the paths of initdb and postgres: from PATH, or from
@@ -119,7 +122,7 @@ func Start() (*Server, error) {
 	}
 	for range 5 {
 		var s *Server
-		if s, err = start(postgres, dir, data, owner); err == nil {
+		if s, err = start(postgres, dir, data, owner, 0); err == nil {
 			return s, nil
 		}
 	}
@@ -127,10 +130,13 @@ func Start() (*Server, error) {
 	return nil, err
 }
 
-func start(postgres, dir, data string, owner *owner) (*Server, error) {
-	port, err := testserver.FreePort()
-	if err != nil {
-		return nil, err
+// start starts postgres on data, on port, or on a free port if port is 0.
+func start(postgres, dir, data string, owner *owner, port int) (*Server, error) {
+	if port == 0 {
+		var err error
+		if port, err = testserver.FreePort(); err != nil {
+			return nil, err
+		}
 	}
 	cmd := exec.Command(postgres, "-D", data, "-p", strconv.Itoa(port),
 		"-c", "listen_addresses=127.0.0.1",
@@ -138,7 +144,7 @@ func start(postgres, dir, data string, owner *owner) (*Server, error) {
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200",
 		"-c", "logging_collector=off")
-	logFile, err := os.Create(filepath.Join(dir, "postgres.log"))
+	logFile, err := os.OpenFile(filepath.Join(dir, "postgres.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -151,6 +157,7 @@ func start(postgres, dir, data string, owner *owner) (*Server, error) {
 	s := &Server{
 		URL:  fmt.Sprintf("postgres://ratewise@127.0.0.1:%d/ratewise?sslmode=disable", port),
 		Port: port, cmd: cmd, dir: dir, done: make(chan struct{}),
+		postgres: postgres, data: data, owner: owner,
 	}
 	go func() { cmd.Wait(); close(s.done) }()
 	if err := s.waitReady(); err != nil {
@@ -161,7 +168,7 @@ func start(postgres, dir, data string, owner *owner) (*Server, error) {
 }
 
 // waitReady waits until the server accepts connections, then creates the
-// database "ratewise".
+// database "ratewise" if it is not there.
 func (s *Server) waitReady() error {
 	admin := fmt.Sprintf("postgres://ratewise@127.0.0.1:%d/postgres?sslmode=disable", s.Port)
 	deadline := time.Now().Add(30 * time.Second)
@@ -174,7 +181,11 @@ func (s *Server) waitReady() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		conn, err := pgx.Connect(ctx, admin)
 		if err == nil {
-			_, err = conn.Exec(ctx, "CREATE DATABASE ratewise")
+			var n int // 1 after a restart
+			err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = 'ratewise'").Scan(&n)
+			if err == nil && n == 0 {
+				_, err = conn.Exec(ctx, "CREATE DATABASE ratewise")
+			}
 			conn.Close(ctx)
 			cancel()
 			return err
@@ -216,6 +227,29 @@ func (s *Server) kill() {
 		s.cmd.Process.Kill()
 		<-s.done
 	}
+}
+
+// Restart shuts the server down (a fast shutdown, which ends every
+// connection) and starts it again on the same port and data, for fault
+// tests. Clients connected before see their connections fail, and new
+// ones succeed once it is back.
+func (s *Server) Restart() error {
+	select {
+	case <-s.done:
+	default:
+		s.cmd.Process.Signal(os.Interrupt)
+		<-s.done
+	}
+	var err error
+	for range 50 { // the port may take a moment to be free again
+		var n *Server
+		if n, err = start(s.postgres, s.dir, s.data, s.owner, s.Port); err == nil {
+			s.cmd, s.done = n.cmd, n.done
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return err
 }
 
 // PID is the server's process ID.
