@@ -20,6 +20,7 @@
 // Verdict per workload: which algorithm held the limit at the least cost.
 //
 // Every store must decide on the time it is given (client time), so that a
-// replay is exact and repeatable: the memory store does, and so does the
-// Redis store with storeredis.WithClientTime.
+// replay is exact and repeatable: the memory store does, and so do the
+// Redis store with storeredis.WithClientTime and the PostgreSQL store with
+// storepostgres.WithClientTime, which the Redis and Postgres targets use.
 package replay

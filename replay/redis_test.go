@@ -7,12 +7,18 @@ import (
 	"os"
 	"testing"
 
+	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 )
 
-func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }
+// TestMain stops the Redis and PostgreSQL servers the tests shared.
+func TestMain(m *testing.M) {
+	code := redistest.Main(m)
+	pgtest.StopShared()
+	os.Exit(code)
+}
 
 // The same comparison on a real Redis and a real cluster: the decisions
 // match the memory store's, each takes one round trip, and memory and

@@ -17,8 +17,8 @@ import (
 // A Target is a kind of store that compare runs on. Every run opens a
 // fresh, empty instance, so one run's state never leaks into another's.
 type Target interface {
-	// Name names the target in reports: "memory", "miniredis", "redis" or
-	// "cluster".
+	// Name names the target in reports: "memory", "miniredis", "redis",
+	// "cluster" or "postgres".
 	Name() string
 	// Open returns a fresh store. It is called once per run.
 	Open(ctx context.Context) (Instance, error)

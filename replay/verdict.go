@@ -16,11 +16,11 @@ import (
 // Cost is ranked by, in order:
 //
 //  1. memory per key on the most production-like store that measured it:
-//     redis or cluster, else the memory store (miniredis measures none, see
-//     Miniredis). Figures within 2%, and at least 1 byte, of the least of
-//     them count as equal, and so on up from the least figure above them,
-//     for memory is measured no closer than that: 63.3 and 63.6 bytes per
-//     key are one cost, whatever the run;
+//     redis, cluster or postgres, else the memory store (miniredis measures
+//     none, see Miniredis). Figures within 2%, and at least 1 byte, of the
+//     least of them count as equal, and so on up from the least figure
+//     above them, for memory is measured no closer than that: 63.3 and 63.6
+//     bytes per key are one cost, whatever the run;
 //  2. store commands per decision, rounded to hundredths, on the most
 //     production-like store that counts them: redis or cluster, else
 //     miniredis;
@@ -77,7 +77,7 @@ type Judged struct {
 // realism ranks targets by how much like production their figures are.
 func realism(target string) int {
 	switch target {
-	case "redis", "cluster":
+	case "redis", "cluster", "postgres":
 		return 3
 	case "miniredis":
 		return 2
