@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/csv"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,37 @@ func TestTablesExplainThemselves(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A store that counts no commands, PostgreSQL, gets a column of bytes per
+// key and none of commands, and its line in the legend, which says no
+// commands are counted: no "cmds" or EVALSHA.
+func TestPostgresColumns(t *testing.T) {
+	rep := testReport()
+	rep.Targets = []string{"memory", "postgres"}
+	for i := range rep.Rows {
+		rep.Rows[i].Stores[1] = replay.StoreFigures{Target: "postgres", BytesPerKey: ptr(380), KeysHeld: 10_000, RoundTripsPerDecision: 1.01}
+	}
+	var b bytes.Buffer
+	if err := Write(&b, rep, "table"); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	header := regexp.MustCompile(`(?m)^algorithm .*$`).FindString(out)
+	if !strings.HasSuffix(header, "memory B/key  postgres B/key") {
+		t.Errorf("header %q does not end with the two stores' B/key and nothing more", header)
+	}
+	if !regexp.MustCompile(`(?m)^gcra( +[0-9.,]+){6} +63 +380$`).MatchString(out) {
+		t.Errorf("no row of gcra ending with 63 and 380 B/key:\n%s", out)
+	}
+	for _, want := range []string{"postgres B/key: bytes on disk per row (pg_total_relation_size", "temporary table laid out as ratewise.state"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the legend does not say %q:\n%s", want, out)
+		}
+	}
+	if legend := out[strings.Index(out, "legend:"):strings.Index(out, "Timed phase")]; strings.Contains(legend, "cmds") {
+		t.Errorf("the legend explains a cmds column there is not:\n%s", legend)
 	}
 }
 

@@ -38,9 +38,10 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 			}
 		}
 		t := &Table{Left: 1, Header: []string{"algorithm", "admitted", "denied", "max in " + Duration(wl.Window), "× limit", "false admits", "false denials"}}
+		cmds := countsCommands(rows)
 		for _, name := range rep.Targets {
 			t.Header = append(t.Header, name+" B/key")
-			if name != "memory" {
+			if cmds[name] {
 				t.Header = append(t.Header, name+" cmds")
 			}
 		}
@@ -58,7 +59,7 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 				Fixed2(r.Overshoot), Int(r.FalseAdmits), Int(r.FalseDenials)}
 			for _, s := range r.Stores {
 				cells = append(cells, optional(s.BytesPerKey, "%.0f"))
-				if s.Target != "memory" {
+				if cmds[s.Target] {
 					cells = append(cells, optional(s.CommandsPerDecision, "%.2f"))
 				}
 			}
@@ -112,7 +113,7 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 		}
 		t.Write(w, markdown)
 		legend := "goroutines decide at once, each on its share of the keys, on the real clock; decisions/s is their total; p50 and p99 are each decision's latency as the caller saw it, " +
-			"on this machine, with the store (and Redis, if any) sharing its cores. Speed is for comparing algorithms side by side in one run, not a capacity figure."
+			"on this machine, with the store (and Redis or PostgreSQL, if any) sharing its cores. Speed is for comparing algorithms side by side in one run, not a capacity figure."
 		if markdown {
 			fmt.Fprintf(w, "%s\n\n", legend)
 		} else {
@@ -124,6 +125,19 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 		writeWrapped(w, "bottom line: ", line)
 	}
 	return nil
+}
+
+// countsCommands reports, by target, whether it counted store commands on
+// any of rows: Redis and miniredis do; the memory store and PostgreSQL
+// have none to count, and get no column for them.
+func countsCommands(rows []replay.Row) map[string]bool {
+	out := map[string]bool{}
+	for _, r := range rows {
+		for _, s := range r.Stores {
+			out[s.Target] = out[s.Target] || s.CommandsPerDecision != nil
+		}
+	}
+	return out
 }
 
 // Params describes the parameters of a workload's rows beyond what they
@@ -218,6 +232,9 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 		case "miniredis":
 			stores = append(stores, "miniredis B/key: – (cannot measure Redis memory).")
 			cmds = true
+		case "postgres":
+			stores = append(stores, "postgres B/key: bytes on disk per row (pg_total_relation_size: the table, its index and TOAST) of the run's rows as the workload left them, "+
+				"copied into a temporary table laid out as ratewise.state, fill factor included, enough times to fill thousands of rows.")
 		default:
 			stores = append(stores, t+" B/key: – (cannot measure memory).")
 			cmds = true
