@@ -28,7 +28,7 @@ type compareFlags struct {
 	keys                      int
 	keysSet                   bool // --keys was given: the timed phase uses it too
 	subWindows, burst         int64
-	redis                     redisFlags
+	store                     storeFlags
 	timed                     time.Duration
 	concurrency, redisWorkers int
 	format, svg               string
@@ -49,17 +49,17 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at --rate; when given, also the keys of the timed phase (else 10,000)")
 	fs.Int64Var(&f.subWindows, "subwindows", 0, "sub-windows of the sliding window counter, which must split every window evenly; 0 means 10, or the largest smaller count that splits the window")
 	fs.Int64Var(&f.burst, "burst", 0, "capacity of the token bucket and burst of GCRA, for every workload; 0 means each workload's limit")
-	f.redis.register(fs, "run beside the in-memory store", forCompare)
+	f.store.register(fs, "run beside the in-memory store", forCompare)
 	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store, with --limit per --window; 0 skips it")
 	fs.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "goroutines of the timed phase on the memory store")
-	fs.IntVar(&f.redisWorkers, "redis-concurrency", 16, "goroutines of the timed phase on a Redis store")
+	fs.IntVar(&f.redisWorkers, "redis-concurrency", 16, "goroutines of the timed phase on a Redis or PostgreSQL store")
 	fs.StringVar(&f.format, "format", "table", "output: "+strings.Join(report.Formats, ", "))
 	fs.StringVar(&f.svg, "svg", "", "write one chart per workload as SVG into this directory")
 }
 
 func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f compareFlags
-	fs := newCommand("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a throwaway redis-server (or --redis, --cluster, or the embedded miniredis when\nredis-server is not installed), and prints what each algorithm admitted, how far it\nstrayed from an exact sliding log, and what it cost.", stdout)
+	fs := newCommand("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a throwaway redis-server (or --redis, --cluster, --postgres, --start-postgres, or\nthe embedded miniredis when redis-server is not installed), and prints what each algorithm admitted, how far it\nstrayed from an exact sliding log, and what it cost.", stdout)
 	f.register(fs.FlagSet)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -143,7 +143,8 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*r
 			return nil, "", err
 		}
 	}
-	second, about, err := f.redis.open(ctx)
+	f.store.conns = f.redisWorkers + 4 // and the sweeps and measuring statements
+	second, about, err := f.store.open(ctx)
 	if err != nil {
 		return nil, "", err
 	}

@@ -37,7 +37,7 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newCommand("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. It runs on a throwaway redis-server\nwhen one is on the PATH, so that its memory figures are Redis's.", stdout)
 	var out string
 	var timed time.Duration
-	var rf redisFlags
+	var rf storeFlags
 	fs.StringVar(&out, "out", "docs", "the docs directory: writes choosing.md and img/choosing/*.svg")
 	fs.DurationVar(&timed, "time", 500*time.Millisecond, "timed phase per algorithm and store")
 	rf.register(fs.FlagSet, "run compare and recommend's examples", forGuide)

@@ -10,13 +10,17 @@
 // flags.
 //
 // By default compare, recommend and guide measure a real Redis: given none
-// of --redis, --cluster, --start-redis, --memory-store and --miniredis, they
-// start a throwaway redis-server of their own when one is on the PATH.
-// Without one, compare runs the in-memory store and the embedded miniredis,
-// and recommend measures the in-memory store, and each says so in its
-// output. So neither needs a server:
+// of --redis, --cluster, --start-redis, --postgres, --start-postgres,
+// --memory-store and --miniredis, they start a throwaway redis-server of
+// their own when one is on the PATH. Without one, compare runs the
+// in-memory store and the embedded miniredis, and recommend measures the
+// in-memory store, and each says so in its output. So neither needs a
+// server:
 //
 //	go run ./cmd/ratewise compare
+//
+// compare and recommend measure the PostgreSQL store with --postgres URL,
+// or with --start-postgres on a throwaway PostgreSQL of their own.
 //
 // Every error prints one line and exits with status 2. doctor exits with
 // status 1 when a check fails.
@@ -60,7 +64,8 @@ commands:
 compare, recommend and guide measure a throwaway redis-server of their own
 when redis-server is on the PATH, unless given --redis, --cluster,
 --memory-store or --miniredis; without one, an in-process store, as their
-output says.
+output says. compare and recommend measure the PostgreSQL store with
+--postgres URL, or --start-postgres for a throwaway server.
 
 Run 'ratewise help <command>' for a command's flags.
 `

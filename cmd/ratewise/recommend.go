@@ -65,10 +65,11 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs := newCommand("recommend", recommendSummary, stdout)
 	var (
 		q  question
-		rf redisFlags
+		rf storeFlags
 	)
 	q.register(fs)
 	rf.register(fs.FlagSet, "measure memory and latency", forRecommend)
+	rf.conns = defaultConns
 	if err := fs.parse(args); err != nil {
 		return err
 	}

@@ -136,7 +136,7 @@ func TestStoreFallbackWithoutRedisServer(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			var rf redisFlags
+			var rf storeFlags
 			fs := newCommand("test", "", nil)
 			rf.register(fs.FlagSet, "run", c.use)
 			if err := fs.parse(c.args); err != nil {
