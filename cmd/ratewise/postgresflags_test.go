@@ -80,3 +80,32 @@ func TestPostgresErrors(t *testing.T) {
 		t.Errorf("missing database: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
+
+// recommend on PostgreSQL measures every algorithm there, and sizes a
+// deployment of the one it recommends: bytes per key at the table's fill
+// factor, and the decisions per second the database served.
+func TestRecommendSizesPostgres(t *testing.T) {
+	code, stdout, stderr := runCLI(t, "recommend", "--qps", "100/min", "--precision", "approx", "--keys", "100000", "--start-postgres")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"Recommendation: ",
+		"Measured on this PostgreSQL with ",
+		"keys filled  decisions each  ratewise.state before",
+		"fill factor\n",
+		"70%\n",
+		"callers    keys  decisions/s  range over 3 runs",
+		"Disk: 100,000 keys at ",
+		"Decisions: the peak is ",
+		"Measured on a throwaway PostgreSQL started for this run (PostgreSQL ",
+		"B/key is bytes on disk",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("recommend on PostgreSQL does not say %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "Redis process served") {
+		t.Errorf("recommend on PostgreSQL sizes a Redis:\n%s", stdout)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -16,7 +17,7 @@ import (
 	"github.com/ratewise/ratewise/replay"
 )
 
-const recommendSummary = "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason and every rejection: memory for a full window, the\nstore's time per decision, accuracy on matching workloads, and what one Redis serves."
+const recommendSummary = "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason and every rejection: memory for a full window, the\nstore's time per decision, accuracy on matching workloads, and what one Redis serves, or,\nwith --postgres or --start-postgres when there is no Redis, the disk and decisions per\nsecond a PostgreSQL deployment needs."
 
 // question is recommend's flags that describe the question, as opposed to
 // the store it is measured on.
@@ -32,7 +33,7 @@ func (q *question) register(fs *command) {
 	fs.Int64Var(&q.in.Keys, "keys", 1, "keys active at once")
 	fs.Int64Var(&q.in.Burst, "burst", 0, "the most requests a key may send at once, at most the window's limit; 0 means a whole window's limit")
 	fs.StringVar(&q.in.Calendar, "calendar", "", "day or month: a quota that resets at the start of each calendar day (UTC) or month, rather than counting any window")
-	fs.StringVar(&q.memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB, 4GB or 1GiB")
+	fs.StringVar(&q.memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB, 4GB or 1GiB (on PostgreSQL, the disk its table takes)")
 	fs.DurationVar(&q.in.LatencyBudget, "latency", time.Millisecond, "budget for the store's time per decision")
 }
 
@@ -85,6 +86,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	p := newProgress(stderr, isTerminal(stdout) && isTerminal(stderr))
 	n := 0
 	_, onRedis := target.(interface{ Client() redis.UniversalClient })
+	_, onPostgres := target.(interface{ Pool() *pgxpool.Pool })
 	// A step per algorithm measured, one for accuracy, one for capacity.
 	steps := 1
 	for _, k := range algorithms.Kinds() {
@@ -92,7 +94,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 			steps++
 		}
 	}
-	if onRedis {
+	if onRedis || onPostgres {
 		steps++
 	}
 	m, err := recommend.Measure(ctx, in, target, func(what string) { n++; p.step(n, steps, what) })
@@ -105,30 +107,38 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		p.finish()
 		return err
 	}
-	var capacity *recommend.Capacity
-	if onRedis {
+	var dep recommend.Deployment
+	if onRedis || onPostgres {
 		n++
-		p.step(n, steps, "capacity of one Redis")
-		c, err := measureCapacity(ctx, in, d, target)
-		if err != nil {
+		what := "capacity of one Redis"
+		if onPostgres {
+			what = "size of a PostgreSQL deployment"
+		}
+		p.step(n, steps, what)
+		if dep, err = measureDeployment(ctx, in, d, target, onRedis); err != nil {
 			p.finish()
 			return err
 		}
-		capacity = &c
 	}
 	p.finish()
-	recommend.Write(stdout, in, m, d, capacity, where)
+	recommend.Write(stdout, in, m, d, dep, where)
 	return nil
 }
 
-// measureCapacity measures what one Redis serves of the recommended
-// algorithm, or of the closest one when nothing fits.
-func measureCapacity(ctx context.Context, in recommend.Input, d recommend.Decision, target replay.Target) (recommend.Capacity, error) {
+// measureDeployment measures what a deployment of the recommended
+// algorithm, or of the closest one when nothing fits, needs: one Redis's
+// capacity, or a PostgreSQL database's disk and decisions per second.
+func measureDeployment(ctx context.Context, in recommend.Input, d recommend.Decision, target replay.Target, onRedis bool) (recommend.Deployment, error) {
 	alg, err := recommend.Configured(in, strings.Split(d.Answer(), " + ")[0])
 	if err != nil {
-		return recommend.Capacity{}, err
+		return nil, err
 	}
-	return recommend.MeasureCapacity(ctx, target, alg)
+	if onRedis {
+		c, err := recommend.MeasureCapacity(ctx, target, alg)
+		return &c, err
+	}
+	s, err := recommend.MeasurePostgres(ctx, target, alg)
+	return &s, err
 }
 
 // parseQPS reads --qps into in: a number of requests per second, or a count

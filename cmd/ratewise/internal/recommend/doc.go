@@ -8,11 +8,15 @@
 // behind every choice and every rejection.
 //
 // The figures a rule compares with a budget are robust ones: memory is
-// what the store reports for a full window (exact on Redis), and time is
-// the median of repeated samples of the store's own time per decision
-// (Redis's INFO commandstats), so the same question gets the same answer on
-// every run, except where a figure lies within a stated margin of a budget,
-// which the decision then says.
+// what the store reports for a full window (exact on Redis; on PostgreSQL,
+// bytes on disk of the key's row), and time is the median of repeated
+// samples of the store's own time per decision (Redis's INFO commandstats;
+// on PostgreSQL, a statement's round trip), so the same question gets the
+// same answer on every run, except where a figure lies within a stated
+// margin of a budget, which the decision then says.
+//
+// On Redis, MeasureCapacity says how many masters the question needs; on
+// PostgreSQL, MeasurePostgres sizes the table and the decisions per second.
 //
 // The rules name no algorithm. They read each one's family and the
 // parameters it takes from package algorithms' registry, which puts it in

@@ -37,15 +37,23 @@ func Headline(in Input, d Decision) string {
 	return b.String()
 }
 
-// Write prints the recommendation, its reasons and rejections, the
-// capacity it needs, and the measurements behind it. where describes the
-// store the costs were measured on; capacity is nil when they were not
-// measured on Redis.
-func Write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacity, where string) {
-	registry.write(w, in, m, d, capacity, where)
+// A Deployment is what a deployment of the recommendation needs, measured
+// on its store: a *Capacity on Redis, a *Sizing on PostgreSQL.
+type Deployment interface {
+	// write finishes the capacity paragraph that says what the question
+	// needs, need decisions per second at the limit.
+	write(w io.Writer, in Input, d Decision, need float64)
 }
 
-func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, capacity *Capacity, where string) {
+// Write prints the recommendation, its reasons and rejections, the
+// capacity it needs, and the measurements behind it. where describes the
+// store the costs were measured on; dep is nil when they were measured on
+// the in-memory store.
+func Write(w io.Writer, in Input, m *Measurements, d Decision, dep Deployment, where string) {
+	registry.write(w, in, m, d, dep, where)
+}
+
+func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, dep Deployment, where string) {
 	fmt.Fprintf(w, "%s\n\n    %s\n\n", Headline(in, d), d.Config)
 	fmt.Fprintln(w, "Why:")
 	for _, r := range d.Reasons {
@@ -63,7 +71,7 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, cap
 			fmt.Fprintf(w, "- %s.\n", r)
 		}
 	}
-	writeCapacity(w, in, m, d, capacity)
+	writeDeployment(w, in, m, d, dep)
 	fmt.Fprintf(w, "\nThe classic decision tree (%s) picks %s.\n", ClassicTree, d.Classic)
 	if len(d.Disagreements) > 0 {
 		fmt.Fprintln(w, "Where these measurements disagree with the classic thresholds:")
@@ -76,9 +84,13 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, cap
 	if m.Measured < m.Records {
 		fmt.Fprintf(w, " (the logs filled with %s of their %s records: memory scaled linearly, time measured at that size)", report.Int(m.Measured), report.Int(m.Records))
 	}
-	if m.Store == "memory" {
+	switch m.Store {
+	case "memory":
 		fmt.Fprint(w, "; time is the store's time per call")
-	} else {
+	case "postgres":
+		fmt.Fprint(w, "; B/key is bytes on disk, the key's row copied into a temporary table laid out as ratewise.state; "+
+			"time is a decision's statement as this process saw it, one at a time, its round trip included")
+	default:
 		fmt.Fprint(w, "; time is Redis's own time per EVALSHA (INFO commandstats), without the network round trip")
 	}
 	fmt.Fprintf(w, "; accuracy replayed on the in-memory store with a limit of %s per %s", report.Int(m.AccuracyLimit), report.Duration(in.Window))
@@ -116,21 +128,27 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, cap
 		"an exact limiter never exceeds 1.00. False admits and denials compare every decision with an exact sliding log's.\n", timeSamples, timeBatch)
 }
 
-func writeCapacity(w io.Writer, in Input, m *Measurements, d Decision, c *Capacity) {
+func writeDeployment(w io.Writer, in Input, m *Measurements, d Decision, dep Deployment) {
 	need := in.QPS * float64(in.Keys)
 	fmt.Fprintf(w, "\nCapacity: %s at up to %.6g requests per second each is %s decisions per second at the limit",
 		report.Keys(in.Keys), in.QPS, perSecond(need))
-	if c == nil {
-		name := strings.Split(d.Answer(), " + ")[0]
-		if f, ok := m.Figures[name]; ok && f.Time.Median > 0 {
-			fmt.Fprintf(w, "; the in-memory store decides %s in %s, %s decisions per second on one core of one process. "+
-				"What one Redis serves is measured on Redis: run without --memory-store where redis-server is installed, or with --redis ADDR.\n",
-				name, report.Latency(f.Time.Median), perSecond(1/f.Time.Median.Seconds()))
-		} else {
-			fmt.Fprintln(w, ".")
-		}
+	if dep != nil {
+		dep.write(w, in, d, need)
 		return
 	}
+	name := strings.Split(d.Answer(), " + ")[0]
+	if f, ok := m.Figures[name]; ok && f.Time.Median > 0 {
+		fmt.Fprintf(w, "; the in-memory store decides %s in %s, %s decisions per second on one core of one process. "+
+			"What one Redis serves is measured on Redis: run without --memory-store where redis-server is installed, or with --redis ADDR; "+
+			"what a PostgreSQL database serves, with --postgres URL or --start-postgres.\n",
+			name, report.Latency(f.Time.Median), perSecond(1/f.Time.Median.Seconds()))
+	} else {
+		fmt.Fprintln(w, ".")
+	}
+}
+
+// write says how many Redis masters the question needs at utilisation.
+func (c *Capacity) write(w io.Writer, in Input, d Decision, need float64) {
 	masters := func(capacity float64) int { return max(1, int(math.Ceil(need/(utilisation*capacity)))) }
 	mastersText := func(r Rate) string {
 		lo, mid, hi := masters(r.Max), masters(r.Median), masters(r.Min)

@@ -1,0 +1,120 @@
+package recommend
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/replay"
+	"github.com/ratewise/ratewise/replay/workload"
+	"github.com/ratewise/ratewise/store"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// The sizing fills keys through the store and divides ratewise.state's
+// growth by them: a figure that agrees with the other way bytes per key are
+// measured on PostgreSQL (compare's, the rows copied into a temporary
+// table), and load at every number of callers, with the hot key last.
+func TestMeasurePostgres(t *testing.T) {
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(pgtest.Shared(t).URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 20
+	target, err := replay.DialPostgres(ctx, cfg, "the test's PostgreSQL")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	alg := algorithms.FixedWindow{Limit: 100, Window: time.Minute}
+	s, err := MeasurePostgres(ctx, target, alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", s)
+	if s.Keys < minSizingKeys || s.Requests != 1 || s.Scaled || s.FillFactor != 70 {
+		t.Errorf("filled %d keys with %d decisions each (scaled %v) at fill factor %d; want at least %d keys, 1 decision, not scaled, the schema's 70",
+			s.Keys, s.Requests, s.Scaled, s.FillFactor, minSizingKeys)
+	}
+
+	// The same state's row, copied by compare's measurement.
+	inst, err := target.Open(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close()
+	if _, err := inst.Store().Decide(ctx, store.Key{Name: "user:00000001"}, alg, workload.Start, algo100(alg)); err != nil {
+		t.Fatal(err)
+	}
+	copied, _, err := inst.BytesPerKey(ctx, nil, nil, alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("copies of one key's row: %.0f B per row", copied)
+	// The two differ by the keys' lengths, and by the index: keys that
+	// arrive in no order split its pages in halves, copies of one key in
+	// order fill them.
+	if lo, hi := copied*0.9, copied*1.25; s.BytesPerKey < lo || s.BytesPerKey > hi {
+		t.Errorf("the table grew by %.0f B per key filled; copies of one key's row take %.0f B: want 0.9 to 1.25 times that", s.BytesPerKey, copied)
+	}
+
+	var callers []int
+	for _, l := range s.Load {
+		callers = append(callers, l.Callers)
+		if l.PerSecond.Median <= 0 || l.PerSecond.Min > l.PerSecond.Median || l.PerSecond.Median > l.PerSecond.Max || l.P50 <= 0 || l.P99 < l.P50 {
+			t.Errorf("%d callers on %d keys: %+v", l.Callers, l.Keys, l)
+		}
+	}
+	if hot := s.Load[len(s.Load)-1]; len(s.Load) != 4 || hot.Keys != 1 {
+		t.Errorf("load with %v callers, the last on %d keys; want 1, 4 and 16 callers, then 16 on one key", callers, hot.Keys)
+	}
+}
+
+func algo100(alg algorithms.FixedWindow) int64 { return alg.Limit }
+
+// The PostgreSQL sizing prints its two tables and says, from the figures,
+// what the question's keys take on disk and whether its peak fits.
+func TestSizingSaysWhatItMeasured(t *testing.T) {
+	in := Input{QPS: 100.0 / 60, Window: time.Minute, Precision: "approx", Keys: 100_000, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	s := &Sizing{Algorithm: "gcra 100/1m burst 100", Keys: 10_000, Requests: 1, Before: 40_000, After: 3_840_000, BytesPerKey: 380, FillFactor: 70,
+		Load: []Load{
+			{Callers: 1, Keys: 10_000, PerSecond: Rate{Median: 2000, Min: 1900, Max: 2100}, P50: 400 * time.Microsecond, P99: time.Millisecond},
+			{Callers: 16, Keys: 10_000, PerSecond: Rate{Median: 12_000, Min: 11_000, Max: 13_000}, P50: time.Millisecond, P99: 5 * time.Millisecond},
+			{Callers: 16, Keys: 1, PerSecond: Rate{Median: 3000, Min: 2900, Max: 3100}, P50: 5 * time.Millisecond, P99: 9 * time.Millisecond},
+		}}
+	var out bytes.Buffer
+	writeDeployment(&out, in, &Measurements{}, Decision{Algorithm: "gcra"}, s)
+	got := out.String()
+	for _, want := range []string{
+		"Measured on this PostgreSQL with gcra 100/1m burst 100:",
+		"keys filled  decisions each  ratewise.state before    after  B/key  fill factor\n",
+		"     10,000               1                  40 KB  3.84 MB  380 B          70%\n",
+		"at the table's fill factor",
+		"Disk: 100,000 keys at 380 B each is 38 MB for ratewise.state",
+		// 166,667 decisions per second at the limit, against 12,000.
+		"the peak is 13.9× the most this database served here, 12,000 per second to 16 callers, beyond the 50%",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the sizing does not say %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "Hot key") {
+		t.Errorf("a key at 1.67 requests per second is called hot:\n%s", got)
+	}
+	in.QPS, in.Keys = 1000, 1
+	out.Reset()
+	writeDeployment(&out, in, &Measurements{}, Decision{Algorithm: "gcra"}, s)
+	if got := out.String(); !strings.Contains(got, "Hot key: one key at 1000 requests per second is 33% of the 3,000 decisions per second one key took here") ||
+		!strings.Contains(got, "the peak is 8% of the most this database served here, 12,000 per second to 16 callers, within the 50%") {
+		t.Errorf("a key at 1,000 requests per second of 3,000 is not hot, or does not fit:\n%s", got)
+	}
+}
