@@ -94,6 +94,9 @@ type pgContender struct {
 	table string // the table whose size per row is the bytes per key, "" for Redis
 	allow func(ctx context.Context, key string) (bool, error)
 	trips func() int64
+	// keep decides once on a key under the same kind with a slow rate,
+	// whose state stays while its size is measured.
+	keep func(ctx context.Context, key string) (bool, error)
 }
 
 type pgCell struct {
@@ -165,16 +168,34 @@ func runPostgres(quick bool) error {
 	if err != nil {
 		return err
 	}
-	redisGCRA, err := limiter(storeredis.New(rdb), gcra)
+	redisStore := storeredis.New(rdb, storeredis.WithWarnings(0, nil))
+	redisGCRA, err := limiter(redisStore, gcra)
 	if err != nil {
 		return err
 	}
+	// The same kinds refilling a token every 259s, for the bytes a key
+	// holds: a key decided once keeps its state that long.
+	month := algorithms.Rate{Count: pgRate, Period: 30 * 24 * time.Hour}
+	tbHour := algorithms.TokenBucket{Refill: month, Capacity: pgBurst}
+	gcraHour := algorithms.GCRA{Rate: month, Burst: pgBurst}
+	pgTBHour, err := limiter(pgStore, tbHour)
+	if err != nil {
+		return err
+	}
+	pgGCRAHour, err := limiter(pgStore, gcraHour)
+	if err != nil {
+		return err
+	}
+	redisGCRAHour, err := limiter(redisStore, gcraHour)
+	if err != nil {
+		return err
+	}
+	hand := func(ctx context.Context, key string) (bool, error) { return baseline(ctx, pool, key) }
 	contenders := []pgContender{
-		{"hand-written token bucket (SELECT … FOR UPDATE, UPDATE)", "buckets",
-			func(ctx context.Context, key string) (bool, error) { return baseline(ctx, pool, key) }, pgTrips.Load},
-		{"ratewise token bucket on PostgreSQL", "ratewise.state", pgTB, pgTrips.Load},
-		{"ratewise GCRA on PostgreSQL", "ratewise.state", pgGCRA, pgTrips.Load},
-		{"ratewise GCRA on Redis", "", redisGCRA, redisTrips.Load},
+		{"hand-written token bucket (SELECT … FOR UPDATE, UPDATE)", "buckets", hand, pgTrips.Load, hand},
+		{"ratewise token bucket on PostgreSQL", "ratewise.state", pgTB, pgTrips.Load, pgTBHour},
+		{"ratewise GCRA on PostgreSQL", "ratewise.state", pgGCRA, pgTrips.Load, pgGCRAHour},
+		{"ratewise GCRA on Redis", "", redisGCRA, redisTrips.Load, redisGCRAHour},
 	}
 
 	keys := make([]string, manyKeys)
@@ -216,7 +237,17 @@ func runPostgres(quick bool) error {
 				}
 			}
 		}
+		// Bytes per key: 10,000 fresh keys decided once each under a slow
+		// rate, on an empty table, or Redis's MEMORY USAGE of 100 of them.
 		if c.table != "" {
+			if _, err := pool.Exec(ctx, "TRUNCATE "+c.table); err != nil {
+				return err
+			}
+			for i := range 10_000 {
+				if _, err := c.keep(ctx, fmt.Sprint("bytes:", i)); err != nil {
+					return err
+				}
+			}
 			var size, rows int64
 			if err := pool.QueryRow(ctx, "SELECT pg_total_relation_size('"+c.table+"'), (SELECT count(*) FROM "+c.table+")").Scan(&size, &rows); err != nil {
 				return err
@@ -225,7 +256,10 @@ func runPostgres(quick bool) error {
 		} else {
 			var sum float64
 			for _, k := range keys[:100] {
-				u, err := rdb.MemoryUsage(ctx, storeredis.New(rdb).Key(k, gcra), 0).Result()
+				if _, err := c.keep(ctx, "bytes:"+k); err != nil {
+					return err
+				}
+				u, err := rdb.MemoryUsage(ctx, redisStore.Key("bytes:"+k, gcraHour), 0).Result()
 				if err != nil {
 					return err
 				}
@@ -251,7 +285,7 @@ func runPostgres(quick bool) error {
 		}
 	}
 	fmt.Println()
-	fmt.Println("| limiter | bytes per key (table and index on disk, or Redis MEMORY USAGE) |")
+	fmt.Println("| limiter | bytes per key (10,000 keys: table and index on disk, or Redis MEMORY USAGE) |")
 	fmt.Println("| --- | --- |")
 	for _, c := range contenders {
 		fmt.Printf("| %s | %.0f |\n", c.name, bytesPerKey[c.name])

@@ -29,7 +29,7 @@ func compactPool(t *testing.T) *pgxpool.Pool {
 		t.Fatal(err)
 	}
 	t.Cleanup(p.Close)
-	ddl, err := pgsql.SchemaOf([]*algorithms.Kind{algorithms.CompactLog{}.Kind()})
+	ddl, err := pgsql.SchemaOf([]*algorithms.Kind{algorithms.CompactLog{}.Kind()}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
