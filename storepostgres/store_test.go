@@ -65,9 +65,26 @@ func kinds(t *testing.T) []*algorithms.Kind {
 // one, as keys on Redis do.
 func TestDifferential(t *testing.T) {
 	s := storepostgres.New(newPool(t), storepostgres.WithClientTime())
-	n := difftest.Sequences
+	difftest.Run(t, s, kinds(t), sequences(difftest.Sequences), testKey(t), true)
+}
+
+// TestDifferentialSets and TestDifferentialReservations hold the set
+// driver, and the bookings and refunds, to the memory store's Go steps
+// (difftest.Sets, difftest.Reservations).
+func TestDifferentialSets(t *testing.T) {
+	s := storepostgres.New(newPool(t), storepostgres.WithClientTime())
+	difftest.Sets(t, s, testKey(t), sequences(30))
+}
+
+func TestDifferentialReservations(t *testing.T) {
+	s := storepostgres.New(newPool(t), storepostgres.WithClientTime())
+	difftest.Reservations(t, s, testKey(t), sequences(40))
+}
+
+// sequences is n, or a quarter of it under go test -short.
+func sequences(n int) int {
 	if testing.Short() {
-		n /= 4
+		return n / 4
 	}
-	difftest.Run(t, s, kinds(t), n, testKey(t), true)
+	return n
 }

@@ -18,18 +18,26 @@ import (
 // bounded, and the sweeps keep pace with the writes that create rows: a
 // page holds tens of rows, and a sweep covers sweepPages of them every
 // sweepEvery writes. Each instance sweeps from a cursor of its own, starting
-// at a page of its own, so that instances share the work. Deleted rows are
-// reclaimed by autovacuum, which then reuses their space; see
-// docs/postgres.md.
+// at a page of its own, so that instances share the work.
+//
+// A deleted row's space is reused only after a vacuum has recorded it as
+// free, and autovacuum wakes once a minute at most: under churn, a table
+// would grow by a minute of new keys between its passes. So once an
+// instance has deleted vacuumAfter rows since its last vacuum, the sweep
+// that passes the mark runs VACUUM on the table itself, which skips pages
+// with nothing to do (and does nothing for a role that does not own the
+// table, which then relies on autovacuum); see docs/postgres.md.
 const (
-	sweepEvery = 64
-	sweepPages = 16
+	sweepEvery  = 64
+	sweepPages  = 16
+	vacuumAfter = 50_000
 )
 
 type sweeper struct {
 	writes  atomic.Uint64
 	running atomic.Bool
 	page    [2]atomic.Int64 // the next page to sweep, of the state and once tables
+	deleted [2]int64        // rows deleted since the table's last vacuum; only the running sweep touches it
 }
 
 func (w *sweeper) init() {
@@ -76,6 +84,12 @@ func (s *Store) sweepOnce(ctx context.Context) (int64, error) {
 		}
 		s.sweep.page[i].Store(next)
 		total += deleted
+		if s.sweep.deleted[i] += deleted; s.sweep.deleted[i] >= vacuumAfter {
+			s.sweep.deleted[i] = 0
+			if _, err := s.pool.Exec(ctx, "VACUUM (SKIP_LOCKED) "+table); err != nil {
+				return total, err
+			}
+		}
 	}
 	return total, nil
 }

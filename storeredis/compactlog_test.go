@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/difftest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
@@ -39,10 +40,10 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 				limits := []int64{1 + rng.Int64N(4), 1 + rng.Int64N(30), 1 + rng.Int64N(300)}
 				limit := limits[0]
 				logKey, ringKey := fmt.Sprintf("%s:%d:%d:log", testKey(t), run, seq), fmt.Sprintf("%s:%d:%d:ring", testKey(t), run, seq)
-				clock := newSteppingClock(rng)
+				clock := difftest.NewClock(rng)
 				var charges []algorithms.Result
 				for step := range 200 {
-					now := clock.step(rng, window/time.Duration(limit)+time.Microsecond)
+					now := clock.Step(rng, window/time.Duration(limit)+time.Microsecond)
 					if rng.IntN(40) == 0 {
 						limit = limits[rng.IntN(len(limits))]
 					}

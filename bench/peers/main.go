@@ -16,6 +16,8 @@
 // This is its own module, so the peers never enter ratewise's go.mod.
 //
 //	cd bench/peers && go run . [-quick]
+//
+// With -postgres, it runs the PostgreSQL comparison instead (postgres.go).
 package main
 
 import (
@@ -78,8 +80,13 @@ type result struct {
 
 func main() {
 	quick := flag.Bool("quick", false, "shorter runs")
+	pg := flag.Bool("postgres", false, "compare ratewise's PostgreSQL store with the hand-written PostgreSQL limiter and ratewise on Redis instead")
 	flag.Parse()
-	if err := run(*quick); err != nil {
+	runner := run
+	if *pg {
+		runner = runPostgres
+	}
+	if err := runner(*quick); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)
 		os.Exit(2)
 	}
