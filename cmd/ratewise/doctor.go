@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -23,7 +24,12 @@ to change. The exit status is 1 when a check fails; warnings alone leave it 0.
 The doctor connects with the client settings docs/redis.md recommends for --budget,
 whatever a URL says of timeouts, so its client-settings check is about its own client.
 Your app's client is another: call redisprobe.Run(ctx, rdb, budget) on it at start-up,
-which runs these same checks and that one on your settings.`
+which runs these same checks and that one on your settings.
+
+With --postgres URL it checks a database for ratewise's PostgreSQL store instead, as the
+role the URL names: the server's version (14 or later), the schema ratewise (absent, at
+this version or another) and the role's privileges to create or use it, with the GRANTs
+that fix what it lacks. pgprobe.Run(ctx, pool) runs the same checks from your app.`
 
 // errCheckFailed is doctor's outcome when a check failed: the report says
 // which, and the exit status is 1.
@@ -31,12 +37,26 @@ var errCheckFailed = errors.New("a check failed")
 
 func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newCommand("doctor", doctorSummary, stdout)
-	var addr, cluster string
+	var addr, cluster, postgres string
 	fs.StringVar(&addr, "redis", "", "check the Redis at this address: host:port, or a URL such as redis://user:password@host:6379/0 (rediss:// for TLS)")
 	fs.StringVar(&cluster, "cluster", "", "check the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as redis://user:password@host:6379?addr=host2:6379")
-	budget := fs.Duration("budget", 100*time.Millisecond, "the longest a request may wait for a decision; the doctor's client settings and the round-trip check follow it")
+	fs.StringVar(&postgres, "postgres", "", "check the database at this URL for the PostgreSQL store, as the role it names: postgres://user:password@host:5432/db (or key=value settings, as pgx takes them)")
+	budget := fs.Duration("budget", 100*time.Millisecond, "the longest a request may wait for a decision; the doctor's client settings and the round-trip check follow it (Redis only)")
 	if err := fs.parse(args); err != nil {
 		return err
+	}
+	if postgres != "" {
+		for _, other := range []struct{ name, value string }{{"redis", addr}, {"cluster", cluster}} {
+			if other.value != "" {
+				return usagef("--%s and --postgres: give only one", other.name)
+			}
+		}
+		budgetSet := false
+		fs.Visit(func(fl *flag.Flag) { budgetSet = budgetSet || fl.Name == "budget" })
+		if budgetSet {
+			return usagef("--budget is for --redis and --cluster; the PostgreSQL checks take none")
+		}
+		return doctorPostgres(ctx, postgres, stdout)
 	}
 	if *budget <= 0 {
 		return usagef("--budget must be > 0, got %v", *budget)
@@ -55,21 +75,35 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	writeWrapped(stdout, "", fmt.Sprintf("Checked %s for ratewise's Redis store, with a budget of %v per decision.", where, *budget))
 	fmt.Fprintln(stdout)
-	writeReport(stdout, rep)
+	var rows []finding
+	for _, f := range rep.Findings {
+		rows = append(rows, finding{f.Check, f.Status.String(), f.Found, f.Change})
+	}
+	writeReport(stdout, rows)
 	fmt.Fprintln(stdout)
 	writeWrapped(stdout, "", fmt.Sprintf("The doctor's client: %s, the settings docs/redis.md recommends for a budget of %v. "+
 		"The client-settings check is about this client, not your app's: check your app's own client at start-up with "+
 		"redisprobe.Run(ctx, rdb, budget), which runs these checks on it, or storeredis.CheckClient(rdb, budget).", describeSettings(*budget), *budget))
+	fmt.Fprintln(stdout)
+	return tally(stdout, rows)
+}
+
+// finding is one row of the doctor's report, from either probe.
+type finding struct{ check, status, found, change string }
+
+// tally prints how many rows failed and warned, and returns errCheckFailed
+// if any failed.
+func tally(w io.Writer, rows []finding) error {
 	var failures, warnings int
-	for _, f := range rep.Findings {
-		switch f.Status {
-		case redisprobe.StatusFailure:
+	for _, f := range rows {
+		switch f.status { // as both probes' Status prints them
+		case "failure":
 			failures++
-		case redisprobe.StatusWarning:
+		case "warning":
 			warnings++
 		}
 	}
-	fmt.Fprintf(stdout, "\n%s, %s.\n", count(failures, "failure"), count(warnings, "warning"))
+	fmt.Fprintf(w, "%s, %s.\n", count(failures, "failure"), count(warnings, "warning"))
 	if failures > 0 {
 		return errCheckFailed
 	}
@@ -105,7 +139,7 @@ func doctorClient(addr, cluster string, budget time.Duration) (redis.UniversalCl
 		opts.ClusterStateReloadInterval = time.Second
 		return redis.NewClusterClient(opts), "the Redis Cluster at " + where, nil
 	}
-	return nil, "", usagef("give --redis or --cluster: the Redis to check")
+	return nil, "", usagef("give --redis, --cluster or --postgres: the store to check")
 }
 
 // describeSettings says what doctorClient sets, for the output.
@@ -117,25 +151,25 @@ func describeSettings(budget time.Duration) string {
 // doctorWidth is the width the report is wrapped to.
 const doctorWidth = 100
 
-// writeReport prints rep as a table: the check, its status, and what was
+// writeReport prints rows as a table: the check, its status, and what was
 // found with what to change under it, wrapped to doctorWidth.
-func writeReport(w io.Writer, rep redisprobe.Report) {
+func writeReport(w io.Writer, rows []finding) {
 	checkWidth, statusWidth := len("check"), len("status")
-	for _, f := range rep.Findings {
-		checkWidth = max(checkWidth, utf8.RuneCountInString(f.Check))
-		statusWidth = max(statusWidth, len(f.Status.String()))
+	for _, f := range rows {
+		checkWidth = max(checkWidth, utf8.RuneCountInString(f.check))
+		statusWidth = max(statusWidth, len(f.status))
 	}
 	row := func(check, status, text string) string {
 		return fmt.Sprintf("%-*s  %-*s  %s", checkWidth, check, statusWidth, status, text)
 	}
 	fmt.Fprintln(w, strings.TrimRight(row("check", "status", "found, and what to change"), " "))
 	indent := strings.Repeat(" ", checkWidth+statusWidth+4)
-	for _, f := range rep.Findings {
-		lines := wrap(f.Found, doctorWidth-len(indent))
-		if f.Change != "" {
-			lines = append(lines, wrap("change: "+f.Change, doctorWidth-len(indent))...)
+	for _, f := range rows {
+		lines := wrap(f.found, doctorWidth-len(indent))
+		if f.change != "" {
+			lines = append(lines, wrap("change: "+f.change, doctorWidth-len(indent))...)
 		}
-		fmt.Fprintln(w, row(f.Check, f.Status.String(), lines[0]))
+		fmt.Fprintln(w, row(f.check, f.status, lines[0]))
 		for _, l := range lines[1:] {
 			fmt.Fprintln(w, indent+l)
 		}

@@ -123,7 +123,10 @@ func TestDoctorUsage(t *testing.T) {
 		args []string
 		says string
 	}{
-		{"no server", []string{"doctor"}, "ratewise doctor: give --redis or --cluster: the Redis to check"},
+		{"no server", []string{"doctor"}, "ratewise doctor: give --redis, --cluster or --postgres: the store to check"},
+		{"redis and postgres", []string{"doctor", "--redis", "127.0.0.1:1", "--postgres", "postgres://127.0.0.1:2/db"}, "--redis and --postgres: give only one"},
+		{"budget on postgres", []string{"doctor", "--postgres", "postgres://127.0.0.1:2/db", "--budget", "1s"}, "--budget is for --redis and --cluster"},
+		{"postgres password", []string{"doctor", "--postgres", "postgres://:hunter2@127.0.0.1:port/db"}, "--postgres: not a valid URL"},
 		{"two servers", []string{"doctor", "--redis", "127.0.0.1:1", "--cluster", "127.0.0.1:2"}, "--redis and --cluster: give only one"},
 		{"zero budget", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "0s"}, "--budget must be > 0, got 0s"},
 		{"budget without a unit", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "100"}, `--budget "100": want a duration with a unit`},
