@@ -3,7 +3,7 @@
 //	ratewise compare    replay workloads against every algorithm and print what each admitted and cost
 //	ratewise recommend  recommend an algorithm for a rate, window and precision, with the measurements behind it
 //	ratewise guide      regenerate docs/choosing.md and its charts
-//	ratewise doctor     check that the Redis store runs as documented on a Redis, such as a managed one
+//	ratewise doctor     check that the Redis store runs as documented on a Redis, such as a managed one, or the PostgreSQL store on a database
 //	ratewise version    print ratewise's version, the revision it was built from and the Go version
 //
 // 'ratewise help <command>' or 'ratewise <command> help' prints a command's
@@ -58,7 +58,7 @@ commands:
   compare    replay workloads against every algorithm; print what each admitted and cost
   recommend  recommend an algorithm for --qps, --window and --precision, with the measurements behind it
   guide      regenerate docs/choosing.md and its charts
-  doctor     check a Redis, such as a managed one, for the Redis store: what works, what to change
+  doctor     check a Redis, such as a managed one, or a PostgreSQL database for its store: what works, what to change
   version    print ratewise's version, the revision it was built from and the Go version
 
 compare, recommend and guide measure a throwaway redis-server of their own
