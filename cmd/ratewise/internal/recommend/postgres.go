@@ -93,24 +93,49 @@ func MeasurePostgres(ctx context.Context, target replay.Target, alg algorithms.A
 	return s, nil
 }
 
+// fillPlan is how fill gives a key of alg a full window's state: requests
+// decisions of cost each, gap apart, from the start of a window.
+func fillPlan(alg algorithms.Algorithm) (requests, cost int64, gap time.Duration) {
+	p := algo.ParamsOf(alg)
+	if algo.FamilyOf(alg.Kind()) == algo.FamilyLog && !algo.TakesSubWindows(alg.Kind()) {
+		requests, cost = min(algo.MaxCost(alg), maxRedisRecords), 1
+	} else {
+		subWindows := max(1, p.SubWindows)
+		requests, cost = min(algo.MaxCost(alg), subWindows), max(1, algo.MaxCost(alg)/subWindows)
+	}
+	return requests, cost, p.Window / time.Duration(requests)
+}
+
+// windowStart is the start of alg's window around now: windows start at
+// multiples of their length since the Unix epoch.
+func windowStart(alg algorithms.Algorithm, now time.Time) time.Time {
+	us := algo.ParamsOf(alg).Window.Microseconds()
+	return time.UnixMicro(now.UnixMicro() / us * us)
+}
+
 // fill fills the keys and measures the table's growth. Each key gets a
 // full window's state: a log one record per request, up to
 // maxRedisRecords; a sliding window counter a request in each sub-window;
-// any other one request of the largest cost, which empties a bucket. So
-// each row counts for about a window after its last write, and a second
-// more (storepostgres.ClientTimeGrace): no key filled before the table is
-// measured, within a second and half a window of the start, has expired
-// and been swept away, which would free space that later rows take.
+// any other one request of the largest cost, which empties a bucket.
+//
+// The keys are filled in rounds, each key's first request, then each
+// key's second, as keys that are all active at once are: the first round
+// inserts their rows, packed to the fill factor, and the later ones update
+// them, most in place, where the rest of the page leaves room for a new
+// version and PostgreSQL prunes the old ones. Filled one after another, a
+// key's versions would take the room that the next key's row then finds
+// used, and the table would grow by half again.
+//
+// The first round stops adding keys at a deadline: a round lasts no
+// longer, so no key's row, which counts until the gap between its
+// requests has passed and a second more (storepostgres.ClientTimeGrace),
+// expires before the table is measured and is swept away, which would free
+// space that later rows take.
 func (s *Sizing) fill(ctx context.Context, target replay.Target, pool *pgxpool.Pool, alg algorithms.Algorithm) error {
-	window := algo.ParamsOf(alg).Window
-	subWindows := max(1, algo.ParamsOf(alg).SubWindows)
-	perRequest := algo.FamilyOf(alg.Kind()) == algo.FamilyLog && !algo.TakesSubWindows(alg.Kind())
-	s.Requests = min(algo.MaxCost(alg), subWindows)
-	cost := max(1, algo.MaxCost(alg)/subWindows)
-	if perRequest {
-		s.Requests, cost = min(algo.MaxCost(alg), maxRedisRecords), 1
-		s.Scaled = s.Requests < algo.MaxCost(alg)
-	}
+	var cost int64
+	var gap time.Duration
+	s.Requests, cost, gap = fillPlan(alg)
+	s.Scaled = s.Requests < algo.MaxCost(alg) && cost == 1
 	want := min(max(sizingDecisions/s.Requests, minSizingKeys), maxSizingKeys)
 
 	inst, err := target.Open(ctx)
@@ -126,27 +151,30 @@ func (s *Sizing) fill(ctx context.Context, target replay.Target, pool *pgxpool.P
 	var id [4]byte
 	rand.Read(id[:])
 	ns := "ratewise-sizing-" + hex.EncodeToString(id[:])
-	// Windows start at multiples of their length since the Unix epoch.
-	us := window.Microseconds()
-	start := time.UnixMicro(time.Now().UnixMicro() / us * us)
-	gap := window / time.Duration(s.Requests)
-	deadline := time.Now().Add(time.Second + window/2)
-	// One key at a time: concurrent inserts make PostgreSQL extend the
-	// table by many empty pages at once when they wait to extend it, which
-	// its size counts, by up to 15% more from one run to the next.
-	var filled int64
-	for k := int64(1); k <= want && time.Now().Before(deadline); k++ {
+	start := windowStart(alg, time.Now())
+	deadline := time.Now().Add(500*time.Millisecond + gap/2)
+	// One decision at a time: concurrent inserts make PostgreSQL extend
+	// the table by many empty pages at once when they wait to extend it,
+	// which its size counts, by up to 15% more from one run to the next.
+	var keys []store.Key
+	for k := uint32(1); k <= uint32(want) && time.Now().Before(deadline); k++ {
 		// Keys in no order, as an app's arrive, so that the index splits
 		// its pages as it would: k times an odd number is a permutation of
 		// the 32-bit numbers.
-		key := store.Key{Namespace: ns, Name: fmt.Sprintf("user:%08x", uint32(k)*2654435761)}
-		for i := range s.Requests {
+		key := store.Key{Namespace: ns, Name: fmt.Sprintf("user:%08x", k*2654435761)}
+		if _, err := inst.Store().Decide(ctx, key, alg, start, cost); err != nil {
+			return err
+		}
+		keys = append(keys, key)
+	}
+	for i := int64(1); i < s.Requests; i++ {
+		for _, key := range keys {
 			if _, err := inst.Store().Decide(ctx, key, alg, start.Add(time.Duration(i)*gap), cost); err != nil {
 				return err
 			}
 		}
-		filled++
 	}
+	filled := int64(len(keys))
 	if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('ratewise.state'), count(*) FROM ratewise.state WHERE key LIKE $1`,
 		[]byte("%:"+ns+":%")).Scan(&s.After, &s.Keys); err != nil {
 		return err

@@ -13,60 +13,88 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/replay"
-	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-// The sizing fills keys through the store and divides ratewise.state's
-// growth by them: a figure that agrees with the other way bytes per key are
-// measured on PostgreSQL (compare's, the rows copied into a temporary
-// table), and load at every number of callers, with the hot key last.
-func TestMeasurePostgres(t *testing.T) {
-	ctx := context.Background()
+// dialPostgres returns a target on the package's shared PostgreSQL.
+func dialPostgres(t *testing.T) *replay.Postgres {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(pgtest.Shared(t).URL)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 20
-	target, err := replay.DialPostgres(ctx, cfg, "the test's PostgreSQL")
+	target, err := replay.DialPostgres(context.Background(), cfg, "the test's PostgreSQL")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer target.Close()
-	alg := algorithms.FixedWindow{Limit: 100, Window: time.Minute}
-	s, err := MeasurePostgres(ctx, target, alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("%+v", s)
-	if s.Keys < minSizingKeys || s.Requests != 1 || s.Scaled || s.FillFactor != 70 {
-		t.Errorf("filled %d keys with %d decisions each (scaled %v) at fill factor %d; want at least %d keys, 1 decision, not scaled, the schema's 70",
-			s.Keys, s.Requests, s.Scaled, s.FillFactor, minSizingKeys)
-	}
+	t.Cleanup(target.Close)
+	return target
+}
 
-	// The same state's row, copied by compare's measurement.
-	inst, err := target.Open(ctx)
-	if err != nil {
-		t.Fatal(err)
+// The sizing fills keys through the store and divides ratewise.state's
+// growth by them: a figure that agrees with the other way bytes per key are
+// measured on PostgreSQL (compare's: the rows copied into a temporary
+// table, packed), for a state of one decision and for logs that grow with
+// each, whose keys' rows are updated in place as keys active at once are.
+func TestSizingAgreesWithCopies(t *testing.T) {
+	ctx := context.Background()
+	target := dialPostgres(t)
+	for _, alg := range []algorithms.Algorithm{
+		algorithms.FixedWindow{Limit: 100, Window: time.Minute},
+		algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 10},
+		algorithms.SlidingLog{Limit: 50, Window: time.Minute},
+	} {
+		t.Run(alg.Kind().Name(), func(t *testing.T) {
+			var s Sizing
+			if err := s.fill(ctx, target, target.Pool(), alg); err != nil {
+				t.Fatal(err)
+			}
+			requests, cost, gap := fillPlan(alg)
+			if s.Keys < minSizingKeys || s.Requests != requests || s.Scaled || s.FillFactor != 70 {
+				t.Errorf("filled %d keys with %d decisions each (scaled %v) at fill factor %d; want at least %d keys, %d decisions, not scaled, the schema's 70",
+					s.Keys, s.Requests, s.Scaled, s.FillFactor, minSizingKeys, requests)
+			}
+			// One key with the same state, copied.
+			inst, err := target.Open(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer inst.Close()
+			start := windowStart(alg, time.Now())
+			for i := range requests {
+				if _, err := inst.Store().Decide(ctx, store.Key{Name: "user:00000001"}, alg, start.Add(time.Duration(i)*gap), cost); err != nil {
+					t.Fatal(err)
+				}
+			}
+			copied, _, err := inst.BytesPerKey(ctx, nil, nil, alg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d keys of %d decisions: the table grew by %.0f B per key; copies of one key's row take %.0f B", s.Keys, s.Requests, s.BytesPerKey, copied)
+			// The two differ by the keys' lengths, and by the index: keys
+			// that arrive in no order split its pages in halves, copies of
+			// one key in order fill them.
+			if lo, hi := copied*0.9, copied*1.25; s.BytesPerKey < lo || s.BytesPerKey > hi {
+				t.Errorf("the table grew by %.0f B per key filled; copies of one key's row take %.0f B: want 0.9 to 1.25 times that", s.BytesPerKey, copied)
+			}
+		})
 	}
-	defer inst.Close()
-	if _, err := inst.Store().Decide(ctx, store.Key{Name: "user:00000001"}, alg, workload.Start, algo100(alg)); err != nil {
-		t.Fatal(err)
-	}
-	copied, _, err := inst.BytesPerKey(ctx, nil, nil, alg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("copies of one key's row: %.0f B per row", copied)
-	// The two differ by the keys' lengths, and by the index: keys that
-	// arrive in no order split its pages in halves, copies of one key in
-	// order fill them.
-	if lo, hi := copied*0.9, copied*1.25; s.BytesPerKey < lo || s.BytesPerKey > hi {
-		t.Errorf("the table grew by %.0f B per key filled; copies of one key's row take %.0f B: want 0.9 to 1.25 times that", s.BytesPerKey, copied)
-	}
+}
 
+// The sizing measures load at every number of callers, with the hot key
+// last.
+func TestMeasurePostgres(t *testing.T) {
+	target := dialPostgres(t)
+	s, err := MeasurePostgres(context.Background(), target, algorithms.GCRA{Rate: algorithms.Rate{Count: 100, Period: time.Minute}, Burst: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Keys < minSizingKeys || s.BytesPerKey <= 0 || s.Algorithm != "gcra 100/1m burst 100" {
+		t.Errorf("sizing %+v: want keys filled and measured", s)
+	}
 	var callers []int
 	for _, l := range s.Load {
 		callers = append(callers, l.Callers)
@@ -78,8 +106,6 @@ func TestMeasurePostgres(t *testing.T) {
 		t.Errorf("load with %v callers, the last on %d keys; want 1, 4 and 16 callers, then 16 on one key", callers, hot.Keys)
 	}
 }
-
-func algo100(alg algorithms.FixedWindow) int64 { return alg.Limit }
 
 // The PostgreSQL sizing prints its two tables and says, from the figures,
 // what the question's keys take on disk and whether its peak fits.
