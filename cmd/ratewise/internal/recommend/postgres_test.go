@@ -74,11 +74,17 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%d keys of %d decisions: the table grew by %.0f B per key; copies of one key's row take %.0f B", s.Keys, s.Requests, s.BytesPerKey, copied)
-			// The two differ by the keys' lengths, and by the index: keys
-			// that arrive in no order split its pages in halves, copies of
-			// one key in order fill them.
-			if lo, hi := copied*0.9, copied*1.25; s.BytesPerKey < lo || s.BytesPerKey > hi {
-				t.Errorf("the table grew by %.0f B per key filled; copies of one key's row take %.0f B: want 0.9 to 1.25 times that", s.BytesPerKey, copied)
+			// The two differ by the keys' lengths; by the index: keys that
+			// arrive in no order split its pages in halves, copies of one
+			// key in order fill them; by updates, which fill the room that
+			// inserts leave on a page (0.89 times, for the counter); and by
+			// updates that do not fit on their page, when a transaction
+			// elsewhere on the server (a sweep, autovacuum) keeps PostgreSQL
+			// from pruning the versions before them: up to 1.3 times on a
+			// busy machine. Filled one key after another, the table grows by
+			// 2.4 times.
+			if lo, hi := copied*0.8, copied*1.5; s.BytesPerKey < lo || s.BytesPerKey > hi {
+				t.Errorf("the table grew by %.0f B per key filled; copies of one key's row take %.0f B: want 0.8 to 1.5 times that", s.BytesPerKey, copied)
 			}
 		})
 	}
