@@ -33,6 +33,9 @@ type Postgres struct {
 // answers and creates or updates the store's schema there (see
 // storepostgres.Store.Migrate). where says in errors what cfg connects to,
 // and must hold no password. The target's Close closes the pool it opens.
+// It counts statements with a pgx.QueryTracer that passes each on to cfg's
+// own tracer, if any, as a query; a tracer's other interfaces (batches,
+// COPY, connecting) are not passed on.
 func DialPostgres(ctx context.Context, cfg *pgxpool.Config, where string) (*Postgres, error) {
 	p := &Postgres{}
 	cfg = cfg.Copy()
