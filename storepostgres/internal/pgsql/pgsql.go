@@ -27,7 +27,10 @@
 // inspection's reset_after says, how long.
 //
 // A file names the files it needs on lines "-- requires: <file>.sql"; each
-// is included once, before it.
+// is included once, before it. A kind's file that says "-- instance of:
+// <file>.sql" gets that file's functions under its own name: the file is
+// a template whose functions are named ratewise.__kind___step and
+// ratewise.__kind___refund.
 package pgsql
 
 import (
@@ -178,6 +181,32 @@ func (a *assembler) include(file string) error {
 		}
 	}
 	a.src.Write(b)
+	a.src.WriteString("\n")
+	for _, line := range strings.Split(string(b), "\n") {
+		if tmpl, ok := strings.CutPrefix(line, "-- instance of: "); ok {
+			if err := a.instance(strings.TrimSpace(tmpl), strings.TrimSuffix(file, ".sql")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// instance includes the template file's requirements, then its text with
+// __kind__ replaced by name.
+func (a *assembler) instance(file, name string) error {
+	b, err := files.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
+			if err := a.include(strings.TrimSpace(dep)); err != nil {
+				return err
+			}
+		}
+	}
+	a.src.WriteString(strings.ReplaceAll(string(b), "__kind__", name))
 	a.src.WriteString("\n")
 	return nil
 }
