@@ -107,7 +107,7 @@ func decision(reply []int64, alg algorithms.Algorithm, cost int64, once bool, no
 	}
 	if !once {
 		res = algo.Charge(res, alg, cost)
-	} else if res, err = charged(res, alg, reply[7], reply[8], reply[9]); err != nil {
+	} else if res, err = storecheck.Charged(res, alg, reply[7], reply[8], reply[9]); err != nil {
 		return algorithms.Result{}, 0, malformed(reply, "%v", err)
 	}
 	return res, time.Duration(delay) * time.Microsecond, nil
@@ -115,47 +115,17 @@ func decision(reply []int64, alg algorithms.Algorithm, cost int64, once bool, no
 
 // fields checks a reply's first five fields and returns them as a Result.
 func fields(reply []int64, limit, notBefore int64) (algorithms.Result, error) {
-	if limit < 1 {
-		return algorithms.Result{}, malformed(reply, "limit %d", limit)
-	}
-	f := pgsql.Fields{Allowed: reply[0] == 1, Remaining: reply[1], Retry: reply[2], Reset: reply[3], At: reply[4]}
-	if reply[0] != 0 && reply[0] != 1 {
-		return algorithms.Result{}, malformed(reply, "allowed is %d", reply[0])
-	}
-	res, err := f.Result(limit, notBefore)
+	res, err := storecheck.Result(reply[0], reply[1], reply[2], reply[3], reply[4], limit, notBefore)
 	if err != nil {
 		return algorithms.Result{}, malformed(reply, "%v", err)
 	}
 	return res, nil
 }
 
-// charged returns res marked as what the admission it reports charged:
-// under the limit (or rate count) and burst given, of alg's kind and
-// scope, and cost (see algo.Charge). An admission made before the key's
-// limit changed was charged under the old one.
-func charged(res algorithms.Result, alg algorithms.Algorithm, limit, burst, cost int64) (algorithms.Result, error) {
-	if !res.Allowed || cost == 0 {
-		return res, nil
-	}
-	p := algo.ParamsOf(alg)
-	by := alg
-	if p.Limit != limit || algo.TakesBurst(alg.Kind()) && p.Burst != burst {
-		p.Limit = limit
-		if algo.TakesBurst(alg.Kind()) {
-			p.Burst = burst
-		}
-		var err error
-		if by, err = alg.Kind().New(p); err != nil {
-			return algorithms.Result{}, err
-		}
-	}
-	return algo.Charge(res, by, cost), nil
-}
-
-// ErrMalformedReply is wrapped by the error of a request whose reply is
-// not one this version's functions return: a schema of another version,
-// or a function changed by hand. It also wraps store.ErrUnavailable, so
-// that it is never read as an admission.
+// errMalformed is wrapped by the error of a request whose reply is not one
+// this version's functions return: a schema of another version, or a
+// function changed by hand. It wraps store.ErrUnavailable, so that it is
+// never read as an admission.
 var errMalformed = fmt.Errorf("%w: storepostgres: malformed reply", store.ErrUnavailable)
 
 func malformed(reply []int64, format string, args ...any) error {

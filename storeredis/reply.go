@@ -3,10 +3,9 @@ package storeredis
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -56,41 +55,22 @@ func parseReply(reply any, limit, notBefore int64) (algorithms.Result, error) {
 // parseFields is parseReply for a reply already known to be an array, such
 // as one decision's five fields in a batch's reply.
 func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error) {
-	bad := func(format string, args ...any) (algorithms.Result, error) {
-		return algorithms.Result{}, fmt.Errorf("%s (reply %v)", fmt.Sprintf(format, args...), fields)
-	}
 	if len(fields) != 5 {
-		return bad("want an array of 5 integers")
+		return algorithms.Result{}, fmt.Errorf("want an array of 5 integers (reply %v)", fields)
 	}
 	var v [5]int64
 	for i, f := range fields {
 		n, ok := f.(int64)
 		if !ok {
-			return bad("field %d is %T, want an integer", i+1, f)
+			return algorithms.Result{}, fmt.Errorf("field %d is %T, want an integer (reply %v)", i+1, f, fields)
 		}
 		v[i] = n
 	}
-	allowed, remaining, retry, reset, at := v[0], v[1], v[2], v[3], v[4]
-	switch {
-	case allowed != 0 && allowed != 1:
-		return bad("allowed is %d", allowed)
-	case remaining < 0 || remaining > limit:
-		return bad("remaining %d outside [0, %d]", remaining, limit)
-	case (allowed == 1) != (retry == 0) || retry < 0:
-		return bad("allowed %d with retry_after %d", allowed, retry)
-	case reset < 0:
-		return bad("reset_after %d", reset)
-	case at < notBefore || at < 0:
-		return bad("decided at %d, before %d", at, max(notBefore, 0))
+	res, err := storecheck.Result(v[0], v[1], v[2], v[3], v[4], limit, notBefore)
+	if err != nil {
+		return algorithms.Result{}, fmt.Errorf("%w (reply %v)", err, fields)
 	}
-	return algorithms.Result{
-		Allowed:    allowed == 1,
-		Limit:      limit,
-		Remaining:  remaining,
-		RetryAfter: time.Duration(retry) * time.Microsecond,
-		ResetAfter: time.Duration(reset) * time.Microsecond,
-		At:         time.UnixMicro(at),
-	}, nil
+	return res, nil
 }
 
 // chargeOf reads what the reply of a request with a once key says of the
@@ -101,38 +81,22 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 // request's algorithm, of the same kind and scope. It returns res marked as
 // what that admission charged (algo.Charge).
 func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algorithms.Result, error) {
-	bad := func(what string) (algorithms.Result, error) {
-		return algorithms.Result{}, fmt.Errorf("%s (reply ends %v)", what, tail)
-	}
 	if len(tail) != 3 {
-		return bad("want the charge's limit, parameter and cost")
+		return algorithms.Result{}, fmt.Errorf("want the charge's limit, parameter and cost (reply ends %v)", tail)
 	}
 	var v [3]int64
 	for i, f := range tail {
 		n, ok := f.(int64)
-		if !ok || n < 0 {
-			return bad(fmt.Sprintf("field %d is %v", i+1, f))
+		if !ok {
+			return algorithms.Result{}, fmt.Errorf("field %d is %v (reply ends %v)", i+1, f, tail)
 		}
 		v[i] = n
 	}
-	if !res.Allowed || v[2] == 0 {
-		return res, nil // charged nothing
+	res, err := storecheck.Charged(res, alg, v[0], v[1], v[2])
+	if err != nil {
+		return algorithms.Result{}, fmt.Errorf("%w (reply ends %v)", err, tail)
 	}
-	p := algo.ParamsOf(alg)
-	charged := alg
-	if p.Limit != v[0] || algo.TakesBurst(alg.Kind()) && p.Burst != v[1] {
-		// Decided under other parameters of the same kind and scope: a
-		// retry after the key's limit changed.
-		p.Limit = v[0]
-		if algo.TakesBurst(alg.Kind()) {
-			p.Burst = v[1]
-		}
-		var err error
-		if charged, err = alg.Kind().New(p); err != nil {
-			return bad(err.Error())
-		}
-	}
-	return algo.Charge(res, charged, v[2]), nil
+	return res, nil
 }
 
 // limitOf reads the limit a reply of a request with a once key reports.

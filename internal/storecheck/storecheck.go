@@ -67,3 +67,63 @@ func RequestID(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Result checks the fields of a result a store read back from its own
+// language (a Lua script, a SQL function): allowed (1 or 0), remaining
+// under limit, retry_after and reset_after in µs, and at, the time decided
+// at in µs since the Unix epoch, no earlier than notBefore. It returns them
+// as a Result, or an error that says which field is out of range: a state
+// no decision wrote, or code of another version, must never read as an
+// admission.
+func Result(allowed, remaining, retry, reset, at, limit, notBefore int64) (algorithms.Result, error) {
+	switch {
+	case limit < 1:
+		return algorithms.Result{}, fmt.Errorf("limit %d", limit)
+	case allowed != 0 && allowed != 1:
+		return algorithms.Result{}, fmt.Errorf("allowed is %d", allowed)
+	case remaining < 0 || remaining > limit:
+		return algorithms.Result{}, fmt.Errorf("remaining %d outside [0, %d]", remaining, limit)
+	case (allowed == 1) != (retry == 0) || retry < 0:
+		return algorithms.Result{}, fmt.Errorf("allowed %d with retry_after %d", allowed, retry)
+	case reset < 0:
+		return algorithms.Result{}, fmt.Errorf("reset_after %d", reset)
+	case at < notBefore || at < 0:
+		return algorithms.Result{}, fmt.Errorf("decided at %d, before %d", at, max(notBefore, 0))
+	}
+	return algorithms.Result{
+		Allowed:    allowed == 1,
+		Limit:      limit,
+		Remaining:  remaining,
+		RetryAfter: time.Duration(retry) * time.Microsecond,
+		ResetAfter: time.Duration(reset) * time.Microsecond,
+		At:         time.UnixMicro(at),
+	}, nil
+}
+
+// Charged returns res, read back from a store's record of a request made
+// with a request ID, marked as what the admission it reports charged
+// (algo.Charge): cost, under the limit (or rate count) and burst recorded,
+// of alg's kind and scope. A retry made after the key's limit changed gets
+// the limit the admission was charged under. A denial, or a record of cost
+// 0, charged nothing.
+func Charged(res algorithms.Result, alg algorithms.Algorithm, limit, burst, cost int64) (algorithms.Result, error) {
+	if limit < 0 || burst < 0 || cost < 0 {
+		return algorithms.Result{}, fmt.Errorf("charge of %d under %d and %d", cost, limit, burst)
+	}
+	if !res.Allowed || cost == 0 {
+		return res, nil
+	}
+	p := algo.ParamsOf(alg)
+	by := alg
+	if p.Limit != limit || algo.TakesBurst(alg.Kind()) && p.Burst != burst {
+		p.Limit = limit
+		if algo.TakesBurst(alg.Kind()) {
+			p.Burst = burst
+		}
+		var err error
+		if by, err = alg.Kind().New(p); err != nil {
+			return algorithms.Result{}, err
+		}
+	}
+	return algo.Charge(res, by, cost), nil
+}

@@ -1,6 +1,10 @@
 -- bucket.sql: the step the token bucket and GCRA share (algorithms/bucket.go),
--- the port of the Redis store's bucket.lua. gcra.sql and token_bucket.sql bind
--- it to their names.
+-- the port of the Redis store's bucket.lua. It is a template: gcra.sql and
+-- token_bucket.sql say "-- instance of: bucket.sql", and the assembler
+-- creates these functions under their names (__kind__), since a function
+-- that calls another for its record result costs a plan of its own on
+-- every call, which PostgreSQL cannot inline.
+-- requires: bucket_math.sql
 --
 -- Parameters: the rate count per period µs, then the burst (the GCRA's Burst,
 -- the token bucket's Capacity).
@@ -10,7 +14,7 @@
 -- the latest time (µs) a request was admitted at, or denied at with a cost
 -- above 1; the rate count it was written under; and, only while a refund
 -- must still tell what came before the rate count last changed, since,
--- booked and bcount (see the write in bucket_step). No state means a full
+-- booked and bcount (see the write in the step). No state means a full
 -- bucket; an array of another length is no state, and a NULL element reads
 -- as bucket.lua reads a number it cannot parse. k/p is the rate count over
 -- the period in lowest terms; the emission interval is p/k µs.
@@ -30,24 +34,7 @@
 -- through bucket_mul_div/bucket_mul_mod. Every operand is non-negative
 -- where PostgreSQL's truncating / and % would differ from a floor.
 
--- bucket_mul_div and bucket_mul_mod return floor(a × b / c) and a × b mod c
--- for 0 <= a, b and 0 < c, as Go's mulDiv does: in bigint when both factors
--- are below 2^31.5, so that the product is below 2^63, else in numeric.
--- LANGUAGE sql with one expression, so the planner inlines them into the
--- steps' expressions.
-CREATE OR REPLACE FUNCTION ratewise.bucket_mul_div(a bigint, b bigint, c bigint) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN a <= 3037000499 AND b <= 3037000499 THEN a * b / c
-    ELSE div(a::numeric * b, c)::bigint END
-$$;
-
-CREATE OR REPLACE FUNCTION ratewise.bucket_mul_mod(a bigint, b bigint, c bigint) RETURNS bigint
-LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-  SELECT CASE WHEN a <= 3037000499 AND b <= 3037000499 THEN a * b % c
-    ELSE mod(a::numeric * b, c)::bigint END
-$$;
-
-CREATE OR REPLACE FUNCTION ratewise.bucket_step(state bigint[], now bigint, cost bigint, slack bigint,
+CREATE OR REPLACE FUNCTION ratewise.__kind___step(state bigint[], now bigint, cost bigint, slack bigint,
     rate_count bigint, period bigint, burst bigint,
     OUT allowed boolean, OUT remaining bigint, OUT retry bigint, OUT reset bigint, OUT at bigint,
     OUT new bigint[], OUT keep bigint, OUT delay bigint)
@@ -224,11 +211,11 @@ BEGIN
   keep := keep - now;
 END $$;
 
--- bucket_refund gives back cost intervals of the key's TAT, less what has
+-- The refund gives back cost intervals of the key's TAT, less what has
 -- refilled since at and less the bookings made after it, never past now
 -- (algorithms.GCRA.Refund). keep is how long after now the state must be
 -- kept (bucket.lua's refund returns it as its least).
-CREATE OR REPLACE FUNCTION ratewise.bucket_refund(state bigint[], now bigint, at bigint, cost bigint,
+CREATE OR REPLACE FUNCTION ratewise.__kind___refund(state bigint[], now bigint, at bigint, cost bigint,
     rate_count bigint, period bigint, burst bigint, OUT new bigint[], OUT keep bigint)
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE

@@ -120,7 +120,7 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, alg algorithm
 
 		cost, maxWait := bucketRequest(rng, alg)
 		history = append(history, fmt.Sprintf("step %d at %d under %s: cost %d within %v", step, now.UnixMicro(), alg, cost, maxWait))
-		var f pgsql.Fields
+		var f fields
 		var next []int64
 		var keep, delayUS int64
 		if err := p.QueryRow(ctx, "SELECT * FROM "+pgsql.Step(alg.Kind())+"($1, $2, $3, $4, $5, $6, $7)",
@@ -296,7 +296,7 @@ func TestBucketOddStates(t *testing.T) {
 			limit := algo.MaxCost(alg)
 			for _, s := range states {
 				for _, c := range [][2]int64{{1, 0}, {limit, 0}, {limit, 1 << 50}, {0, 0}, {-limit, 0}, {2, 5}} {
-					var f pgsql.Fields
+					var f fields
 					var next []int64
 					var keep, delay int64
 					err := p.QueryRow(ctx, "SELECT * FROM "+pgsql.Step(k)+"($1::bigint[], $2, $3, $4, $5, $6, $7)",

@@ -94,7 +94,7 @@ type compactKept struct {
 	checked int
 }
 
-func (s *compactKept) step(ctx context.Context, state []int64, alg algorithms.Algorithm, now, cost int64) (f pgsql.Fields, next []int64, keep *int64, err error) {
+func (s *compactKept) step(ctx context.Context, state []int64, alg algorithms.Algorithm, now, cost int64) (f fields, next []int64, keep *int64, err error) {
 	p1, p2, p3 := pgsql.Params(alg)
 	var delay int64
 	err = s.pool.QueryRow(ctx, "SELECT * FROM ratewise.compact_log_step($1, $2, $3, 0, $4, $5, $6)",
@@ -108,7 +108,7 @@ func (s *compactKept) step(ctx context.Context, state []int64, alg algorithms.Al
 
 // decide runs a step on key's state, first checking that a state the store
 // may have dropped decides as none, and returns its fields and keep.
-func (s *compactKept) decide(ctx context.Context, key string, alg algorithms.Algorithm, now, cost int64, write bool) (pgsql.Fields, error) {
+func (s *compactKept) decide(ctx context.Context, key string, alg algorithms.Algorithm, now, cost int64, write bool) (fields, error) {
 	f, next, keep, err := s.step(ctx, s.states[key], alg, now, cost)
 	if err != nil {
 		return f, err

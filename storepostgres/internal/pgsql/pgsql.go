@@ -27,7 +27,10 @@
 // inspection's reset_after says, how long.
 //
 // A file names the files it needs on lines "-- requires: <file>.sql"; each
-// is included once, before it.
+// is included once, before it. A kind's file that says "-- instance of:
+// <file>.sql" gets that file's functions under its own name: the file is
+// a template whose functions are named ratewise.__kind___step and
+// ratewise.__kind___refund.
 package pgsql
 
 import (
@@ -78,47 +81,34 @@ func SchemaOf(kinds []*algorithms.Kind, unlogged bool) (string, error) {
 	return src, nil
 }
 
-// upsert is the statement of one decision: an UPDATE of the key's row,
-// which locks it, runs the kind's step on its state, writes what the step
-// returned and the decision's result, and returns the result: {allowed,
-// remaining, retry_after, reset_after, at, delay}; and, only when there was
-// no row to update, an INSERT … ON CONFLICT DO UPDATE that runs the step on
-// no state, or, if another decision created the row meanwhile, on that
-// row, locked, as the UPDATE would have. The step runs on the row as
-// locked, at the server's clock read after the lock (or at :now, the
-// caller's), so no decision is made on a stale state or time. A step that
-// writes nothing leaves the state and its expiry, and still writes the
+// upsert is the statement of one decision: one INSERT … ON CONFLICT DO
+// UPDATE, which locks the key's row (or creates it), runs the kind's step
+// on its state, writes what the step returned and the decision's result,
+// and returns the result: {allowed, remaining, retry_after, reset_after, at,
+// delay}. The step runs on the row as locked, at the server's clock read
+// after the lock (or at :now, the caller's), so no decision is made on a
+// stale state or time; a new row's VALUES run the step on no state. A step
+// that writes nothing leaves the state and its expiry, and still writes the
 // result, which is how the statement returns it: one new row version per
-// decision, which a page's pruning reclaims, since no indexed column
-// changes (a HOT update). A row written with no state may be deleted at
-// once.
+// decision, which a page's pruning reclaims. A row written with no state
+// may be deleted at once.
 //
 // The parameters are :key, :now (NULL for the server's clock), :cost,
 // :slack, :p1…:p3 (see the package doc) and :grace, how much longer than
 // its step asks a state is kept.
-const upsert = `WITH u AS (
-  UPDATE ratewise.state AS s SET (state, expires, res) = (` + onRow + `)
-  WHERE s.key = :key
-  RETURNING s.res
-), i AS (
-  INSERT INTO ratewise.state AS s (key, state, expires, res)
-  SELECT :key, d.new, CASE WHEN d.new IS NULL THEN n.clock ELSE n.clock + greatest(d.keep, 1) + :grace END,
+const upsert = `INSERT INTO ratewise.state AS s (key, state, expires, res)
+SELECT :key, d.new, CASE WHEN d.new IS NULL THEN n.clock ELSE n.clock + greatest(d.keep, 1) + :grace END,
+  ARRAY[d.allowed::int, d.remaining, d.retry, d.reset, d.at, d.delay]
+FROM (SELECT ratewise.now_us() AS clock) n,
+  ratewise.__kind___step(NULL, coalesce(:now, n.clock), :cost, :slack, :p1, :p2, :p3) d
+WHERE true
+ON CONFLICT (key) DO UPDATE SET (state, expires, res) = (
+  SELECT coalesce(d.new, s.state),
+    CASE WHEN d.new IS NULL THEN s.expires ELSE n.clock + greatest(d.keep, 1) + :grace END,
     ARRAY[d.allowed::int, d.remaining, d.retry, d.reset, d.at, d.delay]
   FROM (SELECT ratewise.now_us() AS clock) n,
-    ratewise.__kind___step(NULL, coalesce(:now, n.clock), :cost, :slack, :p1, :p2, :p3) d
-  WHERE NOT EXISTS (SELECT FROM u)
-  ON CONFLICT (key) DO UPDATE SET (state, expires, res) = (` + onRow + `)
-  RETURNING s.res
-)
-SELECT res FROM u UNION ALL SELECT res FROM i`
-
-// onRow is the new state, expiry and result of the row s, locked.
-const onRow = `
-    SELECT coalesce(d.new, s.state),
-      CASE WHEN d.new IS NULL THEN s.expires ELSE n.clock + greatest(d.keep, 1) + :grace END,
-      ARRAY[d.allowed::int, d.remaining, d.retry, d.reset, d.at, d.delay]
-    FROM (SELECT ratewise.now_us() AS clock) n,
-      ratewise.__kind___step(s.state, coalesce(:now, n.clock), :cost, :slack, :p1, :p2, :p3) d`
+    ratewise.__kind___step(s.state, coalesce(:now, n.clock), :cost, :slack, :p1, :p2, :p3) d)
+RETURNING res`
 
 // upsertParams are upsert's parameters in the order of Decide's $n.
 var upsertParams = []string{"key", "now", "cost", "slack", "p1", "p2", "p3", "grace"}
@@ -178,6 +168,32 @@ func (a *assembler) include(file string) error {
 		}
 	}
 	a.src.Write(b)
+	a.src.WriteString("\n")
+	for _, line := range strings.Split(string(b), "\n") {
+		if tmpl, ok := strings.CutPrefix(line, "-- instance of: "); ok {
+			if err := a.instance(strings.TrimSpace(tmpl), strings.TrimSuffix(file, ".sql")); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// instance includes the template file's requirements, then its text with
+// __kind__ replaced by name.
+func (a *assembler) instance(file, name string) error {
+	b, err := files.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
+			if err := a.include(strings.TrimSpace(dep)); err != nil {
+				return err
+			}
+		}
+	}
+	a.src.WriteString(strings.ReplaceAll(string(b), "__kind__", name))
 	a.src.WriteString("\n")
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/difftest"
 	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
@@ -61,26 +62,31 @@ type steps struct {
 	states map[string][]int64
 }
 
-func (s *steps) step(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (pgsql.Fields, error) {
+// step runs the kind's step on key's state, keeps what it writes, and
+// returns its Result under alg's limit.
+func (s *steps) step(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	p1, p2, p3 := pgsql.Params(alg)
-	var f pgsql.Fields
+	var allowed bool
+	var remaining, retry, reset, at, keep, delay int64
 	var next []int64
-	var keep, delay int64
 	err := s.pool.QueryRow(ctx, "SELECT * FROM "+pgsql.Step(alg.Kind())+"($1, $2, $3, 0, $4, $5, $6)",
 		s.states[key], now.UnixMicro(), cost, p1, p2, p3).
-		Scan(&f.Allowed, &f.Remaining, &f.Retry, &f.Reset, &f.At, &next, &keep, &delay)
-	if err == nil && next != nil {
-		s.states[key] = next
-	}
-	return f, err
-}
-
-func (s *steps) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	f, err := s.step(ctx, k.String(), alg, now, cost)
+		Scan(&allowed, &remaining, &retry, &reset, &at, &next, &keep, &delay)
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	res, err := f.Result(algo.MaxCost(alg), 0)
+	if next != nil {
+		s.states[key] = next
+	}
+	a := int64(0)
+	if allowed {
+		a = 1
+	}
+	return storecheck.Result(a, remaining, retry, reset, at, algo.MaxCost(alg), 0)
+}
+
+func (s *steps) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	res, err := s.step(ctx, k.String(), alg, now, cost)
 	return algo.Charge(res, alg, cost), err
 }
 
@@ -98,12 +104,9 @@ func (s *steps) Refund(ctx context.Context, k store.Key, alg algorithms.Algorith
 		s.states[k.String()] = next
 	}
 	saved := s.states[k.String()]
-	f, err := s.step(ctx, k.String(), alg, now, 0)
+	res, err := s.step(ctx, k.String(), alg, now, 0)
 	s.states[k.String()] = saved
-	if err != nil {
-		return algorithms.Result{}, err
-	}
-	return f.Result(algo.MaxCost(alg), 0)
+	return res, err
 }
 
 func (s *steps) Reset(context.Context, store.Key, algorithms.Algorithm) error { return nil }
@@ -121,4 +124,20 @@ func sequences() int {
 		return difftest.Sequences / 4
 	}
 	return difftest.Sequences
+}
+
+// fields are a step's Result in µs, as a step returns them.
+type fields struct {
+	Allowed                     bool
+	Remaining, Retry, Reset, At int64
+}
+
+// Result checks f under limit, decided no earlier than notBefore µs, as a
+// store does (storecheck.Result).
+func (f fields) Result(limit, notBefore int64) (algorithms.Result, error) {
+	a := int64(0)
+	if f.Allowed {
+		a = 1
+	}
+	return storecheck.Result(a, f.Remaining, f.Retry, f.Reset, f.At, limit, notBefore)
 }
