@@ -81,6 +81,7 @@ type result struct {
 func main() {
 	quick := flag.Bool("quick", false, "shorter runs")
 	pg := flag.Bool("postgres", false, "compare ratewise's PostgreSQL store with the hand-written PostgreSQL limiter and ratewise on Redis instead")
+	flag.IntVar(&pgConns, "pgconns", 0, "with -postgres, the PostgreSQL pool's size; 0 for pgxpool's default")
 	flag.Parse()
 	runner := run
 	if *pg {

@@ -106,6 +106,13 @@ type pgCell struct {
 	errors           int64
 }
 
+// pgConns is the PostgreSQL pool's size (-pgconns): 0 leaves pgxpool's
+// default, the larger of 4 and the number of CPUs. Every limiter shares the
+// pool, as an app's limiters would. More connections than the server has
+// cores do not make a hot key faster: they queue on its row lock inside
+// the server instead of in the pool, where waiting costs nothing.
+var pgConns int
+
 func runPostgres(quick bool) error {
 	d := 2 * time.Second
 	if quick {
@@ -122,7 +129,9 @@ func runPostgres(quick bool) error {
 	if err != nil {
 		return err
 	}
-	cfg.MaxConns = int32(pgCallers[len(pgCallers)-1])
+	if pgConns > 0 {
+		cfg.MaxConns = int32(pgConns)
+	}
 	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
 		if err != nil {
@@ -206,8 +215,8 @@ func runPostgres(quick bool) error {
 	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
 		return err
 	}
-	fmt.Printf("PostgreSQL %s (fsync off, logged tables) and Redis on throwaway servers on this machine, %v per cell, a token bucket of %d/s with a burst of %d; `cd bench/peers && go run . -postgres`\n\n",
-		strings.Fields(version)[0], d, pgRate, pgBurst)
+	fmt.Printf("PostgreSQL %s (fsync off, logged tables) and Redis on throwaway servers on this machine, %d pooled PostgreSQL connections, %v per cell, a token bucket of %d/s with a burst of %d; `cd bench/peers && go run . -postgres`\n\n",
+		strings.Fields(version)[0], cfg.MaxConns, d, pgRate, pgBurst)
 
 	cells := map[string]map[string]pgCell{} // contender → "hot/64" → cell
 	bytesPerKey := map[string]float64{}
