@@ -80,6 +80,11 @@ func TestFaults(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for before := admitted.Load(); admitted.Load() < before+100; {
+			select {
+			case err := <-bad:
+				t.Fatalf("after %s, a call failed with an error that is not store.ErrUnavailable, or lied: %v", what, err)
+			default:
+			}
 			if time.Now().After(deadline) {
 				t.Fatalf("no decision in 30s after %s", what)
 			}
