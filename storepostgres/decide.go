@@ -65,6 +65,17 @@ func (s *Store) decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	rkey := key(k, alg)
 	var reply []int64
 	var err error
+	if s.co != nil && !given && slack == 0 {
+		d := &decision{key: rkey, alg: alg, now: at, cost: cost}
+		var queued bool
+		if reply, queued, err = s.shared(ctx, d); queued {
+			if err != nil {
+				return algorithms.Result{}, 0, err
+			}
+			return decisionResult(reply, alg, cost, false, notBefore)
+		}
+		defer s.co.Sent()
+	}
 	if given && cost > 0 {
 		err = s.pool.QueryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",
 			rkey, onceKey(rkey, onceDecide, id), at, cost, slack, p1, p2, p3, s.grace, algo.MaxCost(alg)).Scan(&reply)
@@ -79,13 +90,13 @@ func (s *Store) decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if once {
 		notBefore = 0 // the first outcome, which a retry returns, was decided earlier
 	}
-	return decision(reply, alg, cost, once, notBefore)
+	return decisionResult(reply, alg, cost, once, notBefore)
 }
 
-// decision reads a decision's reply: {allowed, remaining, retry_after,
+// decisionResult reads a decision's reply: {allowed, remaining, retry_after,
 // reset_after, at, delay}, then with a request ID the limit, the
 // parameters the admission was charged under and its cost.
-func decision(reply []int64, alg algorithms.Algorithm, cost int64, once bool, notBefore int64) (algorithms.Result, time.Duration, error) {
+func decisionResult(reply []int64, alg algorithms.Algorithm, cost int64, once bool, notBefore int64) (algorithms.Result, time.Duration, error) {
 	want := 6
 	if once {
 		want = 10

@@ -3,6 +3,10 @@ package storepostgres
 import (
 	"context"
 	"runtime"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/store"
 )
 
 // Sweep runs one sweep now, as every 64th write starts one, once no other
@@ -13,4 +17,37 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	}
 	defer s.sweep.running.Store(false)
 	return s.sweepOnce(ctx)
+}
+
+// Batch is one decision of a batch (SendBatch).
+type Batch struct {
+	Key  string
+	Alg  algorithms.Algorithm
+	Now  time.Time
+	Cost int64
+}
+
+// SendBatch decides bs in one call of their kind's batch function, as the
+// coalescer sends queued decisions, and returns each one's Result.
+func (s *Store) SendBatch(ctx context.Context, bs []Batch) ([]algorithms.Result, error) {
+	if err := s.ensure(ctx); err != nil {
+		return nil, err
+	}
+	ds := make([]*decision, len(bs))
+	for i, b := range bs {
+		now := b.Now.UnixMicro()
+		ds[i] = &decision{key: key(store.Key{Name: b.Key}, b.Alg), alg: b.Alg, now: &now, cost: b.Cost}
+	}
+	s.sendBatch(ctx, ds)
+	out := make([]algorithms.Result, len(ds))
+	for i, d := range ds {
+		if d.err != nil {
+			return nil, d.err
+		}
+		var err error
+		if out[i], _, err = decisionResult(d.reply, d.alg, d.cost, false, 0); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

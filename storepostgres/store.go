@@ -39,6 +39,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/coalesce"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
@@ -58,6 +59,8 @@ type Store struct {
 	grace      int64 // µs a state is kept beyond what it counts: ClientTimeGrace in client-time mode
 	unlogged   bool
 	sweep      sweeper
+	coalesce   int                            // WithCoalescing's n
+	co         *coalesce.Coalescer[*decision] // nil when decisions go alone
 
 	mu       sync.Mutex
 	migrated bool
@@ -98,10 +101,13 @@ func WithUnlogged() Option {
 // New returns a store on pool. The store creates its schema on first use;
 // call Migrate to create it, or to learn that it cannot, before then.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, coalesce: DefaultCoalescing}
 	s.sweep.init()
 	for _, o := range opts {
 		o.apply(s)
+	}
+	if s.coalesce > 0 {
+		s.co = s.newCoalescer()
 	}
 	return s
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/hashslot"
 	"github.com/ratewise/ratewise/store"
-	"github.com/ratewise/ratewise/storeredis/internal/coalesce"
+	"github.com/ratewise/ratewise/internal/coalesce"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 

@@ -91,3 +91,40 @@ BEGIN
   END IF;
   RETURN r;
 END $$;
+
+-- __kind___batch decides a batch of decisions without request IDs in one
+-- transaction, in one round trip (see WithCoalescing): decision i is on
+-- _keys[i], at _nows[i] (NULL for the server's clock), of cost _costs[i],
+-- under the parameters _p1s[i]…_p3s[i], each the decision statement as one
+-- decision alone runs it. PL/pgSQL prepares the step's expressions once per
+-- transaction, and the batch commits once. The caller orders the batch by
+-- key, keeping the order of each key's decisions, so that batches take
+-- their rows' locks in one order and never wait for each other in a cycle;
+-- a row stays locked until the batch commits. It returns each decision's
+-- {allowed, remaining, retry_after, reset_after, at, delay}, in order.
+CREATE OR REPLACE FUNCTION ratewise.__kind___batch(_keys bytea[], _nows bigint[], _costs bigint[],
+    _p1s bigint[], _p2s bigint[], _p3s bigint[], _grace bigint)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+  _key bytea;
+  _now bigint;
+  _cost bigint;
+  _slack bigint := 0;
+  _p1 bigint;
+  _p2 bigint;
+  _p3 bigint;
+  r bigint[];
+  replies bigint[] := '{}';
+BEGIN
+  FOR i IN 1..cardinality(_keys) LOOP
+    _key := _keys[i];
+    _now := _nows[i];
+    _cost := _costs[i];
+    _p1 := _p1s[i];
+    _p2 := _p2s[i];
+    _p3 := _p3s[i];
+    /*upsert*/ INTO r;
+    replies := replies || r;
+  END LOOP;
+  RETURN replies;
+END $$;

@@ -6,8 +6,11 @@
 // It knows nothing of what a call is or how it is sent: its user hands it a
 // send function, which makes one round trip for a batch of calls and sets
 // each call's outcome, and optionally a function that names the queue a
-// call joins (storeredis gives each Redis Cluster master a queue of its
-// own, so that a master that fails or stalls holds up only its own calls).
+// call joins. Both stores on a server use it: storeredis sends a batch as
+// one script call and gives each Redis Cluster master a queue of its own,
+// so that a master that fails or stalls holds up only its own calls;
+// storepostgres sends a batch as one call of a kind's batch function, in
+// one transaction, with a queue per kind.
 package coalesce
 
 import (

@@ -1,0 +1,99 @@
+package storepostgres
+
+import (
+	"bytes"
+	"context"
+	"slices"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/coalesce"
+	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
+)
+
+// DefaultCoalescing is how many decisions go to the database alone at
+// once by default, before the others share transactions (WithCoalescing).
+const DefaultCoalescing = 4
+
+// WithCoalescing lets up to n concurrent decisions each go to the database
+// alone, at once, and makes the rest share transactions: while n are in
+// flight, a decision queues, and up to two goroutines per algorithm kind
+// send what is queued, a batch per round trip, decided in one transaction
+// by the kind's batch function, each decision as the statement alone
+// decides it, in the order they queued for each key. A batch of n
+// decisions costs one round trip and one commit, and PL/pgSQL prepares the
+// algorithm's step once for all of them; on a hot key, whose row lock
+// serialises its decisions, that is what makes them fast. A decision with
+// a request ID, a booking, a set, a refund and a reset always go alone. A
+// batch that fails fails every decision in it. n <= 0 sends every decision
+// alone.
+func WithCoalescing(n int) Option {
+	return optionFunc(func(s *Store) { s.coalesce = n })
+}
+
+// decision is a decision that may share a transaction.
+type decision struct {
+	key   []byte
+	alg   algorithms.Algorithm
+	now   *int64 // nil for the server's clock
+	cost  int64
+	reply []int64 // its six integers, which sendBatch sets
+	err   error   // its outcome in a batch, which sendBatch sets
+}
+
+func (s *Store) newCoalescer() *coalesce.Coalescer[*decision] {
+	// A queue per kind: a batch runs one kind's batch function.
+	return coalesce.New(s.coalesce, s.sendBatch, func(d *decision) string { return d.alg.Kind().Name() })
+}
+
+// sendBatch decides ds, all of one kind, in one call of its batch
+// function, ordered by key, and sets each decision's reply or error.
+func (s *Store) sendBatch(ctx context.Context, ds []*decision) {
+	order := make([]*decision, len(ds))
+	copy(order, ds)
+	slices.SortStableFunc(order, func(a, b *decision) int { return bytes.Compare(a.key, b.key) })
+	n := len(order)
+	keys := make([][]byte, n)
+	nows := make([]*int64, n)
+	costs := make([]int64, n)
+	p1s, p2s := make([]int64, n), make([]int64, n)
+	p3s := make([]*int64, n)
+	for i, d := range order {
+		keys[i], nows[i], costs[i] = d.key, d.now, d.cost
+		p1s[i], p2s[i], p3s[i] = pgsql.Params(d.alg)
+	}
+	var replies []int64
+	err := s.pool.QueryRow(ctx, "SELECT ratewise."+order[0].alg.Kind().Name()+"_batch($1, $2, $3, $4, $5, $6, $7)",
+		keys, nows, costs, p1s, p2s, p3s, s.grace).Scan(&replies)
+	if err == nil && len(replies) != 6*n {
+		err = malformed(replies, "want %d integers for %d decisions", 6*n, n)
+	}
+	for i, d := range order {
+		switch {
+		case err != nil:
+			d.err = s.failure(ctx, err, d.cost > 0)
+		default:
+			d.reply = replies[6*i : 6*i+6]
+		}
+	}
+	s.sweep.tick(s)
+}
+
+// shared decides d through the coalescer: it returns d's reply, and false
+// when d must go alone (fewer than the limit are in flight), which the
+// caller then reports with s.co.Sent.
+func (s *Store) shared(ctx context.Context, d *decision) (reply []int64, queued bool, err error) {
+	deadline, _ := ctx.Deadline()
+	t, queued := s.co.Join(d, deadline)
+	if !queued {
+		return nil, false, nil
+	}
+	if _, err := t.Wait(ctx); err != nil {
+		// The caller gave up; its decision may still be sent.
+		if d.cost > 0 {
+			return nil, true, &maybeDecidedError{err}
+		}
+		return nil, true, err
+	}
+	return d.reply, true, d.err
+}
+
