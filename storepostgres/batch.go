@@ -96,4 +96,3 @@ func (s *Store) shared(ctx context.Context, d *decision) (reply []int64, queued 
 	}
 	return d.reply, true, d.err
 }
-
