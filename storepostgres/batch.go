@@ -62,8 +62,8 @@ func (s *Store) sendBatch(ctx context.Context, ds []*decision) {
 		p1s[i], p2s[i], p3s[i] = pgsql.Params(d.alg)
 	}
 	var replies []int64
-	err := s.pool.QueryRow(ctx, "SELECT ratewise."+order[0].alg.Kind().Name()+"_batch($1, $2, $3, $4, $5, $6, $7)",
-		keys, nows, costs, p1s, p2s, p3s, s.grace).Scan(&replies)
+	err := s.queryRow(ctx, "SELECT ratewise."+order[0].alg.Kind().Name()+"_batch($1, $2, $3, $4, $5, $6, $7)",
+		[]any{keys, nows, costs, p1s, p2s, p3s, s.grace}, &replies)
 	if err == nil && len(replies) != 6*n {
 		err = malformed(replies, "want %d integers for %d decisions", 6*n, n)
 	}
@@ -75,7 +75,7 @@ func (s *Store) sendBatch(ctx context.Context, ds []*decision) {
 			d.reply = replies[6*i : 6*i+6]
 		}
 	}
-	s.sweep.tick(s)
+	s.sweep.tick(s, len(ds))
 }
 
 // shared decides d through the coalescer: it returns d's reply, and false

@@ -77,15 +77,15 @@ func (s *Store) decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 		defer s.co.Sent()
 	}
 	if given && cost > 0 {
-		err = s.pool.QueryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",
-			rkey, onceKey(rkey, onceDecide, id), at, cost, slack, p1, p2, p3, s.grace, algo.MaxCost(alg)).Scan(&reply)
+		err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",
+			[]any{rkey, onceKey(rkey, onceDecide, id), at, cost, slack, p1, p2, p3, s.grace, algo.MaxCost(alg)}, &reply)
 	} else {
-		err = s.pool.QueryRow(ctx, decideSQL[alg.Kind()], rkey, at, cost, slack, p1, p2, p3, s.grace).Scan(&reply)
+		err = s.queryRow(ctx, decideSQL[alg.Kind()], []any{rkey, at, cost, slack, p1, p2, p3, s.grace}, &reply)
 	}
 	if err != nil {
 		return algorithms.Result{}, 0, s.failure(ctx, err, cost > 0)
 	}
-	s.sweep.tick(s)
+	s.sweep.tick(s, 1)
 	once := given && cost > 0
 	if once {
 		notBefore = 0 // the first outcome, which a retry returns, was decided earlier

@@ -31,10 +31,11 @@ func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm
 	}
 	rkey := key(k, alg)
 	var err error
+	var applied bool // whether the reset deleted the row now, or its ID says it did before
 	if given {
-		_, err = s.pool.Exec(ctx, "SELECT ratewise.reset_once($1, $2, 0)", rkey, onceKey(rkey, onceReset, id))
+		err = s.queryRow(ctx, "SELECT ratewise.reset_once($1, $2, 0)", []any{rkey, onceKey(rkey, onceReset, id)}, &applied)
 	} else {
-		_, err = s.pool.Exec(ctx, "DELETE FROM ratewise.state WHERE key = $1", rkey)
+		err = s.queryRow(ctx, "WITH d AS (DELETE FROM ratewise.state WHERE key = $1 RETURNING 1) SELECT count(*) > 0 FROM d", []any{rkey}, &applied)
 	}
 	if err != nil {
 		return s.failure(ctx, err, true)
@@ -54,8 +55,8 @@ func (s *Store) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, 
 		return 0, err
 	}
 	var us int64
-	err := s.pool.QueryRow(ctx, `SELECT coalesce(max(expires - ratewise.now_us()), 0) FROM ratewise.state
-		WHERE key = $1 AND state IS NOT NULL`, key(k, alg)).Scan(&us)
+	err := s.queryRow(ctx, `SELECT coalesce(max(expires - ratewise.now_us()), 0) FROM ratewise.state
+		WHERE key = $1 AND state IS NOT NULL`, []any{key(k, alg)}, &us)
 	if err != nil {
 		return 0, s.failure(ctx, err, false)
 	}

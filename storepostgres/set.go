@@ -54,12 +54,12 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 		}
 	}
 	var reply []int64
-	err := s.pool.QueryRow(ctx, "SELECT ratewise.decide_set($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)",
-		keys, kinds, params, nowArg, cost, s.grace, onceArg, marks, lims).Scan(&reply)
+	err := s.queryRow(ctx, "SELECT ratewise.decide_set($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)",
+		[]any{keys, kinds, params, nowArg, cost, s.grace, onceArg, marks, lims}, &reply)
 	if err != nil {
 		return nil, s.failure(ctx, err, cost > 0)
 	}
-	s.sweep.tick(s)
+	s.sweep.tick(s, 1)
 	want := 5 * n
 	if once {
 		want += 3*n + 1

@@ -31,7 +31,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -62,8 +62,9 @@ type Store struct {
 	coalesce   int                            // WithCoalescing's n
 	co         *coalesce.Coalescer[*decision] // nil when decisions go alone
 
-	mu       sync.Mutex
-	migrated bool
+	migrating chan struct{} // holds a token while a migration runs
+	migrated  atomic.Bool
+	newer     atomic.Pointer[error] // the schema is newer than this store: every use fails with it
 }
 
 // Option configures a Store.
@@ -101,7 +102,7 @@ func WithUnlogged() Option {
 // New returns a store on pool. The store creates its schema on first use;
 // call Migrate to create it, or to learn that it cannot, before then.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, coalesce: DefaultCoalescing}
+	s := &Store{pool: pool, coalesce: DefaultCoalescing, migrating: make(chan struct{}, 1)}
 	s.sweep.init()
 	for _, o := range opts {
 		o.apply(s)
@@ -116,25 +117,44 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 // transaction. Instances that migrate at once take turns: the first
 // creates the schema, the others find it made.
 func (s *Store) Migrate(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// One migration at a time in this process; a caller whose context ends
+	// while it waits for another's gives up.
+	select {
+	case s.migrating <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.migrating }()
 	if err := migrate(ctx, s.pool, s.unlogged); err != nil {
+		if errors.Is(err, errNewerSchema) {
+			f := fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+			s.newer.Store(&f)
+			return f
+		}
 		return s.failure(ctx, err, false)
 	}
-	s.migrated = true
+	s.migrated.Store(true)
 	return nil
 }
 
-// ensure migrates once, on the store's first use.
+// ensure migrates once, on the store's first use. A store that found the
+// schema newer than itself fails every use without asking again: only a
+// newer store can use it.
 func (s *Store) ensure(ctx context.Context) error {
-	s.mu.Lock()
-	done := s.migrated
-	s.mu.Unlock()
-	if done {
+	if s.migrated.Load() {
 		return nil
 	}
-	return s.Migrate(ctx)
+	if err := s.newer.Load(); err != nil {
+		return *err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		return err
+	}
+	return nil
 }
+
+// errNewerSchema is wrapped when the schema is newer than this store's.
+var errNewerSchema = errors.New("storepostgres: the schema ratewise is newer than this store's")
 
 // migrationLock is the advisory lock that serialises migrations.
 const migrationLock = 7305_0001
@@ -166,7 +186,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, unlogged bool) error {
 		return tx.Commit(ctx)
 	}
 	if version > pgsql.Version {
-		return fmt.Errorf("storepostgres: the schema ratewise is at version %d, newer than this store's %d", version, pgsql.Version)
+		return fmt.Errorf("%w: version %d, this store's %d", errNewerSchema, version, pgsql.Version)
 	}
 	if _, err := tx.Exec(ctx, ddl); err != nil {
 		return err
@@ -220,11 +240,33 @@ func key(k store.Key, alg algorithms.Algorithm) []byte {
 	return append(b, k.Name...)
 }
 
+// queryRow runs sql with args on a connection it acquires first, and scans
+// its one row into dest. An error acquiring the connection (the caller's
+// context ending while it waits for one, the pool closed, a dial that
+// fails) is a notSent: the statement never left.
+func (s *Store) queryRow(ctx context.Context, sql string, args []any, dest ...any) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return notSent{err}
+	}
+	defer conn.Release()
+	return conn.QueryRow(ctx, sql, args...).Scan(dest...)
+}
+
+// notSent is the error of a statement that was never sent.
+type notSent struct{ err error }
+
+func (e notSent) Error() string { return e.err.Error() }
+func (e notSent) Unwrap() error { return e.err }
+
 // failure is the error a request returns when its statement failed with
 // err: the caller's context error if that is why, and otherwise err
 // wrapping store.ErrUnavailable, and store.ErrMaybeDecided too when the
 // request writes (writes) and err may have come after the server ran it.
 func (s *Store) failure(ctx context.Context, err error, writes bool) error {
+	if errors.As(err, new(notSent)) {
+		writes = false // nothing was sent, so nothing was decided
+	}
 	if ctx.Err() != nil && (errors.Is(err, ctx.Err()) || pgconn.Timeout(err)) {
 		if writes && !pgconn.SafeToRetry(err) {
 			return &maybeDecidedError{ctx.Err()}
@@ -239,14 +281,16 @@ func (s *Store) failure(ctx context.Context, err error, writes bool) error {
 }
 
 // sent reports whether a statement that failed with err may have run on
-// the server and committed. It did not if pgx never sent it (SafeToRetry:
-// no connection, a dial error), or if the server answered with an error:
+// the server and committed. It did not if pgx never sent it (SafeToRetry,
+// or a connection that could not be made), or if the server answered
+// with an error:
 // a statement that fails is rolled back. Any other error, such as a
 // connection lost while waiting for the reply, may have come after the
 // commit.
 func sent(err error) bool {
 	var pgErr *pgconn.PgError
-	return !pgconn.SafeToRetry(err) && !errors.As(err, &pgErr)
+	var connErr *pgconn.ConnectError
+	return !pgconn.SafeToRetry(err) && !errors.As(err, &pgErr) && !errors.As(err, &connErr)
 }
 
 // maybeDecidedError is a write's error after its statement may have run:

@@ -33,6 +33,14 @@ const (
 	vacuumAfter = 50_000
 )
 
+// sweepMargin is how long past its expiry a row stays before a sweep may
+// delete it. A decision reads the server's clock before it meets a key's
+// row, and if the row is deleted while the decision waits for its lock,
+// PostgreSQL inserts the decision made at that clock reading on no state:
+// the margin keeps a row a sweep deletes from having counted at any
+// reading a waiting decision can hold, for waits shorter than it.
+const sweepMargin = time.Second
+
 type sweeper struct {
 	writes  atomic.Uint64
 	running atomic.Bool
@@ -47,34 +55,36 @@ func (w *sweeper) init() {
 	w.page[1].Store(start)
 }
 
-// tick counts a write and starts a sweep every sweepEvery of them.
-func (w *sweeper) tick(s *Store) {
-	if w.writes.Add(1)%sweepEvery != 0 || !w.running.CompareAndSwap(false, true) {
+// tick counts n writes and starts a sweep each time the count passes a
+// multiple of sweepEvery.
+func (w *sweeper) tick(s *Store, n int) {
+	after := w.writes.Add(uint64(n))
+	if after/sweepEvery == (after-uint64(n))/sweepEvery || !w.running.CompareAndSwap(false, true) {
 		return
 	}
 	go func() {
 		defer w.running.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, _ = s.sweepOnce(ctx) // a failed sweep is tried again at the next
+		_, _ = s.sweepOnce(context.Background()) // a failed sweep is tried again at the next
 	}()
 }
 
 // sweepOnce deletes the expired rows in the next sweepPages pages of each
 // table and returns how many it deleted.
-func (s *Store) sweepOnce(ctx context.Context) (int64, error) {
+func (s *Store) sweepOnce(parent context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(parent, 10*time.Second)
+	defer cancel()
 	var total int64
 	for i, table := range [2]string{"ratewise.state", "ratewise.once"} {
 		from := s.sweep.page[i].Load()
 		var deleted, pages int64
 		err := s.pool.QueryRow(ctx, fmt.Sprintf(`WITH gone AS (
 			DELETE FROM %[1]s WHERE ctid = ANY (ARRAY(
-				SELECT ctid FROM %[1]s WHERE ctid >= $1::tid AND ctid < $2::tid AND expires < ratewise.now_us()
+				SELECT ctid FROM %[1]s WHERE ctid >= $1::tid AND ctid < $2::tid AND expires < ratewise.now_us() - $3::bigint
 				FOR UPDATE SKIP LOCKED))
-			AND expires < ratewise.now_us()
+			AND expires < ratewise.now_us() - $3::bigint
 			RETURNING 1)
 			SELECT count(*), pg_relation_size('%[1]s') / current_setting('block_size')::bigint FROM gone`, table),
-			fmt.Sprintf("(%d,0)", from), fmt.Sprintf("(%d,0)", from+sweepPages)).Scan(&deleted, &pages)
+			fmt.Sprintf("(%d,0)", from), fmt.Sprintf("(%d,0)", from+sweepPages), sweepMargin.Microseconds()).Scan(&deleted, &pages)
 		if err != nil {
 			return total, err
 		}
@@ -85,10 +95,15 @@ func (s *Store) sweepOnce(ctx context.Context) (int64, error) {
 		s.sweep.page[i].Store(next)
 		total += deleted
 		if s.sweep.deleted[i] += deleted; s.sweep.deleted[i] >= vacuumAfter {
-			s.sweep.deleted[i] = 0
-			if _, err := s.pool.Exec(ctx, "VACUUM (SKIP_LOCKED) "+table); err != nil {
+			// A vacuum scans what the visibility map does not skip: give it
+			// time of its own, and count again only once it has run.
+			vctx, vcancel := context.WithTimeout(parent, time.Minute)
+			_, err := s.pool.Exec(vctx, "VACUUM (SKIP_LOCKED) "+table)
+			vcancel()
+			if err != nil {
 				return total, err
 			}
+			s.sweep.deleted[i] = 0
 		}
 	}
 	return total, nil

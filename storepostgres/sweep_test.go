@@ -40,8 +40,8 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The rows of odd keys expired a second ago.
-	tag, err := pool.Exec(ctx, `UPDATE ratewise.state SET expires = ratewise.now_us() - 1000000
+	// The rows of odd keys expired ten seconds ago, past the sweeps' margin.
+	tag, err := pool.Exec(ctx, `UPDATE ratewise.state SET expires = ratewise.now_us() - 10000000
 		WHERE (substring(convert_from(key, 'UTF8') FROM 'k(\d+)$')::int) % 2 = 1`)
 	if err != nil || tag.RowsAffected() != keys/2 {
 		t.Fatalf("marking rows expired: %v, %d rows", err, tag.RowsAffected())

@@ -116,6 +116,10 @@ DECLARE
   r bigint[];
   replies bigint[] := '{}';
 BEGIN
+  -- A batch holds every row it has locked until it commits: it waits for
+  -- another's lock no longer than this, and fails instead, so that one row
+  -- held elsewhere does not stall every decision of its kind.
+  PERFORM set_config('lock_timeout', '5s', true);
   FOR i IN 1..cardinality(_keys) LOOP
     _key := _keys[i];
     _now := _nows[i];

@@ -12,8 +12,9 @@
 -- limit.
 --
 -- The rows are locked in the order of their keys, created first if
--- missing, so that two sets that share keys never wait for each other in
--- a cycle. Steps are called by name (EXECUTE), which plans each call.
+-- missing, so that two sets, or a set and a batch (drivers.sql), that
+-- share keys never wait for each other in a cycle. Steps are called by
+-- name (EXECUTE), which plans each call.
 --
 -- With a request ID (_once), the outcome is kept as decide.lua's is: then
 -- for each limit _lims[i], p1 and p3 (or 0), then the cost; an admission
@@ -43,10 +44,13 @@ BEGIN
     END IF;
     r := '{}';
   END IF;
-  INSERT INTO ratewise.state (key, state, expires, res)
+  -- One statement takes every row's lock, in key order: it creates a
+  -- missing row, and locks an existing one (DO UPDATE locks the rows it
+  -- meets even where its WHERE updates none). A row deleted meanwhile (by
+  -- a reset or a sweep) is created again, so no limit goes unlocked.
+  INSERT INTO ratewise.state AS s (key, state, expires, res)
   SELECT k, NULL, 0, '{}' FROM unnest(_keys) k ORDER BY k
-  ON CONFLICT (key) DO NOTHING;
-  PERFORM 1 FROM ratewise.state s WHERE s.key = ANY(_keys) ORDER BY s.key FOR UPDATE;
+  ON CONFLICT (key) DO UPDATE SET key = excluded.key WHERE false;
   clock := ratewise.now_us();
   t := coalesce(_now, clock);
   FOR i IN 1..n LOOP

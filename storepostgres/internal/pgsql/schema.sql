@@ -8,7 +8,7 @@ CREATE SCHEMA IF NOT EXISTS ratewise;
 -- and writes it (NULL for none), the time on the server's clock (µs since
 -- the Unix epoch) from which the row may be deleted, and the result of the
 -- key's latest decision, which the decision's statement returns (see
--- Decide in statements.go): {allowed (1 or 0), remaining, retry_after,
+-- upsert in pgsql.go): {allowed (1 or 0), remaining, retry_after,
 -- reset_after, at, delay}. Decisions update rows in place, one version
 -- each; the fill factor leaves room on each page for the next version, so
 -- that updates stay on their page (HOT) and need no index entry.
@@ -20,7 +20,7 @@ CREATE /*UNLOGGED*/ TABLE IF NOT EXISTS ratewise.state (
 ) WITH (fillfactor = 70);
 
 -- once holds the outcome of a request made with a request ID, under the
--- key's key followed by a kind of request and the ID (see once.go), until
+-- key's key followed by a kind of request and the ID (see decide.go), until
 -- expires on the server's clock: a request that finds its ID here gets
 -- that outcome again and changes nothing.
 CREATE /*UNLOGGED*/ TABLE IF NOT EXISTS ratewise.once (
