@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/loadgen"
 	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/redisinfo"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres"
@@ -28,12 +30,12 @@ import (
 // already have (a transaction: SELECT … FOR UPDATE, the step in Go, UPDATE),
 // and against ratewise's Redis store, at 1, 16 and 64 callers, on one hot
 // key and on 100,000 keys, on throwaway servers on this machine. The quota
-// is a token bucket of 10,000 per second with a burst of 10,000, so that
-// nearly every decision admits and writes: the hot key is where a row lock
-// serialises every caller.
+// is a token bucket of 1,000,000 per second with a burst of 1,000,000, more
+// than any of them decides, so that every decision admits and writes: the
+// hot key is where a row lock serialises every caller.
 const (
-	pgRate  = 10_000
-	pgBurst = 10_000
+	pgRate  = 1_000_000
+	pgBurst = 1_000_000
 )
 
 var pgCallers = []int{1, 16, 64}
@@ -222,8 +224,12 @@ func runPostgres(quick bool) error {
 	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
 		return err
 	}
-	fmt.Printf("PostgreSQL %s (fsync off, logged tables) and Redis on throwaway servers on this machine, %d pooled PostgreSQL connections, %v per cell, a token bucket of %d/s with a burst of %d; `cd bench/peers && go run . -postgres`\n\n",
-		strings.Fields(version)[0], cfg.MaxConns, d, pgRate, pgBurst)
+	info, err := rdb.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	fmt.Printf("PostgreSQL %s (fsync off, logged tables) and Redis %s on throwaway servers on this machine (%d cores), %d pooled PostgreSQL connections, %v per cell, a token bucket of %d/s with a burst of %d; `cd bench/peers && go run . -postgres`\n\n",
+		strings.Fields(version)[0], redisinfo.Field(info, "redis_version"), runtime.NumCPU(), cfg.MaxConns, d, pgRate, pgBurst)
 
 	cells := map[string]map[string]pgCell{} // contender → "hot/64" → cell
 	bytesPerKey := map[string]float64{}
