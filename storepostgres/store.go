@@ -8,7 +8,8 @@
 // does, in integer microseconds, and the differential tests hold them to
 // it. Go never reads a state and writes it back, and nothing retries:
 // concurrent decisions on one key queue on its row lock, each deciding on
-// the state the one before it left. Requests with a request ID
+// the state the one before it left. Under load, concurrent decisions share
+// transactions, a batch per round trip (WithCoalescing). Requests with a request ID
 // (ratewise.WithRequestID), refunds, sets and resets with an ID are one
 // call of a server-side function each, also one round trip.
 //
