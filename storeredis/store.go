@@ -37,8 +37,8 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/internal/coalesce"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis/internal/denycache"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
