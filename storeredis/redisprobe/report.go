@@ -1,66 +1,25 @@
 package redisprobe
 
-import "strconv"
+import "github.com/ratewise/ratewise/internal/probe"
 
-// Status is how one check of Run came out.
-type Status int
-
-const (
-	// StatusOK: the store works there as documented.
-	StatusOK Status = iota
-	// StatusWarning: the store works, with a cost or a risk to know of,
-	// such as limits that a restart resets.
-	StatusWarning
-	// StatusFailure: decisions will fail there, or limits will not hold,
-	// until the Finding's Change is made.
-	StatusFailure
+// Report is what Run found: its findings in the order it checked. A
+// Finding's Check is one of "server", "cluster", "persistence", "eviction",
+// "scripts", "round trip", "keys", "server time", "clock" or "client
+// settings"; several findings may share one, such as one per unsafe client
+// setting.
+type (
+	Report  = probe.Report
+	Finding = probe.Finding
+	Status  = probe.Status
 )
 
-func (s Status) String() string {
-	switch s {
-	case StatusOK:
-		return "ok"
-	case StatusWarning:
-		return "warning"
-	case StatusFailure:
-		return "failure"
-	}
-	return "Status(" + strconv.Itoa(int(s)) + ")"
-}
-
-// Finding is the outcome of one check of Run.
-type Finding struct {
-	// Check names what was checked: "server", "cluster", "persistence",
-	// "eviction", "scripts", "round trip", "keys", "server time", "clock"
-	// or "client settings". Several findings may share one, such as one
-	// per unsafe client setting.
-	Check  string
-	Status Status
-	// Found says what the probe saw, in one line, such as "Redis 7.0.15".
-	Found string
-	// Change says what to change, in one line; it is empty when nothing
-	// needs to.
-	Change string
-}
-
-func (f Finding) String() string {
-	s := f.Status.String() + " " + f.Check + ": " + f.Found
-	if f.Change != "" {
-		s += "; change: " + f.Change
-	}
-	return s
-}
-
-// Report is what Run found: its findings in the order it checked.
-type Report struct {
-	Findings []Finding
-}
-
-// Worst returns the most severe Status of the findings.
-func (r Report) Worst() Status {
-	worst := StatusOK
-	for _, f := range r.Findings {
-		worst = max(worst, f.Status)
-	}
-	return worst
-}
+// How a check came out.
+const (
+	// StatusOK: the store works there as documented.
+	StatusOK = probe.StatusOK
+	// StatusWarning: the store works, with a cost or a risk to know of.
+	StatusWarning = probe.StatusWarning
+	// StatusFailure: decisions will fail there until the Finding's Change
+	// is made.
+	StatusFailure = probe.StatusFailure
+)
