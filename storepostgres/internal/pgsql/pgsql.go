@@ -30,7 +30,7 @@
 // is included once, before it. A kind's file that says "-- instance of:
 // <file>.sql" gets that file's functions under its own name: the file is
 // a template whose functions are named ratewise.__kind___step and
-// ratewise.__kind___refund.
+// ratewise.__kind___refund (internal/assemble).
 package pgsql
 
 import (
@@ -39,6 +39,7 @@ import (
 	"strings"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/assemble"
 )
 
 //go:embed *.sql
@@ -58,9 +59,9 @@ func Schema(unlogged bool) (string, error) { return SchemaOf(algorithms.Kinds(),
 
 // SchemaOf is Schema with the steps of kinds only.
 func SchemaOf(kinds []*algorithms.Kind, unlogged bool) (string, error) {
-	var a assembler
+	a := assemble.New(files)
 	for _, file := range []string{"schema.sql", "ops.sql"} {
-		if err := a.include(file); err != nil {
+		if err := a.Include(file); err != nil {
 			return "", err
 		}
 	}
@@ -69,12 +70,12 @@ func SchemaOf(kinds []*algorithms.Kind, unlogged bool) (string, error) {
 		return "", err
 	}
 	for _, k := range kinds {
-		if err := a.include(k.Name() + ".sql"); err != nil {
+		if err := a.Include(k.Name() + ".sql"); err != nil {
 			return "", fmt.Errorf("pgsql: no step for %s: %w", k, err)
 		}
-		a.src.WriteString(instantiate(string(driver), k.Name(), "_"))
+		a.WriteString(instantiate(string(driver), k.Name(), "_"))
 	}
-	src := a.src.String()
+	src := a.String()
 	if unlogged {
 		src = strings.ReplaceAll(src, "CREATE /*UNLOGGED*/ TABLE", "CREATE UNLOGGED TABLE")
 	}
@@ -141,59 +142,3 @@ func instantiate(src, name, prefix string) string {
 // Step and Refund return the names of k's functions.
 func Step(k *algorithms.Kind) string   { return "ratewise." + k.Name() + "_step" }
 func Refund(k *algorithms.Kind) string { return "ratewise." + k.Name() + "_refund" }
-
-// assembler concatenates files, each after those it requires.
-type assembler struct {
-	src  strings.Builder
-	seen map[string]bool
-}
-
-func (a *assembler) include(file string) error {
-	if a.seen == nil {
-		a.seen = map[string]bool{}
-	}
-	if a.seen[file] {
-		return nil
-	}
-	a.seen[file] = true
-	b, err := files.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
-			if err := a.include(strings.TrimSpace(dep)); err != nil {
-				return err
-			}
-		}
-	}
-	a.src.Write(b)
-	a.src.WriteString("\n")
-	for _, line := range strings.Split(string(b), "\n") {
-		if tmpl, ok := strings.CutPrefix(line, "-- instance of: "); ok {
-			if err := a.instance(strings.TrimSpace(tmpl), strings.TrimSuffix(file, ".sql")); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// instance includes the template file's requirements, then its text with
-// __kind__ replaced by name.
-func (a *assembler) instance(file, name string) error {
-	b, err := files.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
-			if err := a.include(strings.TrimSpace(dep)); err != nil {
-				return err
-			}
-		}
-	}
-	a.src.WriteString(strings.ReplaceAll(string(b), "__kind__", name))
-	a.src.WriteString("\n")
-	return nil
-}

@@ -19,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/assemble"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -53,7 +54,7 @@ type script struct {
 var decide = func() map[*algorithms.Kind]script {
 	m := map[*algorithms.Kind]script{}
 	for _, k := range algorithms.Kinds() {
-		src, err := assemble(k.Name(), "decide.lua")
+		src, err := scriptSource(k.Name(), "decide.lua")
 		if err != nil {
 			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
 			continue
@@ -89,7 +90,7 @@ func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Scrip
 	if sc, ok := cache.Load(kind); ok {
 		return sc.(*redis.Script), nil
 	}
-	src, err := assemble(kind.Name(), driver)
+	src, err := scriptSource(kind.Name(), driver)
 	if err != nil {
 		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, kind, err)
 	}
@@ -113,7 +114,7 @@ func Set(kinds []*algorithms.Kind) (*redis.Script, error) {
 	if sc, ok := sets.Load(signature); ok {
 		return sc.(*redis.Script), nil
 	}
-	src, err := assembleSet(names)
+	src, err := setSource(names)
 	if err != nil {
 		return nil, fmt.Errorf("%w: storeredis has no set script for %s: %w", store.ErrUnsupported, signature, err)
 	}
@@ -121,75 +122,43 @@ func Set(kinds []*algorithms.Kind) (*redis.Script, error) {
 	return sc.(*redis.Script), nil
 }
 
-// assemble returns the source of a script for one algorithm: the prelude,
+// scriptSource returns the source of a script for one algorithm: the prelude,
 // the step file of the kind named and its libraries, the step's functions
 // bound to the names the driver calls, and the driver.
-func assemble(name, driver string) (string, error) {
-	var a assembler
+func scriptSource(name, driver string) (string, error) {
+	a := assemble.New(files)
 	for _, file := range []string{"prelude.lua", name + ".lua"} {
-		if err := a.include(file); err != nil {
+		if err := a.Include(file); err != nil {
 			return "", err
 		}
 	}
-	fmt.Fprintf(&a.src, "local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name)
-	if err := a.include(driver); err != nil {
+	a.WriteString(fmt.Sprintf("local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name))
+	if err := a.Include(driver); err != nil {
 		return "", err
 	}
-	return a.src.String(), nil
+	return a.String(), nil
 }
 
-// assembleSet returns the source of the set script for the kinds named:
+// setSource returns the source of the set script for the kinds named:
 // the prelude, each kind's step file and libraries, the table kinds of their
 // functions, in the order of names, and the set driver.
-func assembleSet(names []string) (string, error) {
-	var a assembler
-	if err := a.include("prelude.lua"); err != nil {
+func setSource(names []string) (string, error) {
+	a := assemble.New(files)
+	if err := a.Include("prelude.lua"); err != nil {
 		return "", err
 	}
 	for _, name := range names {
-		if err := a.include(name + ".lua"); err != nil {
+		if err := a.Include(name + ".lua"); err != nil {
 			return "", err
 		}
 	}
-	a.src.WriteString("local kinds = {")
+	a.WriteString("local kinds = {")
 	for _, name := range names {
-		fmt.Fprintf(&a.src, "{%[1]s_read, %[1]s_step, %[1]s_write}, ", name)
+		a.WriteString(fmt.Sprintf("{%[1]s_read, %[1]s_step, %[1]s_write}, ", name))
 	}
-	a.src.WriteString("}\n")
-	if err := a.include("decide_set.lua"); err != nil {
+	a.WriteString("}\n")
+	if err := a.Include("decide_set.lua"); err != nil {
 		return "", err
 	}
-	return a.src.String(), nil
-}
-
-// assembler concatenates script files. A file names the libraries it needs
-// on lines "-- requires: <file>.lua"; each is included once, before the
-// file, after what it requires in turn.
-type assembler struct {
-	src  strings.Builder
-	seen map[string]bool
-}
-
-func (a *assembler) include(file string) error {
-	if a.seen == nil {
-		a.seen = map[string]bool{}
-	}
-	if a.seen[file] {
-		return nil
-	}
-	a.seen[file] = true
-	b, err := files.ReadFile(file)
-	if err != nil {
-		return err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if dep, ok := strings.CutPrefix(line, "-- requires: "); ok {
-			if err := a.include(strings.TrimSpace(dep)); err != nil {
-				return err
-			}
-		}
-	}
-	a.src.Write(b)
-	a.src.WriteString("\n")
-	return nil
+	return a.String(), nil
 }
