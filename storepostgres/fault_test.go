@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres"
 )
@@ -23,18 +22,8 @@ import (
 // reports an admission; and the store decides again once the server is
 // back, without being made again. No key admits more than its limit.
 func TestFaults(t *testing.T) {
-	pgtest.Require(t)
-	srv, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	srv, pool := ownServer(t)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	s := storepostgres.New(pool)
 	if err := s.Migrate(ctx); err != nil {
 		t.Fatal(err)

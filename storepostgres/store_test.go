@@ -39,6 +39,24 @@ func newPool(t testing.TB) *pgxpool.Pool {
 	return p
 }
 
+// ownServer starts a server for one test, which it stops when the test
+// ends, and returns it with a pool on it.
+func ownServer(t *testing.T) (*pgtest.Server, *pgxpool.Pool) {
+	t.Helper()
+	pgtest.Require(t)
+	srv, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Stop)
+	pool, err := pgxpool.New(context.Background(), srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return srv, pool
+}
+
 // kinds are the kinds a test runs: every registered one, or those named
 // in RATEWISE_PG_KINDS.
 func kinds(t *testing.T) []*algorithms.Kind {

@@ -7,11 +7,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // TestSweepDeletesOnlyExpired writes 2,000 keys, marks every other row
@@ -20,18 +17,8 @@ import (
 // decides as before. It runs on a server of its own, whose table holds
 // only its rows.
 func TestSweepDeletesOnlyExpired(t *testing.T) {
-	pgtest.Require(t)
-	srv, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
+	_, pool := ownServer(t)
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	s := storepostgres.New(pool)
 	alg := algorithms.FixedWindow{Limit: 10, Window: 24 * time.Hour}
 	const keys = 2000
