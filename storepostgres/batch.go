@@ -7,6 +7,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/coalesce"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
 
@@ -90,7 +91,7 @@ func (s *Store) shared(ctx context.Context, d *decision) (reply []int64, queued 
 	if _, err := t.Wait(ctx); err != nil {
 		// The caller gave up; its decision may still be sent.
 		if d.cost > 0 {
-			return nil, true, &maybeDecidedError{err}
+			return nil, true, storecheck.MaybeDecided(err)
 		}
 		return nil, true, err
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
@@ -270,13 +271,13 @@ func (s *Store) failure(ctx context.Context, err error, writes bool) error {
 	}
 	if ctx.Err() != nil && (errors.Is(err, ctx.Err()) || pgconn.Timeout(err)) {
 		if writes && !pgconn.SafeToRetry(err) {
-			return &maybeDecidedError{ctx.Err()}
+			return storecheck.MaybeDecided(ctx.Err())
 		}
 		return ctx.Err()
 	}
 	f := fmt.Errorf("%w: postgres: %w", store.ErrUnavailable, err)
 	if writes && sent(err) {
-		return &maybeDecidedError{f}
+		return storecheck.MaybeDecided(f)
 	}
 	return f
 }
@@ -293,17 +294,6 @@ func sent(err error) bool {
 	var connErr *pgconn.ConnectError
 	return !pgconn.SafeToRetry(err) && !errors.As(err, &pgErr) && !errors.As(err, &connErr)
 }
-
-// maybeDecidedError is a write's error after its statement may have run:
-// err, which wraps ErrUnavailable or the caller's context error, and
-// store.ErrMaybeDecided.
-type maybeDecidedError struct{ err error }
-
-func (e *maybeDecidedError) Error() string {
-	return e.err.Error() + " (the request may have been decided)"
-}
-
-func (e *maybeDecidedError) Unwrap() []error { return []error{e.err, store.ErrMaybeDecided} }
 
 // AppliesRequestIDs marks the store as store.Idempotent: a write with the
 // caller's request ID is applied once.

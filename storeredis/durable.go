@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -144,11 +145,11 @@ func (s *Store) replicated(ctx context.Context, sc *redis.Script, keys []string,
 	// master alone.
 	acked, err := wait.Result()
 	if err != nil {
-		return nil, &maybeDecidedError{s.failure(ctx, err)}
+		return nil, storecheck.MaybeDecided(s.failure(ctx, err))
 	}
 	if acked < int64(s.replicas.n) {
 		err := fmt.Errorf("%w: %d of %d replicas acknowledged it within %v", ErrNotReplicated, acked, s.replicas.n, s.replicas.timeout)
-		return nil, &maybeDecidedError{s.failure(ctx, err)}
+		return nil, storecheck.MaybeDecided(s.failure(ctx, err))
 	}
 	return reply, nil
 }

@@ -96,17 +96,6 @@ func (r requestID) key(rkey, kind string) string {
 	return rkey + kind + r.id
 }
 
-// maybeDecidedError is a decision's error after its script may have run:
-// err, which wraps ErrUnavailable or the caller's context error, and
-// store.ErrMaybeDecided.
-type maybeDecidedError struct{ err error }
-
-func (e *maybeDecidedError) Error() string {
-	return e.err.Error() + " (the request may have been decided)"
-}
-
-func (e *maybeDecidedError) Unwrap() []error { return []error{e.err, store.ErrMaybeDecided} }
-
 // decisionFailure is failure for a script that decides, whose error also
 // wraps store.ErrMaybeDecided when the script may have run: when go-redis
 // may have sent it more than once (its last attempt's error says nothing of
@@ -116,7 +105,7 @@ func (s *Store) decisionFailure(ctx context.Context, err error) error {
 	if !s.resends && !sent(err) {
 		return f
 	}
-	return &maybeDecidedError{f}
+	return storecheck.MaybeDecided(f)
 }
 
 // resends reports whether go-redis may send a command again after an

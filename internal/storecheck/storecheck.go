@@ -127,3 +127,16 @@ func Charged(res algorithms.Result, alg algorithms.Algorithm, limit, burst, cost
 	}
 	return algo.Charge(res, by, cost), nil
 }
+
+// MaybeDecided returns err, the error of a write that may have been applied
+// (its request reached the server, and no reply came), wrapping
+// store.ErrMaybeDecided too.
+func MaybeDecided(err error) error { return &maybeDecided{err} }
+
+type maybeDecided struct{ err error }
+
+func (e *maybeDecided) Error() string {
+	return e.err.Error() + " (the request may have been decided)"
+}
+
+func (e *maybeDecided) Unwrap() []error { return []error{e.err, store.ErrMaybeDecided} }
