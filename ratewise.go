@@ -17,6 +17,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/checked"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -47,6 +48,11 @@ type Limiter struct {
 	observer Observer
 	// latency is the longest recent booking round trip (see waitBooked).
 	latency latency
+	// checked is the store, when it decides input the limiter has checked
+	// without checking it again; systemTime is whether the limiter reads
+	// the system clock, which such a store then reads itself, once.
+	checked    checked.Decider
+	systemTime bool
 }
 
 // TierFunc chooses the algorithm, and so the limit, for a key: tiers,
@@ -85,6 +91,8 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 	if strings.Contains(l.namespace, ":") {
 		return nil, fmt.Errorf("%w, got %q", ErrInvalidNamespace, l.namespace)
 	}
+	l.checked = checked.For(s)
+	_, l.systemTime = l.clock.(systemClock)
 	return l, nil
 }
 
@@ -280,9 +288,20 @@ func (l *Limiter) key(key string) store.Key {
 	return store.Key{Namespace: l.namespace, Name: key}
 }
 
-// decideStore asks the store for one decision.
+// decideStore asks the store for one decision, whose key, algorithm and
+// cost have been checked.
 func (l *Limiter) decideStore(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
-	return l.store.Decide(ctx, l.key(key), alg, l.clock.Now(), cost)
+	if l.checked == nil {
+		return l.store.Decide(ctx, l.key(key), alg, l.clock.Now(), cost)
+	}
+	if l.systemTime {
+		return l.checked.DecideChecked(ctx, l.key(key), alg, time.Time{}, cost)
+	}
+	now := l.clock.Now()
+	if err := algo.CheckTime(now); err != nil {
+		return Result{}, err
+	}
+	return l.checked.DecideChecked(ctx, l.key(key), alg, now, cost)
 }
 
 // Clock tells a Limiter the time. Tests inject one with WithClock to step

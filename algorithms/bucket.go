@@ -191,6 +191,12 @@ func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState
 // 0 for a decision; for a reservation it is the longest wait in µs the
 // caller accepts, and delay is the wait until the booked request's turn.
 func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *bucketState, _ Result, delay time.Duration) {
+	return b.stepInto(st, nil, now, cost, slack)
+}
+
+// stepInto is step, writing a new state into spare, if not nil, rather
+// than a new allocation.
+func (b bucket) stepInto(st, spare *bucketState, now time.Time, cost, slack int64) (_ *bucketState, _ Result, delay time.Duration) {
 	t := micros(now)
 	// used: the time until the key is full again, from eff.
 	eff, used, converted := b.usedAt(st, now)
@@ -233,6 +239,8 @@ func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *buck
 		// a state of its own, leaving the one it was given as it was, so
 		// that a store may inspect a state it shares.
 		st = &bucketState{}
+	case st == nil && spare != nil:
+		st = spare
 	case st == nil:
 		st = &bucketState{}
 	}

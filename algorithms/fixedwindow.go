@@ -104,6 +104,12 @@ func (a FixedWindow) decide(state keyState, now time.Time, cost int64) (keyState
 // step is Decide on the state's own type. It returns st, updated when a
 // request is admitted, or a new state if st was nil.
 func (a FixedWindow) step(st *fixedWindowState, now time.Time, cost int64) (*fixedWindowState, Result) {
+	return a.stepInto(st, nil, now, cost)
+}
+
+// stepInto is step, writing a new state into spare, if not nil, rather
+// than a new allocation.
+func (a FixedWindow) stepInto(st, spare *fixedWindowState, now time.Time, cost int64) (*fixedWindowState, Result) {
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
 	start, at := t-floorMod(t, w), t
@@ -123,6 +129,9 @@ func (a FixedWindow) step(st *fixedWindowState, now time.Time, cost int64) (*fix
 		res.Allowed = true
 		if cost > 0 {
 			count += cost
+			if st == nil {
+				st = spare
+			}
 			if st == nil {
 				st = &fixedWindowState{}
 			}

@@ -29,6 +29,8 @@ func init() {
 		Inspect: func(a Algorithm, w algobridge.Words, tag int64, now time.Time, cost int64) (Result, bool) {
 			return a.(packer).inspect(w, tag, now, cost)
 		},
+		Derive:         derive,
+		DecidePacked:   decidePacked,
 		Scope:          func(a Algorithm) algobridge.Scope { return a.scope() },
 		Quota:          func(a Algorithm) algobridge.Quota { return a.quota() },
 		MaxCost:        func(a Algorithm) int64 { return a.maxCost() },

@@ -37,6 +37,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/checked"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -140,6 +141,14 @@ func (s *Store) elapsed() time.Duration {
 func sweepAt(el, life time.Duration) uint32 {
 	at := (el + max(life, 0) + ExpiryGrace + time.Second - 1) / time.Second
 	return uint32(min(at, math.MaxUint32))
+}
+
+// elapsedOr returns el, or elapsed if el is -1.
+func (s *Store) elapsedOr(el time.Duration) time.Duration {
+	if el < 0 {
+		return s.elapsed()
+	}
+	return el
 }
 
 // hash returns the hash of the key ns:key (store.Key.String), without
@@ -263,6 +272,43 @@ func (s *Store) decide(ctx context.Context, ns, key string, alg algorithms.Algor
 	if err := algo.CheckDecision(alg, now, cost); err != nil {
 		return algorithms.Result{}, err
 	}
+	return s.decideAt(ctx, ns, key, alg, now, -1, cost)
+}
+
+func init() {
+	checked.Register(func(s store.Store) checked.Decider {
+		if ms, ok := s.(*Store); ok {
+			return (*checkedStore)(ms)
+		}
+		return nil
+	})
+}
+
+// checkedStore is a Store deciding input the limiter has checked
+// (internal/checked).
+type checkedStore Store
+
+// DecideChecked is Decide without its checks; with the zero now, it reads
+// the system clock once, for the decision and, unless the store has a clock
+// of its own (WithClock), for its own bookkeeping (elapsed).
+func (cs *checkedStore) DecideChecked(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	s := (*Store)(cs)
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, err
+	}
+	el := time.Duration(-1)
+	if now.IsZero() {
+		now = time.Now()
+		if s.clock == nil {
+			el = max(now.Sub(s.base), 0)
+		}
+	}
+	return s.decideAt(ctx, key.Namespace, key.Name, alg, now, el, cost)
+}
+
+// decideAt decides checked input; el is the time on the store's clock
+// (elapsed), or -1 for decideAt to read it if it needs it.
+func (s *Store) decideAt(ctx context.Context, ns, key string, alg algorithms.Algorithm, now time.Time, el time.Duration, cost int64) (algorithms.Result, error) {
 	id, once, err := requestID(ctx, cost)
 	if err != nil {
 		return algorithms.Result{}, err
@@ -271,7 +317,7 @@ func (s *Store) decide(ctx context.Context, ns, key string, alg algorithms.Algor
 	h := s.hash(ns, key)
 	sh := s.shard(h)
 	if once {
-		return s.decideOnce(sh, h, ns, key, id, alg, now, t, cost), nil
+		return s.decideOnce(sh, h, ns, key, id, alg, now, t, s.elapsedOr(el), cost), nil
 	}
 	// An inspection changes nothing, and neither does a denial of cost 1
 	// (algo.Decide) unless a log drops expired records in it
@@ -299,16 +345,23 @@ func (s *Store) decide(ctx context.Context, ns, key string, alg algorithms.Algor
 		}
 	}
 
-	el := s.elapsed()
+	el = s.elapsedOr(el)
 	sh.lock()
 	defer sh.unlock()
 	// decideLocked, inline: a call here costs a hot key's admissions
 	// about 5%.
 	c := sh.find(h, ns, key, alg, s.seed, true)
-	st := c.state(t)
-	changed := changes(alg, st, now, cost)
-	state, res := algo.Decide(alg, st, now, cost)
-	c.keep(state, res, t, el, cost, changed)
+	res, packed := algorithms.Result{}, false
+	if cost >= 1 {
+		res, packed = c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost)
+	}
+	if !packed {
+		st := c.state(t)
+		changed := changes(alg, st, now, cost)
+		var state algo.State
+		state, res = algo.Decide(alg, st, now, cost)
+		c.keep(state, res, t, el, cost, changed)
+	}
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
 	}
@@ -321,9 +374,8 @@ func (s *Store) decide(ctx context.Context, ns, key string, alg algorithms.Algor
 // decideOnce decides a request with a request ID that charges: the first
 // admission with the ID, or a decision that it records if it admits. Not
 // in decide, whose one deferred unlock stays open-coded.
-func (s *Store) decideOnce(sh *shard, h uint64, ns, key, id string, alg algorithms.Algorithm, now time.Time, t, cost int64) algorithms.Result {
+func (s *Store) decideOnce(sh *shard, h uint64, ns, key, id string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
 	k := onceKey{t: idOf(alg), op: onceDecide, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
-	el := s.elapsed()
 	sh.lock()
 	defer sh.unlock()
 	if r, ok := sh.once.find(k, el); ok {
@@ -339,10 +391,17 @@ func (s *Store) decideOnce(sh *shard, h uint64, ns, key, id string, alg algorith
 // decideLocked decides under the write lock.
 func (sh *shard) decideLocked(seed maphash.Seed, h uint64, ns, key string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
 	c := sh.find(h, ns, key, alg, seed, true)
-	st := c.state(t)
-	changed := changes(alg, st, now, cost)
-	state, res := algo.Decide(alg, st, now, cost)
-	c.keep(state, res, t, el, cost, changed)
+	res, packed := algorithms.Result{}, false
+	if cost >= 1 {
+		res, packed = c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost)
+	}
+	if !packed {
+		st := c.state(t)
+		changed := changes(alg, st, now, cost)
+		var state algo.State
+		state, res = algo.Decide(alg, st, now, cost)
+		c.keep(state, res, t, el, cost, changed)
+	}
 	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
 	}

@@ -32,6 +32,10 @@ type (
 
 	// Family is a class of algorithms whose decisions follow one model.
 	Family = algobridge.Family
+
+	// Derived is what a packed step derives from its algorithm's
+	// parameters: see Derive.
+	Derived = algobridge.Derived
 )
 
 // The families.
@@ -158,6 +162,22 @@ func Unpack(a algorithms.Algorithm, w Words, tag int64, into State) State {
 // the write lock, and written.
 func Inspect(a algorithms.Algorithm, w Words, tag int64, now time.Time, cost int64) (res algorithms.Result, keeps bool) {
 	return ops.Inspect(a, w, tag, now, cost)
+}
+
+// Derive returns what DecidePacked needs of a, an algorithm that packs
+// (Packs), and would otherwise derive from its parameters on every call,
+// such as a bucket's rate in lowest terms: a store keeps it beside a, for
+// the decisions a makes.
+func Derive(a algorithms.Algorithm) Derived { return ops.Derive(a) }
+
+// DecidePacked is Decide, then Pack, on the state that w and tag stand for
+// (Pack), or on no state when has is false, without unpacking it into a
+// State of its own: it allocates nothing. d is Derive(a), and cost is at
+// least 1. ok is false when the decision leaves no state, or one that has
+// no packed form; the store then decides with Decide instead, on the same
+// input, with the same Result. a must pack (Packs).
+func DecidePacked(a algorithms.Algorithm, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (_ Words, _ int64, _ algorithms.Result, ok bool) {
+	return ops.DecidePacked(a, d, w, tag, has, now, cost)
 }
 
 // ScopeOf is what, beside the kind's name, tells apart the state a reads

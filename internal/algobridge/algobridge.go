@@ -27,6 +27,8 @@ type Ops[A, S, R, K, P any] struct {
 	Pack           func(a A, state S) (w Words, tag int64, ok bool)
 	Unpack         func(a A, w Words, tag int64, into S) S
 	Inspect        func(a A, w Words, tag int64, now time.Time, cost int64) (res R, keeps bool)
+	Derive         func(a A) Derived
+	DecidePacked   func(a A, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (Words, int64, R, bool)
 	Scope          func(a A) Scope
 	Quota          func(a A) Quota
 	MaxCost        func(a A) int64
@@ -51,6 +53,10 @@ type Ops[A, S, R, K, P any] struct {
 
 // Words is a state packed into two integers (see internal/algo.Pack).
 type Words [2]int64
+
+// Derived is what an algorithm's packed step derives from its
+// parameters (see internal/algo.Derive).
+type Derived [7]int64
 
 var ops any
 
