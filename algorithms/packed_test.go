@@ -101,14 +101,15 @@ func TestKeeps(t *testing.T) {
 	}
 }
 
-// A state that packs unpacks to itself, and Inspect on the words returns
-// what Decide returns on the state; the first word is when the state stops
+// A state that packs unpacks to itself, Inspect on the words returns what
+// Decide returns on the state, DecidePacked decides and packs as Decide
+// and Pack do; the first word is when the state stops
 // counting: from then on it decides as no state.
 func TestPackRoundTrip(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
 		for _, limit := range []int64{7, 20} {
 			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
-				packed, unpacked := 0, 0
+				packed, unpacked, checkedPacked := 0, 0, 0
 				history(t, k, limit, func(alg algorithms.Algorithm, pa, pb *algo.State, now time.Time) {
 					a, b := *pa, *pb
 					if !algo.Packs(alg) || a == nil {
@@ -136,8 +137,38 @@ func TestPackRoundTrip(t *testing.T) {
 							t.Fatalf("Inspect(%v, cost %d) keeps %v, but Decide returned %+v for %+v", now, cost, keeps, after, b)
 						}
 					}
+					// DecidePacked on the words decides and packs as Decide
+					// and Pack on the state.
+					d := algo.Derive(alg)
+					for _, cost := range []int64{1, 2, algo.MaxCost(alg)} {
+						after, want := algo.Decide(alg, algo.Unpack(alg, w, tag, nil), now, cost)
+						gw, gtag, got, ok := algo.DecidePacked(alg, &d, w, tag, true, now, cost)
+						if got != want {
+							t.Fatalf("DecidePacked(%v, cost %d) = %+v, Decide: %+v", now, cost, got, want)
+						}
+						ww, wtag, wok := algo.Pack(alg, after)
+						if ok != wok || ok && (gw != ww || gtag != wtag) {
+							t.Fatalf("DecidePacked(%v, cost %d) packed %v %d %v, Decide then Pack %v %d %v", now, cost, gw, gtag, ok, ww, wtag, wok)
+						}
+						checkedPacked++
+					}
 					stopsCounting(t, alg, algo.Unpack(alg, w, tag, nil), now, time.UnixMicro(w[0]))
 				})
+				if algo.Packs(mustNominal(t, k)) {
+					// And on no state.
+					alg := mustNominal(t, k)
+					d := algo.Derive(alg)
+					now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+					after, want := algo.Decide(alg, nil, now, 1)
+					gw, gtag, got, ok := algo.DecidePacked(alg, &d, algo.Words{}, 0, false, now, 1)
+					ww, wtag, wok := algo.Pack(alg, after)
+					if got != want || ok != wok || gw != ww || gtag != wtag {
+						t.Fatalf("DecidePacked on no state = %v %d %+v %v, Decide then Pack %v %d %+v %v", gw, gtag, got, ok, ww, wtag, want, wok)
+					}
+				}
+				if algo.Packs(mustNominal(t, k)) && checkedPacked == 0 {
+					t.Fatal("DecidePacked was never compared: the test tests nothing")
+				}
 				if algo.Packs(mustNominal(t, k)) && packed == 0 {
 					t.Fatal("no state packed: the test tests nothing")
 				}
