@@ -53,6 +53,8 @@ type Limiter struct {
 	// the system clock, which such a store then reads itself, once.
 	checked    checked.Decider
 	systemTime bool
+	// maxCost is alg's largest cost (algo.MaxCost), checked without a call.
+	maxCost int64
 }
 
 // TierFunc chooses the algorithm, and so the limit, for a key: tiers,
@@ -92,6 +94,7 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 		return nil, fmt.Errorf("%w, got %q", ErrInvalidNamespace, l.namespace)
 	}
 	l.checked = checked.For(s)
+	l.maxCost = algo.MaxCost(alg)
 	_, l.systemTime = l.clock.(systemClock)
 	return l, nil
 }
@@ -128,8 +131,10 @@ func (l *Limiter) AllowWith(ctx context.Context, key string, alg algorithms.Algo
 
 // allow decides a request of cost n under alg, which has been checked.
 func (l *Limiter) allow(ctx context.Context, key string, alg algorithms.Algorithm, n int64) (Result, error) {
-	if err := checkCost(alg, n); err != nil {
-		return Result{}, err
+	if n < 1 || alg != l.alg || n > l.maxCost {
+		if err := checkCost(alg, n); err != nil {
+			return Result{}, err
+		}
 	}
 	return l.decide(ctx, key, alg, n)
 }
