@@ -190,20 +190,21 @@ func (b bucket) refund(st *bucketState, now, at time.Time, n int64) *bucketState
 // returns st, updated when cost > 0, or a new state if st was nil. slack is
 // 0 for a decision; for a reservation it is the longest wait in µs the
 // caller accepts, and delay is the wait until the booked request's turn.
-func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *bucketState, _ Result, delay time.Duration) {
-	return b.stepInto(st, nil, now, cost, slack)
+func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *bucketState, res Result, delay time.Duration) {
+	st, delay = b.stepInto(st, nil, now, cost, slack, &res)
+	return st, res, delay
 }
 
 // stepInto is step, writing a new state into spare, if not nil, rather
-// than a new allocation.
-func (b bucket) stepInto(st, spare *bucketState, now time.Time, cost, slack int64) (_ *bucketState, _ Result, delay time.Duration) {
+// than a new allocation, and the Result into res, which it overwrites.
+func (b bucket) stepInto(st, spare *bucketState, now time.Time, cost, slack int64, res *Result) (_ *bucketState, delay time.Duration) {
 	t := micros(now)
 	// used: the time until the key is full again, from eff.
 	eff, used, converted := b.usedAt(st, now)
 	gap := eff - t // the caller's clock behind the key's latest time
 	capacity := b.times(b.burst)
 
-	res := Result{Limit: b.burst, At: time.UnixMicro(eff)}
+	*res = Result{Limit: b.burst, At: time.UnixMicro(eff)}
 	limit := b.add(capacity, span{slack, 0})
 	if after := b.add(used, b.times(need(cost))); !less(limit, after) {
 		res.Allowed = true
@@ -233,7 +234,7 @@ func (b bucket) stepInto(st, spare *bucketState, now time.Time, cost, slack int6
 	case (cost <= 0 || !res.Allowed && cost == 1) && !converted:
 		// An inspection changes nothing, and neither does a denial of cost
 		// 1 (see Algorithm's decide).
-		return st, res, delay
+		return st, delay
 	case cost <= 0:
 		// An inspection that converted the state: it keeps the result in
 		// a state of its own, leaving the one it was given as it was, so
@@ -246,7 +247,7 @@ func (b bucket) stepInto(st, spare *bucketState, now time.Time, cost, slack int6
 	}
 	st.TAT, st.Frac, st.Latest, st.Count = eff+used.us, used.f, eff, b.count
 	st.Since, st.Booked, st.BookedCount = since, booked, bookedCount
-	return st, res, delay
+	return st, delay
 }
 
 // changed returns the Since, Booked and BookedCount a write at eff leaves

@@ -27,12 +27,14 @@ func derive(a Algorithm) algobridge.Derived {
 // tag pack (has true), or on none (has false), and returns the new state
 // packed, with ok false when the step leaves no state or one without a
 // packed form: see internal/algo.DecidePacked.
-func decidePacked(a Algorithm, d *algobridge.Derived, w algobridge.Words, tag int64, has bool, now time.Time, cost int64) (algobridge.Words, int64, Result, bool) {
+func decidePacked(a Algorithm, d *algobridge.Derived, w algobridge.Words, tag int64, has bool, now time.Time, cost int64) (_ algobridge.Words, _ int64, res Result, ok bool) {
 	switch a := a.(type) {
 	case GCRA:
-		return derivedBucket(d).decidePacked(gcraKind, a.params(), w, tag, has, now, cost)
+		w, tag, ok = derivedBucket(d).decidePacked(gcraKind, a.params(), w, tag, has, now, cost, &res)
+		return w, tag, res, ok
 	case TokenBucket:
-		return derivedBucket(d).decidePacked(tokenBucketKind, a.params(), w, tag, has, now, cost)
+		w, tag, ok = derivedBucket(d).decidePacked(tokenBucketKind, a.params(), w, tag, has, now, cost, &res)
+		return w, tag, res, ok
 	case FixedWindow:
 		var st, spare fixedWindowState
 		var in *fixedWindowState
@@ -40,14 +42,14 @@ func decidePacked(a Algorithm, d *algobridge.Derived, w algobridge.Words, tag in
 			st = fixedWindowState{Start: w[0] - int64(a.Window/time.Microsecond), Count: w[1]}
 			in = &st
 		}
-		out, res := a.stepInto(in, &spare, now, cost)
+		out := a.stepInto(in, &spare, now, cost, &res)
 		res.charged(fixedWindowKind, a.params(), cost)
 		if out == nil || out.Start < 0 {
 			return algobridge.Words{}, 0, res, false
 		}
 		return algobridge.Words{out.Start + int64(a.Window/time.Microsecond), out.Count}, 0, res, true
 	}
-	return algobridge.Words{}, 0, Result{}, false
+	return algobridge.Words{}, 0, res, false
 }
 
 func derivedBucket(d *algobridge.Derived) bucket {
@@ -55,19 +57,18 @@ func derivedBucket(d *algobridge.Derived) bucket {
 }
 
 // decidePacked is decidePacked for a token bucket or GCRA of kind with
-// params.
-func (b bucket) decidePacked(kind *Kind, params Params, w algobridge.Words, tag int64, has bool, now time.Time, cost int64) (algobridge.Words, int64, Result, bool) {
+// params, writing the Result into res.
+func (b bucket) decidePacked(kind *Kind, params Params, w algobridge.Words, tag int64, has bool, now time.Time, cost int64, res *Result) (algobridge.Words, int64, bool) {
 	var st, spare bucketState
 	var in *bucketState
 	if has {
 		unpackBucket(&st, w, tag)
 		in = &st
 	}
-	out, res, _ := b.stepInto(in, &spare, now, cost, 0)
+	out, _ := b.stepInto(in, &spare, now, cost, 0, res)
 	res.charged(kind, params, cost)
 	if out == nil {
-		return algobridge.Words{}, 0, res, false
+		return algobridge.Words{}, 0, false
 	}
-	w, tag, ok := b.pack(out)
-	return w, tag, res, ok
+	return b.pack(out)
 }

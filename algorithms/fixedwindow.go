@@ -103,13 +103,13 @@ func (a FixedWindow) decide(state keyState, now time.Time, cost int64) (keyState
 
 // step is Decide on the state's own type. It returns st, updated when a
 // request is admitted, or a new state if st was nil.
-func (a FixedWindow) step(st *fixedWindowState, now time.Time, cost int64) (*fixedWindowState, Result) {
-	return a.stepInto(st, nil, now, cost)
+func (a FixedWindow) step(st *fixedWindowState, now time.Time, cost int64) (_ *fixedWindowState, res Result) {
+	return a.stepInto(st, nil, now, cost, &res), res
 }
 
 // stepInto is step, writing a new state into spare, if not nil, rather
-// than a new allocation.
-func (a FixedWindow) stepInto(st, spare *fixedWindowState, now time.Time, cost int64) (*fixedWindowState, Result) {
+// than a new allocation, and the Result into res, which it overwrites.
+func (a FixedWindow) stepInto(st, spare *fixedWindowState, now time.Time, cost int64, res *Result) *fixedWindowState {
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
 	start, at := t-floorMod(t, w), t
@@ -124,7 +124,7 @@ func (a FixedWindow) stepInto(st, spare *fixedWindowState, now time.Time, cost i
 			count = st.Count
 		}
 	}
-	res := Result{Limit: a.Limit, At: time.UnixMicro(at)}
+	*res = Result{Limit: a.Limit, At: time.UnixMicro(at)}
 	if count+need(cost) <= a.Limit {
 		res.Allowed = true
 		if cost > 0 {
@@ -144,5 +144,5 @@ func (a FixedWindow) stepInto(st, spare *fixedWindowState, now time.Time, cost i
 	if count > 0 {
 		res.ResetAfter = duration(start + w - t)
 	}
-	return st, res
+	return st
 }

@@ -351,10 +351,8 @@ func (s *Store) decideAt(ctx context.Context, ns, key string, alg algorithms.Alg
 	// decideLocked, inline: a call here costs a hot key's admissions
 	// about 5%.
 	c := sh.find(h, ns, key, alg, s.seed, true)
-	res, packed := algorithms.Result{}, false
-	if cost >= 1 {
-		res, packed = c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost)
-	}
+	var res algorithms.Result
+	packed := cost >= 1 && c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost, &res)
 	if !packed {
 		st := c.state(t)
 		changed := changes(alg, st, now, cost)
@@ -391,10 +389,8 @@ func (s *Store) decideOnce(sh *shard, h uint64, ns, key, id string, alg algorith
 // decideLocked decides under the write lock.
 func (sh *shard) decideLocked(seed maphash.Seed, h uint64, ns, key string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
 	c := sh.find(h, ns, key, alg, seed, true)
-	res, packed := algorithms.Result{}, false
-	if cost >= 1 {
-		res, packed = c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost)
-	}
+	var res algorithms.Result
+	packed := cost >= 1 && c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost, &res)
 	if !packed {
 		st := c.state(t)
 		changed := changes(alg, st, now, cost)

@@ -326,21 +326,21 @@ func (t *table) keep(slot, pos int, h uint64, ns, key string, alg algorithms.Alg
 
 // decidePacked decides a request of cost >= 1 by alg at now (Unix
 // nanoseconds t, el after the store's start) on the packed entry at pos,
-// or on none (-1), and writes its state in place, as keep would, with
+// or on none (-1), into res, and writes its state in place, as keep would, with
 // algo.DecidePacked: no state is unpacked, so nothing is allocated. ok is
 // false, with nothing written, when it cannot: the table boxes its states,
 // the entry is boxed, or the state left has no packed form or another tag;
 // the caller then decides as Decide does. Requires the write lock.
-func (t *table) decidePacked(slot, pos int, h uint64, ns, key string, alg algorithms.Algorithm, now time.Time, tn int64, el time.Duration, cost int64) (res algorithms.Result, ok bool) {
+func (t *table) decidePacked(slot, pos int, h uint64, ns, key string, alg algorithms.Algorithm, now time.Time, tn int64, el time.Duration, cost int64, res *algorithms.Result) (ok bool) {
 	if t.packer == nil {
-		return res, false
+		return false
 	}
 	var w algo.Words
 	has := false
 	if pos >= 0 {
 		e := t.at(pos)
 		if e.w[0] == boxed {
-			return res, false
+			return false
 		}
 		// As state: a state stops counting at its expiry.
 		w, has = e.w, e.w[0]*1000 > tn
@@ -348,14 +348,15 @@ func (t *table) decidePacked(slot, pos int, h uint64, ns, key string, alg algori
 	if t.derivedFor != alg {
 		t.derivedFor, t.derived = alg, algo.Derive(alg)
 	}
-	nw, tag, res, ok := algo.DecidePacked(alg, &t.derived, w, t.tag, has, now, cost)
+	nw, tag, r, ok := algo.DecidePacked(alg, &t.derived, w, t.tag, has, now, cost)
+	*res = r
 	if !ok || t.tagged && tag != t.tag || nw[0] < 0 || nw[0] > maxPacked {
-		return res, false
+		return false
 	}
 	if has && cost == 1 && !res.Allowed && nw == w && tag == t.tag {
 		// A denial of cost 1 that converted nothing: not remembered (see
 		// cursor.keep).
-		return res, true
+		return true
 	}
 	if pos < 0 {
 		pos = t.insert(slot, h, ns, key)
@@ -365,8 +366,8 @@ func (t *table) decidePacked(slot, pos int, h uint64, ns, key string, alg algori
 	if b := t.box(pos, false); b != nil {
 		*b = nil
 	}
-	*t.sweepAt(pos) = sweepAt(el, keptFor(res, tn))
-	return res, true
+	*t.sweepAt(pos) = sweepAt(el, keptFor(*res, tn))
+	return true
 }
 
 // keptFor is how long after now (Unix nanoseconds) the state a decision
