@@ -15,7 +15,7 @@
 //
 // This is its own module, so the peers never enter ratewise's go.mod.
 //
-//	cd bench/peers && go run . [-quick]
+//	cd bench/peers && go run . [-quick] [-only GROUP]
 //
 // With -postgres, it runs the PostgreSQL comparison instead (postgres.go).
 package main
@@ -27,6 +27,7 @@ import (
 	"hash/maphash"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,6 +49,9 @@ import (
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
 )
+
+// only, when set, keeps the groups whose name contains it (-only).
+var only string
 
 const (
 	perMinute = 1000
@@ -82,6 +86,7 @@ func main() {
 	quick := flag.Bool("quick", false, "shorter runs")
 	pg := flag.Bool("postgres", false, "compare ratewise's PostgreSQL store with the hand-written PostgreSQL limiter and ratewise on Redis instead")
 	flag.IntVar(&pgConns, "pgconns", 0, "with -postgres, the PostgreSQL pool's size; 0 for pgxpool's default")
+	flag.StringVar(&only, "only", "", "run only the groups whose name contains this, such as \"in memory\"")
 	flag.Parse()
 	runner := run
 	if *pg {
@@ -113,6 +118,15 @@ func run(quick bool) error {
 	contenders, err := build(rdb)
 	if err != nil {
 		return err
+	}
+	if only != "" {
+		var kept []contender
+		for _, c := range contenders {
+			if strings.Contains(c.group, only) {
+				kept = append(kept, c)
+			}
+		}
+		contenders = kept
 	}
 	keys := make([]string, manyKeys)
 	for i := range keys {
