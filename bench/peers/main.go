@@ -9,9 +9,14 @@
 //     throttled (CAS);
 //   - fixed window on Redis: ratewise vs ulule/limiter;
 //   - the exact sliding log on Redis: the compact log vs the sorted set;
+//   - a set of two limits on Redis (a Stack) vs one limit;
 //   - in memory: ratewise's token bucket, GCRA, fixed window and sliding
 //     logs vs x/time/rate (one limiter per key in a sharded map) and
 //     sethvargo/go-limiter's memorystore.
+//
+// Then, for the GCRA limiters on Redis, one hot key about half denied:
+// each at half the decisions per second it made on a hot key that admitted
+// all of them.
 //
 // This is its own module, so the peers never enter ratewise's go.mod.
 //
@@ -69,6 +74,10 @@ type contender struct {
 	redisKey func(key string) string
 	// fresh builds a new in-memory instance, for heap bytes per key.
 	fresh func() func(ctx context.Context, key string) (bool, error)
+	// atRate builds the same limiter at perSecond, with a burst of a
+	// hundredth of a second's, for the run on a hot key about half denied;
+	// nil for none.
+	atRate func(perSecond int64) (func(ctx context.Context, key string) (bool, error), error)
 }
 
 type result struct {
@@ -80,6 +89,12 @@ type result struct {
 	commands, trips       float64 // per decision
 	serverMicros          float64 // Redis's own time per decision
 	heapBytes             float64 // per key
+	// The hot key about half denied (atRate): the rate it was given, and
+	// what it made.
+	halfRate               int64
+	perSecHalf, deniedHalf float64
+	p99Half                time.Duration
+	serverMicrosHalf       float64
 }
 
 func main() {
@@ -166,9 +181,45 @@ func run(quick bool) error {
 		if c.fresh != nil {
 			r.heapBytes = heapPerKey(c.fresh, keys)
 		}
+		if c.atRate != nil {
+			if err := halfDenied(ctx, admin, c, d, &r); err != nil {
+				return err
+			}
+		}
 		results[c.name] = r
 	}
 	printTables(contenders, results)
+	printHalfDenied(contenders, results)
+	return nil
+}
+
+// halfDenied measures c on a hot key with about half its requests denied:
+// it first finds how many decisions per second c makes on a hot key that
+// admits them all, then runs it at half that rate, each limiter at a rate
+// of its own, so that each denies about half whatever its speed.
+func halfDenied(ctx context.Context, admin *redis.Client, c contender, d time.Duration, r *result) error {
+	all, err := c.atRate(100_000_000)
+	if err != nil {
+		return err
+	}
+	if err := admin.FlushAll(ctx).Err(); err != nil {
+		return err
+	}
+	probe := loadgen.Drive(callers, []string{"half:probe"}, d/2, func(key string) (bool, error) { return all(ctx, key) })
+	r.halfRate = max(int64(float64(probe.Decisions)/(d/2).Seconds()/2), 1)
+	half, err := c.atRate(r.halfRate)
+	if err != nil {
+		return err
+	}
+	admin.FlushAll(ctx)
+	admin.ConfigResetStat(ctx)
+	run := loadgen.Drive(callers, []string{"half:hot"}, d, func(key string) (bool, error) { return half(ctx, key) })
+	r.perSecHalf = float64(run.Decisions) / d.Seconds()
+	r.deniedHalf = float64(run.Denied) / float64(max(run.Decisions, 1))
+	r.p99Half = run.P99
+	r.errors += run.Errors
+	_, usec := commands(ctx, admin)
+	r.serverMicrosHalf = float64(usec) / float64(max(run.Decisions, 1))
 	return nil
 }
 
@@ -183,8 +234,17 @@ func build(rdb *redis.Client) ([]contender, error) {
 		s := storeredis.New(rdb)
 		return func(k string) string { return s.Key(k, alg) }
 	}
+	gcraAt := func(opts ...storeredis.Option) func(int64) (func(context.Context, string) (bool, error), error) {
+		return func(perSecond int64) (func(context.Context, string) (bool, error), error) {
+			l, err := ratewise.New(storeredis.New(rdb, opts...), algorithms.GCRA{Rate: algorithms.PerSecond(perSecond), Burst: max(perSecond/100, 1)})
+			if err != nil {
+				return nil, err
+			}
+			return allowOf(l), nil
+		}
+	}
 	cs = append(cs, contender{group: "GCRA on Redis", name: "ratewise GCRA", ratewise: true,
-		allow: allowOf(rwGCRA), redisKey: rwKey(rwGCRA.Algorithm())})
+		allow: allowOf(rwGCRA), redisKey: rwKey(rwGCRA.Algorithm()), atRate: gcraAt()})
 	// The same without the deny cache (coalescing only), and with neither:
 	// what each adds.
 	for _, v := range []struct {
@@ -199,10 +259,22 @@ func build(rdb *redis.Client) ([]contender, error) {
 			return nil, err
 		}
 		cs = append(cs, contender{group: "GCRA on Redis", name: v.name, ratewise: true,
-			allow: allowOf(l), redisKey: rwKey(rwGCRA.Algorithm())})
+			allow: allowOf(l), redisKey: rwKey(rwGCRA.Algorithm()), atRate: gcraAt(v.opts...)})
 	}
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.Limit{Rate: perMinute, Burst: perMinute, Period: time.Minute}
+	rrAt := func(rr *redis_rate.Limiter) func(int64) (func(context.Context, string) (bool, error), error) {
+		return func(perSecond int64) (func(context.Context, string) (bool, error), error) {
+			limit := redis_rate.Limit{Rate: int(perSecond), Burst: int(max(perSecond/100, 1)), Period: time.Second}
+			return func(ctx context.Context, key string) (bool, error) {
+				res, err := rr.Allow(ctx, key, limit)
+				if err != nil {
+					return false, err
+				}
+				return res.Allowed > 0, nil
+			}, nil
+		}
+	}
 	cs = append(cs, contender{group: "GCRA on Redis", name: "redis_rate",
 		allow: func(ctx context.Context, key string) (bool, error) {
 			res, err := rr.Allow(ctx, key, rrLimit)
@@ -211,7 +283,7 @@ func build(rdb *redis.Client) ([]contender, error) {
 			}
 			return res.Allowed > 0, nil
 		},
-		redisKey: func(k string) string { return "rate:" + k }})
+		redisKey: func(k string) string { return "rate:" + k }, atRate: rrAt(rr)})
 	// redis_rate over go-redis's auto-pipeliner: what pipelining alone gives
 	// a limiter of one script call per decision.
 	ap, err := rdb.AutoPipeline()
@@ -227,7 +299,7 @@ func build(rdb *redis.Client) ([]contender, error) {
 			}
 			return res.Allowed > 0, nil
 		},
-		redisKey: func(k string) string { return "rate:" + k }})
+		redisKey: func(k string) string { return "rate:" + k }, atRate: rrAt(rrPiped)})
 	tstore, err := goredisstore.NewCtx(rdb, "throttled:")
 	if err != nil {
 		return nil, err
@@ -279,6 +351,25 @@ func build(rdb *redis.Client) ([]contender, error) {
 		cs = append(cs, contender{group: "sliding log on Redis", name: v.name, ratewise: v.main,
 			allow: allowOf(l), redisKey: rwKey(v.alg)})
 	}
+
+	// A set of two limits on Redis beside one: what the second costs.
+	one, err := ratewise.New(storeredis.New(rdb), rwGCRA.Algorithm())
+	if err != nil {
+		return nil, err
+	}
+	cs = append(cs, contender{group: "sets on Redis", name: "ratewise GCRA, one limit",
+		allow: allowOf(one), redisKey: rwKey(rwGCRA.Algorithm())})
+	pair := []algorithms.Algorithm{rwGCRA.Algorithm(), algorithms.GCRA{Rate: algorithms.PerHour(20 * perMinute), Burst: 20 * perMinute}}
+	set, err := ratewise.NewStack(storeredis.New(rdb), pair)
+	if err != nil {
+		return nil, err
+	}
+	cs = append(cs, contender{group: "sets on Redis", name: "ratewise GCRA, a set of two", ratewise: true,
+		allow: func(ctx context.Context, key string) (bool, error) {
+			res, err := set.Allow(ctx, key)
+			return res.Allowed, err
+		},
+		redisKey: rwKey(pair[0])})
 
 	// Token bucket in memory.
 	rwMemory := func() func(ctx context.Context, key string) (bool, error) {
@@ -441,6 +532,40 @@ func printTables(cs []contender, rs map[string]result) {
 				ratio(rw.perSecHot, p.perSecHot), ratio(rw.perSecMany, p.perSecMany),
 				ratio(float64(rw.p99Hot), float64(p.p99Hot)), ratio(float64(rw.p99Many), float64(p.p99Many)),
 				ratio(rw.redisBytes, p.redisBytes), ratio(rw.commands, p.commands), ratio(rw.serverMicros, p.serverMicros), ratio(rw.heapBytes, p.heapBytes))
+		}
+	}
+}
+
+// printHalfDenied prints the runs on a hot key about half denied, and
+// each ratewise row's ratios against the others.
+func printHalfDenied(cs []contender, rs map[string]result) {
+	fmt.Println()
+	fmt.Println("One hot key, about half denied: each limiter at half the decisions per second it made on a hot key that admitted all, with a burst of a hundredth of a second's:")
+	fmt.Println()
+	fmt.Println("| limiter | rate given, /s | decisions/s | denied | p99 | Redis µs/decision |")
+	fmt.Println("| --- | --- | --- | --- | --- | --- |")
+	for _, c := range cs {
+		if c.atRate == nil {
+			continue
+		}
+		r := rs[c.name]
+		fmt.Printf("| %s | %d | %.0f | %.0f%% | %v | %.1f |\n", c.name, r.halfRate, r.perSecHalf, 100*r.deniedHalf, r.p99Half, r.serverMicrosHalf)
+	}
+	fmt.Println()
+	fmt.Println("| ratewise | other | decisions/s | p99 | Redis µs/decision |")
+	fmt.Println("| --- | --- | --- | --- | --- |")
+	for _, rwc := range cs {
+		if !rwc.ratewise || rwc.atRate == nil {
+			continue
+		}
+		rw := rs[rwc.name]
+		for _, c := range cs {
+			if c.ratewise || c.atRate == nil {
+				continue
+			}
+			p := rs[c.name]
+			fmt.Printf("| %s | %s | %s | %s | %s |\n", rwc.name, c.name, ratio(rw.perSecHalf, p.perSecHalf),
+				ratio(float64(rw.p99Half), float64(p.p99Half)), ratio(rw.serverMicrosHalf, p.serverMicrosHalf))
 		}
 	}
 }
