@@ -372,6 +372,7 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 	fmt.Println("## Throughput: decisions per second on one Redis")
 	fmt.Println()
 	fmt.Printf("Each cell runs %v of decisions from that many goroutines, limit 1,000 per minute per key, Redis's clock, the store as configured by default: concurrent decisions share round trips, and repeated denials are answered from the deny cache. On a hot key most decisions are denied once the limit is used up; on 100,000 keys most are admitted.\n\n", d)
+	var serverTimes []string
 	fmt.Println("| algorithm | keys | 1 caller | 16 callers | 64 callers | round trips per decision |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- |")
 	for _, alg := range throughputAlgorithms {
@@ -389,6 +390,9 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 			var decisions, tripsUsed int64
 			for _, callers := range []int{1, 16, 64} {
 				before := trips.Load()
+				if err := c.ConfigResetStat(ctx).Err(); err != nil {
+					return err
+				}
 				r := loadgen.Drive(callers, keyNames[:keys], d, func(key string) (bool, error) {
 					res, err := l.Allow(ctx, key)
 					return res.Allowed, err
@@ -402,6 +406,15 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 				if callers == 64 && keys > 1 {
 					// Concurrent decisions share round trips (storeredis.WithCoalescing).
 					m["round_trips_per_decision.keys_100000.callers_64"] = float64(trips.Load()-before) / float64(n)
+					// Redis's own time per decision on the batch path: what
+					// bounds the decisions one node makes per second.
+					usec, err := serverMicros(ctx, c)
+					if err != nil {
+						return err
+					}
+					perDecision := usec / float64(n)
+					m[fmt.Sprintf("%s.server_us_per_decision.keys_100000.callers_64", alg.Kind().Name())] = perDecision
+					serverTimes = append(serverTimes, fmt.Sprintf("%s %.1f", alg.Kind().Name(), perDecision))
 				}
 				perSec := float64(n) / d.Seconds()
 				cells = append(cells, thousands(int64(perSec)))
@@ -412,7 +425,25 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 			fmt.Printf("| %s | %s | %s | %s | %s | %.2f |\n", alg.Kind().Name(), thousands(int64(keys)), cells[0], cells[1], cells[2], rt)
 		}
 	}
+	fmt.Printf("\nRedis's own time per decision (INFO commandstats, every command but the harness's, over the decisions), 100,000 keys and 64 callers, µs: %s.\n", strings.Join(serverTimes, ", "))
 	return nil
+}
+
+// serverMicros returns the µs Redis spent in every command since CONFIG
+// RESETSTAT but the harness's own (a script's time includes the commands
+// it runs).
+func serverMicros(ctx context.Context, c *redis.Client) (float64, error) {
+	stats, err := redisinfo.CommandStats(ctx, c)
+	if err != nil {
+		return 0, err
+	}
+	var usec int64
+	for name, st := range stats {
+		if !redisinfo.Harness(name) {
+			usec += st.Usec
+		}
+	}
+	return float64(usec), nil
 }
 
 // ---- helpers ----
