@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -55,6 +56,10 @@ type Limiter struct {
 	systemTime bool
 	// maxCost is alg's largest cost (algo.MaxCost), checked without a call.
 	maxCost int64
+	// lastTier is the algorithm the tier function returned last that
+	// passed checkAlgorithm, so that a tier need not be checked again on
+	// every call; nil for none.
+	lastTier atomic.Pointer[algorithms.Algorithm]
 }
 
 // TierFunc chooses the algorithm, and so the limit, for a key: tiers,
@@ -254,13 +259,25 @@ func (l *Limiter) AlgorithmFor(ctx context.Context, key string) (algorithms.Algo
 }
 
 // checkedAlgorithmFor is AlgorithmFor, with the algorithm checked unless it
-// is the limiter's own, which New checked.
+// is the limiter's own, which New checked, or the one the tier function
+// returned last time, if it passed.
 func (l *Limiter) checkedAlgorithmFor(ctx context.Context, key string) (algorithms.Algorithm, error) {
 	alg, err := l.AlgorithmFor(ctx, key)
 	if err != nil || alg == l.alg {
 		return alg, err
 	}
-	return alg, checkAlgorithm(alg)
+	// A checked algorithm is one of package algorithms' types, all
+	// comparable, and an algorithm of another type compares unequal
+	// without its value being compared: this never panics.
+	if last := l.lastTier.Load(); last != nil && *last == alg {
+		return alg, nil
+	}
+	if err := checkAlgorithm(alg); err != nil {
+		return nil, err
+	}
+	checked := alg // its own variable, so that alg stays off the heap
+	l.lastTier.Store(&checked)
+	return alg, nil
 }
 
 // checkAlgorithm checks an algorithm that New did not: one of package

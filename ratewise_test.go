@@ -131,3 +131,39 @@ func TestWithTiersChecksTheLimit(t *testing.T) {
 		t.Fatalf("Wait under an invalid per-key limit: %v; want ErrInvalidLimit", err)
 	}
 }
+
+// A tier's algorithm is checked on every call but the ones whose algorithm
+// is the last that passed: one that fails after one that passed still
+// fails, and every other call still decides under its own tier.
+func TestWithTiersChecksEachNewLimit(t *testing.T) {
+	ctx := context.Background()
+	tiers := map[string]algorithms.Algorithm{
+		"good":  algorithms.FixedWindow{Limit: 2, Window: time.Minute},
+		"bad":   algorithms.FixedWindow{Limit: 0, Window: time.Minute},
+		"other": algorithms.FixedWindow{Limit: 3, Window: time.Minute},
+	}
+	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute},
+		ratewise.WithClock(fixedClock{time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}),
+		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+			return tiers[key], nil
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"good", "bad", "good", "good", "bad", "other", "bad"} {
+		res, err := l.Allow(ctx, key)
+		if key == "bad" {
+			if !errors.Is(err, algorithms.ErrInvalidLimit) {
+				t.Fatalf("Allow(%q) = %+v, %v; want ErrInvalidLimit", key, res, err)
+			}
+			continue
+		}
+		if err != nil || res.Limit != tiers[key].(algorithms.FixedWindow).Limit {
+			t.Fatalf("Allow(%q) = %+v, %v; want a decision under %v", key, res, err, tiers[key])
+		}
+	}
+}
+
+type fixedClock struct{ t time.Time }
+
+func (c fixedClock) Now() time.Time { return c.t }
