@@ -348,30 +348,12 @@ func (s *Store) decideAt(ctx context.Context, ns, key string, alg algorithms.Alg
 	el = s.elapsedOr(el)
 	sh.lock()
 	defer sh.unlock()
-	// decideLocked, inline: a call here costs a hot key's admissions
-	// about 5%.
-	c := sh.find(h, ns, key, alg, s.seed, true)
-	var res algorithms.Result
-	packed := cost >= 1 && c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost, &res)
-	if !packed {
-		st := c.state(t)
-		changed := changes(alg, st, now, cost)
-		var state algo.State
-		state, res = algo.Decide(alg, st, now, cost)
-		c.keep(state, res, t, el, cost, changed)
-	}
-	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
-		sh.denying.Store(d)
-	}
-	if sh.tick(false) {
-		sh.sweep(el)
-	}
-	return res, nil
+	return sh.decideLocked(s.seed, h, ns, key, alg, now, t, el, cost), nil
 }
 
 // decideOnce decides a request with a request ID that charges: the first
 // admission with the ID, or a decision that it records if it admits. Not
-// in decide, whose one deferred unlock stays open-coded.
+// in decideAt, whose one deferred unlock stays open-coded.
 func (s *Store) decideOnce(sh *shard, h uint64, ns, key, id string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
 	k := onceKey{t: idOf(alg), op: onceDecide, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
 	sh.lock()
