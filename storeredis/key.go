@@ -3,11 +3,14 @@ package storeredis
 import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
 // Key returns the Redis key that holds alg's state for key, such as
 // "ratewise:sliding_window:1m/6:{alice}": the window, and the sub-windows
-// if any.
+// if any; for a kind whose state has had more than one layout, the layout's
+// version follows the kind, as in "ratewise:gcra:v2:1s:{alice}", so that
+// ratewise versions that lay it out differently never read each other's.
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
 	var buf [keyBuf]byte
 	return string(s.appendKey(buf[:0], key, alg))
@@ -25,6 +28,11 @@ func (s *Store) appendKey(b []byte, key string, alg algorithms.Algorithm) []byte
 	b = append(b, s.prefix...)
 	b = append(b, alg.Kind().Name()...)
 	b = append(b, ':')
+	if v := scripts.Layout(alg.Kind()); v != "" {
+		b = append(b, 'v')
+		b = append(b, v...)
+		b = append(b, ':')
+	}
 	b = algo.ScopeOf(alg).Append(b)
 	b = append(b, ":{"...)
 	b = appendEscaped(b, key)

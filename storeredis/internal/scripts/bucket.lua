@@ -1,12 +1,19 @@
 -- bucket.lua: the step the token bucket and GCRA share (algorithms/bucket.go).
 --
--- State: a string "tat frac latest count [since booked bcount]": the time at which
--- the key is full again, tat + frac/k µs; the latest time (µs) a request was
--- admitted at, or denied at with a cost above 1; the rate count it was
--- written under; and, only while a refund must still tell what came before
--- the rate count last changed, since, booked and bcount (see bucket_changed). No
--- state means a full bucket. k/p is the rate count over the period in lowest
--- terms; the emission interval is p/k µs.
+-- State: a string of 7-byte fields (pack.lua), tat frac latest count, and
+-- only while a refund must still tell what came before the rate count last
+-- changed, since booked bcount after them: 28 bytes, or 49. tat + frac/k µs
+-- is the time at which the key is full again; latest the latest time (µs) a
+-- request was admitted at, or denied at with a cost above 1; count the rate
+-- count it was written under; since, booked and bcount see bucket_changed.
+-- No state means a full bucket. k/p is the rate count over the period in
+-- lowest terms; the emission interval is p/k µs. The layout's version is in
+-- the key (storeredis's Key), so a ratewise that wrote "tat frac latest
+-- count" in decimal, before it, never reads this one, nor this one its: a
+-- string of another length is read as such text all the same, number by
+-- number, and stays in range.
+-- layout: 2
+-- requires: pack.lua
 --
 -- The step returns a new state when a request was admitted, or was denied
 -- with a cost above 1 and moved the key's latest time, or when any decision,
@@ -72,28 +79,44 @@ end
 -- another rate count: converted, as algorithms/bucket.go's usedAt does, in
 -- tokens at eff, which the decision must then write; then the state's own
 -- tat, frac, rate count, since, booked and bcount, for bucket_changed.
+-- The constants of the last rate and burst bucket_rate was given: a batch's
+-- decisions mostly share them, and the gcd and mul_div are then computed
+-- once per script call, not once per decision.
+local rate_count, rate_period, rate_burst, rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f
+
+-- bucket_rate returns the rate count per period µs in lowest terms, k per p
+-- µs, the interval q + r/k µs, and the capacity of burst intervals, cap +
+-- cap_f/k µs.
+local function bucket_rate(count, period, burst)
+  if count ~= rate_count or period ~= rate_period or burst ~= rate_burst then
+    local k, p = lowest(count, period)
+    local q, r = floor(p / k), p % k
+    local c, cap_f = mul_div(burst, r, k)
+    rate_count, rate_period, rate_burst = count, period, burst
+    rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f = k, p, q, r, burst * q + c, cap_f
+  end
+  return rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f
+end
+
 local function bucket_used(raw, count, period, burst)
-  local k, p = lowest(count, period) -- k per p µs
-  -- The interval is q + r/k µs.
-  local q, r = floor(p / k), p % k
-  local c, cap_f = mul_div(burst, r, k)
-  local cap = burst * q + c -- burst intervals: the full capacity, cap + cap_f/k µs
+  local k, p, q, r, cap, cap_f = bucket_rate(count, period, burst)
 
   local eff, used, used_f = now, 0, 0 -- used: TAT - eff, used + used_f/k µs
   local latest, converted = nil, false
   local tat, frac, scount, since, booked, bcount
   if raw then
-    tat, frac, latest, scount, since, booked, bcount = string.match(raw, '^(%d+) (%d+) (%d+) (%d+) ?(%d*) ?(%d*) ?(%d*)$')
-    if tat then
-      -- A number too long for tonumber (not one a decision writes) reads as
-      -- missing.
-      tat, frac = tonumber(tat) or now, tonumber(frac) or 0
-      latest, scount = tonumber(latest) or now, tonumber(scount) or 0
-      since, booked, bcount = tonumber(since) or 0, tonumber(booked) or 0, tonumber(bcount) or 0
+    local n = #raw
+    if n == 28 then
+      tat, frac, latest, scount = bin_unpack('>I7I7I7I7', raw)
+      since, booked, bcount = 0, 0, 0
+    elseif n == 49 then
+      tat, frac, latest, scount, since, booked, bcount = bin_unpack('>I7I7I7I7I7I7I7', raw)
     else
-      -- Not this version's layout: read the numbers there are.
+      -- Not this layout: read the numbers there are, each kept below 2^53
+      -- (a number too long for tonumber too), so that what is written back
+      -- fits its 7 bytes.
       local v = {}
-      for n in string.gmatch(raw, '%-?%d+') do v[#v + 1] = tonumber(n) end
+      for x in string.gmatch(raw, '%d+') do v[#v + 1] = min(tonumber(x) or 9007199254740991, 9007199254740991) end
       tat, frac, latest, scount = v[1] or now, v[2] or 0, v[3] or now, v[4] or 0
       since, booked, bcount = v[5] or 0, v[6] or 0, v[7] or 0
     end
@@ -179,14 +202,14 @@ local function bucket_changed(eff, tat, frac, scount, since, booked, bcount, cou
   return max(eff, since, 1), booked, bcount
 end
 
--- bucket_format returns the state string, and how long after now the key
+-- bucket_format returns the state's string (see State above), and how long after now the key
 -- must be kept (bucket_until).
 local function bucket_format(tat, frac, latest, count, since, booked, bcount, cap, cap_f)
   local keep = bucket_until(tat, frac, since, booked, cap, cap_f) - now
   if since == 0 then
-    return string.format('%d %d %d %d', tat, frac, latest, count), keep
+    return bin_pack('>I7I7I7I7', tat, frac, latest, count), keep
   end
-  return string.format('%d %d %d %d %d %d %d', tat, frac, latest, count, since, booked, bcount), keep
+  return bin_pack('>I7I7I7I7I7I7I7', tat, frac, latest, count, since, booked, bcount), keep
 end
 
 local function bucket_step(_, raw, count, period, burst)

@@ -42,10 +42,12 @@ func mustLoad(file string) *redis.Script {
 	return redis.NewScript(string(b))
 }
 
-// script is a decision script, or why it could not be assembled.
+// script is a decision script, or why it could not be assembled, and the
+// version of its state's layout.
 type script struct {
-	run *redis.Script
-	err error
+	run    *redis.Script
+	err    error
+	layout string
 }
 
 // decide are the decision scripts, by algorithm kind, assembled when the
@@ -59,10 +61,27 @@ var decide = func() map[*algorithms.Kind]script {
 			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
 			continue
 		}
-		m[k] = script{run: redis.NewScript(src)}
+		m[k] = script{run: redis.NewScript(src), layout: layoutOf(src)}
 	}
 	return m
 }()
+
+// Layout returns the version of the layout of k's state, "" for the first:
+// what the line "-- layout: <version>" of its step file, or a library it
+// requires, says. A state's key names the version (storeredis's Key), so
+// that ratewise versions that lay a kind's state out differently keep it
+// under different keys and never read each other's.
+func Layout(k *algorithms.Kind) string { return decide[k].layout }
+
+// layoutOf returns the version a script's "-- layout: " line names, or "".
+func layoutOf(src string) string {
+	for _, line := range strings.Split(src, "\n") {
+		if v, ok := strings.CutPrefix(line, "-- layout: "); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return ""
+}
 
 // Decide returns the decision script of k, a registered kind, or an error
 // wrapping store.ErrUnsupported if its files are missing.
