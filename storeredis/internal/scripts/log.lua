@@ -29,7 +29,8 @@
 -- command is O(log n), so a decision takes the same time whatever the cost
 -- and however many records the key holds.
 
--- An integer as the decimal string a command takes: format('%.0f', n).
+-- An integer as the decimal string a command takes: format('%d', n), exact
+-- below 2^63 and far cheaper than '%.0f' (see prelude.lua).
 local format = string.format
 
 local M = 4503599627370496 -- 2^52
@@ -72,9 +73,14 @@ local function log_live(key, low, window, quantum)
   -- lowest records by score.
   local records = redis.call('ZCARD', key) - metas
   local expired = 0
-  if stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, format('%.0f', stamp - window)) end
+  if records > 0 and stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, format('%d', stamp - window)) end
   return total, latest, metas, eff, stamp, records - expired, expired, metas + expired
 end
+
+-- A member that is not a number was written by something else: it reads
+-- as a start of 0, which keeps every result in range.
+local function log_start(key, rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) or 0 end
+local function log_time(key, rank) return score(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) end
 
 -- log_step decides on the log at key, whose lowest members are low; sub is
 -- nil for timestamps to the microsecond (the sliding log), or the number of
@@ -84,29 +90,30 @@ local function log_step(key, low, limit, window, sub)
   if sub then quantum = window / sub end
   local total, latest, metas, eff, stamp, live, expired, first = log_live(key, low, window, quantum)
 
-  -- A member that is not a number was written by something else: it reads
-  -- as a start of 0, which keeps every result in range.
-  local function start_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) or 0 end
-  local function time_at(rank) return score(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) end
-
-  local count, base, newest = 0, 0, nil
+  -- The oldest record still counting, its start and time at once; it is
+  -- also the newest when it is the only one.
+  local count, base, oldest, newest = 0, 0, nil, nil
   if live > 0 then
-    base = start_at(first)
+    local r = redis.call('ZRANGE', key, first, first, 'WITHSCORES')
+    base, oldest = tonumber(r[1]) or 0, score(r[2])
     count = (total - base) % M
-    newest = time_at(-1)
+    if live == 1 then newest = oldest else newest = log_time(key, -1) end
   end
 
   local allowed, retry, reset, add = 0, 0, 0, nil
   if count + need > limit then
     -- The (count+need-limit)-th oldest unit still counting must expire
     -- first; it lies in the last record starting at or before it. The
-    -- search gallops from the oldest record, where a request of cost 1 at
-    -- its limit finds it at once, then bisects: O(log n) commands.
+    -- oldest unit (a request of cost 1 at its limit) lies in the oldest
+    -- record, since every record holds at least one unit; otherwise the
+    -- search gallops from the oldest record, then bisects: O(log n)
+    -- commands.
     local target = count + need - limit - 1
     local lo, hi, step = first, first + live - 1, 1
+    if target == 0 then hi = lo end
     while lo < hi do
       local probe = min(lo + step, hi)
-      if (start_at(probe) - base) % M <= target then
+      if (log_start(key, probe) - base) % M <= target then
         lo, step = probe, step * 2
       else
         hi = probe - 1
@@ -115,23 +122,23 @@ local function log_step(key, low, limit, window, sub)
     end
     while lo < hi do
       local mid = floor((lo + hi + 1) / 2)
-      if (start_at(mid) - base) % M <= target then lo = mid else hi = mid - 1 end
+      if (log_start(key, mid) - base) % M <= target then lo = mid else hi = mid - 1 end
     end
-    retry = time_at(lo) + window - now
+    if lo == first then retry = oldest + window - now else retry = log_time(key, lo) + window - now end
   else
     allowed = 1
     if cost > 0 then
       add = {}
       if newest ~= stamp then
-        add = {format('%.0f', stamp), format('%.0f', total)}
+        add = {format('%d', stamp), format('%d', total)}
       end
       -- Otherwise the newest record has the same stamp and absorbs the cost.
       total = (total + cost) % M
       count = count + cost
       newest = stamp
-      add[#add + 1] = format('%.0f', -1 - total)
+      add[#add + 1] = format('%d', -1 - total)
       add[#add + 1] = 'T'
-      add[#add + 1] = format('%.0f', -1 - eff)
+      add[#add + 1] = format('%d', -1 - eff)
       add[#add + 1] = 'L'
     end
   end
@@ -143,7 +150,7 @@ local function log_step(key, low, limit, window, sub)
   if cost > 0 then
     -- A denial of cost 1 leaves the latest time (see
     -- algorithms.Algorithm.Decide).
-    if allowed == 0 and cost > 1 and (not latest or eff > latest) then add = {format('%.0f', -1 - eff), 'L'} end
+    if allowed == 0 and cost > 1 and (not latest or eff > latest) then add = {format('%d', -1 - eff), 'L'} end
     if allowed == 1 then ttl = reset end
     trim = min(expired, TRIM)
     new = add or (trim > 0)
@@ -179,18 +186,17 @@ local function log_refund(key, low, at, limit, window, sub)
     total = (total - k) % M
     if k == c then redis.call('ZREM', key, newest[1]) end
     -- The key's time moves on to eff, as an admission's does.
-    redis.call('ZADD', key, format('%.0f', -1 - total), 'T', format('%.0f', -1 - eff), 'L')
+    redis.call('ZADD', key, format('%d', -1 - total), 'T', format('%d', -1 - eff), 'L')
     return true
   end
   -- The oldest units counting go: units are numbered from the oldest
   -- record's start, and the first one kept, the k-th, lies in the last
   -- record that starts at or before it.
-  local function start_at(rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) or 0 end
-  local base = start_at(first)
+  local base = log_start(key, first)
   local count = (total - base) % M
   local k = min(cost, count)
   if k <= 0 then return nil end
-  redis.call('ZADD', key, format('%.0f', -1 - eff), 'L')
+  redis.call('ZADD', key, format('%d', -1 - eff), 'L')
   local last = first + live - 1
   if k == count then
     redis.call('ZREMRANGEBYRANK', key, first, last)
@@ -199,13 +205,13 @@ local function log_refund(key, low, at, limit, window, sub)
   local lo, hi = first, last
   while lo < hi do
     local mid = floor((lo + hi + 1) / 2)
-    if (start_at(mid) - base) % M <= k then lo = mid else hi = mid - 1 end
+    if (log_start(key, mid) - base) % M <= k then lo = mid else hi = mid - 1 end
   end
   local kept = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
   if lo > first then redis.call('ZREMRANGEBYRANK', key, first, lo - 1) end
   if ((tonumber(kept[1]) or 0) - base) % M ~= k then
     redis.call('ZREM', key, kept[1])
-    redis.call('ZADD', key, kept[2], format('%.0f', (base + k) % M))
+    redis.call('ZADD', key, kept[2], format('%d', (base + k) % M))
   end
   return true
 end
