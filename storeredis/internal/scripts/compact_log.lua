@@ -9,25 +9,16 @@
 -- unit of admitted cost, oldest at head. A step reads the header and a few
 -- slots with GETRANGE, never the whole string; an admission writes its
 -- timestamps and the header with SETRANGE, or, when the ring must grow (by
--- half, up to the limit), the whole string with SET.
+-- half, up to the limit), the whole string with SET … PX. The header and
+-- the slots are read and written with struct (pack.lua).
+
+-- requires: pack.lua
 
 -- An integer below 2^53 from the 8 bytes of s at i, big-endian.
-local function u64(s, i)
-  local a, b, c, d, e, f, g, h = string.byte(s, i, i + 7)
-  return ((((((a * 256 + b) * 256 + c) * 256 + d) * 256 + e) * 256 + f) * 256 + g) * 256 + h
-end
+local function u64(s, i) return (bin_unpack('>I8', s, i)) end
 
 -- The 8 bytes of an integer 0 <= x < 2^53, big-endian.
-local function p64(x)
-  local h = x % 256; x = (x - h) / 256
-  local g = x % 256; x = (x - g) / 256
-  local f = x % 256; x = (x - f) / 256
-  local e = x % 256; x = (x - e) / 256
-  local d = x % 256; x = (x - d) / 256
-  local c = x % 256; x = (x - c) / 256
-  local b = x % 256
-  return string.char((x - b) / 256, b, c, d, e, f, g, h)
-end
+local function p64(x) return bin_pack('>I8', x) end
 
 -- compact_log_read returns the key's header, or nil for no key or a string
 -- that is not a ring of the size its header says (which an admission then
@@ -42,7 +33,7 @@ end
 -- an empty ring with no latest time.
 local function compact_log_header(hdr)
   if not hdr then return 0, 0, 0, 0 end
-  local size, head, len, latest = u64(hdr, 1), u64(hdr, 9), u64(hdr, 17), u64(hdr, 25)
+  local size, head, len, latest = bin_unpack('>I8I8I8I8', hdr)
   if head >= size or len > size or latest > 4503599627370495 then return 0, 0, 0, 0 end
   return size, head, len, latest
 end
@@ -116,7 +107,7 @@ local function compact_log_step(key, hdr, limit, window)
     end
     if allowed == 1 or cost > 1 then latest = eff end
     if allowed == 1 or cost > 1 or first > 0 then
-      new = p64(size) .. p64(head) .. p64(len) .. p64(latest)
+      new = bin_pack('>I8I8I8I8', size, head, len, latest)
       if allowed == 1 and not pos then new, units = new .. units, nil end
     end
   end
@@ -130,21 +121,22 @@ local function compact_log_step(key, hdr, limit, window)
   return allowed, max(0, limit - count), retry, reset, eff, new, ttl, pos, units
 end
 
--- compact_log_write applies what the step returned: the whole string, or
--- the header and the new timestamps (in at most two pieces, when they wrap
+-- compact_log_write applies what the step returned: the whole string with
+-- its TTL, or the header and the new timestamps (in at most two pieces, when they wrap
 -- round the ring), and the TTL after an admission.
 local function compact_log_write(key, new, ttl, pos, units)
   if #new > 32 then
-    redis.call('SET', key, new)
-  else
-    redis.call('SETRANGE', key, 0, new)
-    if units then
-      local size = u64(new, 1)
-      local n = #units / 8
-      local part = min(n, size - pos)
-      redis.call('SETRANGE', key, 32 + 8 * pos, string.sub(units, 1, 8 * part))
-      if n > part then redis.call('SETRANGE', key, 32, string.sub(units, 8 * part + 1)) end
-    end
+    -- Only an admission writes the whole string: with its TTL, at once.
+    redis.call('SET', key, new, 'PX', ttl_ms(ttl))
+    return
+  end
+  redis.call('SETRANGE', key, 0, new)
+  if units then
+    local size = u64(new, 1)
+    local n = #units / 8
+    local part = min(n, size - pos)
+    redis.call('SETRANGE', key, 32 + 8 * pos, string.sub(units, 1, 8 * part))
+    if n > part then redis.call('SETRANGE', key, 32, string.sub(units, 8 * part + 1)) end
   end
   if ttl then redis.call('PEXPIRE', key, ttl_ms(ttl)) end
 end
@@ -172,6 +164,6 @@ local function compact_log_refund(key, hdr, at, limit, window)
     k = min(cost, count)
     head = (head + first + k) % size
   end
-  redis.call('SETRANGE', key, 0, p64(size) .. p64(head) .. p64(count - k) .. p64(eff))
+  redis.call('SETRANGE', key, 0, bin_pack('>I8I8I8I8', size, head, count - k, eff))
   return true
 end
