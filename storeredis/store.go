@@ -22,8 +22,12 @@
 // oldest Redis supported.
 //
 // Keys are prefix + algorithm + ":" + scope + ":{" + escaped key + "}", such
-// as "ratewise:gcra:1s:{alice}", so each key is its own Redis Cluster hash
-// tag, and limiters with different windows or periods keep separate state.
+// as "ratewise:sliding_log:1m:{alice}", so each key is its own Redis Cluster
+// hash tag, and limiters with different windows or periods keep separate
+// state. A kind whose state has changed layout names the layout's version
+// after the algorithm, as in "ratewise:gcra:v2:1s:{alice}", so that
+// ratewise versions running side by side during a deploy never read each
+// other's state (see Key).
 // Every write sets a TTL of the decision's ResetAfter, rounded up to the
 // millisecond (plus ClientTimeGrace in client-time mode), so idle keys vanish
 // on their own.
