@@ -23,7 +23,7 @@
 -- they do. Numbers are turned into strings only with string.format, since
 -- tostring keeps only 14 significant digits: '%d' for the integers a state
 -- or a command holds (exact below 2^63, and far cheaper than '%.0f', which
--- formats a double digit by digit); a TTL excepted (see ttl_ms).
+-- formats a double digit by digit).
 
 local now, grace
 if ARGV[1] == '' then
@@ -49,13 +49,9 @@ local floor, ceil, min, max = math.floor, math.ceil, math.min, math.max
 -- The TTL for a key whose state stops counting us µs after now: in
 -- milliseconds, rounded up and at least 1, since Redis expires keys at
 -- millisecond resolution, a key must outlive its last effect, and SET … PX 0
--- is an error; plus the grace of client-time mode. It is a number, which
--- redis.call turns into the decimal digits the command takes without a
--- string.format: every TTL a state can ask for, even one read from a
--- foreign value (below 2^57 µs), is below 10^15 ms, which Redis writes in
--- plain digits ('%.17g' before 7.0, its shortest form since), and so does
--- miniredis.
-local function ttl_ms(us) return max(1, ceil((us + grace) / 1000)) end
+-- is an error; plus the grace of client-time mode. It is the decimal
+-- string the command takes.
+local function ttl_ms(us) return string.format('%d', max(1, ceil((us + grace) / 1000))) end
 
 -- An algorithm's file, <name>.lua, defines three locals, <name>_read,
 -- <name>_step and <name>_write:
