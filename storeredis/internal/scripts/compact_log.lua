@@ -14,6 +14,10 @@
 
 -- requires: pack.lua
 
+-- Offsets go to redis.call as strings: Redis 7.0 turns a number argument
+-- into one more slowly than string.format does.
+local format = string.format
+
 -- An integer below 2^53 from the 8 bytes of s at i, big-endian.
 local function u64(s, i) return (bin_unpack('>I8', s, i)) end
 
@@ -24,7 +28,7 @@ local function p64(x) return bin_pack('>I8', x) end
 -- that is not a ring of the size its header says (which an admission then
 -- overwrites).
 local function compact_log_read(key)
-  local hdr = redis.call('GETRANGE', key, 0, 31)
+  local hdr = redis.call('GETRANGE', key, '0', '31')
   if #hdr ~= 32 or redis.call('STRLEN', key) ~= 32 + 8 * u64(hdr, 1) then return nil end
   return hdr
 end
@@ -41,7 +45,7 @@ end
 -- The i-th timestamp stored, oldest first.
 local function compact_log_at(key, size, head, i)
   local off = 32 + 8 * ((head + i) % size)
-  return u64(redis.call('GETRANGE', key, off, off + 7), 1)
+  return u64(redis.call('GETRANGE', key, format('%d', off), format('%d', off + 7)), 1)
 end
 
 -- How many stored timestamps are at or before expired (a prefix): a gallop
@@ -130,13 +134,13 @@ local function compact_log_write(key, new, ttl, pos, units)
     redis.call('SET', key, new, 'PX', ttl_ms(ttl))
     return
   end
-  redis.call('SETRANGE', key, 0, new)
+  redis.call('SETRANGE', key, '0', new)
   if units then
     local size = u64(new, 1)
     local n = #units / 8
     local part = min(n, size - pos)
-    redis.call('SETRANGE', key, 32 + 8 * pos, string.sub(units, 1, 8 * part))
-    if n > part then redis.call('SETRANGE', key, 32, string.sub(units, 8 * part + 1)) end
+    redis.call('SETRANGE', key, format('%d', 32 + 8 * pos), string.sub(units, 1, 8 * part))
+    if n > part then redis.call('SETRANGE', key, '32', string.sub(units, 8 * part + 1)) end
   end
   if ttl then redis.call('PEXPIRE', key, ttl_ms(ttl)) end
 end
@@ -164,6 +168,6 @@ local function compact_log_refund(key, hdr, at, limit, window)
     k = min(cost, count)
     head = (head + first + k) % size
   end
-  redis.call('SETRANGE', key, 0, bin_pack('>I8I8I8I8', size, head, count - k, eff))
+  redis.call('SETRANGE', key, '0', bin_pack('>I8I8I8I8', size, head, count - k, eff))
   return true
 end

@@ -30,7 +30,9 @@
 -- and however many records the key holds.
 
 -- An integer as the decimal string a command takes: format('%d', n), exact
--- below 2^63 and far cheaper than '%.0f' (see prelude.lua).
+-- below 2^63 and far cheaper than '%.0f' (see prelude.lua). Ranks too go to
+-- redis.call as strings: Redis 7.0 turns a number argument into one more
+-- slowly than format does.
 local format = string.format
 
 local M = 4503599627370496 -- 2^52
@@ -46,7 +48,7 @@ end
 -- log_read returns the state of key's log as far as a step reads it at
 -- once: its two lowest members with their scores, where the metas are.
 local function log_read(key)
-  return redis.call('ZRANGE', key, 0, 1, 'WITHSCORES')
+  return redis.call('ZRANGE', key, '0', '1', 'WITHSCORES')
 end
 
 -- log_live reads the log at key, whose lowest members are low, for a
@@ -73,14 +75,20 @@ local function log_live(key, low, window, quantum)
   -- lowest records by score.
   local records = redis.call('ZCARD', key) - metas
   local expired = 0
-  if records > 0 and stamp - window >= 0 then expired = redis.call('ZCOUNT', key, 0, format('%d', stamp - window)) end
+  if records > 0 and stamp - window >= 0 then expired = redis.call('ZCOUNT', key, '0', format('%d', stamp - window)) end
   return total, latest, metas, eff, stamp, records - expired, expired, metas + expired
 end
 
 -- A member that is not a number was written by something else: it reads
 -- as a start of 0, which keeps every result in range.
-local function log_start(key, rank) return tonumber(redis.call('ZRANGE', key, rank, rank)[1]) or 0 end
-local function log_time(key, rank) return score(redis.call('ZRANGE', key, rank, rank, 'WITHSCORES')[2]) end
+local function log_start(key, rank)
+  local r = format('%d', rank)
+  return tonumber(redis.call('ZRANGE', key, r, r)[1]) or 0
+end
+local function log_time(key, rank)
+  local r = format('%d', rank)
+  return score(redis.call('ZRANGE', key, r, r, 'WITHSCORES')[2])
+end
 
 -- log_step decides on the log at key, whose lowest members are low; sub is
 -- nil for timestamps to the microsecond (the sliding log), or the number of
@@ -94,10 +102,11 @@ local function log_step(key, low, limit, window, sub)
   -- also the newest when it is the only one.
   local count, base, oldest, newest = 0, 0, nil, nil
   if live > 0 then
-    local r = redis.call('ZRANGE', key, first, first, 'WITHSCORES')
+    local f = format('%d', first)
+    local r = redis.call('ZRANGE', key, f, f, 'WITHSCORES')
     base, oldest = tonumber(r[1]) or 0, score(r[2])
     count = (total - base) % M
-    if live == 1 then newest = oldest else newest = log_time(key, -1) end
+    if live == 1 then newest = oldest else newest = score(redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')[2]) end
   end
 
   local allowed, retry, reset, add = 0, 0, 0, nil
@@ -162,7 +171,7 @@ end
 -- removed first, so that a new record never meets one of their members, then
 -- the new record and metas, and the key's TTL when a request was admitted.
 local function log_write(key, new, ttl, from, to)
-  if to >= from then redis.call('ZREMRANGEBYRANK', key, from, to) end
+  if to >= from then redis.call('ZREMRANGEBYRANK', key, format('%d', from), format('%d', to)) end
   if new ~= true then redis.call('ZADD', key, unpack(new)) end
   if ttl then redis.call('PEXPIRE', key, ttl_ms(ttl)) end
 end
@@ -177,7 +186,7 @@ local function log_refund(key, low, at, limit, window, sub)
   local total, _, _, eff, stamp, live, _, first = log_live(key, low, window, quantum)
   local charged = at - at % quantum
   if charged <= stamp - window or live <= 0 then return nil end
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
+  local newest = redis.call('ZRANGE', key, '-1', '-1', 'WITHSCORES')
   if score(newest[2]) == charged then
     -- The refunded request is in the newest record: its units come off.
     local c = (total - (tonumber(newest[1]) or 0)) % M
@@ -199,7 +208,7 @@ local function log_refund(key, low, at, limit, window, sub)
   redis.call('ZADD', key, format('%d', -1 - eff), 'L')
   local last = first + live - 1
   if k == count then
-    redis.call('ZREMRANGEBYRANK', key, first, last)
+    redis.call('ZREMRANGEBYRANK', key, format('%d', first), format('%d', last))
     return true
   end
   local lo, hi = first, last
@@ -207,8 +216,9 @@ local function log_refund(key, low, at, limit, window, sub)
     local mid = floor((lo + hi + 1) / 2)
     if (log_start(key, mid) - base) % M <= k then lo = mid else hi = mid - 1 end
   end
-  local kept = redis.call('ZRANGE', key, lo, lo, 'WITHSCORES')
-  if lo > first then redis.call('ZREMRANGEBYRANK', key, first, lo - 1) end
+  local r = format('%d', lo)
+  local kept = redis.call('ZRANGE', key, r, r, 'WITHSCORES')
+  if lo > first then redis.call('ZREMRANGEBYRANK', key, format('%d', first), format('%d', lo - 1)) end
   if ((tonumber(kept[1]) or 0) - base) % M ~= k then
     redis.call('ZREM', key, kept[1])
     redis.call('ZADD', key, kept[2], format('%d', (base + k) % M))
