@@ -75,7 +75,7 @@ func run(addr string) error {
 	fmt.Println()
 	fmt.Println("## Memory per key")
 	fmt.Println()
-	fmt.Println("Key `user:1001`, stored as `ratewise:<algorithm>:<scope>:{user:1001}` (the default prefix, then the window or period, such as `1m`); state after requests as described.")
+	fmt.Println("Key `user:1001`, stored as `ratewise:<algorithm>:[v<layout>:]<scope>:{user:1001}` (the default prefix, the state's layout version for the kinds that have one, then the window or period, such as `1m`); state after requests as described.")
 	fmt.Println()
 	fmt.Println("| algorithm | state | bytes (MEMORY USAGE) | encoding |")
 	fmt.Println("| --- | --- | --- | --- |")
