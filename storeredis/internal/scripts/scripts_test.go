@@ -103,3 +103,16 @@ func (r *recorder) Eval(ctx context.Context, script string, keys []string, args 
 	r.src = script
 	return redis.NewCmd(ctx)
 }
+
+// TestLayout: the kinds whose state moved from decimal text to binary
+// fields (pack.lua) name layout 2, which their keys carry; the others have
+// had one layout and name none, so their keys are unchanged. A step file
+// that changes its state's layout must change this table and its version.
+func TestLayout(t *testing.T) {
+	want := map[string]string{"gcra": "2", "token_bucket": "2", "fixed_window": "2"}
+	for _, k := range algorithms.Kinds() {
+		if got := Layout(k); got != want[k.Name()] {
+			t.Errorf("Layout(%s) = %q, want %q", k.Name(), got, want[k.Name()])
+		}
+	}
+}
