@@ -54,6 +54,7 @@ type sim struct {
 
 	// Counts over the run.
 	requests, leased, spent, expired, returned, givenBack, direct, leasesTaken int64
+	trips, denials                                                             int64 // store round trips, the measuring inspections aside, and those denied
 	maxHeld                                                                    int64
 	// heldAtDenial is, per fixed window, the most units held in leases
 	// when the store denied a request.
@@ -125,6 +126,7 @@ func (s *sim) request(in *instance) {
 		lctx, id := s.ctxID()
 		var res algorithms.Result
 		var err error
+		s.trips++
 		if algo.Reserves(s.alg) {
 			res, _, err = s.st.Reserve(lctx, s.key, s.alg, now, n, maxWait)
 		} else {
@@ -135,6 +137,7 @@ func (s *sim) request(in *instance) {
 		}
 		in.ahead, in.aheadAt = res.ResetAfter, now
 		if !res.Allowed {
+			s.denials++
 			break
 		}
 		l, err := New(s.alg, now, n, res, Config{Shift: s.shift})
@@ -146,6 +149,7 @@ func (s *sim) request(in *instance) {
 		s.leased += n
 		s.leasesTaken++
 	}
+	s.trips++
 	res, err := s.st.Decide(ctx, s.key, s.alg, now, 1)
 	if err != nil {
 		s.t.Fatal(err)
@@ -156,6 +160,7 @@ func (s *sim) request(in *instance) {
 		s.log = append(s.log, admission{at: res.At.UnixMicro()})
 		return
 	}
+	s.denials++
 	var held int64
 	for _, in := range s.ins {
 		if in.lease != nil {
@@ -209,6 +214,7 @@ func (s *sim) end(in *instance) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
+	s.trips++
 	res, err := s.st.Refund(requestid.With(context.Background(), in.leaseID), s.key, s.alg, now, at, n)
 	if err != nil {
 		s.t.Fatal(err)
@@ -430,8 +436,8 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 				} else if deficit > lost+leased.maxHeld {
 					t.Fatalf("seed %d: %d fewer admitted than directly, more than the %d lost and %d most held", seed, deficit, lost, leased.maxHeld)
 				}
-				t.Logf("seed %d: shift %v; %d requests; under-admission %d (%.2f%%); direct-only fleet admitted %d; leased fleet admitted %d (%d local, %d direct) in %d leases of %d units: %d expired, %d returned of which %d came back; %d lost; held at leases' ends %d; most held at once %d",
-					seed, leased.shift, leased.requests, deficit, 100*float64(deficit)/float64(direct.admitted()), direct.admitted(), leased.admitted(), local, leased.direct, leased.leasesTaken, leased.leased, leased.expired, leased.returned, leased.givenBack, lost, leased.wasteBound, leased.maxHeld)
+				t.Logf("seed %d: shift %v; %d requests; under-admission %d (%.2f%%); direct-only fleet admitted %d; leased fleet admitted %d (%d local, %d direct) in %d leases of %d units: %d expired, %d returned of which %d came back; %d lost; held at leases' ends %d; most held at once %d; %d round trips (%d denied), %d directly (%d denied)",
+					seed, leased.shift, leased.requests, deficit, 100*float64(deficit)/float64(direct.admitted()), direct.admitted(), leased.admitted(), local, leased.direct, leased.leasesTaken, leased.leased, leased.expired, leased.returned, leased.givenBack, lost, leased.wasteBound, leased.maxHeld, leased.trips, leased.denials, direct.trips, direct.denials)
 			}
 		})
 	}
