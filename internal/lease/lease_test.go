@@ -105,7 +105,7 @@ func TestNotYetAndExpired(t *testing.T) {
 		}
 	}
 	got, ok := l.Spend(now)
-	if !ok || got.Allowed || got.RetryAfter != time.Millisecond {
+	if !ok || got.Allowed || got.RetryAfter != time.Millisecond || got.ResetAfter != 14*time.Millisecond || got.Remaining != 0 {
 		t.Fatalf("before the first turn: %+v, %v", got, ok)
 	}
 	// At 10.5ms unit 0 has expired; unit 1 is spent.
