@@ -17,6 +17,9 @@
 //
 // The core keeps no clock and starts no goroutine: every call takes now.
 // It is not safe for concurrent use; the caller serialises each lease.
+//
+// No store uses it yet: design.md, beside this file, says how a store
+// option would, and what is still open.
 package lease
 
 import (
