@@ -1,0 +1,65 @@
+-- set.lua: a decision over a set of limits on one subject, all or nothing
+-- (store.SetDecider), which decide_set.lua makes once and
+-- decide_set_batch.lua once for each set of its batch. The assembler puts
+-- before the driver the step files of the set's kinds and "local kinds =
+-- {{<name>_read, <name>_step, <name>_write}, ...}".
+--
+-- Every step runs first, writing nothing. If all admit, each writes what it
+-- returned: every limit is charged. If any denies, only the denying steps
+-- write (a denial writes what it would alone: expired records dropped, the
+-- latest time), and each admitting limit is decided again at cost 0, an
+-- inspection, for its uncharged result. An inspection writes only a bucket
+-- state it converted from another rate count, as it would alone.
+
+-- set_limits reads the limits of a set from ARGV[pos…]: for each limit in
+-- turn, its kind's index in kinds, the number m of its parameters, then its
+-- m parameters (as in decide.lua); n limits, or up to the end of ARGV when
+-- n is nil. It returns them, {kind = kinds[i], p = parameters} each, and the
+-- position after them.
+local function set_limits(pos, n)
+  local limits, i = {}, 0
+  while (n and i < n) or (not n and ARGV[pos]) do
+    local kind, m = kinds[tonumber(ARGV[pos])], tonumber(ARGV[pos + 1])
+    local p = {}
+    for j = 1, m do p[j] = tonumber(ARGV[pos + 1 + j]) end
+    i = i + 1
+    limits[i], pos = {kind = kind, p = p}, pos + 2 + m
+  end
+  return limits, pos
+end
+
+-- set_decide decides the prelude's cost (and need) at its now for limits,
+-- limit i's state at KEYS[base + i], and writes what the decision changes.
+-- It returns each limit's {allowed, remaining, retry_after, reset_after,
+-- at, ...}, whether all admitted, and the longest reset_after.
+local function set_decide(base, limits)
+  local n, states, results, all = #limits, {}, {}, true
+  for i = 1, n do
+    local l, key = limits[i], KEYS[base + i]
+    local state
+    if l.kind[1] then state = l.kind[1](key) else state = redis.call('GET', key) end
+    states[i] = state
+    local r = {l.kind[2](key, state, l.p[1], l.p[2], l.p[3], l.p[4])}
+    results[i] = r
+    if r[1] ~= 1 then all = false end
+  end
+  local longest = 0
+  for i = 1, n do
+    local l, key = limits[i], KEYS[base + i]
+    local r = results[i]
+    if cost > 0 and not all and r[1] == 1 then
+      local c, nd = cost, need
+      cost, need = 0, 1
+      r = {l.kind[2](key, states[i], l.p[1], l.p[2], l.p[3], l.p[4])}
+      cost, need = c, nd
+      results[i] = r
+    end
+    -- A denial, an admission of a set that all admitted, and an inspection
+    -- that converted a state write.
+    if r[6] then
+      if l.kind[3] then l.kind[3](key, r[6], r[7], r[8], r[9]) else redis.call('SET', key, r[6], 'PX', ttl_ms(r[7])) end
+    end
+    longest = max(longest, r[4])
+  end
+  return results, all, longest
+end
