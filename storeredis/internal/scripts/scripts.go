@@ -4,7 +4,7 @@
 // requires, its step file (<name>.lua, named after its algorithms.Kind) and
 // a driver: decide.lua for one decision, decide_batch.lua for a batch of
 // them, reserve.lua for a booking, refund.lua for a refund, decide_set.lua
-// for a set of kinds. reset.lua, ttl.lua and time.lua stand alone. Each
+// for a set of kinds and decide_set_batch.lua for a batch of such sets. reset.lua, ttl.lua and time.lua stand alone. Each
 // file's header documents its KEYS, ARGV and reply. Every script is
 // assembled once, on first use, and kept: a *redis.Script computes its SHA
 // once, and its Run sends EVALSHA and falls back on EVAL.
@@ -117,27 +117,40 @@ func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Scrip
 	return sc.(*redis.Script), nil
 }
 
-// sets are the set scripts, by the names of their kinds in order, joined
-// by ",", assembled on first use.
-var sets sync.Map // string → *redis.Script
+// sets and setBatches are the set scripts, alone and batched, by the
+// names of their kinds in order, joined by ",", assembled on first use.
+var sets, setBatches sync.Map // string → *redis.Script
 
 // Set returns the script that decides a set of limits of the kinds given
 // (decide_set.lua), each kind once: its ARGV name a kind by its index in
 // kinds, from 1.
 func Set(kinds []*algorithms.Kind) (*redis.Script, error) {
+	return setDriven(&sets, kinds, "decide_set.lua")
+}
+
+// SetBatch returns the script that decides a batch of decisions over sets
+// of limits whose kinds are those given (decide_set_batch.lua), each kind
+// once, named by its index in kinds as in Set.
+func SetBatch(kinds []*algorithms.Kind) (*redis.Script, error) {
+	return setDriven(&setBatches, kinds, "decide_set_batch.lua")
+}
+
+// setDriven returns the set script of kinds with the driver given, from
+// cache, assembling it on first use.
+func setDriven(cache *sync.Map, kinds []*algorithms.Kind, driver string) (*redis.Script, error) {
 	names := make([]string, len(kinds))
 	for i, k := range kinds {
 		names[i] = k.Name()
 	}
 	signature := strings.Join(names, ",")
-	if sc, ok := sets.Load(signature); ok {
+	if sc, ok := cache.Load(signature); ok {
 		return sc.(*redis.Script), nil
 	}
-	src, err := setSource(names)
+	src, err := setSource(names, driver)
 	if err != nil {
-		return nil, fmt.Errorf("%w: storeredis has no set script for %s: %w", store.ErrUnsupported, signature, err)
+		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, signature, err)
 	}
-	sc, _ := sets.LoadOrStore(signature, redis.NewScript(src))
+	sc, _ := cache.LoadOrStore(signature, redis.NewScript(src))
 	return sc.(*redis.Script), nil
 }
 
@@ -158,10 +171,10 @@ func scriptSource(name, driver string) (string, error) {
 	return a.String(), nil
 }
 
-// setSource returns the source of the set script for the kinds named:
-// the prelude, each kind's step file and libraries, the table kinds of their
-// functions, in the order of names, and the set driver.
-func setSource(names []string) (string, error) {
+// setSource returns the source of a set script for the kinds named: the
+// prelude, each kind's step file and libraries, the table kinds of their
+// functions, in the order of names, and the set driver given.
+func setSource(names []string, driver string) (string, error) {
 	a := assemble.New(files)
 	if err := a.Include("prelude.lua"); err != nil {
 		return "", err
@@ -176,7 +189,7 @@ func setSource(names []string) (string, error) {
 		a.WriteString(fmt.Sprintf("{%[1]s_read, %[1]s_step, %[1]s_write}, ", name))
 	}
 	a.WriteString("}\n")
-	if err := a.Include("decide_set.lua"); err != nil {
+	if err := a.Include(driver); err != nil {
 		return "", err
 	}
 	return a.String(), nil

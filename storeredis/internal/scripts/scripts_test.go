@@ -12,8 +12,9 @@ import (
 )
 
 // TestEveryDriverAssembles assembles every driver for every registered
-// kind, and a set of all kinds: each script has the prelude first, the
-// kind's step, each library it requires once, and its driver last.
+// kind, and a set of all kinds, alone and batched: each script has the
+// prelude first, the kind's step, each library it requires once, and its
+// driver last.
 func TestEveryDriverAssembles(t *testing.T) {
 	drivers := []struct {
 		name string
@@ -40,13 +41,25 @@ func TestEveryDriverAssembles(t *testing.T) {
 			})
 		}
 	}
-	sc, err := Set(algorithms.Kinds())
-	if err != nil {
-		t.Fatal(err)
+	for _, d := range []struct {
+		get  func([]*algorithms.Kind) (*redis.Script, error)
+		file string
+	}{{Set, "decide_set.lua"}, {SetBatch, "decide_set_batch.lua"}} {
+		sc, err := d.get(algorithms.Kinds())
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := source(t, sc)
+		for _, k := range algorithms.Kinds() {
+			checkOrder(t, src, "prelude.lua", k.Name()+".lua", "once.lua", "set.lua", d.file)
+		}
+		if again, _ := d.get(algorithms.Kinds()); again != sc {
+			t.Fatalf("a second call assembled %s again", d.file)
+		}
 	}
-	src := source(t, sc)
-	for _, k := range algorithms.Kinds() {
-		checkOrder(t, src, "prelude.lua", k.Name()+".lua", "decide_set.lua")
+	alone, _ := Set(algorithms.Kinds())
+	if batched, _ := SetBatch(algorithms.Kinds()); alone == batched {
+		t.Fatal("Set and SetBatch returned one script")
 	}
 }
 
