@@ -50,7 +50,6 @@ type decision struct {
 	alg  algorithms.Algorithm
 	cost int64
 	res  algorithms.Result
-	err  error // its outcome in a batch, which sendBatch sets
 }
 
 func newDecision(rkey string, alg algorithms.Algorithm, now time.Time, cost int64) *decision {
@@ -65,12 +64,6 @@ func (d *decision) script() (*redis.Script, error) { return scripts.Decide(d.alg
 
 // once is the decision's once key, or "" without a request ID.
 func (d *decision) once() string { return d.rid.key(d.rkeys[0], onceDecide) }
-
-// shares reports whether the decision may share its round trip. A charge
-// with the caller's ID may be retried under a changed limit, whose reply
-// only decide.lua carries: it goes alone. The store's own IDs are only
-// ever resent as they were, so their batches need no limit.
-func (d *decision) shares() bool { return !(d.rid.caller && d.rid.id != "") }
 
 func (d *decision) keys() []string {
 	if once := d.once(); once != "" {

@@ -15,9 +15,8 @@ import (
 // decision, a booking, a refund, a reset, a TTL or a reading of Redis's
 // clock. It says only what differs between them, its script, its KEYS and
 // ARGV and how to read its reply; do runs every op, through the same steps.
-// A batch of decisions shares a round trip through the coalescer, as a
-// group per script call (see sendBatch), and is read by the same parse
-// step.
+// Decisions and sets' decisions share round trips through the coalescer,
+// a call per family of them (see sendBatch), read by the same parse step.
 type op interface {
 	parser
 	// req is the request the op carries, which do's steps fill in.
@@ -44,9 +43,17 @@ type request struct {
 	at        any   // ARGV[1]: serverTime, or now in µs in client-time mode
 	notBefore int64 // the earliest time the reply may say it decided at
 	horizon   int64 // µs a once key lives at least (Store.horizon)
+	err       error // its outcome in a batch, which sendBatch sets
 }
 
 func (r *request) req() *request { return r }
+
+// shares reports whether the op may share its round trip. A charge with
+// the caller's ID may be retried under a changed limit, whose reply only
+// the op's own script carries (decide.lua, decide_set.lua): it goes alone.
+// The store's own IDs are only ever resent as they were, so their batches
+// need no limit.
+func (r *request) shares() bool { return !(r.rid.caller && r.rid.id != "") }
 
 // effect is what an op does to the states it names, which decides the
 // steps do takes around its script.
@@ -102,16 +109,16 @@ func (s *Store) do(ctx context.Context, o op) error {
 	if r.effect == changes || r.effect == resets {
 		defer s.forget(r.rkeys...)
 	}
-	// Only a decision shares its round trip: the coalescer queues the
-	// decision op itself, and sendBatch sets its outcome.
-	if d, ok := o.(*decision); ok && s.co != nil && d.shares() {
+	// A decision and a set's share their round trip: the coalescer queues
+	// the op itself, and sendBatch sets its outcome.
+	if b, ok := o.(batched); ok && s.co != nil && b.shares() {
 		deadline, _ := ctx.Deadline()
-		t, queued := s.co.Join(d, deadline)
+		t, queued := s.co.Join(b, deadline)
 		if queued {
 			if _, err := t.Wait(ctx); err != nil {
 				return s.decisionFailure(ctx, err)
 			}
-			return s.outcome(ctx, d.err)
+			return s.outcome(ctx, r.err)
 		}
 		defer s.co.Sent()
 	}

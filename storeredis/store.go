@@ -66,10 +66,10 @@ type Store struct {
 	client     Client
 	prefix     string
 	clientTime bool
-	coalesce   int                            // WithCoalescing's n
-	co         *coalesce.Coalescer[*decision] // nil when decisions are not coalesced
-	denyCache  int                            // WithDenyCache's n
-	deny       *denycache.Cache               // nil when off
+	coalesce   int                          // WithCoalescing's n
+	co         *coalesce.Coalescer[batched] // nil when nothing is coalesced
+	denyCache  int                          // WithDenyCache's n
+	deny       *denycache.Cache             // nil when off
 	warnBudget time.Duration
 	warnSet    bool        // WithWarnings was given
 	warn       func(error) // WithWarnings's hook, or nil
