@@ -84,23 +84,103 @@ func BenchmarkBatchScript(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				// Not internal/redisinfo: it imports storeredis, which
-				// imports this package.
-				info, err := c.Info(ctx, "commandstats").Result()
-				if err != nil {
+				reportRedisMicros(b, c, batch)
+			})
+		}
+	}
+}
+
+// reportRedisMicros reports redis-µs/decision: the usec of EVALSHA and
+// EVAL in INFO commandstats, since the last CONFIG RESETSTAT, over the
+// calls times perCall decisions.
+func reportRedisMicros(b *testing.B, c *redis.Client, perCall int) {
+	// Not internal/redisinfo: it imports storeredis, which imports this
+	// package.
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var usec, calls int64
+	for _, line := range strings.Split(info, "\n") {
+		var u, n int64
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "cmdstat_evalsha:calls=%d,usec=%d", &n, &u); err == nil {
+			usec, calls = usec+u, calls+n
+		}
+		if _, err := fmt.Sscanf(strings.TrimSpace(line), "cmdstat_eval:calls=%d,usec=%d", &n, &u); err == nil {
+			usec, calls = usec+u, calls+n
+		}
+	}
+	b.ReportMetric(float64(usec)/float64(calls*int64(perCall)), "redis-µs/decision")
+}
+
+// BenchmarkSetBatchScript runs the set batch script (decide_set_batch.lua)
+// as BenchmarkBatchScript runs the batch scripts, 12 decisions of cost 1 a
+// call at Redis's TIME from one client, for a set of one limit (GCRA 1,000
+// per minute) and of two (and GCRA 20,000 per hour), a Stack's usual pair:
+// on new subjects, on 5,000 in turn, and on one. Its redis-µs/decision is
+// Redis's own time for a set's decision, to compare with
+// BenchmarkBatchScript's for GCRA alone in the same run:
+//
+//	go test ./storeredis/internal/scripts -run XXX -bench BatchScript
+func BenchmarkSetBatchScript(b *testing.B) {
+	redistest.Require(b)
+	srv, err := redistest.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Stop)
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	b.Cleanup(func() { c.Close() })
+	const batch = 12
+	pair := []algorithms.Algorithm{
+		algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
+		algorithms.GCRA{Rate: algorithms.PerHour(20_000), Burst: 20_000},
+	}
+	for _, limits := range []int{1, 2} {
+		set := pair[:limits]
+		sc, err := SetBatch([]*algorithms.Kind{set[0].Kind()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		args := []any{"", 0, 1, len(set)}
+		for _, alg := range set {
+			p := algo.ParamsOf(alg)
+			args = append(args, 1, 3, p.Limit, p.Window.Microseconds(), p.Burst) // the first kind, three parameters
+		}
+		for range batch {
+			args = append(args, 1, 1, 0) // the first set, cost 1, no once key
+		}
+		for _, keys := range []struct {
+			name string
+			of   func(n int) string
+		}{
+			{"new", func(n int) string { return fmt.Sprint(n) }},
+			{"5000", func(n int) string { return fmt.Sprint(n % 5000) }},
+			{"1", func(int) string { return "hot" }},
+		} {
+			b.Run(fmt.Sprintf("limits=%d/keys=%s", limits, keys.name), func(b *testing.B) {
+				if err := c.FlushAll(ctx).Err(); err != nil {
 					b.Fatal(err)
 				}
-				var usec, calls int64
-				for _, line := range strings.Split(info, "\n") {
-					var u, n int64
-					if _, err := fmt.Sscanf(strings.TrimSpace(line), "cmdstat_evalsha:calls=%d,usec=%d", &n, &u); err == nil {
-						usec, calls = usec+u, calls+n
+				if err := c.ConfigResetStat(ctx).Err(); err != nil {
+					b.Fatal(err)
+				}
+				n := 0
+				rkeys := make([]string, batch*limits)
+				for b.Loop() {
+					for i := range batch {
+						subject := keys.of(n)
+						n++
+						for j, alg := range set {
+							rkeys[i*limits+j] = string(algo.ScopeOf(alg).Append([]byte("ratewise:gcra:v2:"))) + ":{user:" + subject + "}"
+						}
 					}
-					if _, err := fmt.Sscanf(strings.TrimSpace(line), "cmdstat_eval:calls=%d,usec=%d", &n, &u); err == nil {
-						usec, calls = usec+u, calls+n
+					if err := sc.Run(ctx, c, rkeys, args...).Err(); err != nil {
+						b.Fatal(err)
 					}
 				}
-				b.ReportMetric(float64(usec)/float64(calls*batch), "redis-µs/decision")
+				reportRedisMicros(b, c, batch)
 			})
 		}
 	}

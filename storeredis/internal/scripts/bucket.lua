@@ -79,21 +79,34 @@ end
 -- another rate count: converted, as algorithms/bucket.go's usedAt does, in
 -- tokens at eff, which the decision must then write; then the state's own
 -- tat, frac, rate count, since, booked and bcount, for bucket_changed.
--- The constants of the last rate and burst bucket_rate was given: a batch's
--- decisions mostly share them, and the gcd and mul_div are then computed
--- once per script call, not once per decision.
+-- The constants of the last two rates and bursts bucket_rate was given: a
+-- batch's decisions mostly share one, a batch of sets one per limit of a
+-- pair (a per-minute and a per-hour quota, say), and the gcd and mul_div are
+-- then computed once per script call, not once per decision.
 local rate_count, rate_period, rate_burst, rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f
+local rate_count2, rate_period2, rate_burst2, rate_k2, rate_p2, rate_q2, rate_r2, rate_cap2, rate_cap_f2
 
 -- bucket_rate returns the rate count per period µs in lowest terms, k per p
 -- µs, the interval q + r/k µs, and the capacity of burst intervals, cap +
 -- cap_f/k µs.
 local function bucket_rate(count, period, burst)
   if count ~= rate_count or period ~= rate_period or burst ~= rate_burst then
-    local k, p = lowest(count, period)
-    local q, r = floor(p / k), p % k
-    local c, cap_f = mul_div(burst, r, k)
+    -- The last but one becomes the last, or the new one does, and the last
+    -- the last but one.
+    local k, p, q, r, cap, cap_f
+    if count == rate_count2 and period == rate_period2 and burst == rate_burst2 then
+      k, p, q, r, cap, cap_f = rate_k2, rate_p2, rate_q2, rate_r2, rate_cap2, rate_cap_f2
+    else
+      k, p = lowest(count, period)
+      q, r = floor(p / k), p % k
+      local c
+      c, cap_f = mul_div(burst, r, k)
+      cap = burst * q + c
+    end
+    rate_count2, rate_period2, rate_burst2 = rate_count, rate_period, rate_burst
+    rate_k2, rate_p2, rate_q2, rate_r2, rate_cap2, rate_cap_f2 = rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f
     rate_count, rate_period, rate_burst = count, period, burst
-    rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f = k, p, q, r, burst * q + c, cap_f
+    rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f = k, p, q, r, cap, cap_f
   end
   return rate_k, rate_p, rate_q, rate_r, rate_cap, rate_cap_f
 end

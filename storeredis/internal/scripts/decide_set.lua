@@ -27,12 +27,8 @@ local once = KEYS[n + 1]
 local seen = once_seen(once)
 if seen then return seen end
 
-local results, all, longest = set_decide(0, limits)
-
 local reply = {}
-for i = 1, n do
-  for j = 1, 5 do reply[#reply + 1] = results[i][j] end
-end
+local all, longest = set_decide(0, limits, reply, 0)
 if once then
   for i = 1, n do
     local p = limits[i].p

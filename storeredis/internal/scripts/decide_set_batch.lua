@@ -38,7 +38,11 @@ end
 local width = 3
 if clientTime then width = 4 end
 
-local function one(base, limits, at)
+-- one makes the decision whose arguments start at ARGV[at], on the
+-- limits of its set, whose states start after KEYS[base], and puts its
+-- reply in reply from reply[n + 1] on.
+local reply = {}
+local function one(base, limits, at, n)
   cost = tonumber(ARGV[at + 1])
   local once = tonumber(ARGV[at + 2])
   if once == 0 then once = nil else once = KEYS[once] end
@@ -46,29 +50,27 @@ local function one(base, limits, at)
   need = cost
   if cost <= 0 then need = max(-cost, 1) end
   local seen = once_seen(once)
-  if seen then return seen end
-  local results, all, longest = set_decide(base, limits)
-  local r = {}
-  for i = 1, #limits do
-    local x, k = results[i], 5 * (i - 1)
-    r[k + 1], r[k + 2], r[k + 3], r[k + 4], r[k + 5] = x[1], x[2], x[3], x[4], x[5]
+  if seen then
+    for i = 1, 5 * #limits do reply[n + i] = seen[i] end
+    return
   end
-  if once and all and cost > 0 then once_keep(once, r, longest) end
-  return r
+  local all, longest = set_decide(base, limits, reply, n)
+  if once and all and cost > 0 then
+    local r = {}
+    for i = 1, 5 * #limits do r[i] = reply[n + i] end
+    once_keep(once, r, longest)
+  end
 end
 
-local reply, n, base = {}, 0, 0
+local n, base = 0, 0
 for at = pos, #ARGV, width do
   local limits = sets[tonumber(ARGV[at])]
-  local ok, r = pcall(one, base, limits, at)
+  local ok, err = pcall(one, base, limits, at, n)
   local fields = 5 * #limits
-  if ok then
-    for i = 1, fields do reply[n + i] = r[i] end
-  else
+  if not ok then
     -- Redis 7 raises a table {err = message}; older versions a string.
-    local message = r
-    if type(message) == 'table' then message = message.err end
-    reply[n + 1], reply[n + 2] = -1, tostring(message)
+    if type(err) == 'table' then err = err.err end
+    reply[n + 1], reply[n + 2] = -1, tostring(err)
     for i = 3, fields do reply[n + i] = 0 end
   end
   n, base = n + fields, base + #limits

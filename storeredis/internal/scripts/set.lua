@@ -28,38 +28,50 @@ local function set_limits(pos, n)
   return limits, pos
 end
 
+-- Scratch tables of set_decide, kept across the decisions of a script
+-- call: a script builds every table it makes again on each call, and a
+-- batch makes many decisions. states[i] is limit i's state, results[i]
+-- what its step returned; set_decide sets every field it reads.
+local set_states, set_results = {}, {}
+
 -- set_decide decides the prelude's cost (and need) at its now for limits,
--- limit i's state at KEYS[base + i], and writes what the decision changes.
--- It returns each limit's {allowed, remaining, retry_after, reset_after,
--- at, ...}, whether all admitted, and the longest reset_after.
-local function set_decide(base, limits)
-  local n, states, results, all = #limits, {}, {}, true
+-- limit i's state at KEYS[base + i], writes what the decision changes,
+-- and puts each limit's allowed, remaining, retry_after, reset_after and
+-- at in reply from reply[at + 1] on, five fields a limit. It returns
+-- whether all admitted, and the longest reset_after.
+local function set_decide(base, limits, reply, at)
+  local n, states, all = #limits, set_states, true
   for i = 1, n do
     local l, key = limits[i], KEYS[base + i]
     local state
     if l.kind[1] then state = l.kind[1](key) else state = redis.call('GET', key) end
     states[i] = state
-    local r = {l.kind[2](key, state, l.p[1], l.p[2], l.p[3], l.p[4])}
-    results[i] = r
+    local r = set_results[i]
+    if not r then
+      r = {}
+      set_results[i] = r
+    end
+    local p = l.p
+    r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] = l.kind[2](key, state, p[1], p[2], p[3], p[4])
     if r[1] ~= 1 then all = false end
   end
   local longest = 0
   for i = 1, n do
-    local l, key = limits[i], KEYS[base + i]
-    local r = results[i]
+    local l, key, r = limits[i], KEYS[base + i], set_results[i]
     if cost > 0 and not all and r[1] == 1 then
-      local c, nd = cost, need
+      local c, nd, p = cost, need, l.p
       cost, need = 0, 1
-      r = {l.kind[2](key, states[i], l.p[1], l.p[2], l.p[3], l.p[4])}
+      r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] = l.kind[2](key, states[i], p[1], p[2], p[3], p[4])
       cost, need = c, nd
-      results[i] = r
     end
     -- A denial, an admission of a set that all admitted, and an inspection
     -- that converted a state write.
     if r[6] then
       if l.kind[3] then l.kind[3](key, r[6], r[7], r[8], r[9]) else redis.call('SET', key, r[6], 'PX', ttl_ms(r[7])) end
     end
+    local k = at + 5 * (i - 1)
+    reply[k + 1], reply[k + 2], reply[k + 3], reply[k + 4], reply[k + 5] = r[1], r[2], r[3], r[4], r[5]
     longest = max(longest, r[4])
   end
-  return results, all, longest
+  return all, longest
 end
