@@ -16,9 +16,10 @@
 -- reset_after, at, delay, limit, charged limit, charged burst, cost}, a
 -- decision's delay 0, so either driver can answer the other's.
 -- decide_batch.lua keeps {allowed, remaining, retry_after, reset_after, at}
--- only: a batch carries the store's own IDs, which are only ever resent in
--- the same batch, never the caller's (see WithCoalescing); decide.lua falls
--- back to the limit and charge it is given all the same.
+-- only, and decide_set_batch.lua those five for each limit: a batch carries
+-- the store's own IDs, which are only ever resent in the same batch, never
+-- the caller's (see WithCoalescing); decide.lua falls back to the limit and
+-- charge it is given all the same.
 
 -- A record is kept at least once_horizon µs, which a driver sets from its
 -- arguments: how long go-redis may still send the request again
