@@ -34,6 +34,13 @@ end
 -- what its step returned; set_decide sets every field it reads.
 local set_states, set_results = {}, {}
 
+-- set_known holds the states held in one string that this script call has
+-- read or written, by key (false for none), so that a batch's later
+-- decisions on a hot key read them without a GET: nothing else writes
+-- them during the call, and no key expires while a script runs, Redis's
+-- clock standing still for it.
+local set_known = {}
+
 -- set_decide decides the prelude's cost (and need) at its now for limits,
 -- limit i's state at KEYS[base + i], writes what the decision changes,
 -- and puts each limit's allowed, remaining, retry_after, reset_after and
@@ -44,7 +51,15 @@ local function set_decide(base, limits, reply, at)
   for i = 1, n do
     local l, key = limits[i], KEYS[base + i]
     local state
-    if l.kind[1] then state = l.kind[1](key) else state = redis.call('GET', key) end
+    if l.kind[1] then
+      state = l.kind[1](key)
+    else
+      state = set_known[key]
+      if state == nil then
+        state = redis.call('GET', key)
+        set_known[key] = state
+      end
+    end
     states[i] = state
     local r = set_results[i]
     if not r then
@@ -67,7 +82,12 @@ local function set_decide(base, limits, reply, at)
     -- A denial, an admission of a set that all admitted, and an inspection
     -- that converted a state write.
     if r[6] then
-      if l.kind[3] then l.kind[3](key, r[6], r[7], r[8], r[9]) else redis.call('SET', key, r[6], 'PX', ttl_ms(r[7])) end
+      if l.kind[3] then
+        l.kind[3](key, r[6], r[7], r[8], r[9])
+      else
+        redis.call('SET', key, r[6], 'PX', ttl_ms(r[7]))
+        set_known[key] = r[6]
+      end
     end
     local k = at + 5 * (i - 1)
     reply[k + 1], reply[k + 2], reply[k + 3], reply[k + 4], reply[k + 5] = r[1], r[2], r[3], r[4], r[5]
