@@ -162,7 +162,7 @@ func TestSetBatchRequestIDs(t *testing.T) {
 			algorithms.FixedWindow{Limit: 1_000_000, Window: time.Hour},
 			algorithms.GCRA{Rate: algorithms.PerHour(1_000_000), Burst: 1_000_000},
 		}
-		now := time.Now().Truncate(time.Microsecond) // every set at one instant: nothing refills
+		now := time.Now().Truncate(time.Microsecond)              // every set at one instant: nothing refills
 		key := fmt.Sprint(testKey(t), ":", time.Now().UnixNano()) // a server outlives a run under -count
 		busy := key + ":busy"
 		const ids, retries, plain = 100, 3, 20
