@@ -23,7 +23,8 @@ import (
 // reports redis-µs/decision, the EVALSHA usec in INFO commandstats over
 // the decisions, which is Redis's own time for the script and the commands
 // it calls, without the load a test driving many callers puts on the same
-// machine. On a shared machine, compare figures of one run only.
+// machine, and redis-cpu-µs/decision (see reportRedisMicros). On a shared
+// machine, compare figures of one run only.
 //
 //	go test ./storeredis/internal/scripts -run XXX -bench BatchScript
 func BenchmarkBatchScript(b *testing.B) {
@@ -100,13 +101,20 @@ func BenchmarkBatchScript(b *testing.B) {
 // counts no wait, and counts the calls' network reads and replies too.
 func reportRedisMicros(b *testing.B, c *redis.Client, perCall int, cpu float64) {
 	used := redisCPU(b, c) - cpu
+	usec, calls := evalStats(b, c)
+	b.ReportMetric(float64(usec)/float64(calls*int64(perCall)), "redis-µs/decision")
+	b.ReportMetric(used*1e6/float64(calls*int64(perCall)), "redis-cpu-µs/decision")
+}
+
+// evalStats returns the usec and calls of EVALSHA and EVAL in INFO
+// commandstats.
+func evalStats(b *testing.B, c *redis.Client) (usec, calls int64) {
 	// Not internal/redisinfo: it imports storeredis, which imports this
 	// package.
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		b.Fatal(err)
 	}
-	var usec, calls int64
 	for _, line := range strings.Split(info, "\n") {
 		var u, n int64
 		if _, err := fmt.Sscanf(strings.TrimSpace(line), "cmdstat_evalsha:calls=%d,usec=%d", &n, &u); err == nil {
@@ -116,8 +124,7 @@ func reportRedisMicros(b *testing.B, c *redis.Client, perCall int, cpu float64) 
 			usec, calls = usec+u, calls+n
 		}
 	}
-	b.ReportMetric(float64(usec)/float64(calls*int64(perCall)), "redis-µs/decision")
-	b.ReportMetric(used*1e6/float64(calls*int64(perCall)), "redis-cpu-µs/decision")
+	return usec, calls
 }
 
 // redisCPU returns the seconds of CPU, user and system, Redis's process has
@@ -143,12 +150,16 @@ func redisCPU(b *testing.B, c *redis.Client) float64 {
 // BenchmarkSetBatchScript runs the set batch script (decide_set_batch.lua)
 // as BenchmarkBatchScript runs the batch scripts, 12 decisions of cost 1 a
 // call at Redis's TIME from one client, for a set of one limit (GCRA 1,000
-// per minute) and of two (and GCRA 20,000 per hour), a Stack's usual pair:
-// on new subjects, on 5,000 in turn, and on one. Its redis-µs/decision is
-// Redis's own time for a set's decision, to compare with
-// BenchmarkBatchScript's for GCRA alone in the same run:
+// per minute) and of two (and GCRA 20,000 per hour), a Stack's usual pair,
+// beside that one limit decided by decide_batch.lua: on new subjects, on
+// 5,000 in turn, and on one. Each iteration makes one call of each, in
+// turn, each on keys of its own, and reads the EVALSHA usec of INFO
+// commandstats after each call, so that a machine whose speed drifts (a
+// shared one) moves the three alike. It reports each one's
+// redis-µs/decision, and pair/one, the pair's over one limit's by
+// decide_batch.lua:
 //
-//	go test ./storeredis/internal/scripts -run XXX -bench BatchScript
+//	go test ./storeredis/internal/scripts -run XXX -bench SetBatchScript -count 3
 func BenchmarkSetBatchScript(b *testing.B) {
 	redistest.Require(b)
 	srv, err := redistest.Start()
@@ -164,13 +175,30 @@ func BenchmarkSetBatchScript(b *testing.B) {
 		algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
 		algorithms.GCRA{Rate: algorithms.PerHour(20_000), Burst: 20_000},
 	}
+	type variant struct {
+		name string
+		set  []algorithms.Algorithm
+		sc   *redis.Script
+		args []any
+	}
+	var variants []variant
+	single, err := Batch(pair[0].Kind())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := algo.ParamsOf(pair[0])
+	args := []any{"", 0, 1, 3, p.Limit, p.Window.Microseconds(), p.Burst} // one parameter set of three
+	for range batch {
+		args = append(args, 1, 1, 0) // the first set, cost 1, no once key
+	}
+	variants = append(variants, variant{"one", pair[:1], single, args})
 	for _, limits := range []int{1, 2} {
 		set := pair[:limits]
 		sc, err := SetBatch([]*algorithms.Kind{set[0].Kind()})
 		if err != nil {
 			b.Fatal(err)
 		}
-		args := []any{"", 0, 1, len(set)}
+		args := []any{"", 0, 1, len(set)} // one set of limits
 		for _, alg := range set {
 			p := algo.ParamsOf(alg)
 			args = append(args, 1, 3, p.Limit, p.Window.Microseconds(), p.Burst) // the first kind, three parameters
@@ -178,38 +206,52 @@ func BenchmarkSetBatchScript(b *testing.B) {
 		for range batch {
 			args = append(args, 1, 1, 0) // the first set, cost 1, no once key
 		}
-		for _, keys := range []struct {
-			name string
-			of   func(n int) string
-		}{
-			{"new", func(n int) string { return fmt.Sprint(n) }},
-			{"5000", func(n int) string { return fmt.Sprint(n % 5000) }},
-			{"1", func(int) string { return "hot" }},
-		} {
-			b.Run(fmt.Sprintf("limits=%d/keys=%s", limits, keys.name), func(b *testing.B) {
-				if err := c.FlushAll(ctx).Err(); err != nil {
-					b.Fatal(err)
-				}
-				if err := c.ConfigResetStat(ctx).Err(); err != nil {
-					b.Fatal(err)
-				}
-				cpu := redisCPU(b, c)
-				n := 0
-				rkeys := make([]string, batch*limits)
-				for b.Loop() {
+		variants = append(variants, variant{fmt.Sprintf("set%d", limits), set, sc, args})
+	}
+	for _, keys := range []struct {
+		name string
+		of   func(n int) string
+	}{
+		{"new", func(n int) string { return fmt.Sprint(n) }},
+		{"5000", func(n int) string { return fmt.Sprint(n % 5000) }},
+		{"1", func(int) string { return "hot" }},
+	} {
+		b.Run("keys="+keys.name, func(b *testing.B) {
+			if err := c.FlushAll(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			if err := c.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			usec := make([]int64, len(variants)) // each variant's share of EVALSHA's usec
+			last, _ := evalStats(b, c)
+			n := 0
+			rkeys := make([][]string, len(variants))
+			for i, v := range variants {
+				rkeys[i] = make([]string, batch*len(v.set))
+			}
+			for b.Loop() {
+				for vi, v := range variants {
+					limits := len(v.set)
 					for i := range batch {
-						subject := keys.of(n)
-						n++
-						for j, alg := range set {
-							rkeys[i*limits+j] = string(algo.ScopeOf(alg).Append([]byte("ratewise:gcra:v2:"))) + ":{user:" + subject + "}"
+						subject := v.name + ":" + keys.of(n+i)
+						for j, alg := range v.set {
+							rkeys[vi][i*limits+j] = string(algo.ScopeOf(alg).Append([]byte("ratewise:gcra:v2:"))) + ":{" + subject + "}"
 						}
 					}
-					if err := sc.Run(ctx, c, rkeys, args...).Err(); err != nil {
+					if err := v.sc.Run(ctx, c, rkeys[vi], v.args...).Err(); err != nil {
 						b.Fatal(err)
 					}
+					now, _ := evalStats(b, c)
+					usec[vi] += now - last
+					last = now
 				}
-				reportRedisMicros(b, c, batch, cpu)
-			})
-		}
+				n += batch
+			}
+			for i, v := range variants {
+				b.ReportMetric(float64(usec[i])/float64(n), v.name+"-redis-µs/decision")
+			}
+			b.ReportMetric(float64(usec[2])/float64(usec[0]), "pair/one")
+		})
 	}
 }
