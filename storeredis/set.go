@@ -58,7 +58,7 @@ func (s *Store) newSetDecision(k store.Key, algs []algorithms.Algorithm, now tim
 }
 
 // setDecision is the op of a decision over a set of limits on one key
-// (decide_set.lua).
+// (decide_set.lua; in a batch, a share of a setCall).
 type setDecision struct {
 	request
 	algs      []algorithms.Algorithm
