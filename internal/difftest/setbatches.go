@@ -33,9 +33,11 @@ type SetBatcher func(ctx context.Context, batch []SetDecision) ([][]algorithms.R
 // subjects, each a key with its own clock: two share a list of kinds (one
 // script call of a batch decides both), one has two limits of the same
 // kind and different windows, and each subject's limits change now and
-// then, so that a batch holds several sets of one list of kinds. Costs go
-// from the smallest limit down to an inspection as such a request. 20
-// sequences make the full run.
+// then, so that a batch holds several sets of one list of kinds. A third
+// of a subject's decisions come at the instant of its previous one, as the
+// decisions of a batch at Redis's TIME all do. Costs go from the smallest
+// limit down to an inspection as such a request. 20 sequences make the
+// full run.
 func SetBatches(t *testing.T, decide SetBatcher, prefix string, n int) {
 	run := time.Now().UnixNano() // a server outlives a run under -count
 	ms := storememory.New()
@@ -72,7 +74,11 @@ func SetBatches(t *testing.T, decide SetBatcher, prefix string, n int) {
 				if rng.IntN(6) == 0 {
 					cost = -1 - rng.Int64N(maxCost)
 				}
-				batch = append(batch, SetDecision{Key: s.key, Algs: s.algs, Now: s.clock.Step(rng, 2*time.Second), Cost: cost})
+				now := s.clock.now
+				if rng.IntN(3) > 0 {
+					now = s.clock.Step(rng, 2*time.Second)
+				} // else the same instant as the subject's last decision, as a hot key's decisions at Redis's TIME are
+				batch = append(batch, SetDecision{Key: s.key, Algs: s.algs, Now: now, Cost: cost})
 			}
 			want := make([][]algorithms.Result, len(batch))
 			for i, d := range batch {

@@ -30,6 +30,7 @@
 -- requires: set.lua
 
 local clientTime = ARGV[1] ~= ''
+set_memo = {}
 once_horizon = tonumber(ARGV[2]) or 0
 local sets, pos = {}, 4
 for j = 1, tonumber(ARGV[3]) do

@@ -41,6 +41,42 @@ local set_states, set_results = {}, {}
 -- clock standing still for it.
 local set_known = {}
 
+-- set_memo, when a driver sets it to a table (decide_set_batch.lua does),
+-- keeps by key and cost what the step of a state held in one string
+-- returned when it wrote nothing (a denial, an inspection), with the
+-- state, time and parameters it was given: a step is a function of those
+-- alone, so a batch's later decisions on a hot key that repeat them take
+-- its result without running it.
+local set_memo = nil
+
+-- set_step puts what limit l's step returns for key's state in r, from
+-- set_memo when it holds the step's result for the same inputs.
+local function set_step(l, key, state, r)
+  local p, memo = l.p, nil
+  if set_memo and not l.kind[1] then
+    memo = set_memo[key]
+    local m = memo and memo[cost]
+    if m and m.state == state and m.now == now and m.p == p then
+      for j = 1, 9 do r[j] = m[j] end
+      return
+    end
+  end
+  r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] = l.kind[2](key, state, p[1], p[2], p[3], p[4])
+  if set_memo and not l.kind[1] and not r[6] then
+    if not memo then
+      memo = {}
+      set_memo[key] = memo
+    end
+    local m = memo[cost]
+    if not m then
+      m = {}
+      memo[cost] = m
+    end
+    m.state, m.now, m.p = state, now, p
+    for j = 1, 9 do m[j] = r[j] end
+  end
+end
+
 -- set_decide decides the prelude's cost (and need) at its now for limits,
 -- limit i's state at KEYS[base + i], writes what the decision changes,
 -- and puts each limit's allowed, remaining, retry_after, reset_after and
@@ -66,17 +102,16 @@ local function set_decide(base, limits, reply, at)
       r = {}
       set_results[i] = r
     end
-    local p = l.p
-    r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] = l.kind[2](key, state, p[1], p[2], p[3], p[4])
+    set_step(l, key, state, r)
     if r[1] ~= 1 then all = false end
   end
   local longest = 0
   for i = 1, n do
     local l, key, r = limits[i], KEYS[base + i], set_results[i]
     if cost > 0 and not all and r[1] == 1 then
-      local c, nd, p = cost, need, l.p
+      local c, nd = cost, need
       cost, need = 0, 1
-      r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9] = l.kind[2](key, states[i], p[1], p[2], p[3], p[4])
+      set_step(l, key, states[i], r)
       cost, need = c, nd
     end
     -- A denial, an admission of a set that all admitted, and an inspection
