@@ -1,0 +1,265 @@
+// Package lease wraps a store so that an instance deciding a hot key takes a
+// lease of k units from the store in one round trip and spends them
+// locally, one decision at a time, instead of making a round trip per
+// decision. It never lets more through than the store would: every leased
+// unit is spent only within the window a direct admission of it could have
+// been made in (see internal/lease), so any span of a token bucket's or
+// GCRA's admissions, local and direct, of every instance, holds at most
+// Burst + span/T, and no fixed window more than its Limit.
+//
+//	st, err := lease.Wrap(storeredis.New(rdb, storeredis.WithClientTime()), lease.Policy{Instances: 4})
+//	limiter, err := ratewise.New(st, algorithms.GCRA{Rate: algorithms.PerSecond(1_000_000), Burst: 10_000})
+//
+// Only decisions of cost 1 without a request ID, under the token bucket,
+// GCRA or the fixed window, lease; every other call goes to the inner store
+// as it is. A key leases only while it is hot enough (the lease sizer gives
+// 0 otherwise), and a bucket only while it is saturated: on a bucket with
+// room, a unit's window closes as soon as it opens. What a lease did not
+// spend is given back through the inner store's Refund when it ends, in the
+// round trip of the decision that ends it. Leases cost admissions: up to the
+// units held in live leases while the store denies, and what a return
+// cannot give back. docs/leases.md gives the figures.
+//
+// Leases need one timeline: the inner store must decide at the now its
+// caller passes (storememory always does; storeredis and storepostgres do
+// with WithClientTime), and the instances' clocks must agree. A store on its
+// own clock is found out by the first decision that would lease, with one
+// inspection of a probe key at a time no server clock shows, and is never
+// leased on.
+//
+// Reset on a key drops this instance's lease on it but not other
+// instances': until their leases end (a lease lasts a few round trips), the
+// key may admit up to the units they hold beyond its limit. A refund of an
+// admission made on a leased key (Limiter.Refund) goes to the inner store,
+// which may move other instances' units' windows by its units: leased keys
+// should not be refunded. A changed limit ends a lease at this instance's
+// next decision under the new one.
+package lease
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	core "github.com/ratewise/ratewise/internal/lease"
+	"github.com/ratewise/ratewise/store"
+)
+
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.Reserver   = (*Store)(nil)
+	_ store.Refunder   = (*Store)(nil)
+	_ store.SetDecider = (*Store)(nil)
+)
+
+// ErrInvalidPolicy is wrapped by Wrap's error for a Policy value out of
+// range.
+var ErrInvalidPolicy = errors.New("lease: invalid policy")
+
+// ErrCannotLease is wrapped, with store.ErrUnsupported, by Wrap's error for
+// a store that cannot book (store.Reserver) or refund (store.Refunder).
+var ErrCannotLease = errors.New("lease: the store cannot lease")
+
+// Policy is how a Store leases. Every field but Instances has a default,
+// used when the field is zero.
+type Policy struct {
+	// Instances is how many instances share the inner store and lease on
+	// one key: required, at least 1. A lease given back after another
+	// instance booked behind it moves that instance's units' windows
+	// earlier, by at most its units × T, so every lease's deadlines are
+	// brought forward by (Instances-1) × the largest lease × T. Stating
+	// more instances than there are is safe and shortens windows; stating
+	// fewer may over-admit.
+	Instances int
+
+	// RoundTrip is about how long a round trip to the store takes; the
+	// default is 1ms. A lease holds what the instance spends on the key in
+	// Lifetime round trips.
+	RoundTrip time.Duration
+
+	// Lifetime is how many round trips a lease lasts at the instance's
+	// rate; the default is 4.
+	Lifetime int64
+
+	// Divisor caps a lease at Burst / Divisor units (the capacity for the
+	// token bucket, the limit for the fixed window). The default is 2 ×
+	// Instances, and at least 8; it must be at least Instances, or no lease
+	// would fit its window. With the default the deadlines are brought
+	// forward by less than half the burst's span (see Instances).
+	Divisor int64
+
+	// Min is the fewest units worth a lease: the default is 2.
+	Min int64
+
+	// MaxKeys bounds the keys the Store keeps a lease or a rate estimate
+	// for; the default is 4096. Beyond it idle keys are dropped first,
+	// their leases ended.
+	MaxKeys int
+
+	// Clock is read, once, for a decision given the zero now, and for
+	// ending leases that have gone idle; nil is the system clock.
+	Clock interface{ Now() time.Time }
+}
+
+// Default policy values.
+const (
+	defaultRoundTrip = time.Millisecond
+	defaultLifetime  = 4
+	defaultMin       = 2
+	defaultMaxKeys   = 4096
+	minDivisor       = 8
+)
+
+// withDefaults returns p with its zero fields set, or an error naming the
+// first field out of range.
+func (p Policy) withDefaults() (Policy, error) {
+	if p.Instances < 1 {
+		return p, fmt.Errorf("%w: Instances must be >= 1, got %d", ErrInvalidPolicy, p.Instances)
+	}
+	if p.RoundTrip == 0 {
+		p.RoundTrip = defaultRoundTrip
+	}
+	if p.RoundTrip < time.Microsecond {
+		return p, fmt.Errorf("%w: RoundTrip must be >= 1µs, got %v", ErrInvalidPolicy, p.RoundTrip)
+	}
+	if p.Lifetime == 0 {
+		p.Lifetime = defaultLifetime
+	}
+	if p.Lifetime < 1 {
+		return p, fmt.Errorf("%w: Lifetime must be >= 1, got %d", ErrInvalidPolicy, p.Lifetime)
+	}
+	if p.Divisor == 0 {
+		p.Divisor = max(2*int64(p.Instances), minDivisor)
+	}
+	if p.Divisor < int64(p.Instances) {
+		return p, fmt.Errorf("%w: Divisor must be >= Instances (%d), got %d", ErrInvalidPolicy, p.Instances, p.Divisor)
+	}
+	if p.Min == 0 {
+		p.Min = defaultMin
+	}
+	if p.Min < 1 {
+		return p, fmt.Errorf("%w: Min must be >= 1, got %d", ErrInvalidPolicy, p.Min)
+	}
+	if p.MaxKeys == 0 {
+		p.MaxKeys = defaultMaxKeys
+	}
+	if p.MaxKeys < 1 {
+		return p, fmt.Errorf("%w: MaxKeys must be >= 1, got %d", ErrInvalidPolicy, p.MaxKeys)
+	}
+	if p.Clock == nil {
+		p.Clock = systemClock{}
+	}
+	return p, nil
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Store is a store that leases on hot keys (see the package doc) and
+// passes everything else to the store it wraps. It is safe for concurrent
+// use; Close gives back what its leases hold.
+type Store struct {
+	inner store.Store
+	rs    store.Reserver
+	rf    store.Refunder
+	idem  bool // the inner store applies request IDs: a booking may be retried
+	p     Policy
+	// sizing is the policy of every key's lease sizer.
+	sizing core.Policy
+
+	idPrefix string        // this Store's part of every lease's request ID
+	seq      atomic.Uint64 // the next lease's number
+	timeline timeline      // whether the inner store decides at the caller's now
+
+	mu        sync.RWMutex
+	entries   map[entryKey]*entry // guarded by mu
+	closed    atomic.Bool
+	nextSweep atomic.Int64 // µs on the Policy's clock
+}
+
+// Wrap returns a Store that leases from s under p. s must book
+// (store.Reserver) and refund (store.Refunder), as the memory, Redis and
+// PostgreSQL stores do, and decide at the now it is given (see the package
+// doc).
+func Wrap(s store.Store, p Policy) (*Store, error) {
+	p, err := p.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	rs, ok := s.(store.Reserver)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T cannot book (store.Reserver): %w", ErrCannotLease, s, store.ErrUnsupported)
+	}
+	rf, ok := s.(store.Refunder)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T cannot refund (store.Refunder): %w", ErrCannotLease, s, store.ErrUnsupported)
+	}
+	_, idem := s.(store.Idempotent)
+	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}
+	if _, err := core.NewSizer(sizing); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+	return &Store{inner: s, rs: rs, rf: rf, idem: idem, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}, nil
+}
+
+// Reset resets key's state under alg in the inner store and drops this
+// instance's lease on it, giving nothing back: the state it was booked in
+// is gone. Other instances' leases live on until they end (see the package
+// doc).
+func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorithm) error {
+	err := s.inner.Reset(ctx, key, alg)
+	if k, ok := keyOf(key, alg); ok {
+		s.drop(k)
+	}
+	return err
+}
+
+// Reserve is the inner store's Reserve.
+func (s *Store) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return s.rs.Reserve(ctx, key, alg, now, cost, maxWait)
+}
+
+// Refund is the inner store's Refund (see the package doc on refunds of a
+// leased key).
+func (s *Store) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	return s.rf.Refund(ctx, key, alg, now, at, n)
+}
+
+// DecideSet is the inner store's DecideSet: sets never lease. It fails
+// with store.ErrUnsupported when the inner store cannot decide sets.
+func (s *Store) DecideSet(ctx context.Context, key store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	sd, ok := s.inner.(store.SetDecider)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T cannot decide a set of limits (store.SetDecider)", store.ErrUnsupported, s.inner)
+	}
+	return sd.DecideSet(ctx, key, algs, now, cost)
+}
+
+// Close ends every lease, giving back what each holds, and makes the Store
+// pass every later call to the inner store. Without it, the units leases
+// hold when the process stops are lost until their windows pass: the key
+// admits that many fewer, never more. It returns the first error of a
+// give-back, after trying every one.
+func (s *Store) Close(ctx context.Context) error {
+	s.closed.Store(true)
+	s.mu.Lock()
+	var backs []giveBack
+	for k, e := range s.entries {
+		e.mu.Lock()
+		backs = append(backs, e.end(s.p.Clock.Now()))
+		e.dead = true
+		e.mu.Unlock()
+		delete(s.entries, k)
+	}
+	s.mu.Unlock()
+	return s.giveBack(ctx, backs)
+}

@@ -1,0 +1,256 @@
+package lease_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/lease"
+	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storememory"
+)
+
+func TestWrapRejects(t *testing.T) {
+	mem := storememory.New()
+	for _, tc := range []struct {
+		name string
+		s    store.Store
+		p    lease.Policy
+		want []error
+	}{
+		{"no instances", mem, lease.Policy{}, []error{lease.ErrInvalidPolicy}},
+		{"negative round trip", mem, lease.Policy{Instances: 1, RoundTrip: -time.Millisecond}, []error{lease.ErrInvalidPolicy}},
+		{"negative lifetime", mem, lease.Policy{Instances: 1, Lifetime: -1}, []error{lease.ErrInvalidPolicy}},
+		{"divisor below instances", mem, lease.Policy{Instances: 16, Divisor: 8}, []error{lease.ErrInvalidPolicy}},
+		{"negative min", mem, lease.Policy{Instances: 1, Min: -2}, []error{lease.ErrInvalidPolicy}},
+		{"negative max keys", mem, lease.Policy{Instances: 1, MaxKeys: -1}, []error{lease.ErrInvalidPolicy}},
+		{"no booking", decideOnly{mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"no refund", bookOnly{mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, err := lease.Wrap(tc.s, tc.p)
+			if w != nil || err == nil {
+				t.Fatalf("Wrap: %v, %v; want an error", w, err)
+			}
+			for _, want := range tc.want {
+				if !errors.Is(err, want) {
+					t.Fatalf("Wrap: %v, want it to wrap %v", err, want)
+				}
+			}
+		})
+	}
+	if _, err := lease.Wrap(mem, lease.Policy{Instances: 4}); err != nil {
+		t.Fatalf("the defaults: %v", err)
+	}
+}
+
+type decideOnly struct{ store.Store }
+
+type bookOnly struct {
+	store.Store
+	store.Reserver
+}
+
+// hot drives one key of alg hard enough through w, on clk, that it leases,
+// and returns the counting store under it.
+func hot(t *testing.T, alg algorithms.Algorithm) (*lease.Store, *counting, *ratewisetest.Clock) {
+	t.Helper()
+	clk := ratewisetest.NewClock(start)
+	c := &counting{inner: storememory.New(storememory.WithClock(clk))}
+	w, err := lease.Wrap(c, lease.Policy{Instances: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Close(context.Background()) })
+	return w, c, clk
+}
+
+// drive makes n decisions of cost 1 on key under alg through w, stepping
+// clk by step after each, and returns how many were admitted.
+func drive(t *testing.T, w store.Store, clk *ratewisetest.Clock, alg algorithms.Algorithm, n int, step time.Duration) int {
+	t.Helper()
+	admitted := 0
+	for range n {
+		res, err := w.Decide(context.Background(), key, alg, clk.Now(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Allowed {
+			admitted++
+		}
+		clk.Advance(step)
+	}
+	return admitted
+}
+
+var gcra = algorithms.GCRA{Rate: algorithms.PerSecond(100_000), Burst: 2000}
+
+// TestLeasesCutRoundTrips: a saturated key decided through the wrapper
+// takes fewer round trips than decisions.
+func TestLeasesCutRoundTrips(t *testing.T) {
+	w, c, clk := hot(t, gcra)
+	drive(t, w, clk, gcra, 20000, 5*time.Microsecond) // twice the rate
+	if trips := c.trips.Load(); trips > 20000/4 {
+		t.Fatalf("%d round trips for 20000 decisions: leases do not cut them", trips)
+	}
+}
+
+// TestPassesThrough: what cannot lease goes to the inner store, one round
+// trip each, even on a key that leases.
+func TestPassesThrough(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		ctx  context.Context
+		alg  algorithms.Algorithm
+		cost int64
+	}{
+		{"cost 2", ctx, gcra, 2},
+		{"inspection", ctx, gcra, 0},
+		{"peek", ctx, gcra, -1},
+		{"request ID", ratewise.WithRequestID(ctx, "id-1"), gcra, 1},
+		{"sliding log", ctx, algorithms.SlidingLog{Limit: 100000, Window: time.Second}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, c, clk := hot(t, gcra)
+			drive(t, w, clk, gcra, 10000, 5*time.Microsecond)
+			for range 10 {
+				before := c.trips.Load()
+				if _, err := w.Decide(tc.ctx, key, tc.alg, clk.Now(), tc.cost); err != nil {
+					t.Fatal(err)
+				}
+				want := int64(1)
+				if tc.cost <= 0 {
+					want = 0 // the counting store does not count inspections
+				}
+				if got := c.trips.Load() - before; got != want {
+					t.Fatalf("%d round trips, want %d", got, want)
+				}
+			}
+		})
+	}
+}
+
+// ownClock is a store deciding on a clock of its own, as Redis and
+// PostgreSQL do by default: it ignores the now it is given.
+type ownClock struct {
+	*counting
+	clk *ratewisetest.Clock
+}
+
+func (o ownClock) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, _ time.Time, cost int64) (algorithms.Result, error) {
+	return o.counting.Decide(ctx, key, alg, o.clk.Now().Add(time.Hour), cost)
+}
+
+func (o ownClock) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, _ time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return o.counting.Reserve(ctx, key, alg, o.clk.Now().Add(time.Hour), cost, maxWait)
+}
+
+// TestOwnClockNeverLeases: a store that ignores the caller's now is found
+// out, and every decision goes to it.
+func TestOwnClockNeverLeases(t *testing.T) {
+	clk := ratewisetest.NewClock(start)
+	c := &counting{inner: storememory.New(storememory.WithClock(clk))}
+	w, err := lease.Wrap(ownClock{c, clk}, lease.Policy{Instances: 1, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drive(t, w, clk, gcra, 5000, 5*time.Microsecond)
+	if got := c.trips.Load(); got != 5000 {
+		t.Fatalf("%d round trips for 5000 decisions on a store on its own clock, want 5000", got)
+	}
+}
+
+// TestResetDropsLease: after Reset, the instance's lease is gone: the key
+// starts from a full burst in the store, and nothing is given back into
+// it (that would count the old lease's units against the new state).
+func TestResetDropsLease(t *testing.T) {
+	w, c, clk := hot(t, gcra)
+	drive(t, w, clk, gcra, 10000, 5*time.Microsecond)
+	if err := w.Reset(context.Background(), key, gcra); err != nil {
+		t.Fatal(err)
+	}
+	before := c.trips.Load()
+	res, err := w.Decide(context.Background(), key, gcra, clk.Now(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Allowed || res.Remaining != gcra.Burst-1 {
+		t.Fatalf("after Reset: %+v, want a full burst less one", res)
+	}
+	if got := c.trips.Load() - before; got != 1 {
+		t.Fatalf("the decision after Reset took %d round trips, want 1 (direct, no give-back)", got)
+	}
+}
+
+// TestLimiter: a Limiter over the wrapper admits, waits (store.Reserver),
+// refunds (store.Refunder) and decides stacks (store.SetDecider).
+func TestLimiter(t *testing.T) {
+	ctx := context.Background()
+	w, _, clk := hot(t, gcra)
+	l, err := ratewise.New(w, gcra, ratewise.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := l.Allow(ctx, "k")
+	if err != nil || !res.Allowed {
+		t.Fatalf("Allow: %+v, %v", res, err)
+	}
+	if _, err := l.Refund(ctx, "k", res, 1); err != nil {
+		t.Fatalf("Refund: %v", err)
+	}
+	if _, err := l.Wait(ctx, "k"); err != nil {
+		t.Fatalf("Wait: %v", err)
+	}
+	stack, err := ratewise.NewStack(w, []algorithms.Algorithm{gcra, algorithms.FixedWindow{Limit: 10, Window: time.Second}}, ratewise.WithClock(clk))
+	if err != nil {
+		t.Fatalf("NewStack: %v", err)
+	}
+	if _, err := stack.Allow(ctx, "k"); err != nil {
+		t.Fatalf("Stack: %v", err)
+	}
+}
+
+// TestConcurrentCallers runs many goroutines on a few keys of one wrapper
+// while the table evicts (MaxKeys 2) and Close runs at the end, for the
+// race detector.
+func TestConcurrentCallers(t *testing.T) {
+	clk := ratewisetest.NewClock(start)
+	c := &counting{inner: storememory.New(storememory.WithClock(clk))}
+	w, err := lease.Wrap(c, lease.Policy{Instances: 2, MaxKeys: 2, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []store.Key{{Name: "a"}, {Name: "b"}, {Name: "c"}}
+	done := make(chan error)
+	for g := range 8 {
+		go func() {
+			var err error
+			for i := range 3000 {
+				if g == 0 && i%10 == 0 {
+					clk.Advance(20 * time.Microsecond)
+				}
+				alg := algorithms.Algorithm(gcra)
+				if i%3 == 0 {
+					alg = algorithms.FixedWindow{Limit: 4000, Window: 50 * time.Millisecond}
+				}
+				if _, err = w.Decide(context.Background(), keys[(g+i)%len(keys)], alg, clk.Now(), 1); err != nil {
+					break
+				}
+			}
+			done <- err
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
