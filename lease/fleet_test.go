@@ -95,7 +95,9 @@ var phases = []phase{
 type fleet struct {
 	alg     algorithms.Algorithm
 	clk     *ratewisetest.Clock
-	st      *counting
+	st      *counting   // the store, or the first instance's when each has its own
+	stores  []*counting // every instance's store, when each has its own
+	key     store.Key
 	ins     []decider
 	callers int // goroutines per instance per step
 	spikes  int // one instance-step in spikes brings a spike
@@ -107,6 +109,18 @@ type fleet struct {
 }
 
 var key = store.Key{Namespace: "test", Name: "hot"}
+
+// trips returns the fleet's round trips, inspections aside.
+func (f *fleet) trips() int64 {
+	if f.stores == nil {
+		return f.st.trips.Load()
+	}
+	var n int64
+	for _, c := range f.stores {
+		n += c.trips.Load()
+	}
+	return n
+}
 
 // run steps the clock by step through phases, giving each instance a
 // random demand each step, split over its callers, who decide at the
@@ -148,7 +162,7 @@ func (f *fleet) run(t *testing.T, seed uint64, step time.Duration, phases []phas
 						defer wg.Done()
 						var got []int64
 						for range m {
-							res, err := in.Decide(context.Background(), key, f.alg, now, 1)
+							res, err := in.Decide(context.Background(), f.key, f.alg, now, 1)
 							if err != nil {
 								msg := err.Error()
 								failed.Store(&msg)

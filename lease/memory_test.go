@@ -19,7 +19,7 @@ var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 func newFleet(t *testing.T, alg algorithms.Algorithm, instances int, leased bool, mk func(*ratewisetest.Clock) inner) *fleet {
 	t.Helper()
 	clk := ratewisetest.NewClock(start)
-	f := &fleet{alg: alg, clk: clk, st: &counting{inner: mk(clk)}, callers: 4, spikes: 2000, spike: int(burstOf(alg) / 4)}
+	f := &fleet{alg: alg, clk: clk, st: &counting{inner: mk(clk)}, key: key, callers: 4, spikes: 2000, spike: int(burstOf(alg) / 4)}
 	for range instances {
 		if !leased {
 			f.ins = append(f.ins, f.st)
@@ -105,7 +105,7 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 						t.Fatalf("seed %d: leased fleet admitted %d, direct-only %d: under-admission %d over 3%%", seed, l, d, deficit)
 					}
 					t.Logf("seed %d: %d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, direct-only %d (%.1f×)",
-						seed, leased.requests, l, d, deficit, 100*float64(deficit)/float64(d), leased.st.trips.Load(), direct.st.trips.Load(), float64(direct.st.trips.Load())/float64(leased.st.trips.Load()))
+						seed, leased.requests, l, d, deficit, 100*float64(deficit)/float64(d), leased.trips(), direct.trips(), float64(direct.trips())/float64(leased.trips()))
 				}
 			})
 		}
