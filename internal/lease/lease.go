@@ -18,8 +18,10 @@
 // The core keeps no clock and starts no goroutine: every call takes now.
 // It is not safe for concurrent use; the caller serialises each lease.
 //
-// No store uses it yet: design.md, beside this file, says how a store
-// option would, and what is still open.
+// Package lease at the module's root (lease.Wrap) is the layer that uses
+// it over any store that books and refunds; design.md, beside this file,
+// gives the math and what is still open, and docs/leases.md what the layer
+// costs.
 package lease
 
 import (
