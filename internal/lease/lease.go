@@ -12,8 +12,8 @@
 // any span [a, b] then holds at most Burst + (b-a)/T spent units, the
 // bucket's own bound. A unit still unspent at X - T has expired: spent
 // later, it could join a full burst that other instances take directly.
-// For the fixed window, a unit booked in window w may be spent until w
-// ends.
+// For the fixed window, a unit booked in window w may be spent in w, until
+// it ends.
 //
 // The core keeps no clock and starts no goroutine: every call takes now.
 // It is not safe for concurrent use; the caller serialises each lease.
@@ -64,9 +64,9 @@ type Lease struct {
 	// slip moves every deadline later: 0, but for a test that breaks the
 	// deadline rule on purpose.
 	slip int64
-	// Fixed window: the lease's time, its window's end (exclusive), and
-	// the Remaining the booking left.
-	start, end, remaining int64
+	// Fixed window: the lease's time, its window's start and end
+	// (exclusive), and the Remaining the booking left.
+	start, open, end, remaining int64
 
 	next  int64 // the next unit to spend, 0-based
 	spent int64
@@ -118,7 +118,8 @@ func New(alg algorithms.Algorithm, now time.Time, n int64, res algorithms.Result
 	case algo.FamilyFixedWindow:
 		w := p.Window.Microseconds()
 		start := max(res.At.UnixMicro(), t)
-		l.start, l.end, l.remaining = start, start-floorMod(start, w)+w, res.Remaining
+		open := start - floorMod(start, w)
+		l.start, l.open, l.end, l.remaining = start, open, open+w, res.Remaining
 	default:
 		return nil, fmt.Errorf("%w: %s", ErrUnsupported, alg.Kind().Name())
 	}
@@ -140,7 +141,11 @@ func (l *Lease) Window(i int64) (earliest, deadline time.Time) {
 
 func (l *Lease) window(i int64) (earliest, deadline int64) {
 	if !l.bucket {
-		return l.start, l.end - 1 + l.slip
+		// From the window's start: a request whose clock reading lags
+		// the booking's is decided at the booking's time, in the same
+		// window, as the store decides a request whose now is behind
+		// the key's latest.
+		return l.open, l.end - 1 + l.slip
 	}
 	// X_i <= c - (n-1-i)T, so X_i - B×T <= c - (n-1-i+B)T, whose ceiling
 	// is c less the whole µs of the span.
@@ -198,6 +203,7 @@ func (l *Lease) Spend(now time.Time) (algorithms.Result, bool) {
 func (l *Lease) result(i, s int64) algorithms.Result {
 	res := algorithms.Result{Allowed: true, Limit: l.burst, At: time.UnixMicro(s)}
 	if !l.bucket {
+		res.At = time.UnixMicro(max(s, l.start))
 		// As if only the units spent so far had been charged.
 		res.Remaining = min(l.burst, l.remaining+l.n-i-1)
 		res.ResetAfter = time.Duration(l.end-s) * time.Microsecond
