@@ -16,14 +16,15 @@ import (
 // Decide decides a request of cost 1 without a request ID under the token
 // bucket, GCRA or the fixed window from this instance's lease on the key,
 // booking one when the key is hot enough, and passes every other call,
-// and every decision it does not lease, to the inner store. A zero now is
-// read from the Policy's clock once, when the decision may lease.
+// and every decision it does not lease, to the inner store.
 //
 // A local admission's Result is what the store would have answered a
 // direct decision of that unit at now on the state the lease's booking
 // left (its Remaining counts what this instance can still get, not what
 // the fleet can); a local denial comes while the lease's next unit's turn
-// has not come, with RetryAfter the wait until it.
+// has not come, with RetryAfter the wait until it. A request whose now is
+// behind the latest this instance decided the key at is decided at that
+// latest time, as the store decides one behind the key's latest.
 func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	if cost != 1 || s.closed.Load() || s.timeline.own() {
 		return s.inner.Decide(ctx, key, alg, now, cost)
@@ -35,14 +36,11 @@ func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algori
 	if !ok {
 		return s.inner.Decide(ctx, key, alg, now, cost)
 	}
-	if now.IsZero() {
-		now = s.p.Clock.Now()
-	}
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
 	if algo.CheckDecision(alg, now, 1) != nil {
-		return s.inner.Decide(ctx, key, alg, now, cost) // its error
+		return s.inner.Decide(ctx, key, alg, now, cost) // its error: a zero now is invalid input, as on every store
 	}
 	s.sweepIfDue(ctx, now)
 	return s.decide(ctx, k, key, alg, now)
@@ -76,16 +74,22 @@ func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algor
 			observed = true
 		}
 		e.used = max(e.used, now.UnixMicro())
+		eff := now // the time a local spend is made at, never before the entry's latest
+		if e.latest.After(now) {
+			eff = e.latest
+		} else {
+			e.latest = now
+		}
 		var back giveBack
-		if e.lease != nil && (e.alg != alg || e.returnDue(now, s.p.RoundTrip)) {
-			back = e.end(now)
+		if e.lease != nil && (e.alg != alg || e.returnDue(eff, s.p.RoundTrip)) {
+			back = e.end(eff)
 		}
 		if e.lease != nil {
-			if res, ok := e.lease.Spend(now); ok {
+			if res, ok := e.lease.Spend(eff); ok {
 				e.mu.Unlock()
 				return res, nil
 			}
-			back = e.end(now)
+			back = e.end(eff)
 		}
 		if ch := e.booking; ch != nil {
 			// Another caller is booking: its lease is what this one
@@ -145,7 +149,7 @@ func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algor
 			return s.direct(ctx, e, key, alg, now)
 		}
 		e.lease, e.alg, e.id, e.key = l, alg, id, key
-		res, ok := l.Spend(now)
+		res, ok := l.Spend(eff)
 		e.mu.Unlock()
 		if ok {
 			return res, nil

@@ -102,8 +102,9 @@ type Policy struct {
 	// their leases ended.
 	MaxKeys int
 
-	// Clock is read, once, for a decision given the zero now, and for
-	// ending leases that have gone idle; nil is the system clock.
+	// Clock is read by Close, and when a new key finds the table full,
+	// for the time the leases they end give back at; nil is the system
+	// clock. Decisions go by the now they are given.
 	Clock interface{ Now() time.Time }
 }
 

@@ -254,3 +254,13 @@ func TestConcurrentCallers(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestZeroTimeIsInvalid: the zero now is invalid input, as on every store,
+// even on a key that leases.
+func TestZeroTimeIsInvalid(t *testing.T) {
+	w, _, clk := hot(t, gcra)
+	drive(t, w, clk, gcra, 10000, 5*time.Microsecond)
+	if res, err := w.Decide(context.Background(), key, gcra, time.Time{}, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
+		t.Fatalf("Decide at the zero time: %+v, %v; want %v", res, err, algorithms.ErrInvalidTime)
+	}
+}

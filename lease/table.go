@@ -38,8 +38,9 @@ type entry struct {
 	ahead   time.Duration
 	aheadAt time.Time
 
-	noBookUntil int64 // µs: a booking was denied or failed; decide directly until then
-	used        int64 // µs: the latest decision's now
+	noBookUntil int64     // µs: a booking was denied or failed; decide directly until then
+	used        int64     // µs: the latest decision's now
+	latest      time.Time // the latest now a decision on the key was given here
 
 	shiftAlg algorithms.Algorithm // the algorithm shift was computed for
 	shift    time.Duration
