@@ -23,9 +23,11 @@
 // Leases need one timeline: the inner store must decide at the now its
 // caller passes (storememory always does; storeredis and storepostgres do
 // with WithClientTime), and the instances' clocks must agree. A store on its
-// own clock is found out by the first decision that would lease, with one
-// inspection of a probe key at a time no server clock shows, and is never
-// leased on.
+// own clock is refused by Wrap (ErrOwnClock) when its package says so
+// (internal/timeline); any other store, such as a type that wraps one, is
+// found out by the first decision that would lease, with one inspection of
+// a probe key at a time no server clock shows, and is then never leased
+// on.
 //
 // Reset on a key drops this instance's lease on it but not other
 // instances': until their leases end (a lease lasts a few round trips), the
@@ -48,6 +50,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	core "github.com/ratewise/ratewise/internal/lease"
+	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -61,6 +64,12 @@ var (
 // ErrInvalidPolicy is wrapped by Wrap's error for a Policy value out of
 // range.
 var ErrInvalidPolicy = errors.New("lease: invalid policy")
+
+// ErrOwnClock is wrapped, with store.ErrUnsupported, by Wrap's error for a
+// store known to decide on a clock of its own, such as a Redis or
+// PostgreSQL store built without WithClientTime: leases need the store to
+// decide at the caller's now.
+var ErrOwnClock = errors.New("lease: the store decides on its own clock")
 
 // ErrCannotLease is wrapped, with store.ErrUnsupported, by Wrap's error for
 // a store that cannot book (store.Reserver) or refund (store.Refunder).
@@ -177,7 +186,7 @@ type Store struct {
 
 	idPrefix string        // this Store's part of every lease's request ID
 	seq      atomic.Uint64 // the next lease's number
-	timeline timeline      // whether the inner store decides at the caller's now
+	timeline clockMode     // whether the inner store decides at the caller's now
 
 	mu        sync.RWMutex
 	entries   map[entryKey]*entry // guarded by mu
@@ -188,7 +197,7 @@ type Store struct {
 // Wrap returns a Store that leases from s under p. s must book
 // (store.Reserver) and refund (store.Refunder), as the memory, Redis and
 // PostgreSQL stores do, and decide at the now it is given (see the package
-// doc).
+// doc): a store known to decide on its own clock is ErrOwnClock.
 func Wrap(s store.Store, p Policy) (*Store, error) {
 	p, err := p.withDefaults()
 	if err != nil {
@@ -202,6 +211,10 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %T cannot refund (store.Refunder): %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
+	mode := timeline.Of(s)
+	if mode == timeline.OwnClock {
+		return nil, fmt.Errorf("%w: %T ignores the now it is given (build it WithClientTime): %w", ErrOwnClock, s, store.ErrUnsupported)
+	}
 	_, idem := s.(store.Idempotent)
 	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}
 	if _, err := core.NewSizer(sizing); err != nil {
@@ -209,7 +222,11 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	return &Store{inner: s, rs: rs, rf: rf, idem: idem, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}, nil
+	w := &Store{inner: s, rs: rs, rf: rf, idem: idem, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}
+	if mode == timeline.CallerTime {
+		w.timeline.mode.Store(callerTime)
+	}
+	return w, nil
 }
 
 // Reset resets key's state under alg in the inner store and drops this

@@ -8,6 +8,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/lease"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
@@ -262,5 +263,28 @@ func TestZeroTimeIsInvalid(t *testing.T) {
 	drive(t, w, clk, gcra, 10000, 5*time.Microsecond)
 	if res, err := w.Decide(context.Background(), key, gcra, time.Time{}, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
 		t.Fatalf("Decide at the zero time: %+v, %v; want %v", res, err, algorithms.ErrInvalidTime)
+	}
+}
+
+// knownOwnClock is a store whose package says it decides on its own clock
+// (internal/timeline), as storeredis and storepostgres can without
+// WithClientTime.
+type knownOwnClock struct{ *counting }
+
+func init() {
+	timeline.Register(func(s store.Store) timeline.Mode {
+		if _, ok := s.(knownOwnClock); ok {
+			return timeline.OwnClock
+		}
+		return timeline.Unknown
+	})
+}
+
+// TestWrapRefusesKnownOwnClock: a store registered as deciding on its own
+// clock is refused at Wrap, with ErrOwnClock.
+func TestWrapRefusesKnownOwnClock(t *testing.T) {
+	w, err := lease.Wrap(knownOwnClock{&counting{inner: storememory.New()}}, lease.Policy{Instances: 1})
+	if w != nil || !errors.Is(err, lease.ErrOwnClock) || !errors.Is(err, store.ErrUnsupported) {
+		t.Fatalf("Wrap: %v, %v; want ErrOwnClock and store.ErrUnsupported", w, err)
 	}
 }

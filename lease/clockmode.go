@@ -9,11 +9,11 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// timeline is what a Store knows of its inner store's clock: whether it
+// clockMode is what a Store knows of its inner store's clock: whether it
 // decides at the now its caller passes, which leases need (a lease's
 // windows are derived from the now the booking was given), or on a clock
 // of its own, such as a Redis or PostgreSQL server's by default.
-type timeline struct {
+type clockMode struct {
 	mode    atomic.Int32 // unknown, callerTime or ownTime
 	probing atomic.Bool
 }
@@ -24,8 +24,8 @@ const (
 	ownTime
 )
 
-func (t *timeline) caller() bool { return t.mode.Load() == callerTime }
-func (t *timeline) own() bool    { return t.mode.Load() == ownTime }
+func (t *clockMode) caller() bool { return t.mode.Load() == callerTime }
+func (t *clockMode) own() bool    { return t.mode.Load() == ownTime }
 
 // probeTime is a time no store's own clock shows: a decision made at it
 // was made at the caller's now.
@@ -41,7 +41,7 @@ var probeKey = store.Key{Namespace: "ratewise-lease", Name: "timeline-probe"}
 // leaves the mode unknown, for a later decision to try again; meanwhile
 // nothing leases. One caller probes at a time, and only callers that
 // would not lease anyway.
-func (t *timeline) learn(ctx context.Context, s store.Store, alg algorithms.Algorithm) {
+func (t *clockMode) learn(ctx context.Context, s store.Store, alg algorithms.Algorithm) {
 	if t.mode.Load() != unknown || !t.probing.CompareAndSwap(false, true) {
 		return
 	}
