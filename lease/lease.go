@@ -23,8 +23,8 @@
 // Leases need one timeline: the inner store must decide at the now its
 // caller passes (storememory always does; storeredis and storepostgres do
 // with WithClientTime), and the instances' clocks must agree. A store on its
-// own clock is refused by Wrap (ErrOwnClock) when its package says so
-// (internal/timeline); any other store, such as a type that wraps one, is
+// own clock is refused by Wrap (ErrOwnClock): the Redis and PostgreSQL
+// stores say which clock they are on; any other store, such as a type that wraps one, is
 // found out by the first decision that would lease, with one inspection of
 // a probe key at a time no server clock shows, and is then never leased
 // on.

@@ -2,6 +2,7 @@ package lease_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/ratewise/ratewise/lease"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -110,5 +112,24 @@ func TestRedisServerTimeNeverLeases(t *testing.T) {
 	}
 	if got := c.trips.Load(); got != 3000 {
 		t.Fatalf("%d round trips for 3000 decisions on Redis's clock, want 3000", got)
+	}
+}
+
+// TestWrapKnowsTheStoresClocks: the Redis store says which clock it
+// decides on, so Wrap refuses one on Redis's clock at once, and takes one
+// in client time and the memory store.
+func TestWrapKnowsTheStoresClocks(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
+	t.Cleanup(func() { rdb.Close() })
+	if _, err := lease.Wrap(storeredis.New(rdb), lease.Policy{Instances: 1}); !errors.Is(err, lease.ErrOwnClock) {
+		t.Errorf("Wrap(Redis on its own clock): %v, want ErrOwnClock", err)
+	}
+	for name, s := range map[string]store.Store{
+		"redis in client time": storeredis.New(rdb, storeredis.WithClientTime()),
+		"memory":               storememory.New(),
+	} {
+		if _, err := lease.Wrap(s, lease.Policy{Instances: 1}); err != nil {
+			t.Errorf("Wrap(%s): %v", name, err)
+		}
 	}
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/checked"
+	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -281,6 +282,14 @@ func init() {
 			return (*checkedStore)(ms)
 		}
 		return nil
+	})
+	// The memory store decides at the now it is given (package lease needs
+	// that to lease).
+	timeline.Register(func(s store.Store) timeline.Mode {
+		if _, ok := s.(*Store); ok {
+			return timeline.CallerTime
+		}
+		return timeline.Unknown
 	})
 }
 

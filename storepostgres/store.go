@@ -42,6 +42,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
 	"github.com/ratewise/ratewise/internal/storecheck"
+	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
@@ -298,3 +299,18 @@ func sent(err error) bool {
 // AppliesRequestIDs marks the store as store.Idempotent: a write with the
 // caller's request ID is applied once.
 func (s *Store) AppliesRequestIDs() {}
+
+// The lease layer (package lease) asks, through internal/timeline, which
+// clock a store decides on: leases need the caller's.
+func init() {
+	timeline.Register(func(s store.Store) timeline.Mode {
+		ps, ok := s.(*Store)
+		switch {
+		case !ok:
+			return timeline.Unknown
+		case ps.clientTime:
+			return timeline.CallerTime
+		}
+		return timeline.OwnClock
+	})
+}

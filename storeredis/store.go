@@ -42,6 +42,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
+	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis/internal/denycache"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
@@ -154,4 +155,19 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)
 	}
 	return scripts.Decide(alg.Kind())
+}
+
+// The lease layer (package lease) asks, through internal/timeline, which
+// clock a store decides on: leases need the caller's.
+func init() {
+	timeline.Register(func(s store.Store) timeline.Mode {
+		rs, ok := s.(*Store)
+		switch {
+		case !ok:
+			return timeline.Unknown
+		case rs.clientTime:
+			return timeline.CallerTime
+		}
+		return timeline.OwnClock
+	})
 }
