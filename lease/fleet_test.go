@@ -266,3 +266,12 @@ func poisson(rng *rand.Rand, mean float64) int {
 		k++
 	}
 }
+
+// seeds returns how many seeds a fleet check runs: n, or 1 under the race
+// detector, which looks for data races and runs the fleets ten times slower.
+func seeds(n uint64) uint64 {
+	if raceEnabled {
+		return 1
+	}
+	return n
+}

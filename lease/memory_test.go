@@ -84,7 +84,7 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 	for _, sc := range scenarios {
 		for _, instances := range []int{1, 4} {
 			t.Run(sc.name+"/instances="+string(rune('0'+instances)), func(t *testing.T) {
-				for seed := uint64(1); seed <= 2; seed++ {
+				for seed := uint64(1); seed <= seeds(2); seed++ {
 					leased := newFleet(t, sc.alg, instances, true, memory)
 					leased.run(t, seed, sc.step, phases)
 					leased.close(t)
