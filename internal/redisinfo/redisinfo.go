@@ -6,6 +6,7 @@ package redisinfo
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,6 +52,26 @@ func CommandStats(ctx context.Context, c *redis.Client) (map[string]Stat, error)
 		}
 	}
 	return stats, nil
+}
+
+// CPU returns the seconds of CPU, user and system, Redis's process has
+// used (INFO cpu). Unlike INFO commandstats' usec, which is wall time
+// inside each command, it leaves out the time Redis waits for a core on a
+// busy machine.
+func CPU(ctx context.Context, c *redis.Client) (float64, error) {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, err
+	}
+	total := 0.0
+	for _, f := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v, err := strconv.ParseFloat(Field(info, f), 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %s: %v", f, err)
+		}
+		total += v
+	}
+	return total, nil
 }
 
 // Harness reports whether a command is the measuring code's own (INFO,
