@@ -1,0 +1,6 @@
+//go:build race
+
+package contract_test
+
+// raceEnabled: see TestContract's targets.
+const raceEnabled = true
