@@ -13,6 +13,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	core "github.com/ratewise/ratewise/internal/lease"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 )
@@ -205,52 +206,20 @@ func inRange(res algorithms.Result, alg algorithms.Algorithm, now time.Time) str
 }
 
 // check sorts the admissions by their At and reports the first that makes
-// some span hold more than alg allows, or "". For the bucket it runs the
-// naive token bucket over them in integers: tokens used are held in 1/p
-// of a token and drain k per µs (the rate k per p µs in lowest terms);
-// used never passing the burst is every span [a, b] holding at most
-// Burst + (b-a)/T admissions. For the fixed window it counts each window.
+// some span hold more than alg allows (internal/lease's Excesses), or "".
 func check(alg algorithms.Algorithm, admissions []int64) string {
 	ats := slices.Clone(admissions)
 	slices.Sort(ats)
-	p := algo.ParamsOf(alg)
-	limit := algo.MaxCost(alg)
-	if algo.FamilyOf(alg.Kind()) == algo.FamilyFixedWindow {
-		w := p.Window.Microseconds()
-		counts := map[int64]int64{}
-		for _, at := range ats {
-			if counts[at/w]++; counts[at/w] > limit {
-				return fmt.Sprintf("window starting at %d µs holds %d admissions, over the limit of %d", at/w*w, counts[at/w], limit)
-			}
-		}
+	ex := core.Excesses(alg, ats)
+	if len(ex) == 0 {
 		return ""
 	}
-	period := p.Window.Microseconds()
-	g := gcd(p.Limit, period)
-	k, pp := p.Limit/g, period/g
-	var used, last int64
-	for i, at := range ats {
-		if i > 0 && used > 0 {
-			if dt := at - last; dt >= used/k+1 {
-				used = 0
-			} else {
-				used = max(used-dt*k, 0)
-			}
-		}
-		last = at
-		used += pp
-		if used > limit*pp {
-			return fmt.Sprintf("admission %d at %d µs: %.3f tokens used of a burst of %d", i, at, float64(used)/float64(pp), limit)
-		}
+	e, limit := ex[0], algo.MaxCost(alg)
+	if algo.FamilyOf(alg.Kind()) == algo.FamilyFixedWindow {
+		w := algo.ParamsOf(alg).Window.Microseconds()
+		return fmt.Sprintf("window starting at %d µs holds %.0f admissions, over the limit of %d", e.At/w*w, e.Used, limit)
 	}
-	return ""
-}
-
-func gcd(a, b int64) int64 {
-	for b != 0 {
-		a, b = b, a%b
-	}
-	return a
+	return fmt.Sprintf("admission %d at %d µs: %.3f tokens used of a burst of %d", e.Index, e.At, e.Used, limit)
 }
 
 func poisson(rng *rand.Rand, mean float64) int {

@@ -27,6 +27,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	core "github.com/ratewise/ratewise/internal/lease"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/internal/roundtrips"
 	"github.com/ratewise/ratewise/lease"
@@ -258,39 +259,14 @@ func (r result) print(alg algorithms.Algorithm, leased bool) {
 		fmt.Printf("  windows over the limit: %d; under-admission: %d (%.3f%% of admissions)\n", over, under, 100*float64(under)/float64(len(r.admissions)))
 		return
 	}
-	// The bucket: the Lindley recursion over the admissions by At, in
-	// tokens of 1/p µs (rate k per p µs), and the span's maximum.
-	over := 0
-	k, pp := reduce(p.Limit, p.Window.Microseconds())
-	var used, last int64
-	for i, at := range r.admissions {
-		if i > 0 && used > 0 {
-			if dt := at - last; dt >= used/k+1 {
-				used = 0
-			} else {
-				used = max(used-dt*k, 0)
-			}
-		}
-		last = at
-		used += pp
-		if used > limit*pp {
-			over++
-			used = limit * pp
-		}
-	}
+	// The bucket: every span [a, b] of the admissions by At holds at most
+	// Burst + (b-a)/T.
+	over := len(core.Excesses(alg, r.admissions))
 	span := time.Duration(r.admissions[len(r.admissions)-1]-r.admissions[0]) * time.Microsecond
 	most := min(limit+int64(float64(p.Limit)*span.Seconds()/p.Window.Seconds()), int64(len(r.admissions)+len(r.denials)))
 	under := most - int64(len(r.admissions))
 	fmt.Printf("  admissions over the bucket's bound (Burst + span/T over any span): %d\n", over)
 	fmt.Printf("  over %v: %d admitted of at most %d (the bound, or the requests if fewer): under-admission %d (%.3f%%)\n", span.Round(time.Millisecond), len(r.admissions), most, under, 100*float64(under)/float64(max(most, 1)))
-}
-
-func reduce(a, b int64) (int64, int64) {
-	x, y := a, b
-	for y != 0 {
-		x, y = y, x%y
-	}
-	return a / x, b / x
 }
 
 func fail(err error) {

@@ -313,53 +313,24 @@ func poisson(rng *rand.Rand, mean float64) int {
 }
 
 // check reports the first admission that makes some span hold more than
-// the algorithm allows, or "".
-//
-// For the bucket it runs the naive token bucket over the admissions in
-// time order, as contract_test's bucketBound does over a store's history,
-// in integers: tokens used are held in 1/p of a token and drain k per µs
-// (the rate k per p µs in lowest terms). Used never passing the burst is
-// the same as every span [a, b] holding at most Burst + (b-a)/T units.
-// For the fixed window it counts each window.
+// the algorithm allows (Excesses), or "".
 func (s *sim) check() string {
-	p := algo.ParamsOf(s.alg)
-	limit := algo.MaxCost(s.alg)
-	if algo.FamilyOf(s.alg.Kind()) == algo.FamilyFixedWindow {
-		w := p.Window.Microseconds()
-		counts := map[int64]int64{}
-		for i, a := range s.log {
-			counts[a.at/w]++
-			if c := counts[a.at/w]; c > limit {
-				return fmt.Sprintf("admission %d (local %v) at %d µs makes its window hold %d, over %d", i, a.local, a.at, c, limit)
-			}
-		}
-		return ""
-	}
-	period := p.Window.Microseconds()
-	g := gcd(p.Limit, period)
-	k, pp := p.Limit/g, period/g
-	var used, last int64
+	ats := make([]int64, len(s.log))
 	for i, a := range s.log {
-		if a.at < last {
+		if i > 0 && a.at < ats[i-1] {
 			return fmt.Sprintf("admission %d out of time order", i)
 		}
-		if i > 0 {
-			dt := a.at - last
-			if dt > 0 && used > 0 {
-				if dt >= used/k+1 {
-					used = 0
-				} else {
-					used = max(used-dt*k, 0)
-				}
-			}
-		}
-		last = a.at
-		used += pp
-		if used > limit*pp {
-			return fmt.Sprintf("admission %d (local %v) at %d µs: %.3f tokens used of a burst of %d", i, a.local, a.at, float64(used)/float64(pp), limit)
-		}
+		ats[i] = a.at
 	}
-	return ""
+	ex := Excesses(s.alg, ats)
+	if len(ex) == 0 {
+		return ""
+	}
+	e := ex[0]
+	if algo.FamilyOf(s.alg.Kind()) == algo.FamilyFixedWindow {
+		return fmt.Sprintf("admission %d (local %v) at %d µs makes its window hold %.0f, over %d", e.Index, s.log[e.Index].local, e.At, e.Used, algo.MaxCost(s.alg))
+	}
+	return fmt.Sprintf("admission %d (local %v) at %d µs: %.3f tokens used of a burst of %d", e.Index, s.log[e.Index].local, e.At, e.Used, algo.MaxCost(s.alg))
 }
 
 func (s *sim) admitted() int64 { return int64(len(s.log)) }
