@@ -130,8 +130,12 @@ func TestWindowRuleBroken(t *testing.T) {
 				run = quiet
 				lie = time.Duration(burstOf(sc.alg)) * p.Window / time.Duration(p.Limit) / 4
 			}
+			// Whether a run meets a refilled bucket with late units depends
+			// on how its goroutines are scheduled (a token bucket's run
+			// misses about one time in three): seeds run until one is
+			// caught, at most 12.
 			caught := 0
-			for seed := uint64(1); seed <= 3; seed++ {
+			for seed := uint64(1); seed <= 12 && caught == 0; seed++ {
 				f := newFleet(t, sc.alg, 4, true, memory)
 				f.st.lie = lie
 				f.spikes, f.spike = 500, -int(burstOf(sc.alg))
