@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -190,7 +191,7 @@ func TestObserverHearsBookings(t *testing.T) {
 // Without an observer, a Limiter allocates no more than its store does, and
 // an observer that keeps nothing adds no allocation either.
 func TestNoObserverAllocatesNothing(t *testing.T) {
-	if raceEnabled {
+	if race.Enabled {
 		t.Skip("the race detector allocates")
 	}
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 	contract "github.com/ratewise/ratewise/contract_test"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/lease"
 	"github.com/ratewise/ratewise/ratewisetest"
@@ -115,7 +116,7 @@ func TestContract(t *testing.T) {
 			if testing.Short() && !short[target.name] {
 				t.Skip("runs without -short")
 			}
-			if raceEnabled && strings.HasPrefix(target.name, "miniredis") {
+			if race.Enabled && strings.HasPrefix(target.name, "miniredis") {
 				// Its Lua interpreter is the slowest target under the race
 				// detector (about 100 s each); .ci/run runs both miniredis
 				// targets without it, and the real Redis targets run the

@@ -14,6 +14,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	core "github.com/ratewise/ratewise/internal/lease"
+	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 )
@@ -239,7 +240,7 @@ func poisson(rng *rand.Rand, mean float64) int {
 // seeds returns how many seeds a fleet check runs: n, or 1 under the race
 // detector, which looks for data races and runs the fleets ten times slower.
 func seeds(n uint64) uint64 {
-	if raceEnabled {
+	if race.Enabled {
 		return 1
 	}
 	return n

@@ -1,12 +1,9 @@
 package replay
 
 import (
-	"context"
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/ratewise/ratewise/replay/workload"
 )
 
 func ptr(v float64) *float64 { return &v }
@@ -121,14 +118,7 @@ func TestVerdict(t *testing.T) {
 // on the window-boundary attack the fixed window is cheap but admits twice
 // the limit, so it is named as cheaper, not chosen.
 func TestCompareReportsVerdicts(t *testing.T) {
-	w, err := workload.Builtin("boundary", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Compare(context.Background(), Config{Workloads: []*workload.Workload{w}, Algorithms: AlgorithmNames, Targets: []Target{Memory{}, Miniredis{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := boundaryReport(t)
 	if len(rep.Verdicts) != 1 {
 		t.Fatalf("verdicts: got %d, want 1", len(rep.Verdicts))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/internal/difftest"
+	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
@@ -21,13 +22,17 @@ var scriptTargets = map[string]func(t *testing.T) redis.Scripter{
 
 // sequencesOn returns how many of a differential test's n sequences run on
 // the named target: all of them on real servers and the memory store, and a
-// quarter on miniredis, whose interpreter runs several times slower under
-// the race detector. A quarter is enough to show that the scripts decide
-// there as on Redis; Redis itself holds them to the Go steps on every
-// sequence. go test -short runs a quarter of that.
+// quarter on miniredis, whose interpreter runs several times slower, a
+// sixteenth under the race detector, which slows it tenfold more. That is
+// enough to show that the scripts decide there as on Redis; Redis itself
+// holds them to the Go steps on every sequence. go test -short runs a
+// quarter of that.
 func sequencesOn(target string, n int) int {
 	if target == "miniredis" {
 		n /= 4
+		if race.Enabled {
+			n = max(n/4, 1)
+		}
 	}
 	if testing.Short() {
 		n /= 4

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
+	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/replay"
 )
@@ -55,8 +56,14 @@ func TestRecommendationStatesTheClassicTree(t *testing.T) {
 }
 
 // stabilityRuns is how many times TestRecommendationsAreStable measures
-// each question.
-const stabilityRuns = 3
+// each question: three times, or twice under the race detector, which
+// slows every measurement several times over.
+func stabilityRuns() int {
+	if race.Enabled {
+		return 2
+	}
+	return 3
+}
 
 // Every example question of docs/choosing.md (the README's among them)
 // gets the same recommendation on every run on a real Redis, and the one
@@ -95,7 +102,7 @@ func TestRecommendationsAreStable(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := recommend.Headline(in, d)
-		runs := stabilityRuns
+		runs := stabilityRuns()
 		if testing.Short() {
 			runs = 1 // the guide's transcript only
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -500,7 +501,7 @@ func TestDeadlineSlipInFleet(t *testing.T) {
 // on purpose are 2 and 3) and 1 for a check without a deliberate break.
 func seeds(n uint64) uint64 {
 	switch {
-	case !raceEnabled:
+	case !race.Enabled:
 		return n
 	case n > 3:
 		return 3

@@ -1,5 +1,0 @@
-//go:build !race
-
-package contract_test
-
-const raceEnabled = false

@@ -1,6 +1,0 @@
-//go:build race
-
-package contract_test
-
-// raceEnabled: see TestContract's targets.
-const raceEnabled = true

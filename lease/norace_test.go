@@ -1,5 +1,0 @@
-//go:build !race
-
-package lease_test
-
-const raceEnabled = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package ratewise_test
-
-const raceEnabled = false

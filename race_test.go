@@ -1,7 +1,0 @@
-//go:build race
-
-package ratewise_test
-
-// raceEnabled: the race detector allocates on its own, so allocation
-// counts mean nothing under it.
-const raceEnabled = true
