@@ -72,6 +72,7 @@ const (
 type op struct {
 	kind    opKind
 	key     string
+	inst    int // under Leased, the instance that makes it (0 otherwise)
 	n       int64
 	ref     int // opRefund, opCancel: the step whose admission or booking
 	tier    int // opTier
@@ -107,6 +108,9 @@ func (o op) String() string {
 		s = fmt.Sprintf("a Stack of %s's limit and the partner: AllowN(%d)", o.key, o.n)
 	case opWait:
 		return fmt.Sprintf("the clock moves %v", o.d)
+	}
+	if o.inst > 0 {
+		s = fmt.Sprintf("instance %d: %s", o.inst, s)
 	}
 	if o.off != 0 {
 		s += fmt.Sprintf(", its clock reading %+v off", o.off)

@@ -203,9 +203,13 @@ func (h *history) check() string {
 // back, with it, in its window (per window for the fixed window, in the
 // window ending at it for the logs, by sub-window for the counter), is at
 // most its limit.
-func (h *history) windowBound(evs []event2) string {
+func (h *history) windowBound(evs []event2) string { return h.windowBoundOver(evs, nil) }
+
+// windowBoundOver is windowBound with each event's limit raised to
+// over[i], when over is not nil and that is higher.
+func (h *history) windowBoundOver(evs []event2, over []int64) string {
 	var seen []event2
-	for _, ev := range evs {
+	for i, ev := range evs {
 		if ev.step == -1 || h.kept[ev.step].cost == 0 {
 			continue
 		}
@@ -227,7 +231,11 @@ func (h *history) windowBound(evs []event2) string {
 				sum += h.kept[b.step].cost
 			}
 		}
-		if limit := algo.MaxCost(ev.alg); sum > limit {
+		limit := algo.MaxCost(ev.alg)
+		if over != nil {
+			limit = max(limit, over[i])
+		}
+		if sum > limit {
 			return fmt.Sprintf("its window at the admission of step %d holds %d admitted and not given back, over the limit %d then in force", ev.step+1, sum, limit)
 		}
 	}
@@ -239,10 +247,14 @@ func (h *history) windowBound(evs []event2) string {
 // under, from the time it was written at; a decision under another rate
 // count keeps them as they are, and writes; each admission not given back
 // must fit the burst in force, a booking by its turn.
-func (h *history) bucketBound(evs []event2) string {
+func (h *history) bucketBound(evs []event2) string { return h.bucketBoundOver(evs, nil) }
+
+// bucketBoundOver is bucketBound with each event's burst raised to
+// over[i], when over is not nil and that is higher.
+func (h *history) bucketBoundOver(evs []event2, over []int64) string {
 	kept := new(big.Rat) // tokens used at last
 	count, last := int64(0), int64(-1)
-	for _, ev := range evs {
+	for i, ev := range evs {
 		p := algo.ParamsOf(ev.alg)
 		period := p.Window.Microseconds()
 		t := ev.eff.UnixMicro()
@@ -265,8 +277,12 @@ func (h *history) bucketBound(evs []event2) string {
 		// By its turn, a booking's own tokens are all that may exceed
 		// the burst at its decision; at the turn, none may.
 		atTurn := new(big.Rat).Sub(used, new(big.Rat).Mul(big.NewRat(count, period), new(big.Rat).SetInt64(ev.at.UnixMicro()-ev.eff.UnixMicro())))
-		if atTurn.Cmp(new(big.Rat).SetInt64(p.Burst)) > 0 {
-			return fmt.Sprintf("the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds", ev.step+1, ev.at.Format(time.StampMicro), atTurn.FloatString(3), p.Burst)
+		burst := p.Burst
+		if over != nil {
+			burst = max(burst, over[i])
+		}
+		if atTurn.Cmp(new(big.Rat).SetInt64(burst)) > 0 {
+			return fmt.Sprintf("the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds", ev.step+1, ev.at.Format(time.StampMicro), atTurn.FloatString(3), burst)
 		}
 	}
 	return ""

@@ -157,6 +157,10 @@ func errClass(err error) error {
 
 // checker is the model_check rule.
 func modelCheck(e *env) {
+	if e.cfg.leased {
+		leasedModelCheck(e)
+		return
+	}
 	setup := newCheckerSetup(e.c)
 	books := algo.Reserves(e.c.alg)
 	_, lossy := e.store.(ReplyLoser)
@@ -186,7 +190,10 @@ func modelCheck(e *env) {
 				continue
 			}
 		}
-		shrunk, why := e.shrink(ops, setup, msg)
+		shrunk, why := e.shrink(ops, msg, func(cand []op) string {
+			m, _ := e.runSequence(cand, e.checkerNamespace(len(cand)), setup)
+			return m
+		})
 		var b strings.Builder
 		fmt.Fprintf(&b, "sequence %d of %d (%d steps) broke it; shrunk to %d steps, which break it with: %s\n", seq+1, sequences, len(ops), len(shrunk), why)
 		for i, o := range shrunk {
@@ -210,10 +217,11 @@ func (e *env) checkerNamespace(seq int) string {
 
 // shrink returns the shortest sequence it finds that still breaks a
 // promise, by dropping steps (and the steps that refer to them) and
-// simplifying the rest, and what it breaks.
-func (e *env) shrink(ops []op, setup checkerSetup, msg string) ([]op, string) {
+// simplifying the rest, and what it breaks; run runs a sequence and
+// returns what it broke, or "".
+func (e *env) shrink(ops []op, msg string, run func([]op) string) ([]op, string) {
 	fails := func(cand []op) (string, bool) {
-		m, _ := e.runSequence(cand, e.checkerNamespace(len(cand)), setup)
+		m := run(cand)
 		return m, m != ""
 	}
 	for chunk := len(ops) / 2; chunk >= 1; chunk /= 2 {

@@ -18,7 +18,6 @@ import (
 	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/internal/redistest"
-	"github.com/ratewise/ratewise/lease"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -90,14 +89,13 @@ func TestContract(t *testing.T) {
 		{"cluster-plain", func(t *testing.T) store.Store {
 			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
-		// The leasing layer over the memory store and over Redis in
-		// client time, which leases need; one instance, so that the
-		// suite's requests are this instance's.
+		// The leasing layer (contract.Leased) over the memory store and
+		// over Redis in client time, which leases need.
 		{"leased-storememory", func(t *testing.T) store.Store {
-			return leased(t, storememory.New(storememory.WithClock(ratewisetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))))
+			return storememory.New(storememory.WithClock(ratewisetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
 		}, []contract.Option{contract.Leased()}},
 		{"leased-redis", func(t *testing.T) store.Store {
-			return leased(t, storeredis.New(client(t, redistest.Standalone(t).Addr), storeredis.WithClientTime()))
+			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
 		}, append([]contract.Option{contract.Leased()}, clientTime...)},
 		{"postgres", func(t *testing.T) store.Store {
 			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
@@ -243,15 +241,4 @@ func clusterClient(t *testing.T) *redis.ClusterClient {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs()})
 	t.Cleanup(func() { c.Close() })
 	return c
-}
-
-// leased wraps s in the leasing layer for one instance.
-func leased(t *testing.T, s store.Store) store.Store {
-	t.Helper()
-	w, err := lease.Wrap(s, lease.Policy{Instances: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = w.Close(context.Background()) })
-	return w
 }

@@ -23,7 +23,7 @@
 // Leases need one timeline: the inner store must decide at the now its
 // caller passes (storememory always does; storeredis and storepostgres do
 // with WithClientTime), and the instances' clocks must agree. A store on its
-// own clock is refused by Wrap (ErrOwnClock): the Redis and PostgreSQL
+// own clock is refused by Wrap (ErrCannotLease): the Redis and PostgreSQL
 // stores say which clock they are on; any other store, such as a type that wraps one, is
 // found out by the first decision that would lease, with one inspection of
 // a probe key at a time no server clock shows, and is then never leased
@@ -65,14 +65,11 @@ var (
 // range.
 var ErrInvalidPolicy = errors.New("lease: invalid policy")
 
-// ErrOwnClock is wrapped, with store.ErrUnsupported, by Wrap's error for a
-// store known to decide on a clock of its own, such as a Redis or
-// PostgreSQL store built without WithClientTime: leases need the store to
-// decide at the caller's now.
-var ErrOwnClock = errors.New("lease: the store decides on its own clock")
-
 // ErrCannotLease is wrapped, with store.ErrUnsupported, by Wrap's error for
-// a store that cannot book (store.Reserver) or refund (store.Refunder).
+// a store that cannot book (store.Reserver) or refund (store.Refunder), or
+// that is known to decide on a clock of its own, such as a Redis or
+// PostgreSQL store built without WithClientTime (leases need the store to
+// decide at the caller's now). The message says which.
 var ErrCannotLease = errors.New("lease: the store cannot lease")
 
 // Policy is how a Store leases. Every field but Instances has a default,
@@ -197,7 +194,7 @@ type Store struct {
 // Wrap returns a Store that leases from s under p. s must book
 // (store.Reserver) and refund (store.Refunder), as the memory, Redis and
 // PostgreSQL stores do, and decide at the now it is given (see the package
-// doc): a store known to decide on its own clock is ErrOwnClock.
+// doc): a store known to decide on its own clock is ErrCannotLease too.
 func Wrap(s store.Store, p Policy) (*Store, error) {
 	p, err := p.withDefaults()
 	if err != nil {
@@ -213,7 +210,7 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	}
 	mode := timeline.Of(s)
 	if mode == timeline.OwnClock {
-		return nil, fmt.Errorf("%w: %T ignores the now it is given (build it WithClientTime): %w", ErrOwnClock, s, store.ErrUnsupported)
+		return nil, fmt.Errorf("%w: %T ignores the now it is given (build it WithClientTime): %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
 	_, idem := s.(store.Idempotent)
 	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}

@@ -130,8 +130,8 @@ func TestRedisServerTimeNeverLeases(t *testing.T) {
 func TestWrapKnowsTheStoresClocks(t *testing.T) {
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled
 	t.Cleanup(func() { rdb.Close() })
-	if _, err := lease.Wrap(storeredis.New(rdb), lease.Policy{Instances: 1}); !errors.Is(err, lease.ErrOwnClock) {
-		t.Errorf("Wrap(Redis on its own clock): %v, want ErrOwnClock", err)
+	if _, err := lease.Wrap(storeredis.New(rdb), lease.Policy{Instances: 1}); !errors.Is(err, lease.ErrCannotLease) {
+		t.Errorf("Wrap(Redis on its own clock): %v, want ErrCannotLease", err)
 	}
 	for name, s := range map[string]store.Store{
 		"redis in client time": storeredis.New(rdb, storeredis.WithClientTime()),

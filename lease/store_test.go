@@ -281,10 +281,10 @@ func init() {
 }
 
 // TestWrapRefusesKnownOwnClock: a store registered as deciding on its own
-// clock is refused at Wrap, with ErrOwnClock.
+// clock is refused at Wrap, with ErrCannotLease.
 func TestWrapRefusesKnownOwnClock(t *testing.T) {
 	w, err := lease.Wrap(knownOwnClock{&counting{inner: storememory.New()}}, lease.Policy{Instances: 1})
-	if w != nil || !errors.Is(err, lease.ErrOwnClock) || !errors.Is(err, store.ErrUnsupported) {
-		t.Fatalf("Wrap: %v, %v; want ErrOwnClock and store.ErrUnsupported", w, err)
+	if w != nil || !errors.Is(err, lease.ErrCannotLease) || !errors.Is(err, store.ErrUnsupported) {
+		t.Fatalf("Wrap: %v, %v; want ErrCannotLease and store.ErrUnsupported", w, err)
 	}
 }
