@@ -31,14 +31,16 @@ func TestMain(m *testing.M) {
 }
 
 // TestContract runs the conformance suite against every store in the repo:
-// storememory, a reference store, and storeredis on miniredis, on real Redis
-// and on a real Redis Cluster, each in client-time mode (WithClientTime) and
-// on the server's own clock, its default (the targets named -server-time):
-// miniredis lets the suite drive that clock (see serverClock), and real
-// Redis runs the rules that hold at any time. Real Redis is started by the
-// test on free loopback ports. The Redis targets run with coalescing and the
-// deny cache on, as by default, and the -plain ones and miniredis-server-time
-// with both off. A new store is one more line here.
+// storememory, a reference store, storeredis on miniredis, on real Redis
+// and on a real Redis Cluster, and storepostgres, each in client-time mode
+// (WithClientTime) and on the server's own clock, its default (the targets
+// named -server-time): miniredis lets the suite drive that clock (see
+// serverClock), and the real servers run the rules that hold at any time.
+// The real servers are started by the test on free loopback ports. The
+// Redis targets run with coalescing and the deny cache on, as by default,
+// and the -plain ones and miniredis-server-time with both off. The leased-
+// targets run the memory, Redis and PostgreSQL stores under the leasing
+// layer (contract.Leased). A new store is one more line here.
 func TestContract(t *testing.T) {
 	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace)}
 	// Without coalescing and the deny cache, which are on by default.
@@ -89,14 +91,21 @@ func TestContract(t *testing.T) {
 		{"cluster-plain", func(t *testing.T) store.Store {
 			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
 		}, clientTime},
-		// The leasing layer (contract.Leased) over the memory store and
-		// over Redis in client time, which leases need.
+		// The leasing layer (contract.Leased) over the memory store, over
+		// Redis and over PostgreSQL, each in client time, which leases
+		// need. The layer is the same on each, and leased-storememory
+		// checks it in full; on the servers, which take a round trip per
+		// step, a sample of the heaviest work (Sampled) shows the stores
+		// book and refund under it as the memory store does.
 		{"leased-storememory", func(t *testing.T) store.Store {
 			return storememory.New(storememory.WithClock(ratewisetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
 		}, []contract.Option{contract.Leased()}},
 		{"leased-redis", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
-		}, append([]contract.Option{contract.Leased()}, clientTime...)},
+		}, append([]contract.Option{contract.Leased(), contract.Sampled()}, clientTime...)},
+		{"leased-postgres", func(t *testing.T) store.Store {
+			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
+		}, []contract.Option{contract.Leased(), contract.Sampled(), contract.ExpiryGrace(storepostgres.ClientTimeGrace)}},
 		{"postgres", func(t *testing.T) store.Store {
 			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
 		}, []contract.Option{contract.ExpiryGrace(storepostgres.ClientTimeGrace)}},
