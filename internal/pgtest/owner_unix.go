@@ -43,13 +43,21 @@ func unprivileged(dir string) (*owner, error) {
 	return o, err
 }
 
-// runAs makes cmd run as o, if o is not nil, and die with the test process
-// on Linux.
+// runAs makes cmd run as o, if o is not nil, in a process group of its
+// own, and die with the test process on Linux.
 func runAs(cmd *exec.Cmd, o *owner) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	killWithParent(cmd.SysProcAttr)
 	if o != nil {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: o.uid, Gid: o.gid}
 		cmd.Dir = os.TempDir()
+	}
+}
+
+// killGroup kills cmd's process group, which runAs made: postgres and the
+// processes it forked, which hold its shared memory until they exit.
+func killGroup(cmd *exec.Cmd) {
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		cmd.Process.Kill()
 	}
 }

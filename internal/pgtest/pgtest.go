@@ -120,7 +120,12 @@ func Start() (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, fmt.Errorf("pgtest: initdb: %w: %s", err, out)
 	}
-	for range 5 {
+	for attempt := range 5 {
+		if attempt > 0 {
+			// What the failed attempt's processes held (the port, the
+			// shared memory block) is let go when they have exited.
+			time.Sleep(200 * time.Millisecond)
+		}
 		var s *Server
 		if s, err = start(postgres, dir, data, owner, 0); err == nil {
 			return s, nil
@@ -184,13 +189,16 @@ func (s *Server) waitReady() error {
 			var n int // 1 after a restart
 			err = conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = 'ratewise'").Scan(&n)
 			if err == nil && n == 0 {
+				// Fails while another session, such as autovacuum,
+				// is in template1: tried again below.
 				_, err = conn.Exec(ctx, "CREATE DATABASE ratewise")
 			}
 			conn.Close(ctx)
-			cancel()
-			return err
 		}
 		cancel()
+		if err == nil {
+			return nil
+		}
 		if time.Now().After(deadline) {
 			return err
 		}
@@ -220,11 +228,12 @@ func (s *Server) Stop() {
 	os.RemoveAll(s.dir)
 }
 
+// kill kills the server and every process it forked, and waits for it.
 func (s *Server) kill() {
 	select {
 	case <-s.done:
 	default:
-		s.cmd.Process.Kill()
+		killGroup(s.cmd)
 		<-s.done
 	}
 }
