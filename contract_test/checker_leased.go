@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -74,41 +73,20 @@ func leasedModelCheck(e *env) {
 	setup := newCheckerSetup(e.c)
 	books := algo.Reserves(e.c.alg)
 	_, lossy := e.inner.(ReplyLoser)
-	sequences := leasedSequences
-	if e.cfg.sampled {
-		sequences = leasedSampled
-	}
-	if soak, err := strconv.Atoi(os.Getenv("RATEWISE_MODEL_SOAK")); err == nil && soak > 1 {
-		sequences *= soak
-	}
+	sequences := e.sequenceCount(leasedSequences, leasedSampled)
 	rng := rand.New(rand.NewPCG(29, uint64(len(e.c.name))))
-	var steps int
 	var tally leasedTally
-	for seq := range sequences {
-		ops := setup.generateLeased(rng, 20+rng.IntN(40), books && seq%2 == 1, lossy)
-		steps += len(ops)
-		realStart := time.Now()
-		msg := e.runLeased(ops, e.checkerNamespace(seq), setup, &tally)
-		if msg == "" {
-			continue
-		}
-		if time.Since(realStart) > e.cfg.grace && e.cfg.grace > 0 {
-			if e.runLeased(ops, e.checkerNamespace(seq)+"r", setup, &leasedTally{}) == "" {
-				continue
+	e.rule.text = leasedRule
+	steps := e.checkSequences(sequences,
+		func(seq int) []op { return setup.generateLeased(rng, 20+rng.IntN(40), books && seq%2 == 1, lossy) },
+		func(ops []op, namespace string, keep bool) string {
+			if keep {
+				return e.runLeased(ops, namespace, setup, &tally)
 			}
-		}
-		shrunk, why := e.shrink(ops, msg, func(cand []op) string {
-			return e.runLeased(cand, e.checkerNamespace(len(cand)), setup, &leasedTally{})
-		})
-		var b strings.Builder
-		fmt.Fprintf(&b, "%d instances leasing on one store: sequence %d of %d (%d steps) broke it; shrunk to %d steps, which break it with: %s\n", leasedInstances, seq+1, sequences, len(ops), len(shrunk), why)
-		for i, o := range shrunk {
-			fmt.Fprintf(&b, "  %2d. %v\n", i+1, o)
-		}
-		fmt.Fprintf(&b, "  tiers: %v; partner %v; lease policy %+v", setup.tiers, setup.partner, leasedPolicy(nil))
-		e.rule.text = leasedRule
-		e.fatalf("%s", b.String())
-	}
+			return e.runLeased(ops, namespace, setup, &leasedTally{})
+		},
+		fmt.Sprintf("%d instances leasing on one store: ", leasedInstances),
+		fmt.Sprintf("tiers: %v; partner %v; lease policy %+v", setup.tiers, setup.partner, leasedPolicy(nil)))
 	if lossy && tally.lost == 0 {
 		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
 	}

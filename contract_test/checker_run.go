@@ -164,48 +164,73 @@ func modelCheck(e *env) {
 	setup := newCheckerSetup(e.c)
 	books := algo.Reserves(e.c.alg)
 	_, lossy := e.store.(ReplyLoser)
-	sequences := checkerSequences
-	if e.cfg.sampled {
-		sequences = sampledSequences
-	}
-	if soak, err := strconv.Atoi(os.Getenv("RATEWISE_MODEL_SOAK")); err == nil && soak > 1 {
-		sequences *= soak
-	}
+	sequences := e.sequenceCount(checkerSequences, sampledSequences)
 	rng := rand.New(rand.NewPCG(23, uint64(len(e.c.name))))
-	var steps, lost int
-	for seq := range sequences {
-		ops := setup.generate(rng, 6+rng.IntN(20), books, lossy)
-		steps += len(ops)
-		namespace := e.checkerNamespace(seq)
-		realStart := time.Now()
-		msg, n := e.runSequence(ops, namespace, setup)
-		lost += n
-		if msg == "" {
-			continue
-		}
-		// A sequence whose state outlived its keys' time to live in real
-		// time (a Redis server's expiry, ExpiryGrace past it) is run again.
-		if time.Since(realStart) > e.cfg.grace && e.cfg.grace > 0 {
-			if again, _ := e.runSequence(ops, e.checkerNamespace(seq)+"r", setup); again == "" {
-				continue
+	lost := 0
+	steps := e.checkSequences(sequences,
+		func(int) []op { return setup.generate(rng, 6+rng.IntN(20), books, lossy) },
+		func(ops []op, namespace string, keep bool) string {
+			msg, n := e.runSequence(ops, namespace, setup)
+			if keep {
+				lost += n
 			}
-		}
-		shrunk, why := e.shrink(ops, msg, func(cand []op) string {
-			m, _ := e.runSequence(cand, e.checkerNamespace(len(cand)), setup)
-			return m
-		})
-		var b strings.Builder
-		fmt.Fprintf(&b, "sequence %d of %d (%d steps) broke it; shrunk to %d steps, which break it with: %s\n", seq+1, sequences, len(ops), len(shrunk), why)
-		for i, o := range shrunk {
-			fmt.Fprintf(&b, "  %2d. %v\n", i+1, o)
-		}
-		fmt.Fprintf(&b, "  tiers: %v; partner %v", setup.tiers, setup.partner)
-		e.fatalf("%s", b.String())
-	}
+			return msg
+		},
+		"", fmt.Sprintf("tiers: %v; partner %v", setup.tiers, setup.partner))
 	if lossy && lost == 0 {
 		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
 	}
 	e.t.Logf("%d sequences, %d steps, %d replies lost, on %s", sequences, steps, lost, e.c.name)
+}
+
+// sequenceCount is how many sequences a model checker runs for each
+// algorithm: full, or sampled on a Sampled target, times
+// RATEWISE_MODEL_SOAK.
+func (e *env) sequenceCount(full, sampled int) int {
+	n := full
+	if e.cfg.sampled {
+		n = sampled
+	}
+	if soak, err := strconv.Atoi(os.Getenv("RATEWISE_MODEL_SOAK")); err == nil && soak > 1 {
+		n *= soak
+	}
+	return n
+}
+
+// checkSequences runs n sequences, each drawn by generate and run by run,
+// which returns the first promise it broke, or "" (keep is false on the
+// runs made again, whose tallies the caller leaves out). It fails the rule
+// on the first sequence that breaks one, shrunk to its shortest, said
+// after what and before where; a sequence whose state outlived its keys'
+// time to live in real time (a Redis server's expiry, ExpiryGrace past it)
+// is run again first. It returns how many steps the sequences had.
+func (e *env) checkSequences(n int, generate func(seq int) []op, run func(ops []op, namespace string, keep bool) string, what, where string) int {
+	steps := 0
+	for seq := range n {
+		ops := generate(seq)
+		steps += len(ops)
+		realStart := time.Now()
+		msg := run(ops, e.checkerNamespace(seq), true)
+		if msg == "" {
+			continue
+		}
+		if time.Since(realStart) > e.cfg.grace && e.cfg.grace > 0 {
+			if run(ops, e.checkerNamespace(seq)+"r", false) == "" {
+				continue
+			}
+		}
+		shrunk, why := e.shrink(ops, msg, func(cand []op) string {
+			return run(cand, e.checkerNamespace(len(cand)), false)
+		})
+		var b strings.Builder
+		fmt.Fprintf(&b, "%ssequence %d of %d (%d steps) broke it; shrunk to %d steps, which break it with: %s\n", what, seq+1, n, len(ops), len(shrunk), why)
+		for i, o := range shrunk {
+			fmt.Fprintf(&b, "  %2d. %v\n", i+1, o)
+		}
+		fmt.Fprintf(&b, "  %s", where)
+		e.fatalf("%s", b.String())
+	}
+	return steps
 }
 
 // checkerNamespace returns a namespace of the rule's own, new on each
