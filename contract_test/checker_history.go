@@ -247,14 +247,10 @@ func (h *history) windowBoundOver(evs []event2, over []int64) string {
 // under, from the time it was written at; a decision under another rate
 // count keeps them as they are, and writes; each admission not given back
 // must fit the burst in force, a booking by its turn.
-func (h *history) bucketBound(evs []event2) string { return h.bucketBoundOver(evs, nil) }
-
-// bucketBoundOver is bucketBound with each event's burst raised to
-// over[i], when over is not nil and that is higher.
-func (h *history) bucketBoundOver(evs []event2, over []int64) string {
+func (h *history) bucketBound(evs []event2) string {
 	kept := new(big.Rat) // tokens used at last
 	count, last := int64(0), int64(-1)
-	for i, ev := range evs {
+	for _, ev := range evs {
 		p := algo.ParamsOf(ev.alg)
 		period := p.Window.Microseconds()
 		t := ev.eff.UnixMicro()
@@ -277,12 +273,8 @@ func (h *history) bucketBoundOver(evs []event2, over []int64) string {
 		// By its turn, a booking's own tokens are all that may exceed
 		// the burst at its decision; at the turn, none may.
 		atTurn := new(big.Rat).Sub(used, new(big.Rat).Mul(big.NewRat(count, period), new(big.Rat).SetInt64(ev.at.UnixMicro()-ev.eff.UnixMicro())))
-		burst := p.Burst
-		if over != nil {
-			burst = max(burst, over[i])
-		}
-		if atTurn.Cmp(new(big.Rat).SetInt64(burst)) > 0 {
-			return fmt.Sprintf("the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds", ev.step+1, ev.at.Format(time.StampMicro), atTurn.FloatString(3), burst)
+		if atTurn.Cmp(new(big.Rat).SetInt64(p.Burst)) > 0 {
+			return fmt.Sprintf("the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds", ev.step+1, ev.at.Format(time.StampMicro), atTurn.FloatString(3), p.Burst)
 		}
 	}
 	return ""
