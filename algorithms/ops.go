@@ -26,6 +26,7 @@ func init() {
 		Unpack: func(a Algorithm, w algobridge.Words, tag int64, into keyState) keyState {
 			return a.(packer).unpack(w, tag, into)
 		},
+		Clone: func(a Algorithm, st keyState) keyState { return a.(packer).clone(st) },
 		Inspect: func(a Algorithm, w algobridge.Words, tag int64, now time.Time, cost int64) (Result, bool) {
 			return a.(packer).inspect(w, tag, now, cost)
 		},

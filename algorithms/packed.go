@@ -17,6 +17,7 @@ type packer interface {
 	pack(state keyState) (w algobridge.Words, tag int64, ok bool)
 	unpack(w algobridge.Words, tag int64, into keyState) keyState
 	inspect(w algobridge.Words, tag int64, now time.Time, cost int64) (res Result, keeps bool)
+	clone(state keyState) keyState
 }
 
 var (
@@ -44,6 +45,15 @@ func (a FixedWindow) unpack(w algobridge.Words, _ int64, into keyState) keyState
 	return st
 }
 
+// clone returns a copy of state that shares nothing with it.
+func (a FixedWindow) clone(state keyState) keyState {
+	if st := stateAs[*fixedWindowState](a.name(), state); st != nil {
+		c := *st
+		return &c
+	}
+	return nil
+}
+
 // inspect decides cost, taken as an inspection, on the state Pack packed;
 // it always keeps the state.
 func (a FixedWindow) inspect(w algobridge.Words, tag int64, now time.Time, cost int64) (Result, bool) {
@@ -56,6 +66,15 @@ func (a FixedWindow) inspect(w algobridge.Words, tag int64, now time.Time, cost 
 // TAT is a whole microsecond.
 func (a TokenBucket) pack(state keyState) (algobridge.Words, int64, bool) {
 	return newBucket(a.Capacity, a.Refill).pack((*bucketState)(stateAs[*tokenBucketState](a.name(), state)))
+}
+
+// clone returns a copy of state that shares nothing with it.
+func (a TokenBucket) clone(state keyState) keyState {
+	if st := stateAs[*tokenBucketState](a.name(), state); st != nil {
+		c := *st
+		return &c
+	}
+	return nil
 }
 
 // unpack returns the state Pack packed.
@@ -84,6 +103,15 @@ func (a TokenBucket) inspect(w algobridge.Words, tag int64, now time.Time, cost 
 // TAT is a whole microsecond.
 func (a GCRA) pack(state keyState) (algobridge.Words, int64, bool) {
 	return newBucket(a.Burst, a.Rate).pack((*bucketState)(stateAs[*gcraState](a.name(), state)))
+}
+
+// clone returns a copy of state that shares nothing with it.
+func (a GCRA) clone(state keyState) keyState {
+	if st := stateAs[*gcraState](a.name(), state); st != nil {
+		c := *st
+		return &c
+	}
+	return nil
 }
 
 // unpack returns the state Pack packed.

@@ -65,6 +65,7 @@ const (
 	opReset                 // Reset
 	opTier                  // the key's limit becomes tiers[tier]
 	opSet                   // a Stack of the key's limit and the partner: AllowN(n)
+	opLease                 // the store's Lease(n, maxWait) under the key's limit (store.Leaser)
 	opWait                  // the clock moves on by d
 )
 
@@ -106,6 +107,8 @@ func (o op) String() string {
 		s = fmt.Sprintf("%s's limit becomes tier %d", o.key, o.tier)
 	case opSet:
 		s = fmt.Sprintf("a Stack of %s's limit and the partner: AllowN(%d)", o.key, o.n)
+	case opLease:
+		s = fmt.Sprintf("Lease(%s, %d, %v)", o.key, o.n, o.maxWait)
 	case opWait:
 		return fmt.Sprintf("the clock moves %v", o.d)
 	}
@@ -164,8 +167,9 @@ func newCheckerSetup(c algCase) checkerSetup {
 	}
 }
 
-// generate draws a sequence of about n steps.
-func (cs checkerSetup) generate(rng *rand.Rand, n int, books, lossy bool) []op {
+// generate draws a sequence of about n steps: with bookings if books, with
+// leases if leases, and with lost replies if lossy.
+func (cs checkerSetup) generate(rng *rand.Rand, n int, books, leases, lossy bool) []op {
 	var ops []op
 	tier := map[string]int{"a": 0, "b": 0}
 	var admissions, bookings []int // steps that may have admitted or booked, not yet given back
@@ -211,6 +215,9 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, lossy bool) []op {
 			o.kind = opReset
 		case r < 65:
 			o.kind, o.n = opSet, 1+rng.Int64N(min(limit, algo.MaxCost(cs.partner), 3))
+			admissions = append(admissions, len(ops))
+		case r >= 94 && leases:
+			o.kind, o.maxWait = opLease, time.Duration(rng.Int64N(int64(cs.window))).Truncate(time.Microsecond)
 			admissions = append(admissions, len(ops))
 		default:
 			o.kind = opAllow
@@ -300,6 +307,8 @@ func (s *checkerSide) do(ctx context.Context, i int, o op) (any, error) {
 			charged = r
 		case ratewise.MultiResult:
 			charged = r.Results[0] // the set's charge of the key's limit
+		case leased:
+			charged = r.res
 		}
 		return s.l.Refund(ctx, o.key, charged, o.n)
 	case opReserve:
@@ -325,6 +334,22 @@ func (s *checkerSide) do(ctx context.Context, i int, o op) (any, error) {
 			return nil, err
 		}
 		return set.AllowN(ctx, o.key, o.n)
+	case opLease:
+		ls, ok := s.store.(store.Leaser)
+		if !ok {
+			return nil, fmt.Errorf("%T does not lease", s.store)
+		}
+		res, delay, err := ls.Lease(ctx, store.Key{Namespace: s.prefix, Name: o.key}, s.setup.tiers[s.tier[o.key]], s.clock.Now(), o.n, o.maxWait)
+		if err != nil {
+			return nil, err
+		}
+		return leased{res, delay}, nil
 	}
 	return nil, nil
+}
+
+// leased is what a Lease returned.
+type leased struct {
+	res   ratewise.Result
+	delay time.Duration
 }

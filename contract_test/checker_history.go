@@ -3,6 +3,7 @@ package contract
 import (
 	"fmt"
 	"math/big"
+	"slices"
 	"time"
 
 	"github.com/ratewise/ratewise"
@@ -26,6 +27,9 @@ type history struct {
 type stateHistory struct {
 	events []event2 // since the last reset, in the order decided
 	resets []int    // the steps that reset the state
+	// mark is events as the latest admitted Lease left them, which a
+	// reset puts back (store.Leaser).
+	mark []event2
 }
 
 type admission struct {
@@ -85,10 +89,20 @@ func (h *history) record(i int, o op, ref *checkerSide, now, latest time.Time) s
 		return note(alg, ref.results[i].(ratewise.Result), i, o.n)
 	case opPeek:
 		return note(alg, ref.results[i].(ratewise.Result), -1, 0)
-	case opReserve:
-		r := ref.results[i].(*ratewise.Reservation)
-		res := r.Result()
-		if !r.OK() {
+	case opReserve, opLease:
+		var res ratewise.Result
+		if o.kind == opLease {
+			res = ref.results[i].(leased).res
+			if algo.FamilyOf(alg.Kind()) != algo.FamilyBucket {
+				msg := note(alg, res, i, o.n)
+				h.marks(keyOf(key, alg), res)
+				return msg
+			}
+		} else {
+			r := ref.results[i].(*ratewise.Reservation)
+			res = r.Result()
+		}
+		if !res.Allowed {
 			return note(alg, res, -1, 0)
 		}
 		if msg := inRange(alg, res, o.n, now); msg != "" {
@@ -102,6 +116,9 @@ func (h *history) record(i int, o op, ref *checkerSide, now, latest time.Time) s
 		}
 		sh := h.state(k)
 		sh.events = append(sh.events, event2{step: i, alg: alg, eff: eff, at: res.At})
+		if o.kind == opLease {
+			h.marks(k, res)
+		}
 	case opSet:
 		sr := ref.results[i].(ratewise.MultiResult)
 		for j, a := range []algorithms.Algorithm{alg, h.setup.partner} {
@@ -132,10 +149,18 @@ func (h *history) record(i int, o op, ref *checkerSide, now, latest time.Time) s
 		}
 	case opReset:
 		sh := h.state(keyOf(key, alg))
-		sh.events = nil
+		sh.events = slices.Clone(sh.mark)
 		sh.resets = append(sh.resets, i)
 	}
 	return ""
+}
+
+// marks notes that a Lease that res answered was made on state k: if it
+// admitted, what the state holds is its mark, which a reset puts back.
+func (h *history) marks(k refKey, res ratewise.Result) {
+	if sh := h.state(k); res.Allowed {
+		sh.mark = slices.Clone(sh.events)
+	}
 }
 
 // resetSince reports whether the state the admission of step i charged

@@ -112,7 +112,7 @@ type leasedTally struct {
 func (cs checkerSetup) generateLeased(rng *rand.Rand, n int, books, lossy bool) []op {
 	var ops []op
 	index := map[int]int{} // a step of generate's sequence: its index in ops
-	for i, o := range cs.generate(rng, n, books, lossy) {
+	for i, o := range cs.generate(rng, n, books, false, lossy) {
 		if books && (o.kind == opRefund || o.kind == opCancel) {
 			// A refund or cancellation moves the turns of bookings
 			// made after it: a sequence with bookings has none.
@@ -211,7 +211,8 @@ func (e *env) runLeased(ops []op, namespace string, setup checkerSetup, tally *l
 			return fmt.Sprintf("step %d: %s", i+1, msg)
 		}
 	}
-	return h.checkSpent()
+	_, marks := e.inner.(store.Leaser)
+	return h.checkSpent(!marks)
 }
 
 // latest returns the latest time an admission on key's state under its
@@ -250,10 +251,13 @@ func (h *history) latest(side *checkerSide, key string) time.Time {
 //     bucket: what carries over a change of limit is the model checker's
 //     to check, on the store itself.
 //
-// After a Reset of the state, each limit is raised by what other
-// instances' leases may hold, (Instances-1) × Burst/Divisor: their leases,
-// booked before it, live on until they end (lease.Store.Reset).
-func (h *history) checkSpent() string {
+// A Reset starts the check afresh, as on a direct store: a store that
+// leases (store.Leaser) puts back the state its latest lease left, in
+// which every unit other instances still hold is charged. On a store that
+// cannot, loose is set, and after a Reset each limit is raised by what
+// other instances' leases may hold, (Instances-1) × Burst/Divisor: their
+// leases, booked before it, live on until they end (lease.Store.Reset).
+func (h *history) checkSpent(loose bool) string {
 	for k, sh := range h.states {
 		if len(sh.events) == 0 {
 			continue
@@ -261,7 +265,7 @@ func (h *history) checkSpent() string {
 		limits := make([]int64, len(sh.events))
 		for i, ev := range sh.events {
 			limits[i] = algo.MaxCost(ev.alg)
-			if len(sh.resets) > 0 {
+			if loose && len(sh.resets) > 0 {
 				limits[i] += (leasedInstances - 1) * (limits[i] / leasedPolicy(nil).Divisor)
 			}
 		}
@@ -359,6 +363,20 @@ func (c countingStore) Decide(ctx context.Context, key store.Key, alg algorithms
 func (c countingStore) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
 	c.count(ctx, 0)
 	return c.Store.(store.Reserver).Reserve(ctx, key, alg, now, cost, maxWait)
+}
+
+// Lease is the inner store's Lease, or without one what the layer does
+// instead: Reserve for the buckets, Decide for the fixed window.
+func (c countingStore) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	c.count(ctx, 0)
+	if ls, ok := c.Store.(store.Leaser); ok {
+		return ls.Lease(ctx, key, alg, now, cost, maxWait)
+	}
+	if algo.Reserves(alg) {
+		return c.Store.(store.Reserver).Reserve(ctx, key, alg, now, cost, maxWait)
+	}
+	res, err := c.Store.Decide(ctx, key, alg, now, cost)
+	return res, 0, err
 }
 
 func (c countingStore) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {

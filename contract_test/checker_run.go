@@ -136,6 +136,10 @@ func same(got any, gotErr error, want any, wantErr error) string {
 		if g.Allowed != w.Allowed || g.Binding != w.Binding || g.RetryAfter != w.RetryAfter || !equalResults(g.Results, w.Results) {
 			return fmt.Sprintf("%+v, the reference %+v", g, w)
 		}
+	case leased:
+		if w := want.(leased); g != w {
+			return fmt.Sprintf("a lease %+v (delay %v), the reference %+v (delay %v)", g.res, g.delay, w.res, w.delay)
+		}
 	case *ratewise.Reservation:
 		w := want.(*ratewise.Reservation)
 		if g.OK() != w.OK() || g.Delay() != w.Delay() || g.Result() != w.Result() {
@@ -163,12 +167,21 @@ func modelCheck(e *env) {
 	}
 	setup := newCheckerSetup(e.c)
 	books := algo.Reserves(e.c.alg)
+	_, leases := e.store.(store.Leaser)
 	_, lossy := e.store.(ReplyLoser)
 	sequences := e.sequenceCount(checkerSequences, sampledSequences)
 	rng := rand.New(rand.NewPCG(23, uint64(len(e.c.name))))
-	lost := 0
+	lost, leaseOps := 0, 0
 	steps := e.checkSequences(sequences,
-		func(int) []op { return setup.generate(rng, 6+rng.IntN(20), books, lossy) },
+		func(int) []op {
+			ops := setup.generate(rng, 6+rng.IntN(20), books, leases, lossy)
+			for _, o := range ops {
+				if o.kind == opLease {
+					leaseOps++
+				}
+			}
+			return ops
+		},
 		func(ops []op, namespace string, keep bool) string {
 			msg, n := e.runSequence(ops, namespace, setup)
 			if keep {
@@ -180,7 +193,10 @@ func modelCheck(e *env) {
 	if lossy && lost == 0 {
 		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
 	}
-	e.t.Logf("%d sequences, %d steps, %d replies lost, on %s", sequences, steps, lost, e.c.name)
+	if leases && leaseOps == 0 {
+		e.fatalf("%d sequences on a store that leases made no Lease", sequences)
+	}
+	e.t.Logf("%d sequences, %d steps, %d leases, %d replies lost, on %s", sequences, steps, leaseOps, lost, e.c.name)
 }
 
 // sequenceCount is how many sequences a model checker runs for each

@@ -14,13 +14,13 @@ import (
 
 // ReferenceStore returns the simplest store that can be: one lock, one map,
 // each decision the algorithm's own step (algo.Decide,
-// Reserve, Refund), state kept forever and request IDs remembered forever.
+// Reserve, Refund), state, leases' marks and request IDs kept forever.
 // The model checker runs every sequence on one beside the store under test
 // and requires the same Results; a store that drops state once it stops
 // counting must decide exactly as this one, which never drops it. It has
 // every optional capability of package store.
 func ReferenceStore() store.Store {
-	return &refStore{states: map[refKey]algo.State{}, once: map[refOnce]refRecord{}}
+	return &refStore{states: map[refKey]algo.State{}, once: map[refOnce]refRecord{}, marks: map[refKey]algo.State{}}
 }
 
 var (
@@ -28,12 +28,14 @@ var (
 	_ store.Reserver   = (*refStore)(nil)
 	_ store.Refunder   = (*refStore)(nil)
 	_ store.Idempotent = (*refStore)(nil)
+	_ store.Leaser     = (*refStore)(nil)
 )
 
 type refStore struct {
 	mu     sync.Mutex
 	states map[refKey]algo.State
 	once   map[refOnce]refRecord
+	marks  map[refKey]algo.State // what the latest lease on each state left (store.Leaser)
 }
 
 type refKey struct {
@@ -246,6 +248,54 @@ func (s *refStore) Reset(ctx context.Context, sk store.Key, alg algorithms.Algor
 		}
 		s.once[rec] = refRecord{}
 	}
-	delete(s.states, k)
+	if m, ok := s.marks[k]; ok {
+		s.states[k] = algo.Clone(alg, m)
+	} else {
+		delete(s.states, k)
+	}
 	return nil
+}
+
+// Lease books as Reserve does, or decides as Decide does for the fixed
+// window, and keeps a copy of what an admission leaves as the key's mark,
+// forever (store.Leaser).
+func (s *refStore) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	key := sk.String()
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	if err := storecheck.Lease(alg, now, cost, maxWait); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	id, once, err := refRequestID(ctx, true)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := keyOf(key, alg)
+	rec := refOnce{k, "decide", id}
+	if once {
+		if r, ok := s.once[rec]; ok {
+			return r.results[0], r.delay, nil
+		}
+	}
+	var (
+		state algo.State
+		res   algorithms.Result
+		delay time.Duration
+	)
+	if algo.Reserves(alg) {
+		state, res, delay = algo.Reserve(alg, s.states[k], now, cost, maxWait)
+	} else {
+		state, res = algo.Decide(alg, s.states[k], now, cost)
+	}
+	s.states[k] = state
+	if res.Allowed {
+		s.marks[k] = algo.Clone(alg, state)
+		if once {
+			s.once[rec] = refRecord{results: []algorithms.Result{res}, delay: delay}
+		}
+	}
+	return res, delay, nil
 }

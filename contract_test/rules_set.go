@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/ratewise/ratewise"
@@ -210,4 +211,90 @@ func reservations(e *env) {
 	if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, -time.Second); !errors.Is(err, algorithms.ErrInvalidWindow) {
 		e.fatalf("a negative longest wait: %v, want an error", err)
 	}
+}
+
+// leases: a store that leases (store.Leaser) books a lease as Reserve
+// books for the buckets and decides it as Decide does for the fixed window,
+// and refuses other algorithms and costs below 1. An admitted lease leaves
+// a mark, a copy of the state: a Reset puts the latest mark back, so that
+// what it charged stays charged and what came after it is forgotten, and a
+// Reset once the mark's state stopped counting leaves the key full. A
+// denied lease leaves the mark as it was.
+func leases(e *env) {
+	ls, ok := e.store.(store.Leaser)
+	if !ok {
+		e.t.Skip("the store does not lease (store.Leaser)")
+	}
+	ctx := context.Background()
+	l := e.limiter(e.c.alg)
+	key := store.Key{Namespace: l.namespace, Name: "k"}
+	if algo.FamilyOf(e.c.kind) == algo.FamilyLog {
+		if _, _, err := ls.Lease(ctx, key, e.c.alg, e.clock.Now(), 1, 0); !errors.Is(err, store.ErrUnsupported) {
+			e.fatalf("Lease with an algorithm that cannot lease: %v, want ErrUnsupported", err)
+		}
+		return
+	}
+	if _, _, err := ls.Lease(ctx, key, e.c.alg, e.clock.Now(), 0, 0); !errors.Is(err, algorithms.ErrInvalidCost) {
+		e.fatalf("a lease of 0 units: %v, want ErrInvalidCost", err)
+	}
+	// What the store does is what the algorithm's own steps do, with the
+	// mark a copy of the state an admitted lease left.
+	var model, mark algo.State
+	lease := func(n int64, maxWait time.Duration) algorithms.Result {
+		e.t.Helper()
+		var want algorithms.Result
+		var wantDelay time.Duration
+		if algo.Reserves(e.c.alg) {
+			model, want, wantDelay = algo.Reserve(e.c.alg, model, e.clock.Now(), n, maxWait)
+		} else {
+			model, want = algo.Decide(e.c.alg, model, e.clock.Now(), n)
+		}
+		got, delay, err := ls.Lease(ctx, key, e.c.alg, e.clock.Now(), n, maxWait)
+		if err != nil || got != want || delay != wantDelay {
+			e.fatalf("Lease(%d, %v) at %s: %+v, delay %v, %v; want %+v, delay %v", n, maxWait, e.at(), got, delay, err, want, wantDelay)
+		}
+		if want.Allowed {
+			mark = algo.Clone(e.c.alg, model)
+		}
+		return got
+	}
+	decide := func(what string, cost int64) {
+		e.t.Helper()
+		var want algorithms.Result
+		model, want = algo.Decide(e.c.alg, model, e.clock.Now(), cost)
+		if got := e.allowN(l, "k", cost); got != want {
+			e.fatalf("%s at %s: %+v, want %+v", what, e.at(), got, want)
+		}
+	}
+	reset := func() {
+		e.t.Helper()
+		if err := ls.(store.Store).Reset(ctx, key, e.c.alg); err != nil {
+			e.fatalf("Reset: %v", err)
+		}
+		model = algo.Clone(e.c.alg, mark)
+	}
+	third := max(e.c.limit/3, 1)
+	decide("a request before the lease", 1)
+	lease(third, e.c.window)
+	decide("a request after the lease", 1)
+	decide("a request after the lease", 1)
+	reset()
+	decide("the first request after a Reset", 1)
+	// The rest of the limit, then a lease the key must deny: the mark
+	// stays the admitted lease's.
+	for i := range e.c.limit {
+		decide(fmt.Sprintf("request %d of the rest", i+1), 1)
+	}
+	if res := lease(e.c.limit, 0); res.Allowed {
+		e.fatalf("a lease of the whole limit on a spent key admitted: %+v", res)
+	}
+	reset()
+	decide("a request after a Reset that follows a denied lease", 1)
+	// Once the mark's state stops counting, a Reset leaves the key full.
+	e.clock.Advance(e.c.fullBack + e.c.window)
+	reset()
+	if res := e.peek(l, "k"); res.Remaining != e.c.limit {
+		e.fatalf("a Reset once the mark stopped counting: Remaining %d, want %d", res.Remaining, e.c.limit)
+	}
+	decide("a request once the mark stopped counting", 1)
 }

@@ -30,8 +30,11 @@
 // on.
 //
 // Reset on a key drops this instance's lease on it but not other
-// instances': until their leases end (a lease lasts a few round trips), the
-// key may admit up to the units they hold beyond its limit. A refund of an
+// instances'. A store that leases (store.Leaser) keeps their units
+// charged: its Reset puts back the state the latest lease left. On a store
+// that cannot, which books leases as reservations, the key may admit up to
+// the units other instances hold beyond its limit until their leases end
+// (a lease lasts a few round trips). A refund of an
 // admission made on a leased key (Limiter.Refund) goes to the inner store,
 // which may move other instances' units' windows by its units: leased keys
 // should not be refunded. A changed limit ends a lease at this instance's
@@ -176,6 +179,7 @@ type Store struct {
 	inner store.Store
 	rs    store.Reserver
 	rf    store.Refunder
+	ls    store.Leaser // nil when the inner store books leases as reservations
 	idem  bool // the inner store applies request IDs: a booking may be retried
 	p     Policy
 	// sizing is the policy of every key's lease sizer.
@@ -213,13 +217,14 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 		return nil, fmt.Errorf("%w: %T ignores the now it is given (build it WithClientTime): %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
 	_, idem := s.(store.Idempotent)
+	ls, _ := s.(store.Leaser)
 	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}
 	if _, err := core.NewSizer(sizing); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	w := &Store{inner: s, rs: rs, rf: rf, idem: idem, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}
+	w := &Store{inner: s, rs: rs, rf: rf, ls: ls, idem: idem, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}
 	if mode == timeline.CallerTime {
 		w.timeline.mode.Store(callerTime)
 	}
@@ -227,9 +232,9 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 }
 
 // Reset resets key's state under alg in the inner store and drops this
-// instance's lease on it, giving nothing back: the state it was booked in
-// is gone. Other instances' leases live on until they end (see the package
-// doc).
+// instance's lease on it, giving nothing back. Other instances' leases
+// live on until they end, charged in the state a store that leases puts
+// back (see the package doc).
 func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorithm) error {
 	err := s.inner.Reset(ctx, key, alg)
 	if k, ok := keyOf(key, alg); ok {

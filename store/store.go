@@ -95,7 +95,8 @@ type Store interface {
 	// given cost (0 to inspect) and returns its result.
 	Decide(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
 
-	// Reset forgets alg's state for key, in alg's scope. Resetting a key
+	// Reset forgets alg's state for key, in alg's scope; a Leaser puts
+	// the key's mark back instead, while it keeps one. Resetting a key
 	// with no state is not an error.
 	Reset(ctx context.Context, key Key, alg algorithms.Algorithm) error
 }
@@ -158,6 +159,28 @@ type Refunder interface {
 	// errors; a store on its own clock checks at, and now only where it
 	// uses the caller's.
 	Refund(ctx context.Context, key Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
+}
+
+// Leaser is an optional capability: a store that books the units of a
+// lease, which package lease spends one at a time away from the store, and
+// keeps them charged through a Reset.
+//
+// A lease's units are charged when it is booked and spent later, so a
+// Reset that forgot them would let them through beside a fresh limit.
+// Lease therefore keeps, with the key, a mark: a copy of the state its
+// latest admitted lease left. Reset puts the mark back in place of alg's
+// state instead of forgetting it, while the store still keeps the mark:
+// what leases booked stays charged, and what was charged after the latest
+// one is forgotten.
+type Leaser interface {
+	// Lease books cost units (at least 1) for key under alg at now: as
+	// Reserve books them, waiting at most maxWait, for the token bucket and
+	// GCRA, and as Decide charges them for the fixed window, which ignores
+	// maxWait. It returns what Reserve or Decide would, and takes request
+	// IDs as they do; any other algorithm wraps ErrUnsupported. When it
+	// admits, the state it leaves becomes key's mark under alg, kept as
+	// long as that state is.
+	Lease(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
 }
 
 // ErrSharedState is returned by DecideSet for a set with two algorithms of

@@ -43,7 +43,9 @@ type shard struct {
 	// once holds the admissions made with a request ID (see once.go). It
 	// requires the write lock.
 	once onceTable
-	_    [8]byte
+	// marks holds the copies of states that leases left (see lease.go),
+	// nil until the shard's first lease. It requires the write lock.
+	marks *markTable
 
 	// readers count the readers that hold the read lock without mu, one
 	// cache line each (see rlock).

@@ -453,7 +453,8 @@ func (sh *shard) denied(h uint64, tb *table, e *entry) {
 	}
 }
 
-// Reset forgets alg's state for key.
+// Reset forgets alg's state for key, or puts the key's mark back if a
+// lease left one (store.Leaser).
 func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorithm) error {
 	return s.reset(ctx, key.Namespace, key.Name, alg)
 }
@@ -485,9 +486,19 @@ func (s *Store) reset(ctx context.Context, ns, key string, alg algorithms.Algori
 			return nil
 		}
 	}
+	// A key a lease was booked on gets its mark back (store.Leaser): the
+	// state the latest lease left, which its units still count in.
+	m, marked := sh.marks.find(markKey{t: idOf(alg), key: k.key}, el)
 	var kept time.Duration
-	if c := sh.find(h, ns, key, alg, s.seed, false); c.pos >= 0 {
+	c := sh.find(h, ns, key, alg, s.seed, marked)
+	if c.pos >= 0 {
 		kept = time.Duration(*c.t.sweepAt(c.pos))*time.Second - el
+	}
+	switch {
+	case marked:
+		c.t.put(c.slot, c.pos, h, ns, key, alg, m)
+		kept = max(kept, time.Duration(m.sweep)*time.Second-el)
+	case c.pos >= 0:
 		c.t.remove(c.slot, c.pos)
 	}
 	if once {

@@ -152,6 +152,11 @@ func Unpack(a algorithms.Algorithm, w Words, tag int64, into State) State {
 	return ops.Unpack(a, w, tag, into)
 }
 
+// Clone returns a copy of state, which shares no memory with it, for an
+// algorithm that packs (Packs): a state a store keeps beside the key's own,
+// such as a lease's mark (store.Leaser), which Decide must not reuse.
+func Clone(a algorithms.Algorithm, state State) State { return ops.Clone(a, state) }
+
 // Inspect returns the Result Decide returns for the state w and tag stand
 // for, at now, with a cost <= 0 (a cost above 0 is taken as its negative):
 // an inspection, which needs no state of its own; and whether that

@@ -26,6 +26,7 @@ type Ops[A, S, R, K, P any] struct {
 	Packs          func(a A) bool
 	Pack           func(a A, state S) (w Words, tag int64, ok bool)
 	Unpack         func(a A, w Words, tag int64, into S) S
+	Clone          func(a A, state S) S
 	Inspect        func(a A, w Words, tag int64, now time.Time, cost int64) (res R, keeps bool)
 	Derive         func(a A) Derived
 	DecidePacked   func(a A, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (Words, int64, R, bool)

@@ -30,6 +30,19 @@ func Reserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.D
 	return algo.CheckMaxWait(maxWait)
 }
 
+// Lease checks a lease's booking (store.Leaser): as Reserve checks it for
+// the algorithms that book, and as a decision of a cost of at least 1 for
+// the fixed window, whose maxWait is not used.
+func Lease(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) error {
+	if algo.CheckKind(alg) == nil && algo.FamilyOf(alg.Kind()) == algo.FamilyFixedWindow {
+		if cost <= 0 {
+			return fmt.Errorf("%w: a lease's cost must be > 0, got %d", algorithms.ErrInvalidCost, cost)
+		}
+		return algo.CheckDecision(alg, now, cost)
+	}
+	return Reserve(alg, now, cost, maxWait)
+}
+
 // Set checks a set of algorithms for DecideSet: at least one, each
 // valid for a decision at now with cost (algo.CheckDecision), no two
 // sharing a kind and scope.

@@ -1,0 +1,174 @@
+package storememory
+
+import (
+	"context"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/storecheck"
+	"github.com/ratewise/ratewise/store"
+)
+
+var _ store.Leaser = (*Store)(nil)
+
+// Lease books cost units of a lease for key under alg (see store.Leaser),
+// under the key's shard lock: it books as Reserve does for the token
+// bucket and GCRA, and decides as Decide does for the fixed window. An
+// admission makes a copy of the state it leaves the key's mark, which
+// Reset puts back.
+func (s *Store) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	ns, key := sk.Namespace, sk.Name
+	if err := ctx.Err(); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	if err := storecheck.Lease(alg, now, cost, maxWait); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	id, once, err := requestID(ctx, cost)
+	if err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	t := now.UnixNano()
+	h := s.hash(ns, key)
+	sh := s.shard(h)
+	el := s.elapsed()
+	sh.lock()
+	defer sh.unlock()
+	var k onceKey
+	if once {
+		k = onceKey{t: idOf(alg), op: onceDecide, key: sk.String(), id: id}
+		if rec, ok := sh.once.find(k, el); ok {
+			return rec.results[0], rec.delay, nil
+		}
+	}
+	c := sh.find(h, ns, key, alg, s.seed, true)
+	st := c.state(t)
+	changed := changes(alg, st, now, cost)
+	var (
+		state algo.State
+		res   algorithms.Result
+		delay time.Duration
+	)
+	if algo.Reserves(alg) {
+		state, res, delay = algo.Reserve(alg, st, now, cost, maxWait)
+	} else {
+		state, res = algo.Decide(alg, st, now, cost)
+	}
+	c.keep(state, res, t, el, cost, changed)
+	if res.Allowed {
+		if _, pos := c.t.find(h, ns, key); pos >= 0 {
+			if sh.marks == nil {
+				sh.marks = &markTable{}
+			}
+			sh.marks.keep(markKey{t: c.t.id, key: sk.String()}, c.t.mark(pos, alg), el)
+		}
+	}
+	if once && res.Allowed {
+		sh.once.keep(k, el, delay, res)
+	}
+	if sh.tick(false) {
+		sh.sweep(el)
+	}
+	return res, delay, nil
+}
+
+// A shard keeps, for each key and table a lease was booked on, a copy of
+// the entry the latest admitted booking left: the key's mark, which a
+// reset puts back in place of the entry (store.Leaser). A mark lasts as
+// long as the entry it copies would have.
+
+type markKey struct {
+	t   tableID
+	key string // ns:key
+}
+
+// mark is a copy of an entry: its state, which shares nothing with the
+// entry's, when it stops counting (Unix nanoseconds), and from which second
+// on the store's clock a sweep may drop it (see sweepAt).
+type mark struct {
+	state   algo.State
+	expires int64
+	sweep   uint32
+}
+
+// markTable is a shard's marks; its zero value is empty. It requires the
+// write lock.
+type markTable struct {
+	m          map[markKey]mark
+	sweepAfter int
+}
+
+// keep makes m k's mark. Marks that may be dropped at el go when the table
+// has doubled since it last dropped them.
+func (mt *markTable) keep(k markKey, m mark, el time.Duration) {
+	if mt.m == nil {
+		mt.m = make(map[markKey]mark)
+		mt.sweepAfter = minSweepOps
+	}
+	mt.m[k] = m
+	if len(mt.m) >= mt.sweepAfter {
+		for k, m := range mt.m {
+			if m.gone(el) {
+				delete(mt.m, k)
+			}
+		}
+		mt.sweepAfter = max(2*len(mt.m), minSweepOps)
+	}
+}
+
+// find returns k's mark, unless a sweep may have dropped it by el. A nil
+// table holds none.
+func (mt *markTable) find(k markKey, el time.Duration) (mark, bool) {
+	if mt == nil {
+		return mark{}, false
+	}
+	m, ok := mt.m[k]
+	if !ok || m.gone(el) {
+		return mark{}, false
+	}
+	return m, true
+}
+
+// gone reports whether a sweep may drop the mark at el on the store's
+// clock, as it may the entry it copies.
+func (m mark) gone(el time.Duration) bool { return uint32(max(el, 0)/time.Second) >= m.sweep }
+
+// mark returns a copy of the entry at pos, of an algorithm that packs as
+// alg does: its state unpacked or cloned, so that later decisions on the
+// entry leave it as it is.
+func (t *table) mark(pos int, alg algorithms.Algorithm) mark {
+	m := mark{expires: t.expires(pos), sweep: *t.sweepAt(pos)}
+	if e := t.at(pos); e.w[0] == boxed {
+		m.state = algo.Clone(alg, *t.box(pos, false))
+	} else {
+		m.state = algo.Unpack(t.packer, e.w, t.tag, nil)
+	}
+	return m
+}
+
+// put writes m, a mark, as the entry of ns:key, whose hash is h and whose
+// slot and position (-1 for none) find returned: packed if it packs as the
+// table's entries do, boxed otherwise. The state is a clone, which the
+// entry owns.
+func (t *table) put(slot, pos int, h uint64, ns, key string, alg algorithms.Algorithm, m mark) {
+	if pos < 0 {
+		pos = t.insert(slot, h, ns, key)
+	}
+	state := algo.Clone(alg, m.state)
+	*t.sweepAt(pos) = m.sweep
+	e := t.at(pos)
+	if t.packer != nil {
+		w, tag, ok := algo.Pack(t.packer, state)
+		if ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
+			t.tag, t.tagged = tag, true
+			e.w = w
+			if b := t.box(pos, false); b != nil {
+				*b = nil
+			}
+			return
+		}
+	}
+	e.w = algo.Words{boxed, m.expires}
+	*t.box(pos, true) = state
+}
