@@ -180,7 +180,7 @@ type Store struct {
 	rs    store.Reserver
 	rf    store.Refunder
 	ls    store.Leaser // nil when the inner store books leases as reservations
-	idem  bool // the inner store applies request IDs: a booking may be retried
+	idem  bool         // the inner store applies request IDs: a booking may be retried
 	p     Policy
 	// sizing is the policy of every key's lease sizer.
 	sizing core.Policy
