@@ -191,6 +191,17 @@ func (s *serverClock) Reserve(ctx context.Context, sk store.Key, alg algorithms.
 	return s.Store.Reserve(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
 }
 
+func (s *serverClock) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	key := sk.String()
+	if err := algo.CheckTime(now); err != nil {
+		return algorithms.Result{}, 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.SetTime(now)
+	return s.Store.Lease(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
+}
+
 // lossyStore is the Redis store on a client whose connections can lose a
 // reply (contract.ReplyLoser): go-redis's defaults, which resend.
 type lossyStore struct {

@@ -12,11 +12,12 @@ import (
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
-// Reset deletes alg's state for key. The memory of a large sorted set is
-// freed in the background (UNLINK), so even a key of millions of records does
-// not block Redis. A reset with a request ID, the caller's or, with a client
-// that resends, the store's, is applied once: sent again, it does not delete
-// what was charged after it.
+// Reset deletes alg's state for key, or puts back the key's mark, the
+// state the latest lease left (see Lease), while Redis keeps it. The memory
+// of a large sorted set is freed in the background (UNLINK), so even a key
+// of millions of records does not block Redis. A reset with a request ID,
+// the caller's or, with a client that resends, the store's, is applied
+// once: sent again, it does not delete what was charged after it.
 func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm) error {
 	if _, err := scriptFor(alg); err != nil {
 		return err
@@ -39,12 +40,14 @@ type reset struct {
 
 func (r *reset) script() (*redis.Script, error) { return scripts.Reset, nil }
 
-// keys are the state, then with a request ID the reset's once key.
+// keys are the state and its mark, then with a request ID the reset's
+// once key.
 func (r *reset) keys() []string {
+	keys := []string{r.rkeys[0], r.rkeys[0] + markSuffix}
 	if once := r.rid.key(r.rkeys[0], onceReset); once != "" {
-		return []string{r.rkeys[0], once}
+		keys = append(keys, once)
 	}
-	return r.rkeys
+	return keys
 }
 
 // args are ARGV: how long go-redis may resend the reset, in ms, rounded up.

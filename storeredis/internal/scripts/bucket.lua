@@ -27,10 +27,6 @@
 
 local MAXC, MAXD = 1125899906842624, 1125899906842624 -- 2^50: counts; µs
 
--- slack is 0 for a decision; the reservation driver (reserve.lua) sets it
--- to the longest wait, in µs, a booking accepts (algorithms.Reserver).
-local slack = 0
-
 -- mul_div returns floor(a × b / c) and a × b mod c exactly, as mulDiv does in
 -- Go, for integers 0 <= a, b < 2^53 and 0 < c <= 2^50 whose quotient is below
 -- 2^53. A product below 2^52 is exact as a double. A larger one is never

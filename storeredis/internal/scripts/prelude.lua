@@ -35,6 +35,10 @@ else
   now, grace = tonumber(ARGV[1]), 1000000
 end
 local cost = tonumber(ARGV[2])
+-- slack is 0 for a decision; the booking drivers (reserve.lua, lease.lua)
+-- set it to the longest wait, in µs, a booking accepts
+-- (algorithms.Reserver), which bucket.lua's step reads.
+local slack = 0
 local need = cost
 if cost <= 0 then need = math.max(-cost, 1) end
 

@@ -3,7 +3,7 @@
 // A decision script is the prelude, the libraries the algorithm's step
 // requires, its step file (<name>.lua, named after its algorithms.Kind) and
 // a driver: decide.lua for one decision, decide_batch.lua for a batch of
-// them, reserve.lua for a booking, refund.lua for a refund, decide_set.lua
+// them, reserve.lua for a booking, lease.lua for a lease's booking, refund.lua for a refund, decide_set.lua
 // for a set of kinds and decide_set_batch.lua for a batch of such sets. reset.lua, ttl.lua and time.lua stand alone. Each
 // file's header documents its KEYS, ARGV and reply. Every script is
 // assembled once, on first use, and kept: a *redis.Script computes its SHA
@@ -90,15 +90,18 @@ func Decide(k *algorithms.Kind) (*redis.Script, error) {
 	return sc.run, sc.err
 }
 
-// batch, reserve and refund are the scripts of the other one-kind drivers,
+// batch, reserve, leases and refund are the scripts of the other one-kind drivers,
 // by kind, assembled on first use.
-var batch, reserve, refund sync.Map // *algorithms.Kind → *redis.Script
+var batch, reserve, leases, refund sync.Map // *algorithms.Kind → *redis.Script
 
 // Batch returns k's script for a batch of decisions (decide_batch.lua).
 func Batch(k *algorithms.Kind) (*redis.Script, error) { return driven(&batch, k, "decide_batch.lua") }
 
 // Reserve returns k's booking script (reserve.lua).
 func Reserve(k *algorithms.Kind) (*redis.Script, error) { return driven(&reserve, k, "reserve.lua") }
+
+// Lease returns k's script for a lease's booking (lease.lua).
+func Lease(k *algorithms.Kind) (*redis.Script, error) { return driven(&leases, k, "lease.lua") }
 
 // Refund returns k's refund script (refund.lua).
 func Refund(k *algorithms.Kind) (*redis.Script, error) { return driven(&refund, k, "refund.lua") }
