@@ -56,7 +56,7 @@ func (b *leaseBooking) keys() []string {
 	return keys
 }
 
-// args are ARGV: now, the cost, the three parameters (” for a burst the
+// args are ARGV: now, the cost, the three parameters (an empty string for a burst the
 // kind does not take), the longest wait in µs, then with a once key the
 // limit and the once key's least lifetime.
 func (b *leaseBooking) args() []any {
