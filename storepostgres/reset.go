@@ -10,9 +10,10 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// Reset deletes alg's state for key. A reset with the caller's request ID
-// is applied once: sent again, it does not delete what was charged after
-// it.
+// Reset deletes alg's state for key, or puts back the key's mark, the
+// state the latest lease left (see Lease), while the store keeps it. A
+// reset with the caller's request ID is applied once: sent again, it does
+// not delete what was charged after it.
 func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm) error {
 	if err := checkKind(alg); err != nil {
 		return err
@@ -30,14 +31,12 @@ func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm
 		return err
 	}
 	rkey := key(k, alg)
-	var err error
-	var applied bool // whether the reset deleted the row now, or its ID says it did before
+	var once []byte // NULL without a request ID
 	if given {
-		err = s.queryRow(ctx, "SELECT ratewise.reset_once($1, $2, 0)", []any{rkey, onceKey(rkey, onceReset, id)}, &applied)
-	} else {
-		err = s.queryRow(ctx, "WITH d AS (DELETE FROM ratewise.state WHERE key = $1 RETURNING 1) SELECT count(*) > 0 FROM d", []any{rkey}, &applied)
+		once = onceKey(rkey, onceReset, id)
 	}
-	if err != nil {
+	var applied bool // whether the reset applied now, or its ID says it did before
+	if err := s.queryRow(ctx, "SELECT ratewise.reset($1, $2, $3, 0)", []any{rkey, markKey(rkey), once}, &applied); err != nil {
 		return s.failure(ctx, err, true)
 	}
 	return nil

@@ -33,6 +33,40 @@ BEGIN
   RETURN r;
 END $$;
 
+-- __kind___lease books a lease's _cost units (store.Leaser): it decides,
+-- or books with a slack above 0, as __kind___once does, with a request ID
+-- (_once) or without one (NULL), and on admission copies the key's row to
+-- _mark, its mark, which ratewise.reset puts back. It returns the
+-- decision's {allowed, remaining, retry_after, reset_after, at, delay},
+-- and with a request ID what __kind___once returns.
+CREATE OR REPLACE FUNCTION ratewise.__kind___lease(_key bytea, _mark bytea, _once bytea, _now bigint, _cost bigint,
+    _slack bigint, _p1 bigint, _p2 bigint, _p3 bigint, _grace bigint, _lim bigint, _horizon bigint)
+RETURNS bigint[] LANGUAGE plpgsql AS $$
+DECLARE
+  r bigint[];
+BEGIN
+  IF _once IS NOT NULL THEN
+    PERFORM ratewise.lock_once(_once);
+    r := ratewise.once_seen(_once);
+    IF r IS NOT NULL THEN
+      RETURN r;
+    END IF;
+  END IF;
+  /*upsert*/ INTO r;
+  IF r[1] = 1 THEN
+    INSERT INTO ratewise.state AS m (key, state, expires, res)
+      SELECT _mark, s.state, s.expires, s.res FROM ratewise.state s WHERE s.key = _key
+    ON CONFLICT (key) DO UPDATE SET (state, expires, res) = (excluded.state, excluded.expires, excluded.res);
+  END IF;
+  IF _once IS NOT NULL THEN
+    r := r || ARRAY[_lim, _p1, coalesce(_p3, 0), _cost];
+    IF r[1] = 1 THEN
+      PERFORM ratewise.once_keep(_once, r, greatest(r[4] + _grace, _horizon));
+    END IF;
+  END IF;
+  RETURN r;
+END $$;
+
 -- __kind___give gives back _n units that a request admitted at _at was
 -- charged (the kind's refund), then inspects the key, and returns the
 -- inspection's {allowed, remaining, retry_after, reset_after, at}. The

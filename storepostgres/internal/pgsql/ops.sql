@@ -89,20 +89,38 @@ BEGIN
   RETURN r;
 END $$;
 
--- reset_once deletes the state at _key unless the reset was applied
--- before under its request ID (_once), and then keeps the ID for as long
--- as the state it deleted would have counted, and at least _horizon µs. It
--- returns whether it applied the reset.
-CREATE OR REPLACE FUNCTION ratewise.reset_once(_key bytea, _once bytea, _horizon bigint)
+-- reset deletes the state at _key, or puts back its mark, the row at
+-- _mark (a copy of the state the latest lease left, see __kind___lease),
+-- while the mark may not be deleted yet. With a request ID (_once, or
+-- NULL for none) it is applied once: unless the reset was applied before
+-- under that ID, it applies and then keeps the ID for as long as the state
+-- it deleted or put back counts, and at least _horizon µs. It returns
+-- whether it applied the reset.
+CREATE OR REPLACE FUNCTION ratewise.reset(_key bytea, _mark bytea, _once bytea, _horizon bigint)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   left_until bigint;
+  m record;
 BEGIN
-  PERFORM ratewise.lock_once(_once);
-  IF ratewise.once_seen(_once) IS NOT NULL THEN
-    RETURN false;
+  IF _once IS NOT NULL THEN
+    PERFORM ratewise.lock_once(_once);
+    IF ratewise.once_seen(_once) IS NOT NULL THEN
+      RETURN false;
+    END IF;
   END IF;
-  DELETE FROM ratewise.state s WHERE s.key = _key RETURNING s.expires INTO left_until;
-  PERFORM ratewise.once_keep(_once, '{1}', greatest(coalesce(left_until - ratewise.now_us(), 0), _horizon));
+  SELECT k.state, k.expires, k.res INTO m FROM ratewise.state k
+    WHERE k.key = _mark AND k.state IS NOT NULL AND k.expires > ratewise.now_us();
+  IF FOUND THEN
+    INSERT INTO ratewise.state AS s (key, state, expires, res) VALUES (_key, m.state, m.expires, m.res)
+    ON CONFLICT (key) DO UPDATE SET (state, expires, res) = (excluded.state, excluded.expires, excluded.res)
+    RETURNING s.expires INTO left_until;
+  ELSE
+    DELETE FROM ratewise.state s WHERE s.key = _key RETURNING s.expires INTO left_until;
+  END IF;
+  IF _once IS NOT NULL THEN
+    PERFORM ratewise.once_keep(_once, '{1}', greatest(coalesce(left_until - ratewise.now_us(), 0), _horizon));
+  END IF;
   RETURN true;
 END $$;
+
+DROP FUNCTION IF EXISTS ratewise.reset_once(bytea, bytea, bigint);

@@ -48,7 +48,7 @@ var files embed.FS
 // Version is the version of the schema this package creates. A database
 // whose schema has another version is migrated by Schema's statements,
 // which replace every function.
-const Version = 3
+const Version = 4
 
 // Schema returns the statements that create or update the schema: the
 // tables and helpers, then every registered kind's step, or an error
