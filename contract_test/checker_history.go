@@ -287,8 +287,12 @@ func (h *history) bucketBound(evs []event2) string {
 			}
 		}
 		admitted := ev.step != -1 && h.kept[ev.step].cost > 0
-		if !admitted && (count == 0 || p.Limit == count) {
-			continue // an inspection, or a denial: nothing written
+		if !admitted && (count == 0 || p.Limit == count || used.Sign() == 0) {
+			// An inspection, or a denial: nothing written, unless it
+			// converts tokens still used to another rate count (a state
+			// whose tokens all drained is no state, and stays as it was,
+			// its latest time included).
+			continue
 		}
 		kept, count, last = used, p.Limit, max(t, last)
 		if !admitted {
