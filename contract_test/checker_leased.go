@@ -211,8 +211,7 @@ func (e *env) runLeased(ops []op, namespace string, setup checkerSetup, tally *l
 			return fmt.Sprintf("step %d: %s", i+1, msg)
 		}
 	}
-	_, marks := e.inner.(store.Leaser)
-	return h.checkSpent(!marks)
+	return h.checkSpent()
 }
 
 // latest returns the latest time an admission on key's state under its
@@ -251,13 +250,11 @@ func (h *history) latest(side *checkerSide, key string) time.Time {
 //     bucket: what carries over a change of limit is the model checker's
 //     to check, on the store itself.
 //
-// A Reset starts the check afresh, as on a direct store: a store that
-// leases (store.Leaser) puts back the state its latest lease left, in
-// which every unit other instances still hold is charged. On a store that
-// cannot, loose is set, and after a Reset each limit is raised by what
-// other instances' leases may hold, (Instances-1) × Burst/Divisor: their
-// leases, booked before it, live on until they end (lease.Store.Reset).
-func (h *history) checkSpent(loose bool) string {
+// A Reset starts the check afresh, as on a direct store, with no
+// allowance: the store (a store.Leaser) puts back the state its latest
+// lease left, in which every unit other instances' leases still hold is
+// charged, so what they spend after it fits beside what the key admits.
+func (h *history) checkSpent() string {
 	for k, sh := range h.states {
 		if len(sh.events) == 0 {
 			continue
@@ -265,9 +262,6 @@ func (h *history) checkSpent(loose bool) string {
 		limits := make([]int64, len(sh.events))
 		for i, ev := range sh.events {
 			limits[i] = algo.MaxCost(ev.alg)
-			if loose && len(sh.resets) > 0 {
-				limits[i] += (leasedInstances - 1) * (limits[i] / leasedPolicy(nil).Divisor)
-			}
 		}
 		var msg string
 		if algo.FamilyOf(sh.events[0].alg.Kind()) == algo.FamilyBucket {
@@ -326,9 +320,9 @@ func (h *history) bucketSpent(evs []event2, limits []int64) string {
 }
 
 // counting returns s, counting in tally the bookings of leases and the
-// decisions of cost 1 that reach it. It keeps what s can do: book,
-// refund, decide sets, apply request IDs; s must do the first three, as a
-// leased store must.
+// decisions of cost 1 that reach it. It keeps what s can do: book leases,
+// book, refund, decide sets, apply request IDs; s must do all but the
+// last, as the stores a leased line runs on do.
 func counting(s store.Store, tally *leasedTally) store.Store {
 	c := countingStore{Store: s, tally: tally}
 	if _, ok := s.(store.Idempotent); ok {
@@ -365,18 +359,9 @@ func (c countingStore) Reserve(ctx context.Context, key store.Key, alg algorithm
 	return c.Store.(store.Reserver).Reserve(ctx, key, alg, now, cost, maxWait)
 }
 
-// Lease is the inner store's Lease, or without one what the layer does
-// instead: Reserve for the buckets, Decide for the fixed window.
 func (c countingStore) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
 	c.count(ctx, 0)
-	if ls, ok := c.Store.(store.Leaser); ok {
-		return ls.Lease(ctx, key, alg, now, cost, maxWait)
-	}
-	if algo.Reserves(alg) {
-		return c.Store.(store.Reserver).Reserve(ctx, key, alg, now, cost, maxWait)
-	}
-	res, err := c.Store.Decide(ctx, key, alg, now, cost)
-	return res, 0, err
+	return c.Store.(store.Leaser).Lease(ctx, key, alg, now, cost, maxWait)
 }
 
 func (c countingStore) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {

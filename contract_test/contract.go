@@ -87,7 +87,8 @@ func ExpiryGrace(d time.Duration) Option { return optionFunc(func(c *config) { c
 func Sampled() Option { return optionFunc(func(c *config) { c.sampled = true }) }
 
 // Leased tells Run to check the store under the leasing layer (package
-// lease): newStore returns the store that leases book and refund on, and
+// lease): newStore returns the store that leases book and refund on (a
+// store.Leaser and a store.Refunder), and
 // every rule runs on it wrapped for one instance, so that a hot key's
 // decisions of cost 1 are made from that instance's lease, with the lease's
 // view of the key. The model_check rule wraps it for three instances

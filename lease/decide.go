@@ -159,8 +159,9 @@ func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algor
 }
 
 // book books n units for key under alg at now in one round trip, with the
-// request ID id: the inner store's Lease (store.Leaser), or without it
-// Reserve for the bucket and Decide of cost n for the fixed window. A booking whose outcome is unknown (store.ErrMaybeDecided) is
+// request ID id: the inner store's Lease (store.Leaser), which books as
+// Reserve does for the buckets and decides a cost of n for the fixed
+// window. A booking whose outcome is unknown (store.ErrMaybeDecided) is
 // sent once more with the same ID when the inner store applies IDs, and
 // returns the first outcome.
 func (s *Store) book(ctx context.Context, id string, key store.Key, alg algorithms.Algorithm, now time.Time, n int64, maxWait time.Duration) (algorithms.Result, error) {
@@ -173,15 +174,8 @@ func (s *Store) book(ctx context.Context, id string, key store.Key, alg algorith
 }
 
 func (s *Store) bookOnce(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, n int64, maxWait time.Duration) (algorithms.Result, error) {
-	if s.ls != nil {
-		res, _, err := s.ls.Lease(ctx, key, alg, now, n, maxWait)
-		return res, err
-	}
-	if algo.Reserves(alg) {
-		res, _, err := s.rs.Reserve(ctx, key, alg, now, n, maxWait)
-		return res, err
-	}
-	return s.inner.Decide(ctx, key, alg, now, n)
+	res, _, err := s.ls.Lease(ctx, key, alg, now, n, maxWait)
+	return res, err
 }
 
 // direct decides the request in the inner store, and keeps how far ahead

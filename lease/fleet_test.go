@@ -22,6 +22,7 @@ import (
 // inner is what the fleet needs of the store the wrappers share.
 type inner interface {
 	store.Store
+	store.Leaser
 	store.Reserver
 	store.Refunder
 	store.SetDecider
@@ -46,21 +47,26 @@ func (c *counting) Decide(ctx context.Context, key store.Key, alg algorithms.Alg
 	if cost > 0 {
 		c.trips.Add(1)
 	}
-	res, err := c.inner.Decide(ctx, key, alg, now, cost)
-	// Only the second booking: one instance's units moved into the next
-	// window meet that window's own, which the others fill.
-	if c.lie > 0 && cost > 1 && res.Allowed && c.lieSeen.Add(1) == 2 {
-		res.At = res.At.Add(c.lie)
-	}
-	return res, err
+	return c.inner.Decide(ctx, key, alg, now, cost)
 }
 
 func (c *counting) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
 	c.trips.Add(1)
-	res, d, err := c.inner.Reserve(ctx, key, alg, now, cost, maxWait)
-	if c.lie > 0 && res.Allowed {
+	return c.inner.Reserve(ctx, key, alg, now, cost, maxWait)
+}
+
+func (c *counting) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	c.trips.Add(1)
+	res, d, err := c.inner.Lease(ctx, key, alg, now, cost, maxWait)
+	switch {
+	case c.lie <= 0 || !res.Allowed:
+	case algo.Reserves(alg):
 		c.lieSeen.Add(1)
 		res.ResetAfter -= min(c.lie, res.ResetAfter)
+	case c.lieSeen.Add(1) == 2:
+		// Only the second booking: one instance's units moved into the
+		// next window meet that window's own, which the others fill.
+		res.At = res.At.Add(c.lie)
 	}
 	return res, d, err
 }

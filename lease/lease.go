@@ -29,12 +29,11 @@
 // a probe key at a time no server clock shows, and is then never leased
 // on.
 //
-// Reset on a key drops this instance's lease on it but not other
-// instances'. A store that leases (store.Leaser) keeps their units
-// charged: its Reset puts back the state the latest lease left. On a store
-// that cannot, which books leases as reservations, the key may admit up to
-// the units other instances hold beyond its limit until their leases end
-// (a lease lasts a few round trips). A refund of an
+// Reset on a key ends this instance's lease on it but not other
+// instances', whose units stay charged: the inner store (a store.Leaser)
+// puts back the state the latest lease on the key left, which counts
+// every unit a lease still holds, and forgets only what was charged after
+// it. So a Reset on a leased key does not make it full. A refund of an
 // admission made on a leased key (Limiter.Refund) goes to the inner store,
 // which may move other instances' units' windows by its units: leased keys
 // should not be refunded. A changed limit ends a lease at this instance's
@@ -69,7 +68,7 @@ var (
 var ErrInvalidPolicy = errors.New("lease: invalid policy")
 
 // ErrCannotLease is wrapped, with store.ErrUnsupported, by Wrap's error for
-// a store that cannot book (store.Reserver) or refund (store.Refunder), or
+// a store that cannot book leases (store.Leaser) or refund (store.Refunder), or
 // that is known to decide on a clock of its own, such as a Redis or
 // PostgreSQL store built without WithClientTime (leases need the store to
 // decide at the caller's now). The message says which.
@@ -177,10 +176,10 @@ func (systemClock) Now() time.Time { return time.Now() }
 // use; Close gives back what its leases hold.
 type Store struct {
 	inner store.Store
-	rs    store.Reserver
+	ls    store.Leaser
+	rs    store.Reserver // nil when the inner store cannot book
 	rf    store.Refunder
-	ls    store.Leaser // nil when the inner store books leases as reservations
-	idem  bool         // the inner store applies request IDs: a booking may be retried
+	idem  bool // the inner store applies request IDs: a booking may be retried
 	p     Policy
 	// sizing is the policy of every key's lease sizer.
 	sizing core.Policy
@@ -195,8 +194,8 @@ type Store struct {
 	nextSweep atomic.Int64 // µs on the Policy's clock
 }
 
-// Wrap returns a Store that leases from s under p. s must book
-// (store.Reserver) and refund (store.Refunder), as the memory, Redis and
+// Wrap returns a Store that leases from s under p. s must book leases
+// (store.Leaser) and refund (store.Refunder), as the memory, Redis and
 // PostgreSQL stores do, and decide at the now it is given (see the package
 // doc): a store known to decide on its own clock is ErrCannotLease too.
 func Wrap(s store.Store, p Policy) (*Store, error) {
@@ -204,10 +203,11 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, ok := s.(store.Reserver)
+	ls, ok := s.(store.Leaser)
 	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot book (store.Reserver): %w", ErrCannotLease, s, store.ErrUnsupported)
+		return nil, fmt.Errorf("%w: %T cannot book leases (store.Leaser): %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
+	rs, _ := s.(store.Reserver)
 	rf, ok := s.(store.Refunder)
 	if !ok {
 		return nil, fmt.Errorf("%w: %T cannot refund (store.Refunder): %w", ErrCannotLease, s, store.ErrUnsupported)
@@ -217,7 +217,6 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 		return nil, fmt.Errorf("%w: %T ignores the now it is given (build it WithClientTime): %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
 	_, idem := s.(store.Idempotent)
-	ls, _ := s.(store.Leaser)
 	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}
 	if _, err := core.NewSizer(sizing); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
@@ -231,20 +230,27 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	return w, nil
 }
 
-// Reset resets key's state under alg in the inner store and drops this
-// instance's lease on it, giving nothing back. Other instances' leases
-// live on until they end, charged in the state a store that leases puts
-// back (see the package doc).
+// Reset resets key's state under alg in the inner store, which puts back
+// the state the latest lease on the key left (store.Leaser), and ends this
+// instance's lease on it, giving back what it did not spend into that
+// state. Other instances' leases live on until they end, their units
+// charged in it (see the package doc).
 func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorithm) error {
 	err := s.inner.Reset(ctx, key, alg)
 	if k, ok := keyOf(key, alg); ok {
-		s.drop(k)
+		if back, held := s.drop(k); held && err == nil {
+			_ = s.giveBack(ctx, []giveBack{back})
+		}
 	}
 	return err
 }
 
-// Reserve is the inner store's Reserve.
+// Reserve is the inner store's Reserve, or store.ErrUnsupported for a
+// store that cannot book.
 func (s *Store) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	if s.rs == nil {
+		return algorithms.Result{}, 0, fmt.Errorf("%w: %T cannot book (store.Reserver)", store.ErrUnsupported, s.inner)
+	}
 	return s.rs.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 

@@ -29,8 +29,8 @@ func TestWrapRejects(t *testing.T) {
 		{"divisor below instances", mem, lease.Policy{Instances: 16, Divisor: 8}, []error{lease.ErrInvalidPolicy}},
 		{"negative min", mem, lease.Policy{Instances: 1, Min: -2}, []error{lease.ErrInvalidPolicy}},
 		{"negative max keys", mem, lease.Policy{Instances: 1, MaxKeys: -1}, []error{lease.ErrInvalidPolicy}},
-		{"no booking", decideOnly{mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
-		{"no refund", bookOnly{mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"no lease", bookOnly{mem, mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"no refund", leaseOnly{mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := lease.Wrap(tc.s, tc.p)
@@ -49,11 +49,17 @@ func TestWrapRejects(t *testing.T) {
 	}
 }
 
-type decideOnly struct{ store.Store }
-
+// bookOnly books and refunds, but cannot book leases.
 type bookOnly struct {
 	store.Store
 	store.Reserver
+	store.Refunder
+}
+
+// leaseOnly books leases, but cannot refund.
+type leaseOnly struct {
+	store.Store
+	store.Leaser
 }
 
 // hot drives one key of alg hard enough through w, on clk, that it leases,
@@ -151,6 +157,10 @@ func (o ownClock) Reserve(ctx context.Context, key store.Key, alg algorithms.Alg
 	return o.counting.Reserve(ctx, key, alg, o.clk.Now().Add(time.Hour), cost, maxWait)
 }
 
+func (o ownClock) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, _ time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return o.counting.Lease(ctx, key, alg, o.clk.Now().Add(time.Hour), cost, maxWait)
+}
+
 // TestOwnClockNeverLeases: a store that ignores the caller's now is found
 // out, and every decision goes to it.
 func TestOwnClockNeverLeases(t *testing.T) {
@@ -166,25 +176,38 @@ func TestOwnClockNeverLeases(t *testing.T) {
 	}
 }
 
-// TestResetDropsLease: after Reset, the instance's lease is gone: the key
-// starts from a full burst in the store, and nothing is given back into
-// it (that would count the old lease's units against the new state).
-func TestResetDropsLease(t *testing.T) {
+// TestResetKeepsLeasedUnits: Reset puts back the state the instance's
+// latest lease left (store.Leaser), so the units it spent stay charged and
+// the key is not full, and ends the lease, giving back what it did not
+// spend in one round trip: the key has at least the room it had before.
+func TestResetKeepsLeasedUnits(t *testing.T) {
 	w, c, clk := hot(t, gcra)
 	drive(t, w, clk, gcra, 10000, 5*time.Microsecond)
-	if err := w.Reset(context.Background(), key, gcra); err != nil {
-		t.Fatal(err)
-	}
-	before := c.trips.Load()
-	res, err := w.Decide(context.Background(), key, gcra, clk.Now(), 1)
+	ctx := context.Background()
+	before, err := c.inner.Decide(ctx, key, gcra, clk.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !res.Allowed || res.Remaining != gcra.Burst-1 {
-		t.Fatalf("after Reset: %+v, want a full burst less one", res)
+	trips := c.trips.Load()
+	if err := w.Reset(ctx, key, gcra); err != nil {
+		t.Fatal(err)
 	}
-	if got := c.trips.Load() - before; got != 1 {
-		t.Fatalf("the decision after Reset took %d round trips, want 1 (direct, no give-back)", got)
+	if got := c.trips.Load() - trips; got != 1 {
+		t.Fatalf("Reset of a key this instance leases made %d round trips besides the reset, want 1 (giving back its lease)", got)
+	}
+	after, err := c.inner.Decide(ctx, key, gcra, clk.Now(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Remaining < before.Remaining || after.Remaining >= gcra.Burst {
+		t.Fatalf("after Reset the store has %d of %d, before %d: want at least as much as before and less than the burst, the lease's spent units charged", after.Remaining, gcra.Burst, before.Remaining)
+	}
+	trips = c.trips.Load()
+	if res, err := w.Decide(ctx, key, gcra, clk.Now(), 1); err != nil || !res.Allowed {
+		t.Fatalf("after Reset: %+v, %v; want an admission", res, err)
+	}
+	if got := c.trips.Load() - trips; got != 1 {
+		t.Fatalf("the decision after Reset took %d round trips, want 1 (no lease is left)", got)
 	}
 }
 

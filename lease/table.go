@@ -98,16 +98,19 @@ func (s *Store) entryFor(k entryKey) *entry {
 	return e
 }
 
-// drop removes k's entry, its lease given nothing back.
-func (s *Store) drop(k entryKey) {
+// drop removes k's entry and ends its lease, and returns what the lease
+// gives back and whether that is any unit.
+func (s *Store) drop(k entryKey) (back giveBack, held bool) {
 	s.mu.Lock()
 	if e := s.entries[k]; e != nil {
 		e.mu.Lock()
-		e.lease, e.dead = nil, true
+		back = e.end(s.p.Clock.Now())
+		e.dead = true
 		e.mu.Unlock()
 		delete(s.entries, k)
 	}
 	s.mu.Unlock()
+	return back, back.n > 0
 }
 
 // sweepIfDue ends leases gone idle, at most once a round trip on the
