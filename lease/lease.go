@@ -68,7 +68,8 @@ var (
 var ErrInvalidPolicy = errors.New("lease: invalid policy")
 
 // ErrCannotLease is wrapped, with store.ErrUnsupported, by Wrap's error for
-// a store that cannot book leases (store.Leaser) or refund (store.Refunder), or
+// a store that cannot book leases (store.Leaser), book (store.Reserver) or
+// refund (store.Refunder), or
 // that is known to decide on a clock of its own, such as a Redis or
 // PostgreSQL store built without WithClientTime (leases need the store to
 // decide at the caller's now). The message says which.
@@ -177,7 +178,7 @@ func (systemClock) Now() time.Time { return time.Now() }
 type Store struct {
 	inner store.Store
 	ls    store.Leaser
-	rs    store.Reserver // nil when the inner store cannot book
+	rs    store.Reserver
 	rf    store.Refunder
 	idem  bool // the inner store applies request IDs: a booking may be retried
 	p     Policy
@@ -195,7 +196,7 @@ type Store struct {
 }
 
 // Wrap returns a Store that leases from s under p. s must book leases
-// (store.Leaser) and refund (store.Refunder), as the memory, Redis and
+// (store.Leaser), book (store.Reserver) and refund (store.Refunder), as the memory, Redis and
 // PostgreSQL stores do, and decide at the now it is given (see the package
 // doc): a store known to decide on its own clock is ErrCannotLease too.
 func Wrap(s store.Store, p Policy) (*Store, error) {
@@ -207,7 +208,10 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %T cannot book leases (store.Leaser): %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
-	rs, _ := s.(store.Reserver)
+	rs, ok := s.(store.Reserver)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T cannot book (store.Reserver): %w", ErrCannotLease, s, store.ErrUnsupported)
+	}
 	rf, ok := s.(store.Refunder)
 	if !ok {
 		return nil, fmt.Errorf("%w: %T cannot refund (store.Refunder): %w", ErrCannotLease, s, store.ErrUnsupported)
@@ -245,12 +249,8 @@ func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorit
 	return err
 }
 
-// Reserve is the inner store's Reserve, or store.ErrUnsupported for a
-// store that cannot book.
+// Reserve is the inner store's Reserve.
 func (s *Store) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	if s.rs == nil {
-		return algorithms.Result{}, 0, fmt.Errorf("%w: %T cannot book (store.Reserver)", store.ErrUnsupported, s.inner)
-	}
 	return s.rs.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 

@@ -30,7 +30,8 @@ func TestWrapRejects(t *testing.T) {
 		{"negative min", mem, lease.Policy{Instances: 1, Min: -2}, []error{lease.ErrInvalidPolicy}},
 		{"negative max keys", mem, lease.Policy{Instances: 1, MaxKeys: -1}, []error{lease.ErrInvalidPolicy}},
 		{"no lease", bookOnly{mem, mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
-		{"no refund", leaseOnly{mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"no booking", noBooking{mem, mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"no refund", noRefund{mem, mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := lease.Wrap(tc.s, tc.p)
@@ -56,10 +57,18 @@ type bookOnly struct {
 	store.Refunder
 }
 
-// leaseOnly books leases, but cannot refund.
-type leaseOnly struct {
+// noBooking books leases and refunds, but cannot book.
+type noBooking struct {
 	store.Store
 	store.Leaser
+	store.Refunder
+}
+
+// noRefund books leases and books, but cannot refund.
+type noRefund struct {
+	store.Store
+	store.Leaser
+	store.Reserver
 }
 
 // hot drives one key of alg hard enough through w, on clk, that it leases,

@@ -171,7 +171,8 @@ type Refunder interface {
 // latest admitted lease left. Reset puts the mark back in place of alg's
 // state instead of forgetting it, while the store still keeps the mark:
 // what leases booked stays charged, and what was charged after the latest
-// one is forgotten.
+// one is forgotten. The mark is that state as the booking left it: what
+// was given back since (Refund) is charged again.
 type Leaser interface {
 	// Lease books cost units (at least 1) for key under alg at now: as
 	// Reserve books them, waiting at most maxWait, for the token bucket and

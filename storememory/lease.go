@@ -18,59 +18,26 @@ var _ store.Leaser = (*Store)(nil)
 // admission makes a copy of the state it leaves the key's mark, which
 // Reset puts back.
 func (s *Store) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	if err := storecheck.Lease(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	id, once, err := requestID(ctx, cost)
-	if err != nil {
-		return algorithms.Result{}, 0, err
+	return s.book(ctx, sk, alg, now, cost, maxWait, true)
+}
+
+// mark makes a copy of the entry c found, which the admission just kept,
+// the mark of key (ns:key) under alg. Requires the write lock.
+func (sh *shard) mark(c cursor, alg algorithms.Algorithm, key string, el time.Duration) {
+	_, pos := c.t.find(c.h, c.ns, c.key)
+	if pos < 0 {
+		return
 	}
-	t := now.UnixNano()
-	h := s.hash(ns, key)
-	sh := s.shard(h)
-	el := s.elapsed()
-	sh.lock()
-	defer sh.unlock()
-	var k onceKey
-	if once {
-		k = onceKey{t: idOf(alg), op: onceDecide, key: sk.String(), id: id}
-		if rec, ok := sh.once.find(k, el); ok {
-			return rec.results[0], rec.delay, nil
-		}
+	if sh.marks == nil {
+		sh.marks = &markTable{}
 	}
-	c := sh.find(h, ns, key, alg, s.seed, true)
-	st := c.state(t)
-	changed := changes(alg, st, now, cost)
-	var (
-		state algo.State
-		res   algorithms.Result
-		delay time.Duration
-	)
-	if algo.Reserves(alg) {
-		state, res, delay = algo.Reserve(alg, st, now, cost, maxWait)
-	} else {
-		state, res = algo.Decide(alg, st, now, cost)
-	}
-	c.keep(state, res, t, el, cost, changed)
-	if res.Allowed {
-		if _, pos := c.t.find(h, ns, key); pos >= 0 {
-			if sh.marks == nil {
-				sh.marks = &markTable{}
-			}
-			sh.marks.keep(markKey{t: c.t.id, key: sk.String()}, c.t.mark(pos, alg), el)
-		}
-	}
-	if once && res.Allowed {
-		sh.once.keep(k, el, delay, res)
-	}
-	if sh.tick(false) {
-		sh.sweep(el)
-	}
-	return res, delay, nil
+	sh.marks.keep(markKey{t: idOf(alg), key: key}, c.t.mark(pos, alg), el)
 }
 
 // A shard keeps, for each key and table a lease was booked on, a copy of
@@ -100,7 +67,7 @@ type markTable struct {
 }
 
 // keep makes m k's mark. Marks that may be dropped at el go when the table
-// has doubled since it last dropped them.
+// has doubled since it last dropped them, and at the shard's sweeps.
 func (mt *markTable) keep(k markKey, m mark, el time.Duration) {
 	if mt.m == nil {
 		mt.m = make(map[markKey]mark)
@@ -108,13 +75,22 @@ func (mt *markTable) keep(k markKey, m mark, el time.Duration) {
 	}
 	mt.m[k] = m
 	if len(mt.m) >= mt.sweepAfter {
-		for k, m := range mt.m {
-			if m.gone(el) {
-				delete(mt.m, k)
-			}
-		}
-		mt.sweepAfter = max(2*len(mt.m), minSweepOps)
+		mt.sweep(el)
 	}
+}
+
+// sweep drops the marks that may be dropped at el. A nil table holds
+// none.
+func (mt *markTable) sweep(el time.Duration) {
+	if mt == nil {
+		return
+	}
+	for k, m := range mt.m {
+		if m.gone(el) {
+			delete(mt.m, k)
+		}
+	}
+	mt.sweepAfter = max(2*len(mt.m), minSweepOps)
 }
 
 // find returns k's mark, unless a sweep may have dropped it by el. A nil

@@ -72,6 +72,7 @@ func (sh *shard) sweep(el time.Duration) {
 	for _, t := range sh.tables {
 		t.sweep(uint32(max(el, 0) / time.Second))
 	}
+	sh.marks.sweep(el)
 	sh.opsSinceSweep.Store(0)
 	sh.sweepAfter.Store(int64(max(sh.len(), minSweepOps)))
 }

@@ -13,13 +13,21 @@ import (
 // Reserve books a request for key under alg (see store.Reserver), under
 // the key's shard lock.
 func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	if err := storecheck.Reserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
+	return s.book(ctx, sk, alg, now, cost, maxWait, false)
+}
+
+// book books cost for key under alg, checked, under the key's shard lock:
+// with algo.Reserve for the algorithms that book, with algo.Decide
+// otherwise (a lease of the fixed window). With lease, an admission makes
+// a copy of the entry it leaves the key's mark (see Lease).
+func (s *Store) book(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration, lease bool) (algorithms.Result, time.Duration, error) {
+	ns, key := sk.Namespace, sk.Name
 	id, once, err := requestID(ctx, cost)
 	if err != nil {
 		return algorithms.Result{}, 0, err
@@ -40,8 +48,20 @@ func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algori
 	c := sh.find(h, ns, key, alg, s.seed, true)
 	st := c.state(t)
 	changed := changes(alg, st, now, cost)
-	state, res, delay := algo.Reserve(alg, st, now, cost, maxWait)
+	var (
+		state algo.State
+		res   algorithms.Result
+		delay time.Duration
+	)
+	if algo.Reserves(alg) {
+		state, res, delay = algo.Reserve(alg, st, now, cost, maxWait)
+	} else {
+		state, res = algo.Decide(alg, st, now, cost)
+	}
 	c.keep(state, res, t, el, cost, changed)
+	if lease && res.Allowed {
+		sh.mark(c, alg, sk.String(), el)
+	}
 	if once && res.Allowed {
 		sh.once.keep(k, el, delay, res)
 	}

@@ -86,9 +86,10 @@ type Config struct {
 }
 
 // New returns the lease that a booking of n units under alg made at now
-// returned: for the token bucket and GCRA, store.Reserver.Reserve's Result
-// (the wait it returns is not needed: every unit's turn follows from the
-// Result); for the fixed window, store.Store.Decide's. now must be the now
+// returned: store.Leaser.Lease's Result, which for the token bucket and
+// GCRA is a booking's (the wait it returns is not needed: every unit's
+// turn follows from the Result) and for the fixed window a decision's of
+// cost n. now must be the now
 // the store was given, res.Allowed must be true, and n the cost booked.
 func New(alg algorithms.Algorithm, now time.Time, n int64, res algorithms.Result, cfg Config) (*Lease, error) {
 	if err := algo.CheckKind(alg); err != nil {

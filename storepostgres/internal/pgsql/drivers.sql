@@ -38,13 +38,15 @@ END $$;
 -- (_once) or without one (NULL), and on admission copies the key's row to
 -- _mark, its mark, which ratewise.reset puts back. It returns the
 -- decision's {allowed, remaining, retry_after, reset_after, at, delay},
--- and with a request ID what __kind___once returns.
+-- and with a request ID what __kind___once returns. It holds the key's
+-- lease lock (ratewise.lock_lease), as a reset does.
 CREATE OR REPLACE FUNCTION ratewise.__kind___lease(_key bytea, _mark bytea, _once bytea, _now bigint, _cost bigint,
     _slack bigint, _p1 bigint, _p2 bigint, _p3 bigint, _grace bigint, _lim bigint, _horizon bigint)
 RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
   r bigint[];
 BEGIN
+  PERFORM ratewise.lock_lease(_key);
   IF _once IS NOT NULL THEN
     PERFORM ratewise.lock_once(_once);
     r := ratewise.once_seen(_once);

@@ -94,14 +94,17 @@ END $$;
 -- while the mark may not be deleted yet. With a request ID (_once, or
 -- NULL for none) it is applied once: unless the reset was applied before
 -- under that ID, it applies and then keeps the ID for as long as the state
--- it deleted or put back counts, and at least _horizon µs. It returns
--- whether it applied the reset.
+-- it deleted or put back would have counted, and at least _horizon µs. It
+-- returns whether it applied the reset. It holds the key's lease lock
+-- (lock_lease) from before it reads the mark until it commits, so that a
+-- lease booked meanwhile is either in the mark it reads or after it.
 CREATE OR REPLACE FUNCTION ratewise.reset(_key bytea, _mark bytea, _once bytea, _horizon bigint)
 RETURNS boolean LANGUAGE plpgsql AS $$
 DECLARE
   left_until bigint;
   m record;
 BEGIN
+  PERFORM ratewise.lock_lease(_key);
   IF _once IS NOT NULL THEN
     PERFORM ratewise.lock_once(_once);
     IF ratewise.once_seen(_once) IS NOT NULL THEN
@@ -111,9 +114,10 @@ BEGIN
   SELECT k.state, k.expires, k.res INTO m FROM ratewise.state k
     WHERE k.key = _mark AND k.state IS NOT NULL AND k.expires > ratewise.now_us();
   IF FOUND THEN
+    SELECT s.expires INTO left_until FROM ratewise.state s WHERE s.key = _key FOR UPDATE;
     INSERT INTO ratewise.state AS s (key, state, expires, res) VALUES (_key, m.state, m.expires, m.res)
-    ON CONFLICT (key) DO UPDATE SET (state, expires, res) = (excluded.state, excluded.expires, excluded.res)
-    RETURNING s.expires INTO left_until;
+    ON CONFLICT (key) DO UPDATE SET (state, expires, res) = (excluded.state, excluded.expires, excluded.res);
+    left_until := greatest(left_until, m.expires);
   ELSE
     DELETE FROM ratewise.state s WHERE s.key = _key RETURNING s.expires INTO left_until;
   END IF;
@@ -123,4 +127,7 @@ BEGIN
   RETURN true;
 END $$;
 
-DROP FUNCTION IF EXISTS ratewise.reset_once(bytea, bytea, bigint);
+-- reset_once is reset without a mark, for the stores of schema 3 still
+-- running while a newer one migrates: they call it for a reset with an ID.
+CREATE OR REPLACE FUNCTION ratewise.reset_once(_key bytea, _once bytea, _horizon bigint)
+RETURNS boolean LANGUAGE sql AS $$ SELECT ratewise.reset(_key, NULL, _once, _horizon) $$;

@@ -46,6 +46,13 @@ CREATE OR REPLACE FUNCTION ratewise.lock_once(_once bytea) RETURNS void
 LANGUAGE sql VOLATILE AS
 $$ SELECT pg_advisory_xact_lock(hashtextextended(encode(_once, 'hex'), 7305)) $$;
 
+-- lock_lease serialises a key's lease bookings and resets, until the end
+-- of the transaction: a reset reads the key's mark, which a booking
+-- writes after it locks the key's row (see ratewise.reset).
+CREATE OR REPLACE FUNCTION ratewise.lock_lease(_key bytea) RETURNS void
+LANGUAGE sql VOLATILE AS
+$$ SELECT pg_advisory_xact_lock(hashtextextended(encode(_key, 'hex'), 7306)) $$;
+
 -- once_seen returns the outcome kept under once, or NULL.
 CREATE OR REPLACE FUNCTION ratewise.once_seen(_once bytea) RETURNS bigint[]
 LANGUAGE sql VOLATILE AS

@@ -28,19 +28,15 @@ if seen then
     seen[8] or p1, seen[9] or p3, seen[10] or cost}
 end
 slack = tonumber(ARGV[6])
-local state
-if read then state = read(key) else state = redis.call('GET', key) end
+local state = redis.call('GET', key)
 local allowed, remaining, retry, reset, at, new, aux, delay = step(key, state,
   p1, tonumber(ARGV[4]), tonumber(ARGV[5]))
 delay = delay or 0
+-- Every kind a lease can hold keeps its state in one string (its read and
+-- write are nil), which reset.lua puts back with a SET.
 if new then
-  if write then
-    write(key, new, aux)
-    if allowed == 1 then write(mark, new, aux) end
-  else
-    redis.call('SET', key, new, 'PX', ttl_ms(aux))
-    if allowed == 1 then redis.call('SET', mark, new, 'PX', ttl_ms(aux)) end
-  end
+  redis.call('SET', key, new, 'PX', ttl_ms(aux))
+  if allowed == 1 then redis.call('SET', mark, new, 'PX', ttl_ms(aux)) end
 end
 if once then
   local reply = {allowed, remaining, retry, reset, at, delay, tonumber(ARGV[7]), p1, p3, cost}
