@@ -23,8 +23,9 @@ func TestResetBesideLease(t *testing.T) {
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	ctx := context.Background()
 	const rounds = 200
+	run := time.Now().UnixNano() // fresh keys each time the test runs
 	for i := range rounds {
-		key := store.Key{Name: fmt.Sprintf("%s:%d", testKey(t), i)}
+		key := store.Key{Name: fmt.Sprintf("%s:%d:%d", testKey(t), run, i)}
 		var wg sync.WaitGroup
 		var leaseErr, resetErr error
 		wg.Add(2)
