@@ -105,28 +105,46 @@ func (s *refStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algo
 }
 
 func (s *refStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	if err := storecheck.Reserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
+	return s.book(ctx, sk, alg, now, cost, maxWait, false)
+}
+
+// book books checked input: with algo.Reserve for the algorithms that book
+// and algo.Decide otherwise, and with lease, an admission's state copied
+// as the key's mark.
+func (s *refStore) book(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration, lease bool) (algorithms.Result, time.Duration, error) {
 	id, once, err := refRequestID(ctx, true)
 	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := keyOf(key, alg)
+	k := keyOf(sk.String(), alg)
 	rec := refOnce{k, "decide", id}
 	if once {
 		if r, ok := s.once[rec]; ok {
 			return r.results[0], r.delay, nil
 		}
 	}
-	state, res, delay := algo.Reserve(alg, s.states[k], now, cost, maxWait)
+	var (
+		state algo.State
+		res   algorithms.Result
+		delay time.Duration
+	)
+	if algo.Reserves(alg) {
+		state, res, delay = algo.Reserve(alg, s.states[k], now, cost, maxWait)
+	} else {
+		state, res = algo.Decide(alg, s.states[k], now, cost)
+	}
 	s.states[k] = state
+	if lease && res.Allowed {
+		s.marks[k] = algo.Clone(alg, state)
+	}
 	if once && res.Allowed {
 		s.once[rec] = refRecord{results: []algorithms.Result{res}, delay: delay}
 	}
@@ -260,42 +278,11 @@ func (s *refStore) Reset(ctx context.Context, sk store.Key, alg algorithms.Algor
 // window, and keeps a copy of what an admission leaves as the key's mark,
 // forever (store.Leaser).
 func (s *refStore) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	if err := storecheck.Lease(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	id, once, err := refRequestID(ctx, true)
-	if err != nil {
-		return algorithms.Result{}, 0, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := keyOf(key, alg)
-	rec := refOnce{k, "decide", id}
-	if once {
-		if r, ok := s.once[rec]; ok {
-			return r.results[0], r.delay, nil
-		}
-	}
-	var (
-		state algo.State
-		res   algorithms.Result
-		delay time.Duration
-	)
-	if algo.Reserves(alg) {
-		state, res, delay = algo.Reserve(alg, s.states[k], now, cost, maxWait)
-	} else {
-		state, res = algo.Decide(alg, s.states[k], now, cost)
-	}
-	s.states[k] = state
-	if res.Allowed {
-		s.marks[k] = algo.Clone(alg, state)
-		if once {
-			s.once[rec] = refRecord{results: []algorithms.Result{res}, delay: delay}
-		}
-	}
-	return res, delay, nil
+	return s.book(ctx, sk, alg, now, cost, maxWait, true)
 }

@@ -133,18 +133,11 @@ func (t *table) put(slot, pos int, h uint64, ns, key string, alg algorithms.Algo
 	}
 	state := algo.Clone(alg, m.state)
 	*t.sweepAt(pos) = m.sweep
-	e := t.at(pos)
 	if t.packer != nil {
-		w, tag, ok := algo.Pack(t.packer, state)
-		if ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
-			t.tag, t.tagged = tag, true
-			e.w = w
-			if b := t.box(pos, false); b != nil {
-				*b = nil
-			}
+		if w, tag, ok := algo.Pack(t.packer, state); t.packInto(pos, w, tag, ok) {
 			return
 		}
 	}
-	e.w = algo.Words{boxed, m.expires}
+	t.at(pos).w = algo.Words{boxed, m.expires}
 	*t.box(pos, true) = state
 }

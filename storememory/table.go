@@ -292,12 +292,7 @@ func (t *table) keep(slot, pos int, h uint64, ns, key string, alg algorithms.Alg
 	e := t.at(pos)
 	if t.packer != nil {
 		w, tag, ok := algo.Pack(t.packer, state)
-		if ok && (tag == t.tag || !t.tagged) && w[0] >= 0 && w[0] <= maxPacked {
-			t.tag, t.tagged = tag, true
-			e.w = w
-			if b := t.box(pos, false); b != nil {
-				*b = nil
-			}
+		if t.packInto(pos, w, tag, ok) {
 			if t.scratch == nil {
 				t.scratch = state // packed, it is the table's to reuse
 			}
@@ -322,6 +317,22 @@ func (t *table) keep(slot, pos int, h uint64, ns, key string, alg algorithms.Alg
 	}
 	e.w = algo.Words{boxed, now + int64(life)}
 	*t.box(pos, true) = state
+}
+
+// packInto writes w, tag, what algo.Pack returned (ok) for a state, as the
+// packed entry at pos, and reports whether it could: the state packs, with
+// the tag the table's packed entries share, and stops counting at a time
+// a packed entry holds.
+func (t *table) packInto(pos int, w algo.Words, tag int64, ok bool) bool {
+	if !ok || t.tagged && tag != t.tag || w[0] < 0 || w[0] > maxPacked {
+		return false
+	}
+	t.tag, t.tagged = tag, true
+	t.at(pos).w = w
+	if b := t.box(pos, false); b != nil {
+		*b = nil
+	}
+	return true
 }
 
 // decidePacked decides a request of cost >= 1 by alg at now (Unix
