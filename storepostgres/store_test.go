@@ -99,6 +99,14 @@ func TestDifferentialReservations(t *testing.T) {
 	difftest.Reservations(t, s, testKey(t), sequences(40))
 }
 
+// TestDifferentialLeases holds the lease driver (<kind>_lease) and the
+// reset that puts a lease's mark back to the memory store's Go side
+// (difftest.Leases).
+func TestDifferentialLeases(t *testing.T) {
+	s := storepostgres.New(newPool(t), storepostgres.WithClientTime())
+	difftest.Leases(t, s, testKey(t), sequences(40))
+}
+
 // sequences is n, or a quarter of it under go test -short.
 func sequences(n int) int {
 	if testing.Short() {

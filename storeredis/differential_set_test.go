@@ -60,3 +60,14 @@ func TestDifferentialReservations(t *testing.T) {
 		})
 	}
 }
+
+// TestDifferentialLeases holds the lease driver (lease.lua) and the reset
+// that puts a lease's mark back to the memory store's Go side on random
+// leases, decisions, refunds and resets (difftest.Leases).
+func TestDifferentialLeases(t *testing.T) {
+	for name, client := range scriptTargets {
+		t.Run(name, func(t *testing.T) {
+			difftest.Leases(t, storeredis.New(client(t), storeredis.WithClientTime()), testKey(t), sequencesOn(name, 40))
+		})
+	}
+}
