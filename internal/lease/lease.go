@@ -19,7 +19,7 @@
 // It is not safe for concurrent use; the caller serialises each lease.
 //
 // Package lease at the module's root (lease.Wrap) is the layer that uses
-// it over any store that books and refunds; design.md, beside this file,
+// it over any store that books leases and refunds; design.md, beside this file,
 // gives the math and what is still open, and docs/leases.md what the layer
 // costs.
 package lease
