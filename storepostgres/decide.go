@@ -7,7 +7,6 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
@@ -51,20 +50,14 @@ func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorit
 // or with the caller's request ID and a cost above 0 the kind's once
 // driver.
 func (s *Store) decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost, slack int64) (algorithms.Result, time.Duration, error) {
-	id, given := requestid.From(ctx)
-	if given {
-		if err := storecheck.RequestID(ctx); err != nil {
-			return algorithms.Result{}, 0, err
-		}
-	}
-	if err := s.ensure(ctx); err != nil {
+	id, given, err := s.begin(ctx)
+	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	at, notBefore := s.clock(now)
 	p1, p2, p3 := pgsql.Params(alg)
 	rkey := key(k, alg)
 	var reply []int64
-	var err error
 	if s.co != nil && !given && slack == 0 {
 		d := &decision{key: rkey, alg: alg, now: at, cost: cost}
 		var queued bool

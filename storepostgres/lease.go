@@ -6,7 +6,6 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
@@ -32,13 +31,8 @@ func (s *Store) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm
 	if err := storecheck.Lease(alg, s.checkTime(now), cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	id, given := requestid.From(ctx)
-	if given {
-		if err := storecheck.RequestID(ctx); err != nil {
-			return algorithms.Result{}, 0, err
-		}
-	}
-	if err := s.ensure(ctx); err != nil {
+	id, given, err := s.begin(ctx)
+	if err != nil {
 		return algorithms.Result{}, 0, err
 	}
 	at, notBefore := s.clock(now)
@@ -54,7 +48,7 @@ func (s *Store) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm
 		slack = maxWait.Microseconds()
 	}
 	var reply []int64
-	err := s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0)",
+	err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0)",
 		[]any{rkey, markKey(rkey), once, at, cost, slack, p1, p2, p3, s.grace, algo.MaxCost(alg)}, &reply)
 	if err != nil {
 		return algorithms.Result{}, 0, s.failure(ctx, err, true)

@@ -6,8 +6,6 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/requestid"
-	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
@@ -21,13 +19,8 @@ func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if err := algo.CheckRefund(alg, s.checkTime(now), at, n); err != nil {
 		return algorithms.Result{}, err
 	}
-	id, given := requestid.From(ctx)
-	if given {
-		if err := storecheck.RequestID(ctx); err != nil {
-			return algorithms.Result{}, err
-		}
-	}
-	if err := s.ensure(ctx); err != nil {
+	id, given, err := s.begin(ctx)
+	if err != nil {
 		return algorithms.Result{}, err
 	}
 	nowArg, notBefore := s.clock(now)
@@ -40,7 +33,7 @@ func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorith
 		admitted = [][]byte{onceKey(rkey, onceDecide, id), onceKey(rkey, onceSet, id)}
 	}
 	var reply []int64
-	err := s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_give($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+	err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_give($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
 		[]any{rkey, nowArg, at.UnixMicro(), n, p1, p2, p3, s.grace, once, admitted, algo.MaxCost(alg),
 			algo.QuotaOf(alg).Window.Microseconds()}, &reply)
 	if err != nil {

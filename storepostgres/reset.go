@@ -5,8 +5,6 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/requestid"
-	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -21,13 +19,8 @@ func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm
 	if err := alg.Validate(); err != nil {
 		return err
 	}
-	id, given := requestid.From(ctx)
-	if given {
-		if err := storecheck.RequestID(ctx); err != nil {
-			return err
-		}
-	}
-	if err := s.ensure(ctx); err != nil {
+	id, given, err := s.begin(ctx)
+	if err != nil {
 		return err
 	}
 	rkey := key(k, alg)

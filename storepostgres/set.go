@@ -6,7 +6,6 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
@@ -24,13 +23,8 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 	if err := storecheck.Set(algs, s.checkTime(now), cost); err != nil {
 		return nil, err
 	}
-	id, given := requestid.From(ctx)
-	if given {
-		if err := storecheck.RequestID(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.ensure(ctx); err != nil {
+	id, given, err := s.begin(ctx)
+	if err != nil {
 		return nil, err
 	}
 	nowArg, notBefore := s.clock(now)
@@ -54,7 +48,7 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 		}
 	}
 	var reply []int64
-	err := s.queryRow(ctx, "SELECT ratewise.decide_set($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)",
+	err = s.queryRow(ctx, "SELECT ratewise.decide_set($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)",
 		[]any{keys, kinds, params, nowArg, cost, s.grace, onceArg, marks, lims}, &reply)
 	if err != nil {
 		return nil, s.failure(ctx, err, cost > 0)

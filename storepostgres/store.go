@@ -41,6 +41,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
@@ -154,6 +155,18 @@ func (s *Store) ensure(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// begin readies a request: it returns ctx's request ID and whether it has
+// one, which must be valid, once the schema is in place (ensure).
+func (s *Store) begin(ctx context.Context) (id string, given bool, err error) {
+	id, given = requestid.From(ctx)
+	if given {
+		if err := storecheck.RequestID(ctx); err != nil {
+			return "", false, err
+		}
+	}
+	return id, given, s.ensure(ctx)
 }
 
 // errNewerSchema is wrapped when the schema is newer than this store's.
