@@ -1,6 +1,7 @@
 package recommend
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -85,12 +86,18 @@ func MeasurePostgres(ctx context.Context, target replay.Target, alg algorithms.A
 			}
 			runs = append(runs, tm)
 		}
-		slices.SortFunc(runs, func(a, b replay.Timing) int { return int(a.PerSecond - b.PerSecond) })
-		l.PerSecond = Rate{Min: runs[0].PerSecond, Median: runs[1].PerSecond, Max: runs[2].PerSecond}
-		l.P50, l.P99 = runs[1].P50, runs[1].P99
+		median := medianRun(runs)
+		l.PerSecond = Rate{Min: runs[0].PerSecond, Median: median.PerSecond, Max: runs[2].PerSecond}
+		l.P50, l.P99 = median.P50, median.P99
 		s.Load = append(s.Load, l)
 	}
 	return s, nil
+}
+
+// medianRun sorts runs by decisions per second and returns the middle one.
+func medianRun(runs []replay.Timing) replay.Timing {
+	slices.SortFunc(runs, func(a, b replay.Timing) int { return cmp.Compare(a.PerSecond, b.PerSecond) })
+	return runs[len(runs)/2]
 }
 
 // fillPlan is how fill gives a key of alg a full window's state: requests

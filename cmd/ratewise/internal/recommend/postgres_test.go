@@ -168,3 +168,14 @@ func TestSizingSaysWhatItMeasured(t *testing.T) {
 		t.Errorf("a key at 1,000 requests per second of 3,000 is not hot, or does not fit:\n%s", got)
 	}
 }
+
+// medianRun orders runs whose rates differ by less than one decision a
+// second too: the figures CI printed once, when a comparison truncated to
+// an integer left them unsorted and the minimum above the median.
+func TestMedianRunOrdersCloseRates(t *testing.T) {
+	runs := []replay.Timing{{PerSecond: 3352.501679781101}, {PerSecond: 3351.978202192163}, {PerSecond: 3560.105373163479}}
+	m := medianRun(runs)
+	if runs[0].PerSecond != 3351.978202192163 || m.PerSecond != 3352.501679781101 || runs[2].PerSecond != 3560.105373163479 {
+		t.Fatalf("runs %+v, median %+v: want them sorted, the median 3352.50", runs, m)
+	}
+}
