@@ -29,6 +29,8 @@ var rules = []rule{
 	{"refund_concurrency", "64 goroutines that each take a unit and give it back at once leave the key full", refundConcurrency, false},
 	{"reset", "Reset forgets a key, which is then at full capacity; resetting an unknown key is not an error", reset, true},
 	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation, true},
+	{"long_keys", "keys of 1 byte to 64 KiB, of any bytes, decide exactly as the reference store decides them, with and without a request ID of 128 bytes, through refunds, sets, bookings and leases: no two keys share a state, a once record or a mark, however long, however alike, and whatever a store makes of a long one", longKeys, true},
+	{"once_spelling", "a request ID applied to one key is never taken for another (key, ID), whatever the key and the ID hold: an admission, a Stack's admission, a refund or a reset with ID p+s+z on key x, then one with ID z on key x+s'+p, with s and s' the separators stores put between parts, each decide as the reference store decides them", onceSpelling, true},
 	{"key_parts", "a store keeps one state per store.Key's String: a namespace and a name are the key namespace:name, however a key is split, for Decide, Reset and Refund alike", keyParts, true},
 	{"scope_isolation", "limiters of one algorithm whose windows or periods differ never share a key's state; limiters that differ only in their limit do", scopeIsolation, true},
 	{"result_fields", "Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, ResetAfter > 0 after an admission, At is not before now", resultFields, false},

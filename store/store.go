@@ -57,7 +57,10 @@ func (k Key) String() string {
 //     another scope's state under the same key, nor another key's. Algorithm
 //     values that differ only in limit, burst, capacity or rate count share
 //     state, so a changed limit keeps what a key used. Keys are arbitrary
-//     non-empty byte strings.
+//     non-empty byte strings, of any length: what a store keeps for one is
+//     bounded whatever its length (a long key under a digest that no
+//     other key can spell), and two keys never share a state, a request
+//     ID's record or a lease's mark.
 //   - Decide returns exactly the Result that alg's decision step
 //     returns on the stored state, now and cost, At
 //     included. A store that reads its own

@@ -10,7 +10,10 @@
 // and GCRA) live inline in the entry, so that deciding allocates nothing and
 // an idle key costs about 44 bytes besides the key itself. Keys are hashed
 // and compared in the two parts a store.Key carries, its namespace and
-// name, so nothing is joined per decision either.
+// name, so nothing is joined per decision either. A key longer than 2,048
+// bytes is kept under a digest of 32 bytes, keyed by a secret of the
+// store's, so that what a key costs is bounded and no caller can choose a
+// key that spells another's digest.
 // Inspections, and the denials that a key over its limit mostly gets, change
 // nothing, so they take the read lock, or, on a packed state the shard keeps
 // denying, no lock at all: a hot key's callers do not queue. Publishing such
@@ -31,6 +34,8 @@ package storememory
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/sha256"
 	"hash/maphash"
 	"math"
 	"time"
@@ -38,6 +43,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/checked"
+	"github.com/ratewise/ratewise/internal/longkey"
 	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 )
@@ -71,6 +77,8 @@ type Store struct {
 	// sweeps and request-ID records go by (see elapsed).
 	clock interface{ Now() time.Time }
 	base  time.Time
+	// secret keys the digests of long keys (see kept).
+	secret [32]byte
 }
 
 // tableID tells apart state that must never mix: the algorithm and its
@@ -89,6 +97,7 @@ func idOf(alg algorithms.Algorithm) tableID {
 // New returns an empty store.
 func New(opts ...Option) *Store {
 	s := &Store{seed: maphash.MakeSeed()}
+	_, _ = rand.Read(s.secret[:]) // crypto/rand never fails on the platforms Go supports
 	for _, o := range opts {
 		o.apply(s)
 	}
@@ -150,6 +159,26 @@ func (s *Store) elapsedOr(el time.Duration) time.Duration {
 		return s.elapsed()
 	}
 	return el
+}
+
+// kept returns the key as the store keeps it: k itself, or for a key
+// longer than longkey.Threshold a name of 32 bytes, the SHA-256 digest of
+// the store's secret and the key, so that a long key costs what a short
+// one does. The secret, drawn when the store is made, is what keeps a
+// digest from being any other key's spelling: a caller who cannot know it
+// cannot choose a short key that is the digest of a long one.
+func (s *Store) kept(k store.Key) store.Key {
+	if !longkey.Over(k.Namespace, k.Name) {
+		return k
+	}
+	h := sha256.New()
+	h.Write(s.secret[:])
+	h.Write([]byte(k.Namespace))
+	if k.Namespace != "" {
+		h.Write([]byte{':'})
+	}
+	h.Write([]byte(k.Name))
+	return store.Key{Name: string(h.Sum(nil))}
 }
 
 // hash returns the hash of the key ns:key (store.Key.String), without
@@ -263,6 +292,7 @@ func changes(alg algorithms.Algorithm, state algo.State, now time.Time, cost int
 // store.ErrUnsupported; an invalid algorithm, cost or time wraps the
 // algorithms package's errors, as on every store.
 func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	key = s.kept(key)
 	return s.decide(ctx, key.Namespace, key.Name, alg, now, cost)
 }
 
@@ -305,6 +335,7 @@ func (cs *checkedStore) DecideChecked(ctx context.Context, key store.Key, alg al
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
+	key = s.kept(key)
 	el := time.Duration(-1)
 	if now.IsZero() {
 		now = time.Now()
@@ -456,6 +487,7 @@ func (sh *shard) denied(h uint64, tb *table, e *entry) {
 // Reset forgets alg's state for key, or puts the key's mark back if a
 // lease left one (store.Leaser).
 func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorithm) error {
+	key = s.kept(key)
 	return s.reset(ctx, key.Namespace, key.Name, alg)
 }
 
@@ -512,6 +544,7 @@ func (s *Store) reset(ctx context.Context, ns, key string, alg algorithms.Algori
 // whole microsecond, so its TTL is its ResetAfter less the nanoseconds of
 // the now that wrote it.
 func (s *Store) TTL(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time) (time.Duration, error) {
+	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return 0, err

@@ -27,6 +27,7 @@ func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algori
 // otherwise (a lease of the fixed window). With lease, an admission makes
 // a copy of the entry it leaves the key's mark (see Lease).
 func (s *Store) book(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration, lease bool) (algorithms.Result, time.Duration, error) {
+	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
 	id, once, err := requestID(ctx, cost)
 	if err != nil {
@@ -77,6 +78,7 @@ func (s *Store) book(ctx context.Context, sk store.Key, alg algorithms.Algorithm
 // request is admitted when each would admit it alone, and only then is each
 // charged.
 func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -158,6 +160,7 @@ func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.A
 // Refund gives back n units that a request admitted at time at was charged
 // (see store.Refunder), under the key's shard lock.
 func (s *Store) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	key = s.kept(key)
 	return s.refund(ctx, key.Namespace, key.Name, alg, now, at, n)
 }
 

@@ -3,6 +3,7 @@ package storepostgres
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -136,17 +137,25 @@ func malformed(reply []int64, format string, args ...any) error {
 	return fmt.Errorf("%w: %s (reply %v)", errMalformed, fmt.Sprintf(format, args...), reply)
 }
 
-// Kinds of once keys, each the state's key followed by the kind and the
-// request ID: one ID names a request's admission (a decision or a
+// Kinds of once keys: one ID names a request's admission (a decision or a
 // booking), a set's decision, a refund of the admission, and a reset.
 const (
-	onceDecide = ":once:"
-	onceSet    = ":once-set:"
-	onceRefund = ":once-refund:"
-	onceReset  = ":once-reset:"
+	onceDecide = "once"
+	onceSet    = "once-set"
+	onceRefund = "once-refund"
+	onceReset  = "once-reset"
 )
 
+// onceKey returns the key of the once row of request ID id of kind on the
+// state at rkey: the kind, the length of rkey in decimal, rkey and the ID,
+// as in "once:9:gcra:1s:xid-17". The length makes the spelling one-to-one:
+// a key and an ID that end and begin with what separates them elsewhere
+// (key "x" with ID "y:once:z", key "x:once:y" with ID "z") name two rows.
 func onceKey(rkey []byte, kind, id string) []byte {
-	b := make([]byte, 0, len(rkey)+len(kind)+len(id))
-	return append(append(append(b, rkey...), kind...), id...)
+	b := make([]byte, 0, len(kind)+len(rkey)+len(id)+8)
+	b = append(b, kind...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(len(rkey)), 10)
+	b = append(b, ':')
+	return append(append(b, rkey...), id...)
 }

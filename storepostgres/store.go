@@ -41,6 +41,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
+	"github.com/ratewise/ratewise/internal/longkey"
 	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/internal/timeline"
@@ -242,13 +243,26 @@ func (s *Store) clock(now time.Time) (arg *int64, notBefore int64) {
 }
 
 // key returns the row key of alg's state for k: the kind, the scope and
-// the key, such as "gcra:1s:alice".
+// the key, such as "gcra:1s:alice". A key longer than longkey.Threshold
+// is kept under its SHA-256 digest, after "#": "#gcra:1s:" and 32 bytes.
+// Every other row key starts with a kind's name, and a mark with "!"
+// (markKey), so no digest is another row's key, and a row key is at most
+// a few dozen bytes over the threshold, which PostgreSQL's index takes
+// with a request ID beside it (onceKey).
 func key(k store.Key, alg algorithms.Algorithm) []byte {
-	b := make([]byte, 0, 32+len(k.Namespace)+len(k.Name))
+	long := longkey.Over(k.Namespace, k.Name)
+	b := make([]byte, 0, 40+min(len(k.Namespace)+len(k.Name), longkey.Threshold))
+	if long {
+		b = append(b, '#')
+	}
 	b = append(b, alg.Kind().Name()...)
 	b = append(b, ':')
 	b = algo.ScopeOf(alg).Append(b)
 	b = append(b, ':')
+	if long {
+		sum := longkey.Sum(k.Namespace, k.Name)
+		return append(b, sum[:]...)
+	}
 	if k.Namespace != "" {
 		b = append(b, k.Namespace...)
 		b = append(b, ':')

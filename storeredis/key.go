@@ -1,8 +1,11 @@
 package storeredis
 
 import (
+	"encoding/base64"
+
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/longkey"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
@@ -11,6 +14,9 @@ import (
 // if any; for a kind whose state has had more than one layout, the layout's
 // version follows the kind, as in "ratewise:gcra:v2:1s:{alice}", so that
 // ratewise versions that lay it out differently never read each other's.
+// A key longer than 2,048 bytes is kept under its SHA-256 digest, as in
+// "ratewise:gcra:v2:1s:{%sha256:<43 characters of base64url>}", which no
+// key kept whole spells: escaping puts "%" before "25", "7B" or "7D" only.
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
 	var buf [keyBuf]byte
 	return string(s.appendKey(buf[:0], key, alg))
@@ -35,7 +41,13 @@ func (s *Store) appendKey(b []byte, key string, alg algorithms.Algorithm) []byte
 	}
 	b = algo.ScopeOf(alg).Append(b)
 	b = append(b, ":{"...)
-	b = appendEscaped(b, key)
+	if longkey.Over("", key) {
+		sum := longkey.Sum("", key)
+		b = append(b, "%sha256:"...)
+		b = base64.RawURLEncoding.AppendEncode(b, sum[:])
+	} else {
+		b = appendEscaped(b, key)
+	}
 	return append(b, '}')
 }
 
