@@ -2,8 +2,10 @@ package storepostgres_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,8 +45,8 @@ func TestBatchDecidesAsAlone(t *testing.T) {
 					bs = append(bs, storepostgres.Batch{Key: fmt.Sprint(prefix, ":", rng.IntN(3)), Alg: a,
 						Now: clock.Step(rng, max(algo.ScopeOf(a).Window/time.Duration(max(algo.MaxCost(a), 1))*4, time.Microsecond)), Cost: cost})
 				}
-				got, err := s.SendBatch(ctx, bs)
-				if err != nil {
+				got, errs := s.SendBatch(ctx, bs)
+				if err := errors.Join(errs...); err != nil {
 					t.Fatalf("batch %d: %v", batch, err)
 				}
 				for j, b := range bs {
@@ -59,5 +61,57 @@ func TestBatchDecidesAsAlone(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBatchFailsAlone: a decision that raises an error in a batch fails
+// alone, with store.ErrUnavailable and not store.ErrMaybeDecided (the batch
+// rolled it back), and every other decision in the batch decides exactly
+// as the memory store decides them one by one, the poisoned ones left
+// out. The error here comes from a trigger that refuses to write some
+// keys, as a failing step would.
+func TestBatchFailsAlone(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t)
+	s := storepostgres.New(pool, storepostgres.WithClientTime())
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	exec := func(sql string) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`CREATE OR REPLACE FUNCTION public.poison() RETURNS trigger LANGUAGE plpgsql AS $$
+		BEGIN
+			IF position('\x706f69736f6e'::bytea IN NEW.key) > 0 THEN -- "poison"
+				RAISE EXCEPTION 'poisoned row';
+			END IF;
+			RETURN NEW;
+		END $$`)
+	exec(`CREATE TRIGGER poison BEFORE INSERT OR UPDATE ON ratewise.state FOR EACH ROW EXECUTE FUNCTION public.poison()`)
+	t.Cleanup(func() { _, _ = pool.Exec(ctx, `DROP TRIGGER poison ON ratewise.state`) })
+
+	alg := algorithms.FixedWindow{Limit: 3, Window: time.Minute}
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	prefix := testKey(t) + ":"
+	var bs []storepostgres.Batch
+	for i, name := range []string{"a", "poison", "b", "a", "poison", "a", "c", "a", "b"} {
+		bs = append(bs, storepostgres.Batch{Key: prefix + name, Alg: alg, Now: now.Add(time.Duration(i) * time.Millisecond), Cost: 1})
+	}
+	got, errs := s.SendBatch(ctx, bs)
+	ms := storememory.New()
+	for i, b := range bs {
+		if strings.HasSuffix(b.Key, "poison") {
+			if !errors.Is(errs[i], store.ErrUnavailable) || errors.Is(errs[i], store.ErrMaybeDecided) {
+				t.Fatalf("decision %d, on the poisoned key: %v; want store.ErrUnavailable, and not ErrMaybeDecided", i, errs[i])
+			}
+			continue
+		}
+		want, _ := ms.Decide(ctx, store.Key{Name: b.Key}, b.Alg, b.Now, b.Cost)
+		if errs[i] != nil || got[i] != want {
+			t.Fatalf("decision %d, on %s, beside the poisoned ones: %+v, %v; want %+v", i, b.Key, got[i], errs[i], want)
+		}
 	}
 }

@@ -62,13 +62,14 @@ func (s *Store) decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if s.co != nil && !given && slack == 0 {
 		d := &decision{key: rkey, alg: alg, now: at, cost: cost}
 		var queued bool
-		if reply, queued, err = s.shared(ctx, d); queued {
-			if err != nil {
-				return algorithms.Result{}, 0, err
-			}
+		switch reply, queued, err = s.shared(ctx, d); {
+		case queued && err == nil:
 			return decisionResult(reply, alg, cost, false, notBefore)
+		case queued && err != errAlone:
+			return algorithms.Result{}, 0, err
+		case !queued:
+			defer s.co.Sent()
 		}
-		defer s.co.Sent()
 	}
 	if given && cost > 0 {
 		err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",

@@ -28,10 +28,11 @@ type Batch struct {
 }
 
 // SendBatch decides bs in one call of their kind's batch function, as the
-// coalescer sends queued decisions, and returns each one's Result.
-func (s *Store) SendBatch(ctx context.Context, bs []Batch) ([]algorithms.Result, error) {
+// coalescer sends queued decisions, and returns each one's Result, or its
+// error: one that left the batch to go alone is errAlone.
+func (s *Store) SendBatch(ctx context.Context, bs []Batch) ([]algorithms.Result, []error) {
 	if err := s.ensure(ctx); err != nil {
-		return nil, err
+		return nil, []error{err}
 	}
 	ds := make([]*decision, len(bs))
 	for i, b := range bs {
@@ -40,14 +41,14 @@ func (s *Store) SendBatch(ctx context.Context, bs []Batch) ([]algorithms.Result,
 	}
 	s.sendBatch(ctx, ds)
 	out := make([]algorithms.Result, len(ds))
+	errs := make([]error, len(ds))
 	for i, d := range ds {
-		if d.err != nil {
-			return nil, d.err
-		}
-		var err error
-		if out[i], _, err = decisionResult(d.reply, d.alg, d.cost, false, 0); err != nil {
-			return nil, err
+		if errs[i] = d.err; d.err == nil {
+			out[i], _, errs[i] = decisionResult(d.reply, d.alg, d.cost, false, 0)
 		}
 	}
-	return out, nil
+	return out, errs
 }
+
+// ErrAlone is errAlone.
+var ErrAlone = errAlone

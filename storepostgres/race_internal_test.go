@@ -113,6 +113,7 @@ func TestSetAndBatchShareALockOrder(t *testing.T) {
 	ctx := context.Background()
 	pool := sharedPool(t)
 	s := New(pool, WithCoalescing(0))
+	s.lockTimeout = "30s" // the batch waits for the row, as the set does
 	k := store.Key{Name: fmt.Sprint("lock-order-", time.Now().UnixNano())}
 	lo, hi := inKeyOrder(k, algorithms.FixedWindow{Limit: 100, Window: time.Minute}, algorithms.FixedWindow{Limit: 100, Window: time.Hour})
 	if _, err := s.Decide(ctx, k, lo, time.Now(), 1); err != nil {
@@ -127,9 +128,10 @@ func TestSetAndBatchShareALockOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	var batchErr, setErr error
+	var batchErrs []error
+	var setErr error
 	wg.Go(func() {
-		_, batchErr = s.SendBatch(ctx, []Batch{{Key: k.Name, Alg: lo, Now: time.Now(), Cost: 1}, {Key: k.Name, Alg: hi, Now: time.Now(), Cost: 1}})
+		_, batchErrs = s.SendBatch(ctx, []Batch{{Key: k.Name, Alg: lo, Now: time.Now(), Cost: 1}, {Key: k.Name, Alg: hi, Now: time.Now(), Cost: 1}})
 	})
 	waitForLockWaits(t, pool, 1)
 	wg.Go(func() {
@@ -140,7 +142,7 @@ func TestSetAndBatchShareALockOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	wg.Wait()
-	if batchErr != nil || setErr != nil {
+	if batchErr := errors.Join(batchErrs...); batchErr != nil || setErr != nil {
 		t.Fatalf("a set and a batch on the same rows: batch %v, set %v", batchErr, setErr)
 	}
 }
@@ -168,5 +170,70 @@ func TestFailuresBeforeSending(t *testing.T) {
 	_, err = s2.Decide(ctx, store.Key{Name: "a"}, alg, time.Now(), 1)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, store.ErrMaybeDecided) {
 		t.Fatalf("a context cancelled before the call: %v; want context.Canceled alone", err)
+	}
+}
+
+// TestBatchLeavesAStuckRow: a decision on a row another transaction holds
+// leaves its batch after the batch's lock timeout and waits alone, and the
+// rest of the batch decides meanwhile; so does a decision queued later.
+// With coalescing at 1, A goes alone and waits for the held row; B, queued
+// behind it on the same row, leaves its batch and waits alone too; C, on
+// another key, queued, decides while both wait. Released, the row decides
+// A and B.
+func TestBatchLeavesAStuckRow(t *testing.T) {
+	ctx := context.Background()
+	pool := sharedPool(t)
+	s := New(pool, WithClientTime(), WithCoalescing(1))
+	alg := algorithms.FixedWindow{Limit: 3, Window: time.Minute}
+	now := time.Now()
+	stuck := store.Key{Name: fmt.Sprint("stuck-", now.UnixNano())}
+	if _, err := s.Decide(ctx, stuck, alg, now, 1); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM ratewise.state WHERE key = $1 FOR UPDATE", key(stuck, alg)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]algorithms.Result, 2)
+	errs := make([]error, 2)
+	for i := range 2 {
+		wg.Go(func() { results[i], errs[i] = s.Decide(ctx, stuck, alg, now, 1) })
+		waitForLockWaits(t, pool, i+1) // B waits alone once its batch let it go
+	}
+	if n := s.co.Counts().Batches; n != 1 {
+		t.Fatalf("%d batches sent, want B's", n)
+	}
+	// B's batch has returned: no goroutine of the coalescer waits for the
+	// held row.
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
+		if _, _, senders := s.co.Stats(); senders == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("B's batch still waits for the held row after 1s")
+		}
+	}
+	start := time.Now()
+	c, err := s.Decide(ctx, store.Key{Name: stuck.Name + "-other"}, alg, now, 2)
+	if err != nil || c.Remaining != 1 {
+		t.Fatalf("C, beside the held row: %+v, %v", c, err)
+	}
+	t.Logf("C decided in %v while A and B waited for the held row", time.Since(start))
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	for i := range 2 {
+		if errs[i] != nil || !results[i].Allowed {
+			t.Fatalf("decision %c on the released row: %+v, %v", 'A'+i, results[i], errs[i])
+		}
+	}
+	if got := min(results[0].Remaining, results[1].Remaining); got != 0 {
+		t.Fatalf("after A and B: Remaining %d, want 0 (3 of 3)", got)
 	}
 }

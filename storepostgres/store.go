@@ -46,7 +46,6 @@ import (
 	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
-	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
 
 var (
@@ -64,8 +63,12 @@ type Store struct {
 	grace      int64 // µs a state is kept beyond what it counts: ClientTimeGrace in client-time mode
 	unlogged   bool
 	sweep      sweeper
+	bg         *background                    // runs the sweeps
 	coalesce   int                            // WithCoalescing's n
 	co         *coalesce.Coalescer[*decision] // nil when decisions go alone
+	// lockTimeout is batchLockTimeout, which a test of the package may
+	// lengthen.
+	lockTimeout string
 
 	migrating chan struct{} // holds a token while a migration runs
 	migrated  atomic.Bool
@@ -107,7 +110,7 @@ func WithUnlogged() Option {
 // New returns a store on pool. The store creates its schema on first use;
 // call Migrate to create it, or to learn that it cannot, before then.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, coalesce: DefaultCoalescing, migrating: make(chan struct{}, 1)}
+	s := &Store{pool: pool, coalesce: DefaultCoalescing, lockTimeout: batchLockTimeout, bg: newBackground(), migrating: make(chan struct{}, 1)}
 	s.sweep.init()
 	for _, o := range opts {
 		o.apply(s)
@@ -118,44 +121,30 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	return s
 }
 
-// Migrate creates the store's schema, or brings it to this version, in one
-// transaction. Instances that migrate at once take turns: the first
-// creates the schema, the others find it made.
-func (s *Store) Migrate(ctx context.Context) error {
-	// One migration at a time in this process; a caller whose context ends
-	// while it waits for another's gives up.
-	select {
-	case s.migrating <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+// Close stops what the store runs on goroutines of its own, and waits for
+// them: the sweeps that delete expired rows, and the goroutines that send
+// shared transactions (WithCoalescing), once they have sent every decision
+// queued. Calls after Close still decide, each alone, and no row is swept
+// any more: close a store once nothing uses it, and a leasing layer over
+// it (lease.Store.Close) before it. It does not close the pool, which is
+// the caller's. It returns nil.
+func (s *Store) Close() error {
+	s.bg.close()
+	if s.co != nil {
+		s.co.Close()
 	}
-	defer func() { <-s.migrating }()
-	if err := migrate(ctx, s.pool, s.unlogged); err != nil {
-		if errors.Is(err, errNewerSchema) {
-			f := fmt.Errorf("%w: %w", store.ErrUnavailable, err)
-			s.newer.Store(&f)
-			return f
-		}
-		return s.failure(ctx, err, false)
-	}
-	s.migrated.Store(true)
 	return nil
 }
 
-// ensure migrates once, on the store's first use. A store that found the
-// schema newer than itself fails every use without asking again: only a
-// newer store can use it.
-func (s *Store) ensure(ctx context.Context) error {
-	if s.migrated.Load() {
-		return nil
+// Batches returns how many shared transactions (WithCoalescing) the store
+// has sent since it was made, and how many decisions they carried: their
+// ratio is the mean batch. Both are 0 with coalescing off.
+func (s *Store) Batches() (batches, decisions int64) {
+	if s.co == nil {
+		return 0, 0
 	}
-	if err := s.newer.Load(); err != nil {
-		return *err
-	}
-	if err := s.Migrate(ctx); err != nil {
-		return err
-	}
-	return nil
+	c := s.co.Counts()
+	return c.Batches, c.Batched
 }
 
 // begin readies a request: it returns ctx's request ID and whether it has
@@ -168,50 +157,6 @@ func (s *Store) begin(ctx context.Context) (id string, given bool, err error) {
 		}
 	}
 	return id, given, s.ensure(ctx)
-}
-
-// errNewerSchema is wrapped when the schema is newer than this store's.
-var errNewerSchema = errors.New("storepostgres: the schema ratewise is newer than this store's")
-
-// migrationLock is the advisory lock that serialises migrations.
-const migrationLock = 7305_0001
-
-func migrate(ctx context.Context, pool *pgxpool.Pool, unlogged bool) error {
-	ddl, err := pgsql.Schema(unlogged)
-	if err != nil {
-		return err
-	}
-	tx, err := pool.Begin(ctx)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(migrationLock)); err != nil {
-		return err
-	}
-	var exists bool
-	if err := tx.QueryRow(ctx, "SELECT to_regclass('ratewise.meta') IS NOT NULL").Scan(&exists); err != nil {
-		return err
-	}
-	version := 0
-	if exists {
-		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM ratewise.meta").Scan(&version); err != nil {
-			return err
-		}
-	}
-	if version == pgsql.Version {
-		return tx.Commit(ctx)
-	}
-	if version > pgsql.Version {
-		return fmt.Errorf("%w: version %d, this store's %d", errNewerSchema, version, pgsql.Version)
-	}
-	if _, err := tx.Exec(ctx, ddl); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(ctx, "DELETE FROM ratewise.meta; INSERT INTO ratewise.meta (version) VALUES ("+fmt.Sprint(pgsql.Version)+")"); err != nil {
-		return err
-	}
-	return tx.Commit(ctx)
 }
 
 // checkKind returns an error wrapping store.ErrUnsupported if alg is not

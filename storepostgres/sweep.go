@@ -3,6 +3,7 @@ package storepostgres
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -62,10 +63,55 @@ func (w *sweeper) tick(s *Store, n int) {
 	if after/sweepEvery == (after-uint64(n))/sweepEvery || !w.running.CompareAndSwap(false, true) {
 		return
 	}
-	go func() {
+	if !s.bg.run(func(ctx context.Context) {
 		defer w.running.Store(false)
-		_, _ = s.sweepOnce(context.Background()) // a failed sweep is tried again at the next
+		// A failed sweep or check is tried again at the next.
+		if s.recheck(ctx, s.pool) == nil {
+			_, _ = s.sweepOnce(ctx)
+		}
+	}) {
+		w.running.Store(false)
+	}
+}
+
+// background runs the goroutines a store starts on its own (its sweeps),
+// so that Close can stop them and wait for them.
+type background struct {
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	closed bool // requires mu
+	wg     sync.WaitGroup
+}
+
+func newBackground() *background {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &background{ctx: ctx, cancel: cancel}
+}
+
+// run runs f on a goroutine of its own with a context that ends at
+// close, or reports false after close.
+func (b *background) run(f func(ctx context.Context)) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return false
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		f(b.ctx)
 	}()
+	return true
+}
+
+// close ends the context of what run started, and waits for it to return.
+func (b *background) close() {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	b.cancel()
+	b.wg.Wait()
 }
 
 // sweepOnce deletes the expired rows in the next sweepPages pages of each

@@ -62,9 +62,9 @@ const maxBatch = 128
 func (s *Store) newCoalescer(client Client) *coalesce.Coalescer[batched] {
 	switch c := client.(type) {
 	case *redis.Client:
-		return coalesce.New(s.coalesce, s.sendBatch, nil)
+		return coalesce.New(s.coalesce, 0, s.sendBatch, nil)
 	case *redis.ClusterClient:
-		return coalesce.New(s.coalesce, s.sendBatch, func(o batched) string { return master(c, o.req().rkeys[0]) })
+		return coalesce.New(s.coalesce, 0, s.sendBatch, func(o batched) string { return master(c, o.req().rkeys[0]) })
 	}
 	return nil
 }

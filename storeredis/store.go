@@ -146,6 +146,29 @@ func New(client Client, opts ...Option) *Store {
 	return s
 }
 
+// Close waits until the goroutines that send shared round trips
+// (WithCoalescing) have sent every decision queued and returned. Calls
+// after Close still decide, each in a round trip of its own. It does not
+// close the client, which is the caller's; close a leasing layer over the
+// store (lease.Store.Close) before it. It returns nil.
+func (s *Store) Close() error {
+	if s.co != nil {
+		s.co.Close()
+	}
+	return nil
+}
+
+// Batches returns how many shared round trips (WithCoalescing) the store
+// has sent since it was made, and how many decisions they carried: their
+// ratio is the mean batch. Both are 0 when nothing is coalesced.
+func (s *Store) Batches() (batches, decisions int64) {
+	if s.co == nil {
+		return 0, 0
+	}
+	c := s.co.Counts()
+	return c.Batches, c.Batched
+}
+
 // scriptFor returns alg's decision script, or an error wrapping
 // store.ErrUnsupported if alg is not of its Kind's own type (such as a type
 // that embeds one of package algorithms' types). Every registered Kind has

@@ -46,7 +46,7 @@ func TestDoctorPostgres(t *testing.T) {
 		}
 		err = storepostgres.New(p).Migrate(ctx)
 		if err == nil && db == newer {
-			_, err = p.Exec(ctx, "UPDATE ratewise.meta SET version = version + 1")
+			_, err = p.Exec(ctx, "UPDATE ratewise.meta SET version = version + 1, compatible = version + 1") // a newer schema that no longer serves this version
 		}
 		p.Close()
 		if err != nil {

@@ -26,23 +26,35 @@ const drainers = 2
 // Coalescer shares round trips between concurrent calls of type C. It is
 // safe for concurrent use.
 type Coalescer[C any] struct {
-	send    func(ctx context.Context, calls []C)
-	queueOf func(C) string // nil: one queue
-	limit   int            // calls sent alone at once before calls queue
+	send     func(ctx context.Context, calls []C)
+	queueOf  func(C) string // nil: one queue
+	limit    int            // calls sent alone at once before calls queue
+	maxBatch int            // the most calls a batch holds; 0 for no bound
 
 	mu       sync.Mutex
 	inFlight int                  // calls sent alone; requires mu
-	waiting  int                  // queues whose batch is not yet taken; requires mu
+	waiting  int                  // batches not yet taken, in every queue; requires mu
 	single   queue[C]             // the only queue without queueOf; requires mu
 	queues   map[string]*queue[C] // queues by name, while in use; requires mu
+	closed   bool                 // Close was called; requires mu
+	sent     Counts               // requires mu
+
+	drainers sync.WaitGroup // the goroutines sending queues
 }
 
-// queue is the calls waiting for one round trip and the goroutines sending
+// Counts is what a coalescer has sent since it was made.
+type Counts struct {
+	// Batches is how many round trips sent queued calls, and Batched how
+	// many calls they sent.
+	Batches, Batched int64
+}
+
+// queue is the calls waiting for round trips and the goroutines sending
 // them. Its fields require the coalescer's mu.
 type queue[C any] struct {
 	name     string
-	queued   *batch[C] // nil when nothing waits
-	draining int       // goroutines sending the queue
+	queued   []*batch[C] // the batches not yet taken, oldest first
+	draining int         // goroutines sending the queue
 }
 
 // batch is calls that share one round trip. calls is appended to under the
@@ -58,13 +70,13 @@ type batch[C any] struct {
 }
 
 // New returns a coalescer that sends up to limit calls alone at once, and
-// sends queued calls in batches with send. send makes one round trip for
-// the calls it is given, in the order they queued, and sets the outcome of
-// each in calls; its ctx ends at the latest of the calls' deadlines, if
-// every one has one. queueOf, if not nil, names the queue a call joins:
-// each queue has goroutines of its own.
-func New[C any](limit int, send func(ctx context.Context, calls []C), queueOf func(C) string) *Coalescer[C] {
-	return &Coalescer[C]{send: send, queueOf: queueOf, limit: limit, queues: map[string]*queue[C]{}}
+// sends queued calls in batches of at most maxBatch (0 for no bound) with
+// send. send makes one round trip for the calls it is given, in the order
+// they queued, and sets the outcome of each in calls; its ctx ends at the
+// latest of the calls' deadlines, if every one has one. queueOf, if not
+// nil, names the queue a call joins: each queue has goroutines of its own.
+func New[C any](limit, maxBatch int, send func(ctx context.Context, calls []C), queueOf func(C) string) *Coalescer[C] {
+	return &Coalescer[C]{send: send, queueOf: queueOf, limit: limit, maxBatch: max(maxBatch, 0), queues: map[string]*queue[C]{}}
 }
 
 // Ticket is a queued call's place in its batch.
@@ -79,9 +91,10 @@ type Ticket[C any] struct {
 // while nothing is queued and fewer than the limit are in flight; once one
 // queues, the rest queue behind it, each in its queue, and up to two
 // goroutines per queue send it, a batch per round trip, until it is empty.
+// After Close, every call goes alone.
 func (co *Coalescer[C]) Join(c C, deadline time.Time) (Ticket[C], bool) {
 	co.mu.Lock()
-	if co.waiting == 0 && co.inFlight < co.limit {
+	if co.closed || co.waiting == 0 && co.inFlight < co.limit {
 		co.inFlight++
 		co.mu.Unlock()
 		return Ticket[C]{}, false
@@ -100,11 +113,18 @@ func (co *Coalescer[C]) Join(c C, deadline time.Time) (Ticket[C], bool) {
 		}
 	}
 	defer co.mu.Unlock()
-	if q.queued == nil {
-		q.queued = &batch[C]{done: make(chan struct{})}
-		co.waiting++
+	if co.closed {
+		// Closed while queueOf ran: nothing drains queues any more.
+		co.inFlight++
+		return Ticket[C]{}, false
 	}
-	b := q.queued
+	n := len(q.queued)
+	if n == 0 || co.maxBatch > 0 && len(q.queued[n-1].calls) >= co.maxBatch {
+		q.queued = append(q.queued, &batch[C]{done: make(chan struct{})})
+		co.waiting++
+		n++
+	}
+	b := q.queued[n-1]
 	b.calls = append(b.calls, c)
 	if deadline.IsZero() {
 		b.unbounded = true
@@ -113,6 +133,7 @@ func (co *Coalescer[C]) Join(c C, deadline time.Time) (Ticket[C], bool) {
 	}
 	if q.draining < drainers {
 		q.draining++
+		co.drainers.Add(1)
 		go co.drain(q)
 	}
 	return Ticket[C]{b, len(b.calls) - 1}, true
@@ -141,10 +162,10 @@ func (t Ticket[C]) Wait(ctx context.Context) (C, error) {
 // forgets a named queue when it is idle: a cluster's masters come and go
 // with failovers.
 func (co *Coalescer[C]) drain(q *queue[C]) {
+	defer co.drainers.Done()
 	for {
 		co.mu.Lock()
-		b := q.queued
-		if b == nil {
+		if len(q.queued) == 0 {
 			q.draining--
 			if q.draining == 0 && q != &co.single {
 				delete(co.queues, q.name)
@@ -152,8 +173,12 @@ func (co *Coalescer[C]) drain(q *queue[C]) {
 			co.mu.Unlock()
 			return
 		}
-		q.queued = nil
+		b := q.queued[0]
+		q.queued[0] = nil
+		q.queued = q.queued[1:]
 		co.waiting--
+		co.sent.Batches++
+		co.sent.Batched += int64(len(b.calls))
 		co.mu.Unlock()
 		ctx, cancel := b.context()
 		co.send(ctx, b.calls)
@@ -172,6 +197,22 @@ func (b *batch[C]) context() (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.Background(), b.latest)
 }
 
+// Close makes every later call go alone, and waits until the goroutines
+// sending queued calls have sent them all and returned.
+func (co *Coalescer[C]) Close() {
+	co.mu.Lock()
+	co.closed = true
+	co.mu.Unlock()
+	co.drainers.Wait()
+}
+
+// Counts returns what the coalescer has sent in batches since it was made.
+func (co *Coalescer[C]) Counts() Counts {
+	co.mu.Lock()
+	defer co.mu.Unlock()
+	return co.sent
+}
+
 // Stats returns how many calls are in flight alone, how many are queued
 // and not yet taken to be sent, and how many goroutines send queued calls,
 // so that tests can sequence concurrent callers.
@@ -179,8 +220,8 @@ func (co *Coalescer[C]) Stats() (alone, queued, senders int) {
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	count := func(q *queue[C]) {
-		if q.queued != nil {
-			queued += len(q.queued.calls)
+		for _, b := range q.queued {
+			queued += len(b.calls)
 		}
 		senders += q.draining
 	}

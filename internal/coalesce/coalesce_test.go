@@ -83,7 +83,7 @@ func waitFor[C any](t *testing.T, co *Coalescer[C], what string, ready func(alon
 // caller alone has sent and nothing waits, the next goes alone again.
 func TestAloneUpToTheLimit(t *testing.T) {
 	s := newSender()
-	co := New(2, s.send, nil)
+	co := New(2, 0, s.send, nil)
 	for i := range 2 {
 		if _, queued := co.Join(call{name: fmt.Sprint("alone", i)}, time.Time{}); queued {
 			t.Fatalf("call %d of a limit of 2 queued", i+1)
@@ -119,7 +119,7 @@ func TestAloneUpToTheLimit(t *testing.T) {
 // queued, and each caller gets its own call back.
 func TestQueuedCallsShareARoundTrip(t *testing.T) {
 	s := newSender()
-	co := New(0, s.send, nil) // every call queues
+	co := New(0, 0, s.send, nil) // every call queues
 	s.hold("")
 	first, _ := co.Join(call{name: "first"}, time.Time{})
 	<-s.started
@@ -160,7 +160,7 @@ func TestQueuedCallsShareARoundTrip(t *testing.T) {
 // up neither the calls of another queue nor the goroutines that send them.
 func TestQueuesByName(t *testing.T) {
 	s := newSender()
-	co := New(0, s.send, func(c call) string { return c.queue })
+	co := New(0, 0, s.send, func(c call) string { return c.queue })
 	s.hold("stalled")
 	var stalled []Ticket[call]
 	for i := range 3 {
@@ -201,7 +201,7 @@ func TestQueuesByName(t *testing.T) {
 // in its batch still get their outcome.
 func TestWaitHonoursItsContext(t *testing.T) {
 	s := newSender()
-	co := New(0, s.send, nil)
+	co := New(0, 0, s.send, nil)
 	s.hold("")
 	tk, _ := co.Join(call{name: "held"}, time.Time{})
 	<-s.started
@@ -231,7 +231,7 @@ func TestBatchContext(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newSender()
-			co := New(0, s.send, nil)
+			co := New(0, 0, s.send, nil)
 			s.hold("")
 			first, _ := co.Join(call{name: "first"}, time.Time{})
 			<-s.started
@@ -253,5 +253,71 @@ func TestBatchContext(t *testing.T) {
 				t.Fatalf("the batch's deadline: %v (%v), want %v", got, ok, tt.want)
 			}
 		})
+	}
+}
+
+// TestBatchesAreBounded: with a bound of 2, five calls queued behind held
+// round trips go in batches of 2, 2 and 1, in the order they queued, and
+// Counts counts them.
+func TestBatchesAreBounded(t *testing.T) {
+	s := newSender()
+	co := New(0, 2, s.send, nil)
+	s.hold("")
+	var tickets []Ticket[call]
+	for i := range 7 {
+		tk, _ := co.Join(call{name: fmt.Sprint("c", i)}, time.Time{})
+		tickets = append(tickets, tk)
+		if i < 2 {
+			<-s.started // each of the two senders holds a batch of one
+		}
+	}
+	waitFor(t, co, "five queued behind two senders", func(_, queued, senders int) bool { return queued == 5 && senders == 2 })
+	s.release("")
+	for _, tk := range tickets {
+		if _, err := tk.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	got := fmt.Sprint(s.batches)
+	s.mu.Unlock()
+	// The two senders take the queued batches in turn, oldest first.
+	if want := "[[c0] [c1] [c2 c3] [c4 c5] [c6]]"; got != want {
+		t.Fatalf("batches %v, want %v", got, want)
+	}
+	if got, want := co.Counts(), (Counts{Batches: 5, Batched: 7}); got != want {
+		t.Fatalf("Counts %+v, want %+v", got, want)
+	}
+}
+
+// TestCloseWaitsForSenders: Close returns only once the queued calls have
+// been sent and their senders have returned, and every call after it goes
+// alone.
+func TestCloseWaitsForSenders(t *testing.T) {
+	s := newSender()
+	co := New(0, 0, s.send, nil)
+	s.hold("")
+	tk, _ := co.Join(call{name: "held"}, time.Time{})
+	<-s.started
+	closed := make(chan struct{})
+	go func() {
+		co.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while a batch was being sent")
+	case <-time.After(20 * time.Millisecond):
+	}
+	s.release("")
+	<-closed
+	if _, err := tk.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, senders := co.Stats(); senders != 0 {
+		t.Fatalf("%d senders after Close", senders)
+	}
+	if _, queued := co.Join(call{name: "after"}, time.Time{}); queued {
+		t.Fatal("a call queued after Close")
 	}
 }

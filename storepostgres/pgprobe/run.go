@@ -52,6 +52,7 @@ type prober struct {
 type schemaState struct {
 	exists, hasMeta bool
 	version         int // -1 when unknown
+	compatible      int // the oldest store version the schema serves
 	owner           string
 }
 
@@ -126,7 +127,10 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 			"if the schema ratewise is another program's, give the store a database of its own")
 		return true
 	}
-	if err := p.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM ratewise.meta").Scan(&s.version); err != nil {
+	// A schema of version 4 or older has no column compatible, and serves
+	// its own version.
+	if err := p.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0), coalesce(min((to_jsonb(m)->>'compatible')::int), max(version), 0)
+		FROM ratewise.meta m`).Scan(&s.version, &s.compatible); err != nil {
 		// The store reads it on first use, so the role's privileges fail
 		// too, which the permissions check reports.
 		s.version = -1
@@ -140,6 +144,9 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 		p.add("schema", StatusWarning, fmt.Sprintf("ratewise at version %d, older than this store's %d: the store migrates it on its first use, "+
 			"in one transaction, if the role may (see permissions)", s.version, pgsql.Version),
 			"call storepostgres.Store.Migrate once as the schema's owner before the new version serves")
+	case s.compatible <= pgsql.Version:
+		p.add("schema", StatusOK, fmt.Sprintf("ratewise at version %d, newer than this store's %d, which it still serves, owned by %s",
+			s.version, pgsql.Version, s.owner), "")
 	default:
 		p.add("schema", StatusFailure, fmt.Sprintf("ratewise at version %d, newer than this store's %d: the store refuses it, and every decision fails",
 			s.version, pgsql.Version),

@@ -195,7 +195,14 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 	f.exec(t, admin, fmt.Sprintf("GRANT USAGE ON SCHEMA ratewise TO %[1]s; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ratewise TO %[1]s", f.noPriv))
 	expect(t, Run(ctx, app), "permissions", StatusOK, "may use the schema ratewise")
 
-	f.exec(t, admin, fmt.Sprintf("UPDATE ratewise.meta SET version = %d", pgsql.Version+1))
+	// A newer schema that still serves this store's statements.
+	f.exec(t, admin, fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version))
+	expect(t, Run(ctx, admin), "schema", StatusOK, fmt.Sprintf("ratewise at version %d, newer than this store's %d, which it still serves", pgsql.Version+1, pgsql.Version))
+	if err := decide(admin); err != nil {
+		t.Errorf("the store refused a newer schema that serves it: %v", err)
+	}
+
+	f.exec(t, admin, fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version+1))
 	rep := Run(ctx, admin)
 	expect(t, rep, "schema", StatusFailure, fmt.Sprintf("ratewise at version %d, newer than this store's %d: the store refuses it", pgsql.Version+1, pgsql.Version))
 	if err := decide(admin); err == nil {

@@ -128,16 +128,82 @@ BEGIN
   RETURN r;
 END $$;
 
--- __kind___batch decides a batch of decisions without request IDs in one
--- transaction, in one round trip (see WithCoalescing): decision i is on
--- _keys[i], at _nows[i] (NULL for the server's clock), of cost _costs[i],
--- under the parameters _p1s[i]…_p3s[i], each the decision statement as one
--- decision alone runs it. PL/pgSQL prepares the step's expressions once per
--- transaction, and the batch commits once. The caller orders the batch by
--- key, keeping the order of each key's decisions, so that batches take
--- their rows' locks in one order and never wait for each other in a cycle;
--- a row stays locked until the batch commits. It returns each decision's
--- {allowed, remaining, retry_after, reset_after, at, delay}, in order.
+-- __kind___decide_batch decides a batch of decisions without request IDs
+-- in one transaction, in one round trip (see WithCoalescing): decision i
+-- is on _keys[i], at _nows[i] (NULL for the server's clock), of cost
+-- _costs[i], under the parameters _p1s[i]…_p3s[i], each the decision
+-- statement as one decision alone runs it. PL/pgSQL prepares the step's
+-- expressions once per transaction, and the batch commits once. The
+-- caller orders the batch by key, keeping the order of each key's
+-- decisions, so that batches take their rows' locks in one order and never
+-- wait for each other in a cycle; a row stays locked until the batch
+-- commits.
+--
+-- One decision's failure is its own. The decisions run in a block with an
+-- exception handler, one subtransaction for the whole batch; when decision
+-- i raises an error, the block's work is rolled back, decision i is
+-- marked failed with its SQLSTATE and message (errors[i]), and the block
+-- runs again without it, from the first decision. A batch of n decisions
+-- with f failures runs at most (f + 1) n steps, and one without failures
+-- pays one subtransaction. A cancel (the caller's deadline) is no
+-- decision's error: it is not caught, and fails the batch.
+--
+-- The batch waits for a row another transaction holds at most
+-- _lock_timeout (such as '100ms'): past it, the decision fails with
+-- SQLSTATE 55P03 (lock_not_available), which the store sends again alone,
+-- where it waits as long as its caller's deadline allows. So a row stuck
+-- behind another transaction's lock delays the rest of a batch by at most
+-- _lock_timeout, and each time the block runs again, a step.
+--
+-- It returns each decision's {allowed, remaining, retry_after,
+-- reset_after, at, delay} in order (zeros for a failed decision), and
+-- each decision's error, NULL for one that decided.
+CREATE OR REPLACE FUNCTION ratewise.__kind___decide_batch(_keys bytea[], _nows bigint[], _costs bigint[],
+    _p1s bigint[], _p2s bigint[], _p3s bigint[], _grace bigint, _lock_timeout text,
+    OUT replies bigint[], OUT errors text[])
+LANGUAGE plpgsql AS $$
+DECLARE
+  n int := cardinality(_keys);
+  cur int;
+  _key bytea;
+  _now bigint;
+  _cost bigint;
+  _slack bigint := 0;
+  _p1 bigint;
+  _p2 bigint;
+  _p3 bigint;
+  r bigint[];
+BEGIN
+  PERFORM set_config('lock_timeout', _lock_timeout, true);
+  errors := array_fill(NULL::text, ARRAY[n]);
+  LOOP
+    replies := '{}';
+    BEGIN
+      FOR i IN 1..n LOOP
+        IF errors[i] IS NOT NULL THEN
+          replies := replies || '{0,0,0,0,0,0}'::bigint[];
+          CONTINUE;
+        END IF;
+        cur := i;
+        _key := _keys[i];
+        _now := _nows[i];
+        _cost := _costs[i];
+        _p1 := _p1s[i];
+        _p2 := _p2s[i];
+        _p3 := _p3s[i];
+        /*upsert*/ INTO r;
+        replies := replies || r;
+      END LOOP;
+      RETURN;
+    EXCEPTION WHEN OTHERS THEN
+      errors[cur] := SQLSTATE || ' ' || SQLERRM;
+    END;
+  END LOOP;
+END $$;
+
+-- __kind___batch is __kind___decide_batch as schema 4 had it, for the
+-- stores of that version still running while a newer one migrates: one
+-- failure fails the batch, and its lock timeout is 5s.
 CREATE OR REPLACE FUNCTION ratewise.__kind___batch(_keys bytea[], _nows bigint[], _costs bigint[],
     _p1s bigint[], _p2s bigint[], _p3s bigint[], _grace bigint)
 RETURNS bigint[] LANGUAGE plpgsql AS $$
@@ -152,9 +218,6 @@ DECLARE
   r bigint[];
   replies bigint[] := '{}';
 BEGIN
-  -- A batch holds every row it has locked until it commits: it waits for
-  -- another's lock no longer than this, and fails instead, so that one row
-  -- held elsewhere does not stall every decision of its kind.
   PERFORM set_config('lock_timeout', '5s', true);
   FOR i IN 1..cardinality(_keys) LOOP
     _key := _keys[i];

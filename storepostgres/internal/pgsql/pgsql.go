@@ -48,7 +48,12 @@ var files embed.FS
 // Version is the version of the schema this package creates. A database
 // whose schema has another version is migrated by Schema's statements,
 // which replace every function.
-const Version = 4
+const Version = 5
+
+// Compatible is the oldest version of the store whose statements keep
+// working against this schema: the functions they call are kept, and
+// decide as they did. Version 5 kept version 4's batch function.
+const Compatible = 4
 
 // Schema returns the statements that create or update the schema: the
 // tables and helpers, then every registered kind's step, or an error

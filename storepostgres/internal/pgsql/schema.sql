@@ -29,8 +29,11 @@ CREATE /*UNLOGGED*/ TABLE IF NOT EXISTS ratewise.once (
   expires bigint NOT NULL
 );
 
--- meta holds the version of the schema (pgsql.Version), one row.
+-- meta holds the version of the schema (pgsql.Version) and the oldest
+-- version of the store whose statements keep working against it
+-- (pgsql.Compatible), one row.
 CREATE TABLE IF NOT EXISTS ratewise.meta (version int NOT NULL);
+ALTER TABLE ratewise.meta ADD COLUMN IF NOT EXISTS compatible int;
 
 -- now_us reads the server's clock, in µs since the Unix epoch: the time of
 -- the call, not of the transaction's start, so that a decision made after
