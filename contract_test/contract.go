@@ -56,6 +56,7 @@ type config struct {
 	grace      time.Duration
 	sampled    bool
 	leased     bool
+	coalesced  bool
 }
 
 type optionFunc func(*config)
@@ -68,6 +69,32 @@ func (f optionFunc) apply(c *config) { f(c) }
 // periods of 30 days, so that the real time that passes while a rule runs
 // changes nothing it checks.
 func StoreClock() Option { return optionFunc(func(c *config) { c.storeClock = true }) }
+
+// Coalesced tells Run that the store shares round trips between
+// concurrent decisions (as the Redis and PostgreSQL stores do by default,
+// storeredis.WithCoalescing) and counts them (Batcher): the model checker
+// and the poisoned_batch rule then require batches to have formed, and
+// poisoned_batch requires the store to be a Poisoner.
+func Coalesced() Option { return optionFunc(func(c *config) { c.coalesced = true }) }
+
+// Batcher is a store that shares round trips between concurrent
+// decisions, and counts them: storeredis.Store and storepostgres.Store.
+type Batcher interface {
+	// Batches returns how many shared round trips the store has sent, and
+	// how many decisions they carried.
+	Batches() (batches, decisions int64)
+}
+
+// Poisoner is a store under test that can make the decisions on one key
+// fail, as a foreign value at the key or a row another transaction holds
+// does, so that the poisoned_batch rule can check that such a decision,
+// sharing a round trip with others, fails alone. The suite's Coalesced
+// targets implement it.
+type Poisoner interface {
+	// Poison makes every decision of alg on key fail, at once or by its
+	// caller's deadline, until heal is called.
+	Poison(t *testing.T, key store.Key, alg algorithms.Algorithm) (heal func())
+}
 
 // ExpiryGrace tells Run that the store keeps a key's state up to d longer
 // than its ResetAfter, as the Redis store does in client-time mode so that

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 // targets run the memory, Redis and PostgreSQL stores under the leasing
 // layer (contract.Leased). A new store is one more line here.
 func TestContract(t *testing.T) {
-	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace)}
+	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Coalesced()}
 	// Without coalescing and the deny cache, which are on by default.
 	plain := []storeredis.Option{storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
 	targets := []struct {
@@ -64,7 +64,7 @@ func TestContract(t *testing.T) {
 		// of the heaviest work (Sampled), the real servers all of it.
 		{"miniredis", func(t *testing.T) store.Store {
 			return lossy(t, miniredis.RunT(t).Addr(), storeredis.WithClientTime())
-		}, []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Sampled()}},
+		}, []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Sampled(), contract.Coalesced()}},
 		{"miniredis-server-time", func(t *testing.T) store.Store {
 			m := miniredis.RunT(t)
 			// Plain: the deny cache counts on the local monotonic clock,
@@ -77,20 +77,22 @@ func TestContract(t *testing.T) {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
 		}, clientTime},
 		{"redis-server-time", func(t *testing.T) store.Store {
-			return storeredis.New(client(t, redistest.Standalone(t).Addr))
-		}, []contract.Option{contract.StoreClock()}},
+			c := client(t, redistest.Standalone(t).Addr)
+			return &redisStore{storeredis.New(c), c}
+		}, []contract.Option{contract.StoreClock(), contract.Coalesced()}},
 		{"cluster", func(t *testing.T) store.Store {
 			return lossyCluster(t, storeredis.WithClientTime())
 		}, clientTime},
 		{"cluster-server-time", func(t *testing.T) store.Store {
-			return storeredis.New(clusterClient(t))
-		}, []contract.Option{contract.StoreClock()}},
+			c := clusterClient(t)
+			return &redisStore{storeredis.New(c), c}
+		}, []contract.Option{contract.StoreClock(), contract.Coalesced()}},
 		{"redis-plain", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, append(plain, storeredis.WithClientTime())...)
-		}, clientTime},
+		}, clientTime[:1]},
 		{"cluster-plain", func(t *testing.T) store.Store {
 			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
-		}, clientTime},
+		}, clientTime[:1]},
 		// The leasing layer (contract.Leased) over the memory store, over
 		// Redis and over PostgreSQL, each in client time, which leases
 		// need. The layer is the same on each, and leased-storememory
@@ -102,16 +104,16 @@ func TestContract(t *testing.T) {
 		}, []contract.Option{contract.Leased()}},
 		{"leased-redis", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
-		}, append([]contract.Option{contract.Leased(), contract.Sampled()}, clientTime...)},
+		}, append([]contract.Option{contract.Leased(), contract.Sampled()}, clientTime[:1]...)},
 		{"leased-postgres", func(t *testing.T) store.Store {
 			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
 		}, []contract.Option{contract.Leased(), contract.Sampled(), contract.ExpiryGrace(storepostgres.ClientTimeGrace)}},
 		{"postgres", func(t *testing.T) store.Store {
-			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
-		}, []contract.Option{contract.ExpiryGrace(storepostgres.ClientTimeGrace)}},
+			return newPGStore(t, storepostgres.WithClientTime())
+		}, []contract.Option{contract.ExpiryGrace(storepostgres.ClientTimeGrace), contract.Coalesced()}},
 		{"postgres-server-time", func(t *testing.T) store.Store {
-			return storepostgres.New(pgPool(t))
-		}, []contract.Option{contract.StoreClock()}},
+			return newPGStore(t)
+		}, []contract.Option{contract.StoreClock(), contract.Coalesced()}},
 	}
 	// go test -short runs every rule once on each kind of store: the
 	// memory store, miniredis and one real Redis.
@@ -202,10 +204,27 @@ func (s *serverClock) Lease(ctx context.Context, sk store.Key, alg algorithms.Al
 	return s.Store.Lease(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
 }
 
+// redisStore is the Redis store with its client, which poisons a key
+// (contract.Poisoner) by writing a stream where its state goes: every
+// script that reads it fails with WRONGTYPE.
+type redisStore struct {
+	*storeredis.Store
+	c redis.Cmdable
+}
+
+func (s *redisStore) Poison(t *testing.T, k store.Key, alg algorithms.Algorithm) (heal func()) {
+	ctx := context.Background()
+	rkey := s.Key(k.String(), alg)
+	if err := s.c.XAdd(ctx, &redis.XAddArgs{Stream: rkey, Values: []any{"poison", 1}}).Err(); err != nil {
+		t.Fatalf("poisoning %q: %v", rkey, err)
+	}
+	return func() { s.c.Del(ctx, rkey) }
+}
+
 // lossyStore is the Redis store on a client whose connections can lose a
 // reply (contract.ReplyLoser): go-redis's defaults, which resend.
 type lossyStore struct {
-	*storeredis.Store
+	redisStore
 	d      *redistest.Dropper
 	before int64
 }
@@ -227,7 +246,7 @@ func lossy(t *testing.T, addr string, opts ...storeredis.Option) *lossyStore {
 	d := new(redistest.Dropper)
 	c := redis.NewClient(&redis.Options{Addr: addr, Dialer: d.Dial, MinRetryBackoff: -1, MaxRetryBackoff: -1})
 	t.Cleanup(func() { c.Close() })
-	return &lossyStore{Store: storeredis.New(c, opts...), d: d}
+	return &lossyStore{redisStore: redisStore{storeredis.New(c, opts...), c}, d: d}
 }
 
 // lossyCluster returns a lossyStore on a ClusterClient of the shared
@@ -236,7 +255,41 @@ func lossyCluster(t *testing.T, opts ...storeredis.Option) *lossyStore {
 	d := new(redistest.Dropper)
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs(), Dialer: d.Dial, MinRetryBackoff: -1, MaxRetryBackoff: -1})
 	t.Cleanup(func() { c.Close() })
-	return &lossyStore{Store: storeredis.New(c, opts...), d: d}
+	return &lossyStore{redisStore: redisStore{storeredis.New(c, opts...), c}, d: d}
+}
+
+// pgStore is the PostgreSQL store with its pool, which poisons a key
+// (contract.Poisoner) by holding its row locked in a transaction of its
+// own: a decision on it waits for its caller's deadline, out of any batch
+// after the batch's lock timeout.
+type pgStore struct {
+	*storepostgres.Store
+	pool *pgxpool.Pool
+}
+
+func newPGStore(t *testing.T, opts ...storepostgres.Option) *pgStore {
+	pool := pgPool(t)
+	s := storepostgres.New(pool, opts...)
+	t.Cleanup(func() { s.Close() })
+	return &pgStore{s, pool}
+}
+
+func (s *pgStore) Poison(t *testing.T, k store.Key, alg algorithms.Algorithm) (heal func()) {
+	ctx := context.Background()
+	// An inspection writes the row (its result), which the lock then holds.
+	if _, err := s.Decide(ctx, k, alg, time.Now(), 0); err != nil {
+		t.Fatalf("poisoning %v: %v", k, err)
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatalf("poisoning %v: %v", k, err)
+	}
+	var locked int
+	if err := tx.QueryRow(ctx, `WITH l AS (SELECT 1 FROM ratewise.state WHERE position($1::bytea IN key) > 0 FOR UPDATE)
+		SELECT count(*) FROM l`, []byte(k.String())).Scan(&locked); err != nil || locked == 0 {
+		t.Fatalf("poisoning %v: %d rows locked, %v", k, locked, err)
+	}
+	return func() { _ = tx.Rollback(ctx) }
 }
 
 // pgPool returns a pool on the package's PostgreSQL server, which the
