@@ -25,10 +25,21 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	}
 	var buf [keyBuf]byte
 	rkey := s.appendKey(buf[:0], k.String(), alg)
-	// A request with the caller's ID may be a retry of an admission, which
-	// it must get back: a cached denial does not answer it.
-	if _, given := requestid.From(ctx); s.deny == nil || cost <= 0 || given {
+	if s.deny == nil || cost <= 0 {
 		return s.decide(ctx, string(rkey), alg, now, cost)
+	}
+	// A request with the caller's ID may be a retry of an admission, which
+	// it must get back: a cached denial does not answer it. What it does
+	// to the key (a denial of a cost above 1 moves its latest time, an
+	// admission charges it) still changes what the cache may answer.
+	if _, given := requestid.From(ctx); given {
+		t, key := s.denyClock(now), string(rkey)
+		gen := s.deny.Generation(key)
+		res, err := s.decide(ctx, key, alg, now, cost)
+		if err == nil {
+			s.deny.Remember(key, alg, res, cost, t, s.clientTime, gen)
+		}
+		return res, err
 	}
 	return s.decideCached(ctx, rkey, alg, now, cost)
 }

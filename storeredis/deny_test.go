@@ -2,9 +2,11 @@ package storeredis_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/redistest"
@@ -167,5 +169,43 @@ func BenchmarkDenyCacheHit(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		s.Decide(ctx, store.Key{Name: "bench"}, alg, now, 1)
+	}
+}
+
+// TestDenyCacheAfterARequestWithAnID: a request with the caller's request
+// ID goes to Redis past the deny cache, and what it does to the key counts
+// for the cache all the same: a denial of cost 2 at a later clock reading
+// moves the key's latest time, so a request of cost 1 at the earlier
+// reading is decided at that time (its At and waits), as Redis decides it,
+// not as the cached denial would answer it.
+func TestDenyCacheAfterARequestWithAnID(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Standalone(t).Addr
+	s := storeredis.New(newClient(t, addr), storeredis.WithClientTime(), storeredis.WithWarnings(0, nil))
+	plain := storeredis.New(newClient(t, addr), storeredis.WithClientTime(), storeredis.WithDenyCache(0), storeredis.WithWarnings(0, nil))
+	alg := algorithms.SlidingLog{Limit: 2, Window: 10 * time.Second}
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	for _, st := range []*storeredis.Store{s, plain} {
+		k := store.Key{Name: testKey(t) + ":" + fmt.Sprint(st == plain)}
+		for range 3 { // the third denied, and remembered by s
+			if _, err := st.Decide(ctx, k, alg, now, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		later := ratewise.WithRequestID(ctx, "later")
+		if res, err := st.Decide(later, k, alg, now.Add(time.Second), 2); err != nil || res.Allowed {
+			t.Fatalf("a request of cost 2 with an ID, a second later: %+v, %v; want a denial", res, err)
+		}
+	}
+	got, err := s.Decide(ctx, store.Key{Name: testKey(t) + ":false"}, alg, now, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := plain.Decide(ctx, store.Key{Name: testKey(t) + ":true"}, alg, now, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want || !got.At.Equal(now.Add(time.Second)) {
+		t.Fatalf("a request of cost 1 at the first reading: %+v; without the cache %+v, decided a second later", got, want)
 	}
 }
