@@ -29,8 +29,8 @@
 // ratewise versions running side by side during a deploy never read each
 // other's state (see Key).
 // Every write sets a TTL of the decision's ResetAfter, rounded up to the
-// millisecond (plus ClientTimeGrace in client-time mode), so idle keys vanish
-// on their own.
+// millisecond, and one millisecond more (plus ClientTimeGrace in
+// client-time mode), so idle keys vanish on their own.
 package storeredis
 
 import (

@@ -53,9 +53,14 @@ local floor, ceil, min, max = math.floor, math.ceil, math.min, math.max
 -- The TTL for a key whose state stops counting us µs after now: in
 -- milliseconds, rounded up and at least 1, since Redis expires keys at
 -- millisecond resolution, a key must outlive its last effect, and SET … PX 0
--- is an error; plus the grace of client-time mode. It is the decimal
--- string the command takes.
-local function ttl_ms(us) return string.format('%d', max(1, ceil((us + grace) / 1000))) end
+-- is an error; plus the grace of client-time mode; plus one millisecond,
+-- since Redis counts a TTL from its clock in whole milliseconds, read when
+-- the script started (from Redis 7; when the command ran, before), which
+-- may be up to a millisecond before the TIME the state counts from: without
+-- it, a key on Redis's clock vanished up to a millisecond before its state
+-- stopped counting, and a request in that millisecond found no state. It
+-- is the decimal string the command takes.
+local function ttl_ms(us) return string.format('%d', max(1, ceil((us + grace) / 1000)) + 1) end
 
 -- An algorithm's file, <name>.lua, defines three locals, <name>_read,
 -- <name>_step and <name>_write:
