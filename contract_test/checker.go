@@ -17,26 +17,42 @@ import (
 // The model checker drives seeded random sequences of operations that mix
 // every capability (admissions of any cost, peeks, refunds of any age and
 // amount, bookings and their cancellation, resets, limit changes of every
-// kind, sets, clock readings behind and ahead, requests retried with their
-// ID, and writes whose reply is lost and sent again) through a Limiter on
-// the store under test and one on ReferenceStore, and checks after every
-// step that:
+// kind, sets, clock readings behind and ahead, idle gaps longer than a
+// state's life, requests retried with their ID, and writes whose reply is
+// lost) through a Limiter on the store under test and one on
+// ReferenceStore. Runs of steps are made at once, from goroutines of their
+// own, so that a store that shares round trips between concurrent calls
+// (Coalesced) decides them in batches, as it does by default; the store's
+// outcomes of such a round must be those of some order of its steps on
+// the reference store (they are linearizable), which the checker searches
+// for. It checks after every step or round that:
 //
 //   - the two give the same Results and errors: what a store keeps,
 //     expires, caches, batches or resends changes no decision;
 //   - every Result is in range, and an admission says what it charged;
 //   - a retried write changes nothing: its retry returns its first outcome;
 //
-// and after every sequence, on what was admitted and not refunded, that no
-// window of any limit in force admits more than that limit (a naive model
-// of each family, in exact rationals for the buckets) and that those
-// admissions replay on an empty key. A failing sequence is shrunk to the
-// shortest one that still fails, which the failure prints.
+// and after every sequence, on what the store under test admitted and did
+// not refund, that no window of any limit in force admits more than that
+// limit (a naive model of each family, in exact rationals for the buckets)
+// and that those admissions replay on an empty key. A failing sequence is
+// shrunk to the shortest one that still fails, which the failure prints,
+// with the seed that draws it again.
+//
+// On a store that decides on its own clock (StoreClock), whose time the
+// checker cannot step, windows are tens of milliseconds long, so that real
+// time moves them within a sequence, and the reference decides each step
+// at the time the store's Result says it was decided at (Result.At; a
+// booking's turn less its wait).
 
 // ReplyLoser is a store under test that can lose the reply to the next
 // command it sends, after its server ran it, as a network failing at the
-// wrong moment does: the model checker's writes whose reply is lost, which
-// the store's client sends again. The suite's Redis targets implement it.
+// wrong moment does: the model checker's writes whose reply is lost. The
+// suite's Redis targets implement it (go-redis sends the command again) and
+// its PostgreSQL ones, through a proxy (the call, and every call that
+// shared its round trip, fails with store.ErrMaybeDecided; the checker
+// then retries one that carries a request ID with it, and takes the
+// outcome of one that does not as unknown, its effect the reference's).
 type ReplyLoser interface {
 	// LoseNextReply loses the reply to the next command the store sends.
 	LoseNextReply()
@@ -45,10 +61,32 @@ type ReplyLoser interface {
 	KeepReplies() bool
 }
 
+// ExpiryClock is a store under test whose expiry runs on a clock the test
+// moves: a memory store's own clock (storememory.WithClock), a miniredis
+// the test steps. The model checker moves it on over its idle gaps, so
+// that states expire, and are swept, within a sequence; it keeps it behind
+// the limiters' clock by a window, the furthest behind a clock reading of
+// the checker's goes, so that no reading finds gone a state that still
+// counts at it.
+type ExpiryClock interface {
+	// AdvanceExpiry moves the clock the store's expiry follows on by d.
+	AdvanceExpiry(d time.Duration)
+}
+
 // checkerSequences is how many sequences the model checker runs for each
 // algorithm on each store; RATEWISE_MODEL_SOAK multiplies it for a longer
 // soak, such as RATEWISE_MODEL_SOAK=50 go test -run 'Contract/.*/model_check' ./contract_test.
 const checkerSequences = 250
+
+// maxRound is the most steps the model checker makes at once.
+const maxRound = 8
+
+// keyB is the checker's second key, beside "a". It holds what a store
+// might put between a key and a request ID: the checker gives a request
+// on "a" the ID "q:once:n" and one on keyB the ID "n", so that a store that
+// spelled its once records as key, separator and ID would take one for the
+// other.
+const keyB = "a:once:q"
 
 // sampledSequences is how many it runs on a Sampled target.
 const sampledSequences = 80
@@ -69,7 +107,7 @@ const (
 	opWait                  // the clock moves on by d
 )
 
-// op is one step of a sequence, on key "a" or "b".
+// op is one step of a sequence, on key "a" or keyB.
 type op struct {
 	kind    opKind
 	key     string
@@ -84,8 +122,10 @@ type op struct {
 	off time.Duration
 	// id: the step carries a request ID of its own; retried: its caller
 	// sends it again with that ID; lost: its reply is lost after the store
-	// ran it, and the store's client sends it again (a ReplyLoser).
+	// ran it (a ReplyLoser).
 	id, retried, lost bool
+	// par: the step is made at once with the step before it, in a round.
+	par bool
 }
 
 func (o op) String() string {
@@ -125,7 +165,10 @@ func (o op) String() string {
 		s += ", retried by its caller with the ID"
 	}
 	if o.lost {
-		s += ", its reply lost and sent again by the store's client"
+		s += ", its reply lost"
+	}
+	if o.par {
+		s += ", at once with the step before"
 	}
 	return s
 }
@@ -139,8 +182,19 @@ type checkerSetup struct {
 	window  time.Duration
 }
 
-func newCheckerSetup(c algCase) checkerSetup {
-	const w = 10 * time.Second
+// checkerWindow is the window, or period, of the model checker's limits;
+// on a store's own clock, serverWindow, which real time moves within a
+// sequence.
+const (
+	checkerWindow = 10 * time.Second
+	serverWindow  = 40 * time.Millisecond
+)
+
+func newCheckerSetup(c algCase, serverTime bool) checkerSetup {
+	w := checkerWindow
+	if serverTime {
+		w = serverWindow
+	}
 	base := c.build(10, w)
 	other := "sliding_log"
 	if algo.FamilyOf(c.kind) == algo.FamilyLog {
@@ -167,16 +221,32 @@ func newCheckerSetup(c algCase) checkerSetup {
 	}
 }
 
-// generate draws a sequence of about n steps: with bookings if books, with
-// leases if leases, and with lost replies if lossy.
-func (cs checkerSetup) generate(rng *rand.Rand, n int, books, leases, lossy bool) []op {
+// draw is what a sequence may hold: bookings, leases, lost replies,
+// rounds of steps made at once, and on a store's own clock, neither clock
+// readings off nor waits, which the checker cannot make. An idle sequence
+// has more idle gaps of a window or more, and no reading off the clock,
+// so that the checker may move a store's expiry clock with it (see
+// ExpiryClock).
+type draw struct {
+	books, leases, lossy, rounds, serverTime, idle bool
+	// lostInRounds: steps made at once may lose a reply too (see
+	// LostRepliesFail).
+	lostInRounds bool
+}
+
+// generate draws a sequence of about n steps.
+func (cs checkerSetup) generate(rng *rand.Rand, n int, d draw) []op {
 	var ops []op
-	tier := map[string]int{"a": 0, "b": 0}
+	tier := map[string]int{"a": 0, keyB: 0}
 	var admissions, bookings []int // steps that may have admitted or booked, not yet given back
 	for len(ops) < n {
+		if d.rounds && rng.IntN(6) == 0 {
+			ops, admissions = cs.round(rng, ops, admissions, tier, d)
+			continue
+		}
 		key := "a"
 		if rng.IntN(4) == 0 {
-			key = "b"
+			key = keyB
 		}
 		limit := algo.MaxCost(cs.tiers[tier[key]])
 		o := op{key: key, n: 1 + rng.Int64N(limit)}
@@ -186,7 +256,7 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, leases, lossy bool
 		switch r := rng.IntN(100); {
 		case r < 12:
 			o = op{kind: opWait, d: time.Duration(rng.Int64N(int64(cs.window / 2))).Truncate(time.Microsecond)}
-			if rng.IntN(6) == 0 {
+			if rng.IntN(6) == 0 || d.idle && rng.IntN(2) == 0 {
 				o.d = time.Duration(rng.Int64N(int64(3 * cs.window))).Truncate(time.Microsecond)
 			}
 		case r < 20:
@@ -203,10 +273,13 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, leases, lossy bool
 			o.kind, o.ref = opRefund, admissions[j]
 			admissions = slices.Delete(admissions, j, j+1)
 			o.key, o.n = ops[o.ref].key, 1+rng.Int64N(ops[o.ref].n)
-		case r < 48 && books:
+		case r < 48 && d.books:
 			o.kind, o.maxWait = opReserve, time.Duration(rng.Int64N(int64(cs.window))).Truncate(time.Microsecond)
 			bookings = append(bookings, len(ops))
-		case r < 53 && len(bookings) > 0:
+		case r < 53 && len(bookings) > 0 && !d.serverTime:
+			// Cancel gives back only before the booking's turn on the
+			// limiter's clock, which on a store's own clock is not the
+			// time the store decides at.
 			j := rng.IntN(len(bookings))
 			o.kind, o.ref = opCancel, bookings[j]
 			bookings = slices.Delete(bookings, j, j+1)
@@ -216,12 +289,15 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, leases, lossy bool
 		case r < 65:
 			o.kind, o.n = opSet, 1+rng.Int64N(min(limit, algo.MaxCost(cs.partner), 3))
 			admissions = append(admissions, len(ops))
-		case r >= 94 && leases:
+		case r >= 94 && d.leases:
 			o.kind, o.maxWait = opLease, time.Duration(rng.Int64N(int64(cs.window))).Truncate(time.Microsecond)
 			admissions = append(admissions, len(ops))
 		default:
 			o.kind = opAllow
 			admissions = append(admissions, len(ops))
+		}
+		if o.kind == opWait && d.serverTime {
+			continue
 		}
 		if o.kind != opWait {
 			switch rng.IntN(10) {
@@ -230,15 +306,86 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, books, leases, lossy bool
 			case 1:
 				o.off = time.Duration(rng.Int64N(int64(cs.window))).Truncate(time.Microsecond)
 			}
+			if d.serverTime || d.idle {
+				o.off = 0
+			}
 			writes := o.kind != opPeek
 			o.id = writes && rng.IntN(4) == 0
 			// A Reservation is cancelled once, whatever its caller does.
-			o.retried = o.id && o.kind != opCancel && rng.IntN(2) == 0
-			o.lost = writes && lossy && rng.IntN(5) == 0
+			// On a store's own clock, time passes before a retry, past
+			// which a store forgets what a request charged that no longer
+			// counts, and the reference never does: no retries there.
+			o.retried = o.id && o.kind != opCancel && !d.serverTime && rng.IntN(2) == 0
+			// A reply lost where the call then fails costs a connection
+			// (see LostRepliesFail), which the store's pool makes again:
+			// fewer there.
+			lose := 5
+			if !d.lostInRounds {
+				lose = 20
+			}
+			o.lost = writes && d.lossy && rng.IntN(lose) == 0
+			// A step that may share a round trip joins the round before
+			// it, now and then.
+			o.par = d.rounds && len(ops) > 0 && joins(o) && joins(ops[len(ops)-1]) && rng.IntN(3) == 0 &&
+				roundLen(ops) < maxRound && (o.kind != opRefund || !inRound(ops, o.ref)) &&
+				(d.lostInRounds || !o.lost && !ops[len(ops)-1].lost)
 		}
 		ops = append(ops, o)
 	}
 	return ops
+}
+
+// round appends a round of 4 to maxRound steps made at once to ops: a
+// burst of admissions, peeks and sets on both keys, as concurrent callers
+// make, which a store that coalesces decides in batches.
+func (cs checkerSetup) round(rng *rand.Rand, ops []op, admissions []int, tier map[string]int, d draw) ([]op, []int) {
+	for j := range 4 + rng.IntN(maxRound-3) {
+		key := "a"
+		if rng.IntN(3) == 0 {
+			key = keyB
+		}
+		limit := algo.MaxCost(cs.tiers[tier[key]])
+		o := op{key: key, n: 1 + rng.Int64N(min(limit, 3)), par: j > 0}
+		switch r := rng.IntN(10); {
+		case r < 2:
+			o.kind = opPeek
+		case r < 4:
+			o.kind, o.n = opSet, 1+rng.Int64N(min(limit, algo.MaxCost(cs.partner), 3))
+			admissions = append(admissions, len(ops))
+		default:
+			o.kind = opAllow
+			admissions = append(admissions, len(ops))
+		}
+		o.id = o.kind != opPeek && rng.IntN(8) == 0
+		o.lost = o.kind != opPeek && d.lossy && d.lostInRounds && rng.IntN(10) == 0
+		ops = append(ops, o)
+	}
+	return ops, admissions
+}
+
+// joins reports whether o may be made at once with other steps: an
+// admission, a peek, a set or a refund, at the clock's reading, not
+// retried by its caller.
+func joins(o op) bool {
+	switch o.kind {
+	case opAllow, opPeek, opSet, opRefund:
+		return o.off == 0 && !o.retried
+	}
+	return false
+}
+
+// roundLen returns how many steps the last round of ops holds.
+func roundLen(ops []op) int {
+	n := 1
+	for i := len(ops) - 1; i > 0 && ops[i].par; i-- {
+		n++
+	}
+	return n
+}
+
+// inRound reports whether step i is in the last round of ops.
+func inRound(ops []op, i int) bool {
+	return i >= len(ops)-roundLen(ops)
 }
 
 // checkerSide is a store's side of a sequence: its limiter, its Sets and
@@ -257,7 +404,7 @@ type checkerSide struct {
 }
 
 func newCheckerSide(s store.Store, setup checkerSetup, namespace string, clock *ratewisetest.Clock) (*checkerSide, error) {
-	side := &checkerSide{store: s, sets: map[int]*ratewise.Stack{}, clock: clock, setup: setup, prefix: namespace, tier: map[string]int{"a": 0, "b": 0}}
+	side := &checkerSide{store: s, sets: map[int]*ratewise.Stack{}, clock: clock, setup: setup, prefix: namespace, tier: map[string]int{"a": 0, keyB: 0}}
 	side.tierOpts = []ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace(namespace)}
 	l, err := ratewise.New(s, setup.tiers[0], append(side.tierOpts, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
 		return setup.tiers[side.tier[key]], nil

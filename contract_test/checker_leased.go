@@ -70,11 +70,11 @@ func leasedPolicy(clock interface{ Now() time.Time }) lease.Policy {
 
 // leasedModelCheck is the model_check rule under Leased.
 func leasedModelCheck(e *env) {
-	setup := newCheckerSetup(e.c)
+	setup := newCheckerSetup(e.c, false)
 	books := algo.Reserves(e.c.alg)
 	_, lossy := e.inner.(ReplyLoser)
 	sequences := e.sequenceCount(leasedSequences, leasedSampled)
-	rng := rand.New(rand.NewPCG(29, uint64(len(e.c.name))))
+	rng, replay := e.modelRNG()
 	var tally leasedTally
 	e.rule.text = leasedRule
 	steps := e.checkSequences(sequences,
@@ -86,7 +86,7 @@ func leasedModelCheck(e *env) {
 			return e.runLeased(ops, namespace, setup, &leasedTally{})
 		},
 		fmt.Sprintf("%d instances leasing on one store: ", leasedInstances),
-		fmt.Sprintf("tiers: %v; partner %v; lease policy %+v", setup.tiers, setup.partner, leasedPolicy(nil)))
+		fmt.Sprintf("tiers: %v; partner %v; lease policy %+v; %s", setup.tiers, setup.partner, leasedPolicy(nil), replay))
 	if lossy && tally.lost == 0 {
 		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
 	}
@@ -112,7 +112,7 @@ type leasedTally struct {
 func (cs checkerSetup) generateLeased(rng *rand.Rand, n int, books, lossy bool) []op {
 	var ops []op
 	index := map[int]int{} // a step of generate's sequence: its index in ops
-	for i, o := range cs.generate(rng, n, books, false, lossy) {
+	for i, o := range cs.generate(rng, n, draw{books: books, lossy: lossy}) {
 		if books && (o.kind == opRefund || o.kind == opCancel) {
 			// A refund or cancellation moves the turns of bookings
 			// made after it: a sequence with bookings has none.
@@ -149,7 +149,7 @@ func (e *env) runLeased(ops []op, namespace string, setup checkerSetup, tally *l
 	ctx := context.Background()
 	clock := ratewisetest.NewClock(e.c.start.Truncate(time.Second))
 	inner := counting(e.inner, tally)
-	tier := map[string]int{"a": 0, "b": 0}
+	tier := map[string]int{"a": 0, keyB: 0}
 	sides := make([]*checkerSide, leasedInstances)
 	for i := range sides {
 		w, err := lease.Wrap(inner, leasedPolicy(clock))

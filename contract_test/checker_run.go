@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"os"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ratewise/ratewise"
@@ -18,74 +22,391 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// runSequence runs the sequence ops, on store and on a fresh
+// seqRun is one sequence as the model checker runs it: the store under
+// test's side, the reference's, and what the sequence has shown so far.
+type seqRun struct {
+	e          *env
+	ops        []op
+	ids        []string // each step's request ID, or ""
+	clock      *ratewisetest.Clock
+	sut        *checkerSide
+	ref        *replayer
+	h          *history
+	loser      ReplyLoser  // nil for a store that cannot lose a reply
+	expiry     ExpiryClock // nil but in a sequence that moves it
+	serverTime bool
+	unknown    map[int]bool // steps whose outcome on the store is unknown (a reply lost)
+	tally      seqTally
+}
+
+// seqTally is what a sequence exercised.
+type seqTally struct {
+	lost, unknown, rounds, inRounds int
+	idle                            time.Duration // how far the store's expiry clock moved
+}
+
+// runSequence runs the sequence ops, on the store under test and on a fresh
 // ReferenceStore, in namespace, and returns the first broken promise, or
-// "", and how many replies the store lost.
-func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (string, int) {
-	ctx := context.Background()
+// "", and what it exercised.
+func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (string, seqTally) {
 	start := e.c.start.Truncate(time.Second)
-	clock := ratewisetest.NewClock(start)
-	sut, err := newCheckerSide(e.store, setup, namespace, clock)
-	if err != nil {
-		return err.Error(), 0
+	r := &seqRun{e: e, ops: ops, ids: requestIDs(ops), clock: ratewisetest.NewClock(start),
+		h: newHistory(setup), serverTime: e.cfg.storeClock, unknown: map[int]bool{}}
+	r.loser, _ = e.store.(ReplyLoser)
+	// A sequence with no clock reading off the clock moves the store's
+	// expiry clock with its waits: expiry runs relative to it, so a
+	// reading behind the latest could find gone a state that still
+	// counts at it.
+	if !slices.ContainsFunc(ops, func(o op) bool { return o.off != 0 }) {
+		r.expiry = e.expiryClock()
 	}
-	ref, err := newCheckerSide(ReferenceStore(), setup, namespace, clock)
+	sut, err := newCheckerSide(e.store, setup, namespace, r.clock)
 	if err != nil {
-		return err.Error(), 0
+		return err.Error(), r.tally
 	}
-	lost := 0
-	loser, _ := e.store.(ReplyLoser)
-	h := newHistory(setup)
+	sut.results, sut.errs = make([]any, len(ops)), make([]error, len(ops))
+	r.sut = sut
+	if r.ref, err = newReplayer(setup, namespace, start, len(ops)); err != nil {
+		return err.Error(), r.tally
+	}
+	for first := 0; first < len(ops); {
+		// A round is the steps marked to be made at once with the one
+		// before, of the kinds that may be: a shrunk sequence may have
+		// marked others.
+		n := 1
+		for first+n < len(ops) && ops[first+n].par && joins(ops[first]) && joins(ops[first+n]) &&
+			!(e.cfg.lostFails && (ops[first].lost || ops[first+n].lost)) {
+			n++
+		}
+		var msg string
+		if n == 1 {
+			msg = r.step(first)
+		} else {
+			msg = r.round(first, n)
+		}
+		if msg != "" {
+			return msg, r.tally
+		}
+		first += n
+	}
+	if msg := r.finalPeeks(); msg != "" {
+		return msg, r.tally
+	}
+	return r.h.check(), r.tally
+}
+
+// requestIDs returns each step's request ID, "" for a step without one:
+// on key "a", "q:once:" and a number; on keyB, the number of a step on "a"
+// that had one, each once, or a number of its own: what a store that joined
+// a key, ":once:" and an ID would spell alike for the two keys.
+func requestIDs(ops []op) []string {
+	ids := make([]string, len(ops))
+	var unpaired []int
 	for i, o := range ops {
-		if (o.kind == opRefund || o.kind == opCancel) && h.resetSince(o.ref) {
-			// Refunding an admission, or cancelling a booking, after its
-			// state was Reset is not allowed (Limiter.Refund,
-			// Reservation.Cancel): skipped, on both.
-			o = op{kind: opWait}
-		}
-		base := clock.Now()
-		clock.Set(base.Add(o.off))
-		var rctx context.Context = ctx
-		if o.id {
-			rctx = ratewise.WithRequestID(ctx, namespace+"/"+strconv.Itoa(i))
-		}
-		lose := o.lost && loser != nil
-		if lose {
-			loser.LoseNextReply()
-		}
-		got, gotErr := sut.do(rctx, i, o)
-		if lose && loser.KeepReplies() {
-			lost++
-		}
-		latest := ref.latest(o.key)
-		want, wantErr := ref.do(rctx, i, o)
-		if o.retried {
-			again, againErr := sut.do(rctx, i, o)
-			if msg := same(again, againErr, got, gotErr); msg != "" {
-				return fmt.Sprintf("step %d, retried with its request ID, did not return its first outcome: %s", i+1, msg), lost
-			}
-			ref.do(rctx, i, o)
-		}
-		clock.Set(base)
-		if o.kind == opWait {
-			clock.Advance(o.d)
-		}
-		sut.results, sut.errs = append(sut.results, got), append(sut.errs, gotErr)
-		ref.results, ref.errs = append(ref.results, want), append(ref.errs, wantErr)
-		if msg := same(got, gotErr, want, wantErr); msg != "" {
-			return fmt.Sprintf("step %d gave another outcome than the reference store: %s", i+1, msg), lost
-		}
-		if msg := h.record(i, o, ref, base.Add(o.off), latest); msg != "" {
-			return fmt.Sprintf("step %d: %s", i+1, msg), lost
+		switch {
+		case !o.id:
+		case o.key == "a":
+			ids[i] = "q:once:" + strconv.Itoa(i)
+			unpaired = append(unpaired, i)
+		case len(unpaired) > 0:
+			ids[i], unpaired = strconv.Itoa(unpaired[0]), unpaired[1:]
+		default:
+			ids[i] = "b" + strconv.Itoa(i)
 		}
 	}
-	// Every state the sequence may have touched, peeked on both: what the
-	// store holds at the end is what the reference holds, whether or not a
-	// step's Result showed it. One peek per state: under the key's limit
-	// for its own, under the first tier of each other kind and scope, and
-	// under the partner.
-	for _, key := range []string{"a", "b"} {
-		current := setup.tiers[ref.tier[key]]
+	return ids
+}
+
+// context returns the context of step i: with its request ID, if it has
+// one.
+func (r *seqRun) context(i int) context.Context {
+	if r.ids[i] == "" {
+		return context.Background()
+	}
+	return ratewise.WithRequestID(context.Background(), r.ids[i])
+}
+
+// skipped returns step i as it is run: a refund or a cancellation of an
+// admission its key's Reset has since forgotten, or whose outcome on the
+// store is unknown, is not made (Limiter.Refund, Reservation.Cancel), on
+// either side: a wait of nothing.
+func (r *seqRun) skipped(i int) op {
+	o := r.ops[i]
+	if (o.kind == opRefund || o.kind == opCancel) && (r.h.resetSince(o.ref) || r.unknown[o.ref]) {
+		return op{kind: opWait, par: o.par}
+	}
+	return o
+}
+
+// outcome is what a step returned on the store under test.
+type outcome struct {
+	got any
+	err error
+}
+
+// step runs step i alone, on both sides, and checks it.
+func (r *seqRun) step(i int) string {
+	o := r.skipped(i)
+	base := r.clock.Now()
+	r.clock.Set(base.Add(o.off))
+	reading := r.clock.Now()
+	lose := o.lost && r.loser != nil
+	if lose {
+		r.loser.LoseNextReply()
+	}
+	got, gotErr := r.sut.do(r.context(i), i, o)
+	lost := lose && r.loser.KeepReplies()
+	out := r.learn(i, o, outcome{got, gotErr}, lost)
+	var again outcome
+	if o.retried && !r.unknown[i] {
+		again.got, again.err = r.sut.do(r.context(i), i, o)
+	}
+	r.clock.Set(base)
+	if o.kind == opWait {
+		r.wait(o.d)
+	}
+	now := r.decidedAt(o, out, reading)
+	want, wantErr := r.ref.apply(applied{i: i, o: o, now: now, id: r.ids[i]})
+	if o.retried && !r.unknown[i] {
+		// The retry returns the first outcome, on the reference too; but a
+		// denial, not kept, is decided again, on a store's own clock at a
+		// later time.
+		if !r.serverTime {
+			if msg := same(again.got, again.err, out.got, out.err); msg != "" {
+				return fmt.Sprintf("step %d, retried with its request ID, did not return its first outcome: %s", i+1, msg)
+			}
+		}
+		againWant, againErr := r.ref.apply(applied{i: i, o: o, now: r.decidedAt(o, again, reading), id: r.ids[i], again: true})
+		if msg := same(again.got, again.err, againWant, againErr); msg != "" {
+			return fmt.Sprintf("step %d, retried with its request ID, gave another outcome than the reference store: %s", i+1, msg)
+		}
+	}
+	if !r.unknown[i] {
+		if msg := same(out.got, out.err, want, wantErr); msg != "" {
+			return fmt.Sprintf("step %d gave another outcome than the reference store: %s", i+1, msg)
+		}
+	}
+	return r.record(i, o, out, now)
+}
+
+// round runs the n steps from first at once on the store under test, then
+// looks for an order of them in which the reference store gives each the
+// outcome the store did, and records them in that order.
+func (r *seqRun) round(first, n int) string {
+	r.tally.rounds++
+	r.tally.inRounds += n
+	reading := r.clock.Now()
+	steps := make([]op, n)
+	lose := false
+	for j := range steps {
+		steps[j] = r.skipped(first + j)
+		lose = lose || steps[j].lost && r.loser != nil
+	}
+	for _, o := range steps {
+		if o.kind == opSet {
+			// The side keeps its Stacks in a map: made here, before the
+			// goroutines read it.
+			if _, err := r.sut.set(r.sut.tier[o.key]); err != nil {
+				return fmt.Sprintf("step %d: %v", first+1, err)
+			}
+		}
+	}
+	if lose {
+		r.loser.LoseNextReply()
+	}
+	outs := make([]outcome, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for j, o := range steps {
+		wg.Go(func() {
+			<-start
+			outs[j].got, outs[j].err = r.sut.do(r.context(first+j), first+j, o)
+		})
+	}
+	close(start)
+	wg.Wait()
+	lost := lose && r.loser.KeepReplies()
+	for j, o := range steps {
+		outs[j] = r.learn(first+j, o, outs[j], lost)
+	}
+	nows := make([]time.Time, n)
+	for j, o := range steps {
+		nows[j] = r.decidedAt(o, outs[j], reading)
+	}
+	order, msg := r.linearize(first, steps, outs, nows)
+	if msg != "" {
+		return msg
+	}
+	for _, j := range order {
+		r.ref.apply(applied{i: first + j, o: steps[j], now: nows[j], id: r.ids[first+j]})
+	}
+	for _, j := range order {
+		if msg := r.record(first+j, steps[j], outs[j], nows[j]); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// learn returns the outcome of step i, o, which returned out: after a lost
+// reply, a step that failed with store.ErrUnavailable did so because of
+// it, and was decided all the same; the checker retries one that carries a
+// request ID with it, as its caller would, for its first outcome, and
+// marks the outcome of one that does not unknown.
+func (r *seqRun) learn(i int, o op, out outcome, lost bool) outcome {
+	if lost {
+		r.tally.lost++
+	}
+	if !lost || !errors.Is(out.err, store.ErrUnavailable) {
+		r.sut.results[i], r.sut.errs[i] = out.got, out.err
+		return out
+	}
+	if r.ids[i] != "" && o.kind != opCancel {
+		out.got, out.err = r.sut.do(r.context(i), i, o)
+		r.sut.results[i], r.sut.errs[i] = out.got, out.err
+		return out
+	}
+	r.unknown[i] = true
+	r.tally.unknown++
+	return out
+}
+
+// decidedAt returns the time step o was decided at: the clock reading it
+// was made with; on a store's own clock, what its outcome says, and the
+// reading for a step that returns no time.
+func (r *seqRun) decidedAt(o op, out outcome, reading time.Time) time.Time {
+	if !r.serverTime || out.err != nil {
+		return reading
+	}
+	var at time.Time
+	switch g := out.got.(type) {
+	case ratewise.Result:
+		at = g.At
+	case ratewise.MultiResult:
+		for _, res := range g.Results {
+			if at.IsZero() || res.At.Before(at) {
+				at = res.At
+			}
+		}
+	case *ratewise.Reservation:
+		at = g.Result().At.Add(-g.Delay())
+	case leased:
+		at = g.res.At.Add(-g.delay)
+	}
+	if at.IsZero() {
+		return r.ref.last
+	}
+	return at
+}
+
+// linearize returns an order of the round's steps (indices into steps) in
+// which the reference store, from where the sequence stands, gives each
+// the outcome the store under test did, or why there is none. It tries the
+// order they were drawn in first, then searches, each order on snapshots
+// of the reference.
+func (r *seqRun) linearize(first int, steps []op, outs []outcome, nows []time.Time) ([]int, string) {
+	n := len(steps)
+	matches := func(f *replayer, j int) bool {
+		want, wantErr := f.apply(applied{i: first + j, o: steps[j], now: nows[j], id: r.ids[first+j]})
+		return r.unknown[first+j] || alike(outs[j].got, outs[j].err, want, wantErr)
+	}
+	drawn, f := make([]int, n), r.ref.snapshot()
+	for j := range n {
+		drawn[j] = j
+		if !matches(f, j) {
+			break
+		}
+		if j == n-1 {
+			return drawn, ""
+		}
+	}
+	const maxTries = 20_000
+	tries := 0
+	var found []int
+	var search func(f *replayer, placed []int) bool
+	search = func(f *replayer, placed []int) bool {
+		if len(placed) == n {
+			found = placed
+			return true
+		}
+		for j := range n {
+			if slices.Contains(placed, j) {
+				continue
+			}
+			if tries++; tries > maxTries {
+				return false
+			}
+			g := f.snapshot()
+			if !matches(g, j) {
+				continue
+			}
+			if search(g, append(slices.Clone(placed), j)) {
+				return true
+			}
+		}
+		return false
+	}
+	if search(r.ref, nil) {
+		return found, ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the %d steps %d to %d, made at once, gave outcomes that no order of them gives on the reference store", n, first+1, first+n)
+	if tries > maxTries {
+		fmt.Fprintf(&b, " (the search stopped after %d tries)", maxTries)
+	}
+	b.WriteString(": in the order drawn,")
+	f = r.ref.snapshot()
+	for j, o := range steps {
+		want, wantErr := f.apply(applied{i: first + j, o: o, now: nows[j], id: r.ids[first+j]})
+		if r.unknown[first+j] {
+			fmt.Fprintf(&b, "\n    step %d (%v): outcome unknown", first+j+1, o)
+			continue
+		}
+		fmt.Fprintf(&b, "\n    step %d (%v): %s", first+j+1, o, orSame(same(outs[j].got, outs[j].err, want, wantErr)))
+	}
+	return nil, b.String()
+}
+
+func orSame(msg string) string {
+	if msg == "" {
+		return "the same"
+	}
+	return msg
+}
+
+// record notes step i, o, decided at now, in the history, from the store
+// under test's outcome, or the reference's when the store's is unknown.
+func (r *seqRun) record(i int, o op, out outcome, now time.Time) string {
+	side := r.sut
+	if r.unknown[i] {
+		side = r.ref.side
+	}
+	if msg := r.h.record(i, o, side, now, r.ref.latestBefore[i]); msg != "" {
+		return fmt.Sprintf("step %d: %s", i+1, msg)
+	}
+	return ""
+}
+
+// wait moves the clock on by d, and the store's expiry clock with it, in
+// a sequence that moves it.
+func (r *seqRun) wait(d time.Duration) {
+	r.clock.Advance(d)
+	if r.expiry != nil {
+		r.expiry.AdvanceExpiry(d)
+		r.tally.idle += d
+	}
+}
+
+// finalPeeks peeks at every state the sequence may have touched, on both
+// sides: what the store holds at the end is what the reference holds,
+// whether or not a step's Result showed it. One peek per state: under the
+// key's limit for its own, under the first tier of each other kind and
+// scope, and under the partner.
+func (r *seqRun) finalPeeks() string {
+	ctx := context.Background()
+	setup := r.sut.setup
+	for _, key := range []string{"a", keyB} {
+		current := setup.tiers[r.ref.side.tier[key]]
 		algs := []algorithms.Algorithm{current, setup.partner}
 		for _, t := range setup.tiers {
 			if !slices.ContainsFunc(algs, func(a algorithms.Algorithm) bool { return sameState(a, t) }) {
@@ -93,14 +414,89 @@ func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (strin
 			}
 		}
 		for _, alg := range algs {
-			got, gotErr := sut.peek(ctx, key, alg)
-			want, wantErr := ref.peek(ctx, key, alg)
+			got, gotErr := r.sut.peek(ctx, key, alg)
+			now := r.decidedAt(op{kind: opPeek}, outcome{got, gotErr}, r.clock.Now())
+			r.ref.clock.Set(now)
+			want, wantErr := r.ref.side.peek(ctx, key, alg)
 			if msg := same(got, gotErr, want, wantErr); msg != "" {
-				return fmt.Sprintf("at the end, a peek of %q under %v gave another outcome than the reference store: %s", key, alg, msg), lost
+				return fmt.Sprintf("at the end, a peek of %q under %v gave another outcome than the reference store: %s", key, alg, msg)
 			}
 		}
 	}
-	return h.check(), lost
+	return ""
+}
+
+// replayer is the reference store's side of a sequence, of which the
+// checker can take snapshots, to try orders of a round's steps on.
+type replayer struct {
+	setup     checkerSetup
+	namespace string
+	clock     *ratewisetest.Clock
+	side      *checkerSide
+	store     *refStore
+	last      time.Time // the time the last step applied was decided at
+	// latestBefore is, for each step applied, the latest time the
+	// reference's state of its key held under its limit before it (see
+	// history.record).
+	latestBefore map[int]time.Time
+}
+
+// applied is a step as applied to the reference: made at now, with its
+// request ID, again when its caller retried it.
+type applied struct {
+	i     int
+	o     op
+	now   time.Time
+	id    string
+	again bool
+}
+
+func newReplayer(setup checkerSetup, namespace string, start time.Time, steps int) (*replayer, error) {
+	return newReplayerOn(ReferenceStore().(*refStore), setup, namespace, start, steps)
+}
+
+func newReplayerOn(rs *refStore, setup checkerSetup, namespace string, now time.Time, steps int) (*replayer, error) {
+	r := &replayer{setup: setup, namespace: namespace, clock: ratewisetest.NewClock(now), store: rs, last: now, latestBefore: map[int]time.Time{}}
+	side, err := newCheckerSide(rs, setup, namespace, r.clock)
+	if err != nil {
+		return nil, err
+	}
+	side.results, side.errs = make([]any, steps), make([]error, steps)
+	r.side = side
+	return r, nil
+}
+
+// apply makes step a on the reference and returns what it returned.
+func (r *replayer) apply(a applied) (any, error) {
+	r.clock.Set(a.now)
+	r.last = a.now
+	if !a.again {
+		r.latestBefore[a.i] = r.side.latest(a.o.key)
+	}
+	ctx := context.Background()
+	if a.id != "" {
+		ctx = ratewise.WithRequestID(ctx, a.id)
+	}
+	got, err := r.side.do(ctx, a.i, a.o)
+	if !a.again {
+		r.side.results[a.i], r.side.errs[a.i] = got, err
+	}
+	return got, err
+}
+
+// snapshot returns a replayer that holds what r holds, on a snapshot of
+// its store, for a search to apply steps to. A booking it holds stays one
+// of r's: no step that cancels one is tried on a snapshot (see joins).
+func (r *replayer) snapshot() *replayer {
+	f, err := newReplayerOn(r.store.snapshot(), r.setup, r.namespace, r.clock.Now(), len(r.side.results))
+	if err != nil {
+		panic(err) // r was made with the same setup
+	}
+	f.last = r.last
+	copy(f.side.results, r.side.results)
+	copy(f.side.errs, r.side.errs)
+	f.side.tier = maps.Clone(r.side.tier)
+	return f
 }
 
 // sameState reports whether a and b keep one state for a key: the same
@@ -120,33 +516,46 @@ func (s *checkerSide) peek(ctx context.Context, key string, alg algorithms.Algor
 
 // same compares two outcomes of one step; "" when they are the same.
 func same(got any, gotErr error, want any, wantErr error) string {
-	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && errClass(gotErr) != errClass(wantErr) {
+	if alike(got, gotErr, want, wantErr) {
+		return ""
+	}
+	if gotErr != nil || wantErr != nil {
 		return fmt.Sprintf("error %v, the reference %v", gotErr, wantErr)
 	}
+	switch g := got.(type) {
+	case leased:
+		w := want.(leased)
+		return fmt.Sprintf("a lease %+v (delay %v), the reference %+v (delay %v)", g.res, g.delay, w.res, w.delay)
+	case *ratewise.Reservation:
+		w := want.(*ratewise.Reservation)
+		return fmt.Sprintf("a booking %+v (delay %v), the reference %+v (delay %v)", g.Result(), g.Delay(), w.Result(), w.Delay())
+	}
+	return fmt.Sprintf("%+v, the reference %+v", got, want)
+}
+
+// alike reports whether two outcomes of one step are the same, as same
+// does, without saying how they differ: the search for an order of a
+// round's steps asks it of many that differ.
+func alike(got any, gotErr error, want any, wantErr error) bool {
+	if (gotErr == nil) != (wantErr == nil) || gotErr != nil && errClass(gotErr) != errClass(wantErr) {
+		return false
+	}
 	if gotErr != nil {
-		return ""
+		return true
 	}
 	switch g := got.(type) {
 	case ratewise.Result:
-		if w := want.(ratewise.Result); g != w {
-			return fmt.Sprintf("%+v, the reference %+v", g, w)
-		}
+		return g == want.(ratewise.Result)
 	case ratewise.MultiResult:
 		w := want.(ratewise.MultiResult)
-		if g.Allowed != w.Allowed || g.Binding != w.Binding || g.RetryAfter != w.RetryAfter || !equalResults(g.Results, w.Results) {
-			return fmt.Sprintf("%+v, the reference %+v", g, w)
-		}
+		return g.Allowed == w.Allowed && g.Binding == w.Binding && g.RetryAfter == w.RetryAfter && equalResults(g.Results, w.Results)
 	case leased:
-		if w := want.(leased); g != w {
-			return fmt.Sprintf("a lease %+v (delay %v), the reference %+v (delay %v)", g.res, g.delay, w.res, w.delay)
-		}
+		return g == want.(leased)
 	case *ratewise.Reservation:
 		w := want.(*ratewise.Reservation)
-		if g.OK() != w.OK() || g.Delay() != w.Delay() || g.Result() != w.Result() {
-			return fmt.Sprintf("a booking %+v (delay %v), the reference %+v (delay %v)", g.Result(), g.Delay(), w.Result(), w.Delay())
-		}
+		return g.OK() == w.OK() && g.Delay() == w.Delay() && g.Result() == w.Result()
 	}
-	return ""
+	return true
 }
 
 // errClass is the sentinel an error of the checker's steps wraps.
@@ -159,22 +568,32 @@ func errClass(err error) error {
 	return err
 }
 
-// checker is the model_check rule.
+// modelCheck is the model_check rule.
 func modelCheck(e *env) {
 	if e.cfg.leased {
 		leasedModelCheck(e)
 		return
 	}
-	setup := newCheckerSetup(e.c)
-	books := algo.Reserves(e.c.alg)
+	setup := newCheckerSetup(e.c, e.cfg.storeClock)
 	_, leases := e.store.(store.Leaser)
 	_, lossy := e.store.(ReplyLoser)
+	// On a store's own clock, the time a step whose reply was lost was
+	// decided at is unknown: none is lost there.
+	lossy = lossy && !e.cfg.storeClock
+	d := draw{books: algo.Reserves(e.c.alg), leases: leases, lossy: lossy, lostInRounds: !e.cfg.lostFails, rounds: true, serverTime: e.cfg.storeClock}
 	sequences := e.sequenceCount(checkerSequences, sampledSequences)
-	rng := rand.New(rand.NewPCG(23, uint64(len(e.c.name))))
-	lost, leaseOps := 0, 0
+	rng, replay := e.modelRNG()
+	batcher, _ := e.inner.(Batcher)
+	var batchesBefore, batchedBefore int64
+	if batcher != nil {
+		batchesBefore, batchedBefore = batcher.Batches()
+	}
+	var tally seqTally
+	leaseOps := 0
 	steps := e.checkSequences(sequences,
-		func(int) []op {
-			ops := setup.generate(rng, 6+rng.IntN(20), books, leases, lossy)
+		func(seq int) []op {
+			d.idle = e.expiryClock() != nil && seq%2 == 1
+			ops := setup.generate(rng, 6+rng.IntN(20), d)
 			for _, o := range ops {
 				if o.kind == opLease {
 					leaseOps++
@@ -183,20 +602,71 @@ func modelCheck(e *env) {
 			return ops
 		},
 		func(ops []op, namespace string, keep bool) string {
-			msg, n := e.runSequence(ops, namespace, setup)
+			msg, t := e.runSequence(ops, namespace, setup)
 			if keep {
-				lost += n
+				tally.lost += t.lost
+				tally.unknown += t.unknown
+				tally.rounds += t.rounds
+				tally.inRounds += t.inRounds
+				tally.idle += t.idle
 			}
 			return msg
 		},
-		"", fmt.Sprintf("tiers: %v; partner %v", setup.tiers, setup.partner))
-	if lossy && lost == 0 {
+		"", fmt.Sprintf("tiers: %v; partner %v; %s", setup.tiers, setup.partner, replay))
+	if lossy && tally.lost == 0 {
 		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
 	}
 	if leases && leaseOps == 0 {
 		e.fatalf("%d sequences on a store that leases made no Lease", sequences)
 	}
-	e.t.Logf("%d sequences, %d steps, %d leases, %d replies lost, on %s", sequences, steps, leaseOps, lost, e.c.name)
+	var batches, batched int64
+	if batcher != nil {
+		batches, batched = batcher.Batches()
+		batches, batched = batches-batchesBefore, batched-batchedBefore
+	}
+	if e.expiryClock() != nil && tally.idle == 0 {
+		e.fatalf("%d sequences moved the store's expiry clock by nothing: no state expired within one", sequences)
+	}
+	if e.cfg.coalesced && batches == 0 {
+		e.fatalf("%d sequences, %d rounds of %d steps made at once, formed no batch on a store that shares round trips: its default path was not checked", sequences, tally.rounds, tally.inRounds)
+	}
+	e.t.Logf("%d sequences, %d steps, %d rounds of %d steps at once, %d batches of %d decisions, %d leases, %d replies lost (%d outcomes unknown), the store's expiry clock moved %v, on %s; %s",
+		sequences, steps, tally.rounds, tally.inRounds, batches, batched, leaseOps, tally.lost, tally.unknown, tally.idle, e.c.name, replay)
+}
+
+// expiryClock returns the clock the store's expiry follows, if the test
+// moves it: ExpiryFollows's, or the store's own (ExpiryClock).
+func (e *env) expiryClock() ExpiryClock {
+	if e.cfg.expiry != nil {
+		return e.cfg.expiry
+	}
+	c, _ := e.store.(ExpiryClock)
+	return c
+}
+
+// modelSeed is the seed of the model checkers' sequences in this run:
+// RATEWISE_MODEL_SEED, to draw a run's sequences again, or a new one.
+// Each rule draws from it and its own name (target and algorithm), so
+// that every run, algorithm and target draws sequences of its own.
+var modelSeed = func() uint64 {
+	if v, err := strconv.ParseUint(os.Getenv("RATEWISE_MODEL_SEED"), 10, 64); err == nil {
+		return v
+	}
+	return rand.Uint64()
+}()
+
+// modelRNG returns the rule's source of sequences, and how to draw them
+// again, for failure messages and logs.
+func (e *env) modelRNG() (*rand.Rand, string) {
+	h := fnv.New64a()
+	h.Write([]byte(e.t.Name()))
+	parts := strings.Split(e.t.Name(), "/")
+	for i, p := range parts {
+		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
+	}
+	return rand.New(rand.NewPCG(modelSeed, h.Sum64())),
+		fmt.Sprintf("seed %d (RATEWISE_MODEL_SEED=%d go test -run '%s' ./contract_test draws these sequences again; the steps made at once may interleave otherwise)",
+			modelSeed, modelSeed, strings.Join(parts, "/"))
 }
 
 // sequenceCount is how many sequences a model checker runs for each
@@ -281,6 +751,7 @@ func (e *env) shrink(ops []op, msg string, run func([]op) string) ([]op, string)
 			func(o *op) { o.off = 0 },
 			func(o *op) { o.id, o.retried = false, false },
 			func(o *op) { o.lost = false },
+			func(o *op) { o.par = false },
 		} {
 			cand := slices.Clone(ops)
 			simplify(&cand[i])

@@ -57,6 +57,8 @@ type config struct {
 	sampled    bool
 	leased     bool
 	coalesced  bool
+	expiry     ExpiryClock
+	lostFails  bool
 }
 
 type optionFunc func(*config)
@@ -76,6 +78,20 @@ func StoreClock() Option { return optionFunc(func(c *config) { c.storeClock = tr
 // and the poisoned_batch rule then require batches to have formed, and
 // poisoned_batch requires the store to be a Poisoner.
 func Coalesced() Option { return optionFunc(func(c *config) { c.coalesced = true }) }
+
+// LostRepliesFail tells Run that a call whose reply the store loses
+// (ReplyLoser) fails, with store.ErrMaybeDecided, as pgx's do, where
+// go-redis sends the command again and the caller sees nothing. Such a
+// call's outcome is unknown, and its effect depends on its order among
+// steps made at once, which the model checker could not tell from what it
+// sees after the round: it loses only the replies of steps made alone.
+func LostRepliesFail() Option { return optionFunc(func(c *config) { c.lostFails = true }) }
+
+// ExpiryFollows tells Run that the store's expiry follows c, the clock
+// the store was given for it (storememory.WithClock): the model checker
+// moves c on over its idle gaps (see ExpiryClock). A store under test
+// that is an ExpiryClock needs no option.
+func ExpiryFollows(c ExpiryClock) Option { return optionFunc(func(cfg *config) { cfg.expiry = c }) }
 
 // Batcher is a store that shares round trips between concurrent
 // decisions, and counts them: storeredis.Store and storepostgres.Store.
@@ -104,8 +120,8 @@ func ExpiryGrace(d time.Duration) Option { return optionFunc(func(c *config) { c
 // Sampled tells Run that the store runs code that another target checks in
 // full, on a slower engine, such as the Redis store's scripts on miniredis,
 // whose Lua interpreter runs them many times slower under the race
-// detector, or the leasing layer over a server, which the leased memory
-// store checks in full. Every rule still runs, on a sample of the heaviest
+// detector, the leasing layer over a server, which the leased memory
+// store checks in full, or a store's path off its defaults. Every rule still runs, on a sample of the heaviest
 // work: the model checker runs 80 sequences per algorithm instead of 250
 // (50 instead of 150 under Leased; all multiplied by
 // RATEWISE_MODEL_SOAK), matches_model 1,000 random steps

@@ -2,6 +2,9 @@ package contract
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"reflect"
 	"sync"
 	"time"
 
@@ -14,7 +17,8 @@ import (
 
 // ReferenceStore returns the simplest store that can be: one lock, one map,
 // each decision the algorithm's own step (algo.Decide,
-// Reserve, Refund), state, leases' marks and request IDs kept forever.
+// Reserve, Refund) on a copy of the state it keeps, state, leases' marks
+// and request IDs kept forever.
 // The model checker runs every sequence on one beside the store under test
 // and requires the same Results; a store that drops state once it stops
 // counting must decide exactly as this one, which never drops it. It has
@@ -96,12 +100,64 @@ func (s *refStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algo
 			return r.results[0], nil
 		}
 	}
-	state, res := algo.Decide(alg, s.states[k], now, cost)
+	state, res := algo.Decide(alg, s.state(k), now, cost)
 	s.states[k] = state
 	if once && res.Allowed {
 		s.once[rec] = refRecord{results: []algorithms.Result{res}}
 	}
 	return res, nil
+}
+
+// state returns a copy of the state at k, which a step may change in
+// place: the states the store keeps are never changed, but replaced, so
+// that a snapshot shares them (see snapshot).
+func (s *refStore) state(k refKey) algo.State {
+	st := s.states[k]
+	if st == nil {
+		return nil
+	}
+	return deepCopy(reflect.ValueOf(st)).Interface()
+}
+
+// deepCopy returns a copy of v that shares no memory with it: v is a
+// state of package algorithms, of pointers, structs of exported fields,
+// slices and integers.
+func deepCopy(v reflect.Value) reflect.Value {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.New(v.Elem().Type())
+		c.Elem().Set(deepCopy(v.Elem()))
+		return c
+	case reflect.Struct:
+		c := reflect.New(v.Type()).Elem()
+		for i := range v.NumField() {
+			c.Field(i).Set(deepCopy(v.Field(i)))
+		}
+		return c
+	case reflect.Slice:
+		if v.IsNil() {
+			return v
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		for i := range v.Len() {
+			c.Index(i).Set(deepCopy(v.Index(i)))
+		}
+		return c
+	case reflect.Int64, reflect.Int, reflect.Bool, reflect.Uint64:
+		return v
+	}
+	panic(fmt.Sprintf("contract: the reference store cannot copy a state holding a %v", v.Type()))
+}
+
+// snapshot returns a store that holds what s holds, and changes
+// independently of it.
+func (s *refStore) snapshot() *refStore {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return &refStore{states: maps.Clone(s.states), once: maps.Clone(s.once), marks: maps.Clone(s.marks)}
 }
 
 func (s *refStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
@@ -137,9 +193,9 @@ func (s *refStore) book(ctx context.Context, sk store.Key, alg algorithms.Algori
 		delay time.Duration
 	)
 	if algo.Reserves(alg) {
-		state, res, delay = algo.Reserve(alg, s.states[k], now, cost, maxWait)
+		state, res, delay = algo.Reserve(alg, s.state(k), now, cost, maxWait)
 	} else {
-		state, res = algo.Decide(alg, s.states[k], now, cost)
+		state, res = algo.Decide(alg, s.state(k), now, cost)
 	}
 	s.states[k] = state
 	if lease && res.Allowed {
@@ -178,7 +234,7 @@ func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithm
 	for i, alg := range algs {
 		k := keyOf(key, alg)
 		var st algo.State
-		st, results[i] = algo.Decide(alg, s.states[k], now, min(cost, -cost))
+		st, results[i] = algo.Decide(alg, s.state(k), now, min(cost, -cost))
 		s.states[k] = st // an inspection changes nothing but a converted rate
 		all = all && results[i].Allowed
 	}
@@ -190,7 +246,7 @@ func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithm
 			continue
 		}
 		k := keyOf(key, alg)
-		s.states[k], results[i] = algo.Decide(alg, s.states[k], now, cost)
+		s.states[k], results[i] = algo.Decide(alg, s.state(k), now, cost)
 	}
 	if once && all {
 		for _, alg := range algs {
@@ -223,7 +279,7 @@ func (s *refStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algo
 			return r.results[0], nil
 		}
 	}
-	state, changed := s.states[k], false
+	state, changed := s.state(k), false
 	if state != nil {
 		state, changed = algo.Refund(alg, state, now, at, n)
 	}

@@ -173,10 +173,7 @@ func (tw *twin) capabilities(ctx context.Context, alg algorithms.Algorithm, sk s
 		}
 	}
 	if _, ok := tw.sut.(store.SetDecider); ok {
-		partner := algorithms.FixedWindow{Limit: 5, Window: time.Hour}
-		if e.cfg.storeClock {
-			partner.Window = 30 * 24 * time.Hour
-		}
+		partner := tw.partner()
 		stack := func(s store.Store) *ratewise.Stack {
 			st, err := ratewise.NewStack(s, []algorithms.Algorithm{alg, partner}, ratewise.WithClock(e.clock), ratewise.WithNamespace(sk.Namespace))
 			if err != nil {
@@ -303,12 +300,10 @@ var onceOps = []onceOp{
 	}},
 }
 
-// partner is the second limit of the once_spelling rule's Stacks.
+// partner is the second limit of the rules' Stacks: a fixed window twice
+// the case's, so that it never shares a state with the case's own.
 func (tw *twin) partner() algorithms.Algorithm {
-	if tw.e.cfg.storeClock {
-		return algorithms.FixedWindow{Limit: 5, Window: 30 * 24 * time.Hour}
-	}
-	return algorithms.FixedWindow{Limit: 5, Window: time.Hour}
+	return algorithms.FixedWindow{Limit: 5, Window: 2 * tw.e.c.window}
 }
 
 // onceSpelling is the once_spelling rule: for each pair of operations a

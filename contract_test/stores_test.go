@@ -2,7 +2,9 @@ package contract_test
 
 import (
 	"context"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -35,27 +37,34 @@ func TestMain(m *testing.M) {
 // and on a real Redis Cluster, and storepostgres, each in client-time mode
 // (WithClientTime) and on the server's own clock, its default (the targets
 // named -server-time): miniredis lets the suite drive that clock (see
-// serverClock), and the real servers run the rules that hold at any time.
-// The real servers are started by the test on free loopback ports. The
-// Redis targets run with coalescing and the deny cache on, as by default,
-// and the -plain ones and miniredis-server-time with both off. The leased-
+// serverClock); on the real servers, the rules that hold at any time run,
+// and the model checker with windows that real time moves. The real
+// servers are started by the test on free loopback ports. The Redis and
+// PostgreSQL targets run with coalescing (and Redis's deny cache) on, as
+// by default, so the model checker's steps made at once share round trips
+// (contract.Coalesced); the -plain ones and miniredis-server-time run with
+// both off, on a sample (contract.Sampled), as does the cluster on its own
+// clock, whose scripts the standalone server runs in full. The leased-
 // targets run the memory, Redis and PostgreSQL stores under the leasing
 // layer (contract.Leased). A new store is one more line here.
 func TestContract(t *testing.T) {
 	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Coalesced()}
 	// Without coalescing and the deny cache, which are on by default.
 	plain := []storeredis.Option{storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
+	// The memory stores' own clock: it stands still, so that no sweep
+	// drops a state the suite's clock, which jumps ahead and back, still
+	// finds counting however long the run takes in real time, but for the
+	// model checker's idle gaps (contract.ExpiryFollows).
+	memClock, leasedMemClock := newStoreClock(), newStoreClock()
+	serverTime := newServerClock(t)
 	targets := []struct {
 		name string
 		new  contract.Factory
 		opts []contract.Option
 	}{
-		// On a store clock that stands still, so that no sweep drops a
-		// state the suite's clock, which jumps ahead and back, still finds
-		// counting however long the run takes in real time.
 		{"storememory", func(*testing.T) store.Store {
-			return storememory.New(storememory.WithClock(ratewisetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
-		}, nil},
+			return storememory.New(storememory.WithClock(memClock))
+		}, []contract.Option{contract.ExpiryFollows(memClock)}},
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
 		{"reference", func(*testing.T) store.Store { return contract.ReferenceStore() }, nil},
@@ -66,12 +75,7 @@ func TestContract(t *testing.T) {
 			return lossy(t, miniredis.RunT(t).Addr(), storeredis.WithClientTime())
 		}, []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Sampled(), contract.Coalesced()}},
 		{"miniredis-server-time", func(t *testing.T) store.Store {
-			m := miniredis.RunT(t)
-			// Plain: the deny cache counts on the local monotonic clock,
-			// which runs with Redis's own, and this target jumps Redis's
-			// clock instead; and serverClock sends one decision at a time,
-			// so coalescing would send each alone all the same.
-			return &serverClock{Store: storeredis.New(client(t, m.Addr()), plain...), m: m}
+			return serverTime
 		}, []contract.Option{contract.Sampled()}},
 		{"redis", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
@@ -86,13 +90,13 @@ func TestContract(t *testing.T) {
 		{"cluster-server-time", func(t *testing.T) store.Store {
 			c := clusterClient(t)
 			return &redisStore{storeredis.New(c), c}
-		}, []contract.Option{contract.StoreClock(), contract.Coalesced()}},
+		}, []contract.Option{contract.StoreClock(), contract.Coalesced(), contract.Sampled()}},
 		{"redis-plain", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, append(plain, storeredis.WithClientTime())...)
-		}, clientTime[:1]},
+		}, []contract.Option{clientTime[0], contract.Sampled()}},
 		{"cluster-plain", func(t *testing.T) store.Store {
 			return lossyCluster(t, append(plain, storeredis.WithClientTime())...)
-		}, clientTime[:1]},
+		}, []contract.Option{clientTime[0], contract.Sampled()}},
 		// The leasing layer (contract.Leased) over the memory store, over
 		// Redis and over PostgreSQL, each in client time, which leases
 		// need. The layer is the same on each, and leased-storememory
@@ -100,7 +104,7 @@ func TestContract(t *testing.T) {
 		// step, a sample of the heaviest work (Sampled) shows the stores
 		// book and refund under it as the memory store does.
 		{"leased-storememory", func(t *testing.T) store.Store {
-			return storememory.New(storememory.WithClock(ratewisetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))))
+			return storememory.New(storememory.WithClock(leasedMemClock))
 		}, []contract.Option{contract.Leased()}},
 		{"leased-redis", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
@@ -108,11 +112,13 @@ func TestContract(t *testing.T) {
 		{"leased-postgres", func(t *testing.T) store.Store {
 			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
 		}, []contract.Option{contract.Leased(), contract.Sampled(), contract.ExpiryGrace(storepostgres.ClientTimeGrace)}},
+		// Through a proxy that can lose a statement's reply
+		// (contract.ReplyLoser).
 		{"postgres", func(t *testing.T) store.Store {
-			return newPGStore(t, storepostgres.WithClientTime())
-		}, []contract.Option{contract.ExpiryGrace(storepostgres.ClientTimeGrace), contract.Coalesced()}},
+			return newPGStore(t, true, storepostgres.WithClientTime())
+		}, []contract.Option{contract.ExpiryGrace(storepostgres.ClientTimeGrace), contract.Coalesced(), contract.LostRepliesFail()}},
 		{"postgres-server-time", func(t *testing.T) store.Store {
-			return newPGStore(t)
+			return newPGStore(t, false)
 		}, []contract.Option{contract.StoreClock(), contract.Coalesced()}},
 	}
 	// go test -short runs every rule once on each kind of store: the
@@ -138,15 +144,49 @@ func TestContract(t *testing.T) {
 	}
 }
 
+// storeClock is the clock a memory store's expiry follows
+// (storememory.WithClock), which the model checker moves on over its idle
+// gaps (contract.ExpiryClock).
+type storeClock struct{ *ratewisetest.Clock }
+
+func newStoreClock() storeClock {
+	return storeClock{ratewisetest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+}
+
+func (c storeClock) AdvanceExpiry(d time.Duration) { c.Advance(d) }
+
 // serverClock is the Redis store in its default mode, deciding on the
 // server's clock (TIME), on a miniredis whose clock it sets to the now of
 // each decision, so that the suite drives the server's time. Decisions are
 // serialised so that each sees its own now; a now out of range is refused,
-// as no server clock reads one.
+// as no server clock reads one. Its keys expire on a clock of miniredis's
+// own, which the model checker moves on over its idle gaps
+// (contract.ExpiryClock). One serves every rule of its target, each in
+// keys of its own.
 type serverClock struct {
 	*storeredis.Store
 	m  *miniredis.Miniredis
 	mu sync.Mutex
+}
+
+func newServerClock(t *testing.T) *serverClock {
+	m := miniredis.NewMiniRedis()
+	if err := m.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	// Plain: the deny cache counts on the local monotonic clock, which
+	// runs with Redis's own, and this target jumps Redis's clock instead;
+	// and serverClock sends one decision at a time, so coalescing would
+	// send each alone all the same.
+	plain := []storeredis.Option{storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
+	return &serverClock{Store: storeredis.New(client(t, m.Addr()), plain...), m: m}
+}
+
+func (s *serverClock) AdvanceExpiry(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m.FastForward(d)
 }
 
 func (s *serverClock) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
@@ -267,12 +307,42 @@ type pgStore struct {
 	pool *pgxpool.Pool
 }
 
-func newPGStore(t *testing.T, opts ...storepostgres.Option) *pgStore {
+// newPGStore returns a pgStore, on a pool through a proxy that can lose a
+// statement's reply if lossy (contract.ReplyLoser).
+func newPGStore(t *testing.T, lossy bool, opts ...storepostgres.Option) store.Store {
 	pool := pgPool(t)
+	var proxy *pgtest.Proxy
+	if lossy {
+		srv := pgtest.Shared(t)
+		proxy = pgtest.NewProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.Port)))
+		var err error
+		if pool, err = pgxpool.New(context.Background(), proxy.URL(srv.URL)); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(pool.Close)
+	}
 	s := storepostgres.New(pool, opts...)
 	t.Cleanup(func() { s.Close() })
+	if lossy {
+		return &lossyPGStore{pgStore{s, pool}, proxy}
+	}
 	return &pgStore{s, pool}
 }
+
+// lossyPGStore is a pgStore through a proxy that loses the reply to the
+// next statement of the store's that decides (contract.ReplyLoser).
+type lossyPGStore struct {
+	pgStore
+	proxy *pgtest.Proxy
+}
+
+func (s *lossyPGStore) LoseNextReply() {
+	// A decision, a batch, or a driver's call: not a sweep, nor a
+	// reading of the schema's version.
+	s.proxy.LoseNext("INSERT INTO ratewise.state AS s", "SELECT ratewise.", "SELECT * FROM ratewise.")
+}
+
+func (s *lossyPGStore) KeepReplies() bool { return s.proxy.Disarm() }
 
 func (s *pgStore) Poison(t *testing.T, k store.Key, alg algorithms.Algorithm) (heal func()) {
 	ctx := context.Background()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -60,7 +61,7 @@ type Proxy struct {
 	pairs     map[*pair]struct{}
 	held      chan struct{} // closed by Resume; nil when the proxy is not stalled
 	armed     bool
-	pattern   string // what LoseNext armed the proxy with
+	patterns  []string // what LoseNext armed the proxy with
 	lostAtArm int64  // lost when LoseNext armed the proxy
 	lost      int64
 	executed  map[string]int64 // SQL → how many Executes or Queries of it were forwarded
@@ -103,12 +104,12 @@ func (p *Proxy) URL(serverURL string) string {
 }
 
 // LoseNext arms the proxy to lose the reply to the next exchange that
-// executes SQL containing pattern. Exchanges that do not match pass while
-// it is armed. One reply is lost per call.
-func (p *Proxy) LoseNext(pattern string) {
+// executes SQL containing one of patterns. Exchanges that do not match
+// pass while it is armed. One reply is lost per call.
+func (p *Proxy) LoseNext(patterns ...string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.armed, p.pattern, p.lostAtArm = true, pattern, p.lost
+	p.armed, p.patterns, p.lostAtArm = true, patterns, p.lost
 }
 
 // Disarm disarms the proxy and reports whether it lost a reply since
@@ -395,7 +396,7 @@ func (p *Proxy) wait(c *pair) bool {
 func (p *Proxy) take(sql string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.armed || !strings.Contains(sql, p.pattern) {
+	if !p.armed || !slices.ContainsFunc(p.patterns, func(pattern string) bool { return strings.Contains(sql, pattern) }) {
 		return false
 	}
 	p.armed = false
