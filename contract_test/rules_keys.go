@@ -152,8 +152,8 @@ func stateExpiry(e *env) {
 			e.fatalf("TTL: %v", err)
 		}
 		// Stores with millisecond expiry may round up to the next ms, and
-	// add one, for a millisecond clock that lags their own reading (see
-	// the Redis store's keys).
+		// add one, for a millisecond clock that lags their own reading (see
+		// the Redis store's keys).
 		if ceil := res.ResetAfter.Truncate(time.Millisecond) + 2*time.Millisecond + e.cfg.grace; ttl <= 0 || ttl > ceil {
 			e.fatalf("store keeps the state for %v, want (0, %v] for ResetAfter %v", ttl, ceil, res.ResetAfter)
 		}

@@ -62,7 +62,7 @@ type Proxy struct {
 	held      chan struct{} // closed by Resume; nil when the proxy is not stalled
 	armed     bool
 	patterns  []string // what LoseNext armed the proxy with
-	lostAtArm int64  // lost when LoseNext armed the proxy
+	lostAtArm int64    // lost when LoseNext armed the proxy
 	lost      int64
 	executed  map[string]int64 // SQL → how many Executes or Queries of it were forwarded
 }
