@@ -3,6 +3,9 @@ package storepostgres_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres"
 )
@@ -120,4 +124,120 @@ func TestFaults(t *testing.T) {
 	if total < admitted.Load() || total > admitted.Load()+maybe.Load() {
 		t.Fatalf("the keys counted %d admissions; callers saw %d, and %d outcomes are unknown", total, admitted.Load(), maybe.Load())
 	}
+}
+
+// TestSilentServer: a server, or a network, that goes silent without
+// closing anything (a proxy that stops forwarding) while 16 goroutines
+// decide with a deadline of 100ms each. Every call returns by its
+// deadline (and a little scheduling), with the caller's context error or
+// an error wrapping store.ErrUnavailable, never a decision it did not get;
+// and once the proxy forwards again, the store decides again without
+// being made anew. It logs what a silent second cost: the calls that
+// failed, and how long after the server spoke again the first decision
+// came, with pgx's pool holding a connection lost to a deadline until the
+// server answers its cancel request, or 15s (docs/postgres.md, Pool
+// settings).
+func TestSilentServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("stalls a server for 2s")
+	}
+	ctx := context.Background()
+	pgtest.Require(t)
+	srv := pgtest.Shared(t)
+	proxy := pgtest.NewProxy(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(srv.Port)))
+	cfg, err := pgxpool.ParseConfig(proxy.URL(srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 16
+	cfg.ConnConfig.ConnectTimeout = time.Second
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	t.Cleanup(proxy.Resume) // first, if the test fails while stalled
+	s := storepostgres.New(pool)
+	t.Cleanup(func() { s.Close() })
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	alg := algorithms.FixedWindow{Limit: 1_000_000_000, Window: 30 * 24 * time.Hour}
+	const deadline = 100 * time.Millisecond
+	const slack = 50 * time.Millisecond // the scheduler's, on 2 shared cores
+	var (
+		admitted, failed atomic.Int64
+		lastOK           atomic.Int64 // Unix ns of the latest admission
+		stop             atomic.Bool
+		wg               sync.WaitGroup
+		bad              = make(chan error, 16)
+	)
+	for g := range 16 {
+		wg.Go(func() {
+			k := store.Key{Name: testKey(t) + strconv.Itoa(g%4)}
+			for !stop.Load() {
+				cctx, cancel := context.WithTimeout(ctx, deadline)
+				start := time.Now()
+				res, err := s.Decide(cctx, k, alg, time.Now(), 1)
+				took := time.Since(start)
+				cancel()
+				switch {
+				case took > deadline+slack:
+					bad <- fmt.Errorf("a call returned after %v, past its deadline of %v: %+v, %v", took, deadline, res, err)
+					return
+				case err == nil && res.Allowed:
+					admitted.Add(1)
+					lastOK.Store(time.Now().UnixNano())
+				case err == nil || res.Allowed:
+					bad <- fmt.Errorf("%+v, %v", res, err)
+					return
+				case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, store.ErrUnavailable):
+					failed.Add(1)
+				default:
+					bad <- fmt.Errorf("an error of no class: %v", err)
+					return
+				}
+			}
+		})
+	}
+	check := func() {
+		t.Helper()
+		select {
+		case err := <-bad:
+			stop.Store(true)
+			t.Fatal(err)
+		default:
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	check()
+	before := admitted.Load()
+	if before == 0 {
+		t.Fatal("no decision before the stall")
+	}
+	proxy.Stall()
+	time.Sleep(2 * time.Second)
+	check()
+	duringOK := admitted.Load() - before
+	failedStalled := failed.Load()
+	resumed := time.Now()
+	proxy.Resume()
+	for time.Unix(0, lastOK.Load()).Before(resumed) {
+		check()
+		if time.Since(resumed) > 20*time.Second {
+			stop.Store(true)
+			t.Fatal("no decision 20s after the server spoke again")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	recovered := time.Unix(0, lastOK.Load()).Sub(resumed)
+	time.Sleep(300 * time.Millisecond)
+	stop.Store(true)
+	wg.Wait()
+	check()
+	if duringOK > 16 {
+		t.Fatalf("%d decisions while the server was silent", duringOK)
+	}
+	t.Logf("before the stall %d decisions; while silent for 2s, %d calls failed by their deadline; the first decision %v after the server spoke again; %d decisions in all",
+		before, failedStalled, recovered.Round(time.Millisecond), admitted.Load())
 }
