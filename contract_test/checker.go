@@ -78,8 +78,14 @@ type ExpiryClock interface {
 // soak, such as RATEWISE_MODEL_SOAK=50 go test -run 'Contract/.*/model_check' ./contract_test.
 const checkerSequences = 250
 
-// maxRound is the most steps the model checker makes at once.
-const maxRound = 8
+// maxRound is the most steps the model checker makes at once, and
+// maxRoundKey the most of them on one key: the checker searches the orders
+// of each key's steps for one the reference agrees with, which takes up to
+// maxRoundKey! tries.
+const (
+	maxRound    = 12
+	maxRoundKey = 6
+)
 
 // keyB is the checker's second key, beside "a". It holds what a store
 // might put between a key and a request ID: the checker gives a request
@@ -327,7 +333,7 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, d draw) []op {
 			// A step that may share a round trip joins the round before
 			// it, now and then.
 			o.par = d.rounds && len(ops) > 0 && joins(o) && joins(ops[len(ops)-1]) && rng.IntN(3) == 0 &&
-				roundLen(ops) < maxRound && (o.kind != opRefund || !inRound(ops, o.ref)) &&
+				roundLen(ops) < maxRound && roundOn(ops, o.key) < maxRoundKey && (o.kind != opRefund || !inRound(ops, o.ref)) &&
 				(d.lostInRounds || !o.lost && !ops[len(ops)-1].lost)
 		}
 		ops = append(ops, o)
@@ -339,11 +345,13 @@ func (cs checkerSetup) generate(rng *rand.Rand, n int, d draw) []op {
 // burst of admissions, peeks and sets on both keys, as concurrent callers
 // make, which a store that coalesces decides in batches.
 func (cs checkerSetup) round(rng *rand.Rand, ops []op, admissions []int, tier map[string]int, d draw) ([]op, []int) {
+	on := map[string]int{}
 	for j := range 4 + rng.IntN(maxRound-3) {
 		key := "a"
-		if rng.IntN(3) == 0 {
+		if rng.IntN(2) == 0 && on[keyB] < maxRoundKey || on["a"] == maxRoundKey {
 			key = keyB
 		}
+		on[key]++
 		limit := algo.MaxCost(cs.tiers[tier[key]])
 		o := op{key: key, n: 1 + rng.Int64N(min(limit, 3)), par: j > 0}
 		switch r := rng.IntN(10); {
@@ -372,6 +380,17 @@ func joins(o op) bool {
 		return o.off == 0 && !o.retried
 	}
 	return false
+}
+
+// roundOn returns how many steps the last round of ops makes on key.
+func roundOn(ops []op, key string) int {
+	n := 0
+	for _, o := range ops[len(ops)-roundLen(ops):] {
+		if o.key == key {
+			n++
+		}
+	}
+	return n
 }
 
 // roundLen returns how many steps the last round of ops holds.

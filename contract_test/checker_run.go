@@ -301,36 +301,69 @@ func (r *seqRun) decidedAt(o op, out outcome, reading time.Time) time.Time {
 
 // linearize returns an order of the round's steps (indices into steps) in
 // which the reference store, from where the sequence stands, gives each
-// the outcome the store under test did, or why there is none. It tries the
-// order they were drawn in first, then searches, each order on snapshots
-// of the reference.
+// the outcome the store under test did, or why there is none. Steps on
+// different keys touch different states, and may go in any order between
+// each other: it orders each key's steps apart, trying the order they
+// were drawn in first, then searching, each order on snapshots of the
+// reference. On a store's own clock, a key's steps are decided in the
+// order of the times they were decided at, which the search keeps.
 func (r *seqRun) linearize(first int, steps []op, outs []outcome, nows []time.Time) ([]int, string) {
-	n := len(steps)
 	matches := func(f *replayer, j int) bool {
 		want, wantErr := f.apply(applied{i: first + j, o: steps[j], now: nows[j], id: r.ids[first+j]})
 		return r.unknown[first+j] || alike(outs[j].got, outs[j].err, want, wantErr)
 	}
-	drawn, f := make([]int, n), r.ref.snapshot()
-	for j := range n {
-		drawn[j] = j
+	var order []int
+	base := r.ref.snapshot() // the reference as the round found it, then with each key's steps placed
+	for _, key := range []string{"a", keyB} {
+		var group []int
+		for j, o := range steps {
+			if o.key == key || o.kind == opWait && key == "a" {
+				group = append(group, j)
+			}
+		}
+		if len(group) == 0 {
+			continue
+		}
+		placed, f, tries := r.order(base, group, nows, matches)
+		if placed == nil {
+			return nil, r.unordered(first, steps, outs, nows, key, tries)
+		}
+		order, base = append(order, placed...), f
+	}
+	return order, ""
+}
+
+// maxTries is how many steps the search for one key's order in a round
+// tries before it gives up.
+const maxTries = 20_000
+
+// order returns an order of group (indices into the round's steps) in
+// which each step matches on base, and base with them applied in that
+// order; nil and how many it tried if there is none.
+func (r *seqRun) order(base *replayer, group []int, nows []time.Time, matches func(*replayer, int) bool) ([]int, *replayer, int) {
+	f := base.snapshot()
+	for k, j := range group {
 		if !matches(f, j) {
 			break
 		}
-		if j == n-1 {
-			return drawn, ""
+		if k == len(group)-1 {
+			return group, f, 0
 		}
 	}
-	const maxTries = 20_000
 	tries := 0
 	var found []int
+	var foundRef *replayer
 	var search func(f *replayer, placed []int) bool
 	search = func(f *replayer, placed []int) bool {
-		if len(placed) == n {
-			found = placed
+		if len(placed) == len(group) {
+			found, foundRef = placed, f
 			return true
 		}
-		for j := range n {
+		for _, j := range group {
 			if slices.Contains(placed, j) {
+				continue
+			}
+			if r.serverTime && len(placed) > 0 && nows[j].Before(nows[placed[len(placed)-1]]) {
 				continue
 			}
 			if tries++; tries > maxTries {
@@ -346,17 +379,26 @@ func (r *seqRun) linearize(first int, steps []op, outs []outcome, nows []time.Ti
 		}
 		return false
 	}
-	if search(r.ref, nil) {
-		return found, ""
+	if search(base, nil) {
+		return found, foundRef, tries
 	}
+	return nil, nil, tries
+}
+
+// unordered says that no order of key's steps in the round gives the
+// store's outcomes on the reference, showing the order they were drawn in.
+func (r *seqRun) unordered(first int, steps []op, outs []outcome, nows []time.Time, key string, tries int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the %d steps %d to %d, made at once, gave outcomes that no order of them gives on the reference store", n, first+1, first+n)
+	fmt.Fprintf(&b, "the %d steps %d to %d, made at once, gave outcomes on %q that no order of them gives on the reference store", len(steps), first+1, first+len(steps), key)
 	if tries > maxTries {
 		fmt.Fprintf(&b, " (the search stopped after %d tries)", maxTries)
 	}
-	b.WriteString(": in the order drawn,")
-	f = r.ref.snapshot()
+	b.WriteString(": in the order drawn, alone,")
+	f := r.ref.snapshot()
 	for j, o := range steps {
+		if o.key != key {
+			continue
+		}
 		want, wantErr := f.apply(applied{i: first + j, o: o, now: nows[j], id: r.ids[first+j]})
 		if r.unknown[first+j] {
 			fmt.Fprintf(&b, "\n    step %d (%v): outcome unknown", first+j+1, o)
@@ -364,7 +406,7 @@ func (r *seqRun) linearize(first int, steps []op, outs []outcome, nows []time.Ti
 		}
 		fmt.Fprintf(&b, "\n    step %d (%v): %s", first+j+1, o, orSame(same(outs[j].got, outs[j].err, want, wantErr)))
 	}
-	return nil, b.String()
+	return b.String()
 }
 
 func orSame(msg string) string {
