@@ -75,7 +75,7 @@ type ExpiryClock interface {
 
 // checkerSequences is how many sequences the model checker runs for each
 // algorithm on each store; RATEWISE_MODEL_SOAK multiplies it for a longer
-// soak, such as RATEWISE_MODEL_SOAK=50 go test -run 'Contract/.*/model_check' ./contract_test.
+// soak, such as RATEWISE_MODEL_SOAK=50 go test -run 'Contract/.*/.*/model_check' ./contract_test.
 const checkerSequences = 250
 
 // maxRound is the most steps the model checker makes at once, and
