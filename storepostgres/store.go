@@ -130,9 +130,7 @@ func New(pool *pgxpool.Pool, opts ...Option) *Store {
 // the caller's. It returns nil.
 func (s *Store) Close() error {
 	s.bg.close()
-	if s.co != nil {
-		s.co.Close()
-	}
+	s.co.Close()
 	return nil
 }
 
@@ -140,9 +138,6 @@ func (s *Store) Close() error {
 // has sent since it was made, and how many decisions they carried: their
 // ratio is the mean batch. Both are 0 with coalescing off.
 func (s *Store) Batches() (batches, decisions int64) {
-	if s.co == nil {
-		return 0, 0
-	}
 	c := s.co.Counts()
 	return c.Batches, c.Batched
 }

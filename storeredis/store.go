@@ -152,9 +152,7 @@ func New(client Client, opts ...Option) *Store {
 // close the client, which is the caller's; close a leasing layer over the
 // store (lease.Store.Close) before it. It returns nil.
 func (s *Store) Close() error {
-	if s.co != nil {
-		s.co.Close()
-	}
+	s.co.Close()
 	return nil
 }
 
@@ -162,9 +160,6 @@ func (s *Store) Close() error {
 // has sent since it was made, and how many decisions they carried: their
 // ratio is the mean batch. Both are 0 when nothing is coalesced.
 func (s *Store) Batches() (batches, decisions int64) {
-	if s.co == nil {
-		return 0, 0
-	}
 	c := s.co.Counts()
 	return c.Batches, c.Batched
 }

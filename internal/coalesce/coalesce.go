@@ -198,16 +198,24 @@ func (b *batch[C]) context() (context.Context, context.CancelFunc) {
 }
 
 // Close makes every later call go alone, and waits until the goroutines
-// sending queued calls have sent them all and returned.
+// sending queued calls have sent them all and returned. A nil Coalescer
+// has nothing to close.
 func (co *Coalescer[C]) Close() {
+	if co == nil {
+		return
+	}
 	co.mu.Lock()
 	co.closed = true
 	co.mu.Unlock()
 	co.drainers.Wait()
 }
 
-// Counts returns what the coalescer has sent in batches since it was made.
+// Counts returns what the coalescer has sent in batches since it was
+// made: nothing for a nil Coalescer.
 func (co *Coalescer[C]) Counts() Counts {
+	if co == nil {
+		return Counts{}
+	}
 	co.mu.Lock()
 	defer co.mu.Unlock()
 	return co.sent

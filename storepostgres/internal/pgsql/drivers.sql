@@ -201,33 +201,21 @@ BEGIN
   END LOOP;
 END $$;
 
--- __kind___batch is __kind___decide_batch as schema 4 had it, for the
--- stores of that version still running while a newer one migrates: one
--- failure fails the batch, and its lock timeout is 5s.
+-- __kind___batch is the batch function of schema 4, for the stores of
+-- that version still running while a newer one migrates: __kind___decide_batch
+-- with schema 4's lock timeout of 5s, where one decision's failure fails the
+-- batch (the error rolls back every decision of the statement).
 CREATE OR REPLACE FUNCTION ratewise.__kind___batch(_keys bytea[], _nows bigint[], _costs bigint[],
     _p1s bigint[], _p2s bigint[], _p3s bigint[], _grace bigint)
 RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE
-  _key bytea;
-  _now bigint;
-  _cost bigint;
-  _slack bigint := 0;
-  _p1 bigint;
-  _p2 bigint;
-  _p3 bigint;
-  r bigint[];
-  replies bigint[] := '{}';
+  b record;
+  failed text;
 BEGIN
-  PERFORM set_config('lock_timeout', '5s', true);
-  FOR i IN 1..cardinality(_keys) LOOP
-    _key := _keys[i];
-    _now := _nows[i];
-    _cost := _costs[i];
-    _p1 := _p1s[i];
-    _p2 := _p2s[i];
-    _p3 := _p3s[i];
-    /*upsert*/ INTO r;
-    replies := replies || r;
-  END LOOP;
-  RETURN replies;
+  SELECT * INTO b FROM ratewise.__kind___decide_batch(_keys, _nows, _costs, _p1s, _p2s, _p3s, _grace, '5s');
+  SELECT e INTO failed FROM unnest(b.errors) e WHERE e IS NOT NULL LIMIT 1;
+  IF failed IS NOT NULL THEN
+    RAISE EXCEPTION 'ratewise: a decision of the batch failed: %', failed;
+  END IF;
+  RETURN b.replies;
 END $$;
