@@ -3,12 +3,9 @@ package algorithms
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // Kind describes one algorithm of the registry: everything a store, the
@@ -23,26 +20,13 @@ import (
 // Kinds are shared and read-only: only this package creates them.
 type Kind struct {
 	name              string
-	family            algobridge.Family
 	burst, subWindows bool
-	maxLimit          int64 // 0: maxCount
 	build             func(Params) Algorithm
-	is                func(Algorithm) bool // whether a value is of this kind's type
 }
 
 // Name is the stable identifier, such as "gcra": it names the state in
 // stores, the Lua step and the algorithm on command lines.
 func (k *Kind) Name() string { return k.name }
-
-// maxLimitOrCount is the largest limit (or rate count, and burst) the algorithm
-// takes: 2^50 for most, CompactLogMaxLimit for the compact log, which keeps
-// one timestamp per unit.
-func (k *Kind) maxLimitOrCount() int64 {
-	if k.maxLimit > 0 {
-		return k.maxLimit
-	}
-	return maxCount
-}
 
 // registered reports whether k was made by the registry, not a zero Kind
 // made elsewhere, which has no functions. (A copy of a registered Kind
@@ -79,21 +63,21 @@ var ErrParamNotTaken = errors.New("ratewise: parameter not taken by this algorit
 
 // The registry: one entry per algorithm.
 var (
-	fixedWindowKind = register(Kind{name: "fixed_window", family: algobridge.FamilyFixedWindow},
+	fixedWindowKind = register(Kind{name: "fixed_window"},
 		func(p Params) FixedWindow { return FixedWindow{Limit: p.Limit, Window: p.Window} })
-	slidingLogKind = register(Kind{name: "sliding_log", family: algobridge.FamilyLog},
+	slidingLogKind = register(Kind{name: "sliding_log"},
 		func(p Params) SlidingLog { return SlidingLog{Limit: p.Limit, Window: p.Window} })
-	compactLogKind = register(Kind{name: "compact_log", family: algobridge.FamilyLog, maxLimit: CompactLogMaxLimit},
+	compactLogKind = register(Kind{name: "compact_log"},
 		func(p Params) CompactLog { return CompactLog{Limit: p.Limit, Window: p.Window} })
-	slidingWindowKind = register(Kind{name: "sliding_window", family: algobridge.FamilyLog, subWindows: true},
+	slidingWindowKind = register(Kind{name: "sliding_window", subWindows: true},
 		func(p Params) SlidingWindow {
 			return SlidingWindow{Limit: p.Limit, Window: p.Window, SubWindows: p.SubWindows}
 		})
-	tokenBucketKind = register(Kind{name: "token_bucket", family: algobridge.FamilyBucket, burst: true},
+	tokenBucketKind = register(Kind{name: "token_bucket", burst: true},
 		func(p Params) TokenBucket {
 			return TokenBucket{Capacity: p.Burst, Refill: Rate{Count: p.Limit, Period: p.Window}}
 		})
-	gcraKind = register(Kind{name: "gcra", family: algobridge.FamilyBucket, burst: true},
+	gcraKind = register(Kind{name: "gcra", burst: true},
 		func(p Params) GCRA { return GCRA{Rate: Rate{Count: p.Limit, Period: p.Window}, Burst: p.Burst} })
 )
 
@@ -101,7 +85,6 @@ var (
 // Params by build.
 func register[A Algorithm](k Kind, build func(Params) A) *Kind {
 	k.build = func(p Params) Algorithm { return build(p) }
-	k.is = func(a Algorithm) bool { _, ok := a.(A); return ok }
 	return &k
 }
 
@@ -159,58 +142,6 @@ func (k *Kind) New(p Params) (Algorithm, error) {
 	return alg, nil
 }
 
-// nominal returns the kind's algorithm set to limit per window in the way
-// every kind can express it, for comparing algorithms side by side: a
-// windowed algorithm admits limit per window, one with a burst refills at
-// limit per window with a burst of limit, and one with sub-windows splits
-// the window into subWindows; subWindows is not used by the others.
-func (k *Kind) nominal(limit int64, window time.Duration, subWindows int64) (Algorithm, error) {
-	p := Params{Limit: limit, Window: window}
-	if k.burst {
-		p.Burst = limit
-	}
-	if k.subWindows {
-		p.SubWindows = subWindows
-	}
-	return k.New(p)
-}
-
-// withQuotaLimit returns a copy of alg whose quota's limit (Quota().Limit:
-// the limit, capacity or burst) is n, with every other parameter unchanged,
-// so it keeps alg's Scope and the state a store holds for it. The copy is
-// not validated, so that tests can build invalid values; alg must pass
-// CheckKind, or alg is returned unchanged.
-func withQuotaLimit(alg Algorithm, n int64) Algorithm {
-	if checkKind(alg) != nil {
-		return alg
-	}
-	k, p := alg.Kind(), alg.params()
-	if k.burst {
-		p.Burst = n
-	} else {
-		p.Limit = n
-	}
-	return k.build(p)
-}
-
-// checkKind returns an error wrapping ErrUnknownAlgorithm unless alg is a
-// value of one of this package's algorithm types. Algorithm is sealed, but Go
-// lets another type embed one of these and so satisfy it while changing its
-// methods; such a value would run one step in memory and another in Redis.
-// CheckDecision calls CheckKind, so every store rejects it.
-func checkKind(alg Algorithm) error {
-	if alg == nil {
-		return fmt.Errorf("%w: nil", ErrUnknownAlgorithm)
-	}
-	if k := alg.Kind(); k.registered() && k.is(alg) {
-		return nil
-	}
-	if t := reflect.TypeOf(alg); t.Kind() == reflect.Pointer && t.Elem().PkgPath() == reflect.TypeOf(Params{}).PkgPath() {
-		return fmt.Errorf("%w: %T is a pointer: pass the algorithm by value", ErrUnknownAlgorithm, alg)
-	}
-	return fmt.Errorf("%w: %T is not one of package algorithms' types", ErrUnknownAlgorithm, alg)
-}
-
 // String returns the kind's Name.
 func (k *Kind) String() string { return k.name }
 
@@ -219,7 +150,7 @@ func (k *Kind) String() string { return k.name }
 // sub-windows when they are set, such as "10/1s burst 20" or
 // "100/1m in 6 sub-windows".
 func (p Params) String() string {
-	s := strconv.FormatInt(p.Limit, 10) + "/" + algobridge.CompactDuration(p.Window)
+	s := strconv.FormatInt(p.Limit, 10) + "/" + compactDuration(p.Window)
 	if p.Burst != 0 {
 		s += " burst " + strconv.FormatInt(p.Burst, 10)
 	}
@@ -231,3 +162,19 @@ func (p Params) String() string {
 
 // describe is an algorithm's String: its Name, then its Params.
 func describe(alg Algorithm) string { return alg.Kind().name + " " + alg.params().String() }
+
+// compactDuration writes d in the largest of h, m, s, ms and us that
+// divides it exactly, one unit per value, so that two durations differ
+// exactly when their strings do: "1m", "90s", "1500ms". Stores name a
+// state's scope the same way (internal/algo's Scope.String).
+func compactDuration(d time.Duration) string {
+	for _, u := range [...]struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}} {
+		if d%u.d == 0 {
+			return strconv.FormatInt(int64(d/u.d), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(d), 10) + "ns"
+}

@@ -1,10 +1,6 @@
 package algorithms
 
-import (
-	"time"
-
-	"github.com/ratewise/ratewise/internal/algobridge"
-)
+import "time"
 
 // SlidingLog is the exact sliding window: every admitted request is a record
 // with its timestamp and cost, as in the sorted-set design (score =
@@ -37,60 +33,19 @@ type SlidingLog struct {
 	Window time.Duration
 }
 
-// refund gives back n units charged at time at, if that request still
-// counts. When it is in the newest record (nothing was admitted since in
-// another microsecond), its units come off that record, exactly as if they
-// had never been charged. Otherwise the n oldest units still counting are
-// dropped: they are available again at once, as the refunded ones would be,
-// but they would have expired before the refunded ones, so until the
-// refunded request would have expired the key gets back less than n, never
-// more. A refund moves the key's latest time on to now, as an admission
-// does. See Algorithm's refund.
-func (a SlidingLog) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
-	st, ok := logRefund(stateAs[*slidingLogState](a.name(), state), int64(a.Window/time.Microsecond), 1, now, at, n)
-	if !ok {
-		return state, false
-	}
-	return st, true
-}
-
-// name returns "sliding_log".
-func (SlidingLog) name() string { return slidingLogKind.name }
-
 // Kind returns the registry's "sliding_log".
 func (SlidingLog) Kind() *Kind { return slidingLogKind }
 
 // params returns the parameters in their shared form.
 func (a SlidingLog) params() Params { return Params{Limit: a.Limit, Window: a.Window} }
 
-// quota returns the limit per window.
-func (a SlidingLog) quota() algobridge.Quota {
-	return algobridge.Quota{Limit: a.Limit, Window: a.Window}
-}
-
 // String describes the algorithm, such as "sliding_log 100/1m".
 func (a SlidingLog) String() string { return describe(a) }
 
 func (SlidingLog) sealed() {}
 
-// scope returns the window.
-func (a SlidingLog) scope() algobridge.Scope { return algobridge.Scope{Window: a.Window} }
-
-// maxCost returns Limit.
-func (a SlidingLog) maxCost() int64 { return a.Limit }
-
 // Validate checks Limit in [1, 2^50] and Window a whole number of
 // microseconds in [1µs, 2^50µs].
 func (a SlidingLog) Validate() error {
 	return FixedWindow(a).Validate()
-}
-
-// decide runs one sliding-log step; see Algorithm's decide.
-func (a SlidingLog) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
-	st, res := logStep(stateAs[*slidingLogState](a.name(), state), a.Limit, int64(a.Window/time.Microsecond), 1, now, cost)
-	res.charged(slidingLogKind, a.params(), cost)
-	if st == nil {
-		return nil, res
-	}
-	return st, res
 }

@@ -3,8 +3,6 @@ package algorithms
 import (
 	"fmt"
 	"time"
-
-	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
 // SlidingWindow is the sliding window counter: Window is split into
@@ -45,14 +43,6 @@ type SlidingWindow struct {
 	SubWindows int64
 }
 
-// slidingWindowState is the sliding window counter's per-key state: one
-// record per sub-window, stamped with the sub-window's start (see
-// slidingLogState).
-type slidingWindowState slidingLogState
-
-// name returns "sliding_window".
-func (SlidingWindow) name() string { return slidingWindowKind.name }
-
 // Kind returns the registry's "sliding_window".
 func (SlidingWindow) Kind() *Kind { return slidingWindowKind }
 
@@ -61,23 +51,10 @@ func (a SlidingWindow) params() Params {
 	return Params{Limit: a.Limit, Window: a.Window, SubWindows: a.SubWindows}
 }
 
-// quota returns the limit per window.
-func (a SlidingWindow) quota() algobridge.Quota {
-	return algobridge.Quota{Limit: a.Limit, Window: a.Window}
-}
-
 // String describes the algorithm, such as "sliding_window 100/1m in 6 sub-windows".
 func (a SlidingWindow) String() string { return describe(a) }
 
 func (SlidingWindow) sealed() {}
-
-// scope returns the window and the sub-windows.
-func (a SlidingWindow) scope() algobridge.Scope {
-	return algobridge.Scope{Window: a.Window, SubWindows: a.SubWindows}
-}
-
-// maxCost returns Limit.
-func (a SlidingWindow) maxCost() int64 { return a.Limit }
 
 // Validate checks Limit in [1, 2^50], Window a whole number of microseconds
 // in [1µs, 2^50µs], SubWindows >= 1, and that Window splits evenly into
@@ -94,28 +71,4 @@ func (a SlidingWindow) Validate() error {
 		return fmt.Errorf("%w, got window %v into %d sub-windows", ErrInvalidSubWindows, a.Window, a.SubWindows)
 	}
 	return nil
-}
-
-// refund gives back n units charged at time at as SlidingLog.Refund does,
-// with the sub-window in place of the microsecond: a request admitted in the
-// newest sub-window that still counts gets its units back exactly; one from
-// an older sub-window frees the oldest units. See Algorithm's refund.
-func (a SlidingWindow) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
-	w := int64(a.Window / time.Microsecond)
-	st, ok := logRefund((*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)), w, w/a.SubWindows, now, at, n)
-	if !ok {
-		return state, false
-	}
-	return (*slidingWindowState)(st), true
-}
-
-// decide runs one sliding-window-counter step; see Algorithm's decide.
-func (a SlidingWindow) decide(state keyState, now time.Time, cost int64) (keyState, Result) {
-	w := int64(a.Window / time.Microsecond)
-	st, res := logStep((*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)), a.Limit, w, w/a.SubWindows, now, cost)
-	res.charged(slidingWindowKind, a.params(), cost)
-	if st == nil {
-		return nil, res
-	}
-	return (*slidingWindowState)(st), res
 }

@@ -164,7 +164,7 @@ func TestPreviousSchemasStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want.Allowed {
-			want = algo.Charge(want, a, 1)
+			want = want.WithCharge(a, 1)
 		}
 		same(fmt.Sprint("a set's limit ", i), want, results[i], nil)
 	}

@@ -1,51 +1,114 @@
-// Package algo gives ratewise's stores, tools and tests what package
-// algorithms keeps from its users: the decision step, refunds and bookings
-// on a key's state, packing, the checks a store makes, and each kind's
-// family. Users see only the algorithms' parameters, Validate and String.
+// Package algo holds the algorithms' steps: the decision step, refunds
+// and bookings on a key's state, packing, and the checks a store makes.
+// Package algorithms holds what users see of an algorithm (its
+// parameters, Validate and String); the stores reach its step here, by
+// one call: each function below picks the step by a type switch over
+// algorithms' sealed types.
 //
 // A store keeps a key's state opaque, as a State it got from Decide,
 // Refund or Reserve, and hands it back on the key's next call.
 package algo
 
 import (
+	"fmt"
+	"math"
+	"math/bits"
+	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/algobridge"
 )
 
-type (
-	// State is an algorithm's per-key state, opaque to stores; nil is no
-	// state.
-	State = any
+// State is an algorithm's per-key state, opaque to stores; nil is no
+// state.
+type State = any
 
-	// Scope tells apart the states of one kind's algorithms: see
-	// algobridge.Scope.
-	Scope = algobridge.Scope
+// keyState is State, as the steps name it.
+type keyState = State
 
-	// Quota is what an idle key admits at once and how long it takes to
-	// get it back.
-	Quota = algobridge.Quota
+// Words is a state packed into two integers (see Pack).
+type Words [2]int64
 
-	// Words is a state packed into two integers.
-	Words = algobridge.Words
+// Derived is what a packed step derives from its algorithm's parameters:
+// see Derive.
+type Derived [7]int64
 
-	// Family is a class of algorithms whose decisions follow one model.
-	Family = algobridge.Family
+// Scope is the part of an algorithm's parameters that gives its state its
+// meaning: the window of FixedWindow, SlidingLog and SlidingWindow (with
+// SubWindows for the latter), and the rate's period for TokenBucket and
+// GCRA. The limit, capacity, burst and rate count are not part of it, so
+// they can change while a key keeps what it used.
+//
+// Scope is comparable, so stores can key state by it without allocating.
+type Scope struct {
+	Window     time.Duration
+	SubWindows int64 // 0 unless the algorithm splits its window
+}
 
-	// Derived is what a packed step derives from its algorithm's
-	// parameters: see Derive.
-	Derived = algobridge.Derived
-)
+// String returns the scope in a compact, exact form used in storage keys:
+// the window in its largest whole unit, such as "1m", "90s", "1500ms" or
+// "720h", followed by "/" and the sub-windows if there are any ("1m/6").
+func (s Scope) String() string {
+	var buf [32]byte
+	return string(s.Append(buf[:0]))
+}
 
-// The families.
+// Append appends String's form of s to b: a store that builds a key in a
+// buffer of its own names the scope without allocating.
+func (s Scope) Append(b []byte) []byte {
+	b = appendCompactDuration(b, s.Window)
+	if s.SubWindows != 0 {
+		b = append(b, '/')
+		b = strconv.AppendInt(b, s.SubWindows, 10)
+	}
+	return b
+}
+
+// compactDuration writes d in the largest of h, m, s, ms and us that
+// divides it exactly; one unit per value, so two durations differ exactly
+// when their strings do.
+func compactDuration(d time.Duration) string {
+	var buf [32]byte
+	return string(appendCompactDuration(buf[:0], d))
+}
+
+func appendCompactDuration(b []byte, d time.Duration) []byte {
+	for _, u := range [...]struct {
+		d    time.Duration
+		name string
+	}{{time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}, {time.Millisecond, "ms"}, {time.Microsecond, "us"}} {
+		if d%u.d == 0 {
+			return append(strconv.AppendInt(b, int64(d/u.d), 10), u.name...)
+		}
+	}
+	return append(strconv.AppendInt(b, int64(d), 10), "ns"...)
+}
+
+// Quota is what a key admits: at most Limit cost at once, which an idle key
+// gets back in full after Window. HTTP rate-limit headers report it.
+type Quota struct {
+	Limit  int64
+	Window time.Duration
+}
+
+// Family is a class of algorithms whose decisions follow one model, so that
+// tests and tools can state what to expect of every algorithm in it.
+type Family int
+
 const (
-	FamilyFixedWindow = algobridge.FamilyFixedWindow
-	FamilyLog         = algobridge.FamilyLog
-	FamilyBucket      = algobridge.FamilyBucket
+	// FamilyFixedWindow counts per window aligned to the Unix epoch: exact
+	// per window, up to 2×Limit across a boundary.
+	FamilyFixedWindow Family = iota + 1
+	// FamilyLog decides as a sliding log whose timestamps are rounded down
+	// to a quantum: to the microsecond for an algorithm without sub-windows,
+	// the exact sliding log; to the sub-window for one with them, the
+	// sliding window counter.
+	FamilyLog
+	// FamilyBucket refills continuously at a rate up to a burst: the token
+	// bucket and GCRA, which decide identically.
+	FamilyBucket
 )
-
-var ops = algobridge.Registered().(*algobridge.Ops[algorithms.Algorithm, State, algorithms.Result, *algorithms.Kind, algorithms.Params])
 
 // Decide is the pure decision step for one key.
 //
@@ -76,7 +139,24 @@ var ops = algobridge.Registered().(*algobridge.Ops[algorithms.Algorithm, State, 
 // of another algorithm's type is a store's bug: Decide panics rather than
 // treat it as no state.
 func Decide(a algorithms.Algorithm, state State, now time.Time, cost int64) (State, algorithms.Result) {
-	return ops.Decide(a, state, now, cost)
+	var res algorithms.Result
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		state, res = fixedWindow(a).decide(state, now, cost)
+	case algorithms.SlidingLog:
+		state, res = slidingLog(a).decide(state, now, cost)
+	case algorithms.CompactLog:
+		state, res = compactLog(a).decide(state, now, cost)
+	case algorithms.SlidingWindow:
+		state, res = slidingWindow(a).decide(state, now, cost)
+	case algorithms.TokenBucket:
+		state, res = newBucket(a.Capacity, a.Refill).decide(state, now, cost)
+	case algorithms.GCRA:
+		state, res = newBucket(a.Burst, a.Rate).decide(state, now, cost)
+	default:
+		panic(notOurs(a))
+	}
+	return state, res.WithCharge(a, cost)
 }
 
 // Refund gives back n units of the cost that a request admitted at time at
@@ -89,12 +169,32 @@ func Decide(a algorithms.Algorithm, state State, now time.Time, cost int64) (Sta
 // admission's own time with nothing charged in between; later, possibly
 // less, never more. The inputs must pass CheckRefund.
 func Refund(a algorithms.Algorithm, state State, now, at time.Time, n int64) (State, bool) {
-	return ops.Refund(a, state, now, at, n)
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return fixedWindow(a).refund(state, now, at, n)
+	case algorithms.SlidingLog:
+		return slidingLog(a).refund(state, now, at, n)
+	case algorithms.CompactLog:
+		return compactLog(a).refund(state, now, at, n)
+	case algorithms.SlidingWindow:
+		return slidingWindow(a).refund(state, now, at, n)
+	case algorithms.TokenBucket:
+		return newBucket(a.Capacity, a.Refill).refund(state, now, at, n)
+	case algorithms.GCRA:
+		return newBucket(a.Burst, a.Rate).refund(state, now, at, n)
+	}
+	panic(notOurs(a))
 }
 
 // Reserves reports whether a can book a request ahead (Reserve): the token
 // bucket and GCRA.
-func Reserves(a algorithms.Algorithm) bool { return ops.Reserves(a) }
+func Reserves(a algorithms.Algorithm) bool {
+	switch a.(type) {
+	case algorithms.TokenBucket, algorithms.GCRA:
+		return true
+	}
+	return false
+}
 
 // Reserve charges cost at once and reports Allowed true when the request's
 // turn comes within maxWait, with delay the wait until then (0 when it may
@@ -104,7 +204,21 @@ func Reserves(a algorithms.Algorithm) bool { return ops.Reserves(a) }
 // pass CheckMaxWait; with 0, Reserve decides as Decide does. a must be an
 // algorithm that Reserves, unless maxWait is 0.
 func Reserve(a algorithms.Algorithm, state State, now time.Time, cost int64, maxWait time.Duration) (State, algorithms.Result, time.Duration) {
-	return ops.Reserve(a, state, now, cost, maxWait)
+	var b bucket
+	switch a := a.(type) {
+	case algorithms.TokenBucket:
+		b = newBucket(a.Capacity, a.Refill)
+	case algorithms.GCRA:
+		b = newBucket(a.Burst, a.Rate)
+	default:
+		if maxWait != 0 {
+			panic("algo: " + a.String() + " cannot book ahead")
+		}
+		state, res := Decide(a, state, now, cost)
+		return state, res, 0
+	}
+	state, res, delay := b.reserve(state, now, cost, maxWait)
+	return state, res.WithCharge(a, cost), delay
 }
 
 // Keeps reports whether Decide(state, now, cost) leaves state unchanged
@@ -115,7 +229,21 @@ func Reserve(a algorithms.Algorithm, state State, now time.Time, cost int64, max
 // store may decide either under a read lock, without writing. It must not
 // be asked about another cost.
 func Keeps(a algorithms.Algorithm, state State, now time.Time, cost int64) bool {
-	return ops.Keeps(a, state, now, cost)
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return fixedWindow(a).keeps(state, now, cost)
+	case algorithms.SlidingLog:
+		return slidingLog(a).keeps(state, now, cost)
+	case algorithms.CompactLog:
+		return compactLog(a).keeps(state, now, cost)
+	case algorithms.SlidingWindow:
+		return slidingWindow(a).keeps(state, now, cost)
+	case algorithms.TokenBucket:
+		return newBucket(a.Capacity, a.Refill).keeps(state, now, cost)
+	case algorithms.GCRA:
+		return newBucket(a.Burst, a.Rate).keeps(state, now, cost)
+	}
+	panic(notOurs(a))
 }
 
 // Packs reports whether a store can keep a's states inline, as two words
@@ -129,7 +257,13 @@ func Keeps(a algorithms.Algorithm, state State, now time.Time, cost int64) bool 
 // a state whose tag differs as it would one that does not pack. Algorithms
 // of one kind and scope pack and unpack alike, so a store may use any of
 // them for a table of that kind and scope.
-func Packs(a algorithms.Algorithm) bool { return ops.Packs(a) }
+func Packs(a algorithms.Algorithm) bool {
+	switch a.(type) {
+	case algorithms.FixedWindow, algorithms.TokenBucket, algorithms.GCRA:
+		return true
+	}
+	return false
+}
 
 // Pack returns state, which a's step returned, as words and a tag, or ok
 // false when it has no packed form (a bucket whose TAT has a fraction of a
@@ -143,19 +277,41 @@ func Packs(a algorithms.Algorithm) bool { return ops.Packs(a) }
 // that, and depend on a's limit (a bucket's capacity), not only its kind
 // and scope: a store keeps the state until then. a must pack (Packs).
 func Pack(a algorithms.Algorithm, state State) (w Words, tag int64, ok bool) {
-	return ops.Pack(a, state)
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return fixedWindow(a).pack(state)
+	case algorithms.TokenBucket:
+		return newBucket(a.Capacity, a.Refill).pack(state)
+	case algorithms.GCRA:
+		return newBucket(a.Burst, a.Rate).pack(state)
+	}
+	panic(notPacked(a))
 }
 
 // Unpack returns the state that w and tag, from Pack, stand for. It reuses
 // into's memory when into is a state of a's type, and allocates otherwise.
 func Unpack(a algorithms.Algorithm, w Words, tag int64, into State) State {
-	return ops.Unpack(a, w, tag, into)
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return fixedWindow(a).unpack(w, tag, into)
+	case algorithms.TokenBucket, algorithms.GCRA:
+		return bucket{}.unpack(w, tag, into)
+	}
+	panic(notPacked(a))
 }
 
 // Clone returns a copy of state, which shares no memory with it, for an
 // algorithm that packs (Packs): a state a store keeps beside the key's own,
 // such as a lease's mark (store.Leaser), which Decide must not reuse.
-func Clone(a algorithms.Algorithm, state State) State { return ops.Clone(a, state) }
+func Clone(a algorithms.Algorithm, state State) State {
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return fixedWindow(a).clone(state)
+	case algorithms.TokenBucket, algorithms.GCRA:
+		return bucket{}.clone(state)
+	}
+	panic(notPacked(a))
+}
 
 // Inspect returns the Result Decide returns for the state w and tag stand
 // for, at now, with a cost <= 0 (a cost above 0 is taken as its negative):
@@ -166,14 +322,22 @@ func Clone(a algorithms.Algorithm, state State) State { return ops.Clone(a, stat
 // scratch state; one that does not keep the state must be decided under
 // the write lock, and written.
 func Inspect(a algorithms.Algorithm, w Words, tag int64, now time.Time, cost int64) (res algorithms.Result, keeps bool) {
-	return ops.Inspect(a, w, tag, now, cost)
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return fixedWindow(a).inspect(w, tag, now, cost)
+	case algorithms.TokenBucket:
+		return newBucket(a.Capacity, a.Refill).inspect(w, tag, now, cost)
+	case algorithms.GCRA:
+		return newBucket(a.Burst, a.Rate).inspect(w, tag, now, cost)
+	}
+	panic(notPacked(a))
 }
 
 // Derive returns what DecidePacked needs of a, an algorithm that packs
 // (Packs), and would otherwise derive from its parameters on every call,
 // such as a bucket's rate in lowest terms: a store keeps it beside a, for
 // the decisions a makes.
-func Derive(a algorithms.Algorithm) Derived { return ops.Derive(a) }
+func Derive(a algorithms.Algorithm) Derived { return derive(a) }
 
 // DecidePacked is Decide, then Pack, on the state that w and tag stand for
 // (Pack), or on no state when has is false, without unpacking it into a
@@ -182,33 +346,89 @@ func Derive(a algorithms.Algorithm) Derived { return ops.Derive(a) }
 // no packed form; the store then decides with Decide instead, on the same
 // input, with the same Result. a must pack (Packs).
 func DecidePacked(a algorithms.Algorithm, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (_ Words, _ int64, _ algorithms.Result, ok bool) {
-	return ops.DecidePacked(a, d, w, tag, has, now, cost)
+	w, tag, res, ok := decidePacked(a, d, w, tag, has, now, cost)
+	return w, tag, res.WithCharge(a, cost), ok
 }
 
 // ScopeOf is what, beside the kind's name, tells apart the state a reads
 // and writes: its window or period. Values with the same name and scope
 // share a key's state.
-func ScopeOf(a algorithms.Algorithm) Scope { return ops.Scope(a) }
+func ScopeOf(a algorithms.Algorithm) Scope {
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return Scope{Window: a.Window}
+	case algorithms.SlidingLog:
+		return Scope{Window: a.Window}
+	case algorithms.CompactLog:
+		return Scope{Window: a.Window}
+	case algorithms.SlidingWindow:
+		return Scope{Window: a.Window, SubWindows: a.SubWindows}
+	case algorithms.TokenBucket:
+		return Scope{Window: a.Refill.Period}
+	case algorithms.GCRA:
+		return Scope{Window: a.Rate.Period}
+	}
+	panic(notOurs(a))
+}
 
 // QuotaOf is the most cost an idle key admits at once, and the time an idle
 // key takes to get it back in full.
-func QuotaOf(a algorithms.Algorithm) Quota { return ops.Quota(a) }
+func QuotaOf(a algorithms.Algorithm) Quota {
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return Quota{Limit: a.Limit, Window: a.Window}
+	case algorithms.SlidingLog:
+		return Quota{Limit: a.Limit, Window: a.Window}
+	case algorithms.CompactLog:
+		return Quota{Limit: a.Limit, Window: a.Window}
+	case algorithms.SlidingWindow:
+		return Quota{Limit: a.Limit, Window: a.Window}
+	case algorithms.TokenBucket:
+		return Quota{Limit: a.Capacity, Window: timeFor(a.Refill, a.Capacity)}
+	case algorithms.GCRA:
+		return Quota{Limit: a.Burst, Window: timeFor(a.Rate, a.Burst)}
+	}
+	panic(notOurs(a))
+}
 
 // MaxCost is the largest cost a single request can have: the cost an idle
 // key admits at once.
-func MaxCost(a algorithms.Algorithm) int64 { return ops.MaxCost(a) }
+func MaxCost(a algorithms.Algorithm) int64 {
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return a.Limit
+	case algorithms.SlidingLog:
+		return a.Limit
+	case algorithms.CompactLog:
+		return a.Limit
+	case algorithms.SlidingWindow:
+		return a.Limit
+	case algorithms.TokenBucket:
+		return a.Capacity
+	case algorithms.GCRA:
+		return a.Burst
+	}
+	panic(notOurs(a))
+}
 
 // ParamsOf returns a's parameters in the form every algorithm shares;
 // a.Kind().New(ParamsOf(a)) returns the same algorithm.
-func ParamsOf(a algorithms.Algorithm) algorithms.Params { return ops.Params(a) }
-
-// Charge returns res marked as the admission of a request of cost under a,
-// as Decide and Reserve mark theirs (see Result.Charged). A store that
-// decides outside Go, as the Redis store's Lua steps do, marks the
-// admissions it reads back with it. A denial or a cost below 1 leaves res
-// unchanged.
-func Charge(res algorithms.Result, a algorithms.Algorithm, cost int64) algorithms.Result {
-	return ops.Charge(res, a, cost)
+func ParamsOf(a algorithms.Algorithm) algorithms.Params {
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		return algorithms.Params{Limit: a.Limit, Window: a.Window}
+	case algorithms.SlidingLog:
+		return algorithms.Params{Limit: a.Limit, Window: a.Window}
+	case algorithms.CompactLog:
+		return algorithms.Params{Limit: a.Limit, Window: a.Window}
+	case algorithms.SlidingWindow:
+		return algorithms.Params{Limit: a.Limit, Window: a.Window, SubWindows: a.SubWindows}
+	case algorithms.TokenBucket:
+		return algorithms.Params{Limit: a.Refill.Count, Window: a.Refill.Period, Burst: a.Capacity}
+	case algorithms.GCRA:
+		return algorithms.Params{Limit: a.Rate.Count, Window: a.Rate.Period, Burst: a.Burst}
+	}
+	panic(notOurs(a))
 }
 
 // WithQuotaLimit returns a copy of a whose quota's limit (the limit,
@@ -216,32 +436,64 @@ func Charge(res algorithms.Result, a algorithms.Algorithm, cost int64) algorithm
 // keeps a's scope and the state a store holds for it. The copy is not
 // validated, so that tests can build invalid values.
 func WithQuotaLimit(a algorithms.Algorithm, n int64) algorithms.Algorithm {
-	return ops.WithQuotaLimit(a, n)
+	switch a := a.(type) {
+	case algorithms.FixedWindow:
+		a.Limit = n
+		return a
+	case algorithms.SlidingLog:
+		a.Limit = n
+		return a
+	case algorithms.CompactLog:
+		a.Limit = n
+		return a
+	case algorithms.SlidingWindow:
+		a.Limit = n
+		return a
+	case algorithms.TokenBucket:
+		a.Capacity = n
+		return a
+	case algorithms.GCRA:
+		a.Burst = n
+		return a
+	}
+	return a
 }
 
 // BucketLatest returns the latest time a token bucket's or GCRA's state has
 // decided at, and false for any other state.
 func BucketLatest(state State) (time.Time, bool) {
-	us, ok := ops.BucketLatest(state)
-	if !ok {
-		return time.Time{}, false
+	if st, ok := state.(*bucketState); ok && st != nil {
+		return time.UnixMicro(st.Latest), true
 	}
-	return time.UnixMicro(us), true
+	return time.Time{}, false
 }
 
 // FamilyOf is the model k's decisions follow.
-func FamilyOf(k *algorithms.Kind) Family { return ops.Family(k) }
+func FamilyOf(k *algorithms.Kind) Family {
+	switch k.Name() {
+	case "fixed_window":
+		return FamilyFixedWindow
+	case "token_bucket", "gcra":
+		return FamilyBucket
+	}
+	return FamilyLog
+}
 
 // TakesBurst reports whether k takes Params.Burst; a kind that does not
 // requires it to be 0.
-func TakesBurst(k *algorithms.Kind) bool { return ops.TakesBurst(k) }
+func TakesBurst(k *algorithms.Kind) bool { return FamilyOf(k) == FamilyBucket }
 
 // TakesSubWindows reports whether k takes Params.SubWindows.
-func TakesSubWindows(k *algorithms.Kind) bool { return ops.TakesSubWindows(k) }
+func TakesSubWindows(k *algorithms.Kind) bool { return k.Name() == "sliding_window" }
 
 // MaxLimit is the largest limit (or rate count, and burst) k takes: 2^50
 // for most, algorithms.CompactLogMaxLimit for the compact log.
-func MaxLimit(k *algorithms.Kind) int64 { return ops.MaxLimit(k) }
+func MaxLimit(k *algorithms.Kind) int64 {
+	if k.Name() == "compact_log" {
+		return algorithms.CompactLogMaxLimit
+	}
+	return maxCount
+}
 
 // Nominal returns k's algorithm set to limit per window in the way every
 // kind can express it, for comparing algorithms side by side: a windowed
@@ -249,7 +501,14 @@ func MaxLimit(k *algorithms.Kind) int64 { return ops.MaxLimit(k) }
 // window with a burst of limit, and one with sub-windows splits the window
 // into subWindows.
 func Nominal(k *algorithms.Kind, limit int64, window time.Duration, subWindows int64) (algorithms.Algorithm, error) {
-	return ops.Nominal(k, limit, window, subWindows)
+	p := algorithms.Params{Limit: limit, Window: window}
+	if TakesBurst(k) {
+		p.Burst = limit
+	}
+	if TakesSubWindows(k) {
+		p.SubWindows = subWindows
+	}
+	return k.New(p)
 }
 
 // Names returns every algorithm's name, in the order of algorithms.Kinds.
@@ -268,29 +527,130 @@ func Names() []string {
 // while changing its methods; such a value would run one step in memory
 // and another in Redis. CheckDecision calls CheckKind, so every store
 // rejects it.
-func CheckKind(a algorithms.Algorithm) error { return ops.CheckKind(a) }
+func CheckKind(a algorithms.Algorithm) error {
+	switch a.(type) {
+	case algorithms.FixedWindow, algorithms.SlidingLog, algorithms.CompactLog,
+		algorithms.SlidingWindow, algorithms.TokenBucket, algorithms.GCRA:
+		return nil
+	case nil:
+		return fmt.Errorf("%w: nil", algorithms.ErrUnknownAlgorithm)
+	}
+	if t := reflect.TypeOf(a); t.Kind() == reflect.Pointer && t.Elem().PkgPath() == reflect.TypeOf(algorithms.Params{}).PkgPath() {
+		return fmt.Errorf("%w: %T is a pointer: pass the algorithm by value", algorithms.ErrUnknownAlgorithm, a)
+	}
+	return fmt.Errorf("%w: %T is not one of package algorithms' types", algorithms.ErrUnknownAlgorithm, a)
+}
 
 // CheckDecision reports whether a store can run one decision of a at now
 // with cost: a is valid, now is within [the Unix epoch,
 // algorithms.MaxTime], and cost is in [-MaxCost(a), MaxCost(a)].
 func CheckDecision(a algorithms.Algorithm, now time.Time, cost int64) error {
-	return ops.CheckDecision(a, now, cost)
+	if err := CheckKind(a); err != nil {
+		return err
+	}
+	if err := a.Validate(); err != nil {
+		return err
+	}
+	if err := CheckCost(a, cost); err != nil {
+		return err
+	}
+	return CheckTime(now)
 }
 
 // CheckRefund reports whether a store can run a refund of n units charged
 // at at, at now: a is valid, n is in [1, MaxCost(a)], and both times are
 // within [the Unix epoch, algorithms.MaxTime].
 func CheckRefund(a algorithms.Algorithm, now, at time.Time, n int64) error {
-	return ops.CheckRefund(a, now, at, n)
+	if n <= 0 {
+		return fmt.Errorf("%w: a refund must be > 0, got %d", algorithms.ErrInvalidCost, n)
+	}
+	if err := CheckDecision(a, now, n); err != nil {
+		return err
+	}
+	return CheckTime(at)
 }
 
 // CheckCost reports whether cost is in [-MaxCost(a), MaxCost(a)].
-func CheckCost(a algorithms.Algorithm, cost int64) error { return ops.CheckCost(a, cost) }
+func CheckCost(a algorithms.Algorithm, cost int64) error {
+	limit := MaxCost(a)
+	switch {
+	case cost > limit:
+		return fmt.Errorf("%w: a cost of %d, over the %d that %s takes at once", algorithms.ErrCostExceedsLimit, cost, limit, a)
+	case cost < -limit:
+		return fmt.Errorf("%w: an inspection for a cost of %d, over the %d that %s takes at once", algorithms.ErrCostExceedsLimit, -cost, limit, a)
+	}
+	return nil
+}
 
 // CheckTime reports whether t is within [the Unix epoch,
 // algorithms.MaxTime].
-func CheckTime(t time.Time) error { return ops.CheckTime(t) }
+func CheckTime(t time.Time) error {
+	if us := t.UnixMicro(); us < 0 || us >= maxTime {
+		return fmt.Errorf("%w: %s is not between 1970-01-01 and %s", algorithms.ErrInvalidTime,
+			t.Format(time.RFC3339Nano), algorithms.MaxTime.Format(time.RFC3339))
+	}
+	return nil
+}
 
 // CheckMaxWait reports whether maxWait is a wait Reserve accepts: a whole
 // number of microseconds in [0, 2^50µs].
-func CheckMaxWait(maxWait time.Duration) error { return ops.CheckMaxWait(maxWait) }
+func CheckMaxWait(maxWait time.Duration) error {
+	if maxWait == 0 {
+		return nil
+	}
+	if maxWait < 0 || maxWait%time.Microsecond != 0 {
+		return fmt.Errorf("%w, got maximum wait %v", algorithms.ErrInvalidWindow, maxWait)
+	}
+	if maxWait/time.Microsecond > maxDuration {
+		return fmt.Errorf("%w: maximum wait %v is above 2^50µs", algorithms.ErrOutOfRange, maxWait)
+	}
+	return nil
+}
+
+// The limits every algorithm shares (see algorithms.Validate).
+const (
+	maxCount    = 1 << 50
+	maxDuration = 1 << 50 // µs
+	maxTime     = 1 << 52 // µs since the Unix epoch
+)
+
+// notOurs is the panic of a step given a value that is not one of package
+// algorithms' types: CheckKind rejects it before any store decides.
+func notOurs(a algorithms.Algorithm) string {
+	return fmt.Sprintf("algo: no step for %T: not one of package algorithms' types, or a kind a switch here misses", a)
+}
+
+// notPacked is the panic of a packed operation given an algorithm that does
+// not pack (Packs).
+func notPacked(a algorithms.Algorithm) string {
+	return fmt.Sprintf("algo: %T does not pack", a)
+}
+
+// timeFor returns how long n events take at rate r: n × Period / Count,
+// rounded down to the microsecond. For example, 3 at algorithms.PerMinute(10)
+// take 18s. r must be valid and n >= 0; a result above the largest
+// time.Duration is capped there.
+func timeFor(r algorithms.Rate, n int64) time.Duration {
+	hi, lo := bits.Mul64(uint64(n), uint64(r.Period/time.Microsecond))
+	if hi >= uint64(r.Count) {
+		return time.Duration(math.MaxInt64)
+	}
+	us, _ := bits.Div64(hi, lo, uint64(r.Count))
+	if us > math.MaxInt64/uint64(time.Microsecond) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(us) * time.Microsecond
+}
+
+// stateAs returns state as the algorithm's own state type S, or the zero S
+// for no state. A state of any other type means a store handed one
+// algorithm's state to another, which would silently admit as if the key
+// were idle; that is a bug in the store, so it panics. It takes the name,
+// not the algorithm, so that the hot path boxes nothing.
+func stateAs[S comparable](name string, state keyState) S {
+	st, ok := state.(S)
+	if !ok && state != nil {
+		panic(fmt.Sprintf("algo: %s given a state of type %T: a store mixed up the state of two algorithms", name, state))
+	}
+	return st
+}

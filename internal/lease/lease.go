@@ -191,7 +191,7 @@ func (l *Lease) Spend(now time.Time) (algorithms.Result, bool) {
 		l.next++
 		l.spent++
 		l.last = l.next
-		return algo.Charge(res, l.alg, 1), true
+		return res.WithCharge(l.alg, 1), true
 	}
 	return algorithms.Result{}, false
 }

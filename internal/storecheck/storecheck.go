@@ -138,7 +138,7 @@ func Charged(res algorithms.Result, alg algorithms.Algorithm, limit, burst, cost
 			return algorithms.Result{}, err
 		}
 	}
-	return algo.Charge(res, by, cost), nil
+	return res.WithCharge(by, cost), nil
 }
 
 // MaybeDecided returns err, the error of a write that may have been applied

@@ -138,7 +138,7 @@ func (s *compactKept) Decide(ctx context.Context, k store.Key, alg algorithms.Al
 		return algorithms.Result{}, err
 	}
 	res, err := f.Result(algo.MaxCost(alg), 0)
-	return algo.Charge(res, alg, cost), err
+	return res.WithCharge(alg, cost), err
 }
 
 // Refund runs the refund, then the inspection, and keeps a changed state as

@@ -1,4 +1,4 @@
-package algorithms_test
+package algo_test
 
 import (
 	"math/big"
@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/algo"
 )
 
 // realQuotas are the rates APIs sell, each with a burst of its whole count.
@@ -51,7 +50,7 @@ func TestRealQuotas(t *testing.T) {
 						cost = rng.Int64N(4)
 					}
 					got := r.decide(now, cost)
-					want := algo.Charge(m.decide(now, cost), alg, cost)
+					want := m.decide(now, cost).WithCharge(alg, cost)
 					want.At = got.At
 					if got != want {
 						t.Fatalf("step %d at +%v, cost %d:\n got  %+v\n want %+v", step, now.Sub(t0), cost, got, want)

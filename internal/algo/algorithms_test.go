@@ -1,4 +1,4 @@
-package algorithms_test
+package algo_test
 
 import (
 	"errors"
@@ -268,12 +268,12 @@ func TestCharged(t *testing.T) {
 		if got, cost := admitted.Charged(); got != alg || cost != 1 {
 			t.Errorf("%v: an admission charged %v, %d; want itself, 1", alg, got, cost)
 		}
-		if algo.Charge(decision(admitted), alg, 1) != admitted {
-			t.Errorf("%v: Charge does not mark a Result as Decide does", alg)
+		if decision(admitted).WithCharge(alg, 1) != admitted {
+			t.Errorf("%v: WithCharge does not mark a Result as Decide does", alg)
 		}
 		_, denied := algo.Decide(alg, st, t0, 1)
 		_, peeked := algo.Decide(alg, nil, t0, 0)
-		for _, r := range []algorithms.Result{denied, peeked, algo.Charge(denied, alg, 1), algo.Charge(peeked, alg, 0)} {
+		for _, r := range []algorithms.Result{denied, peeked, denied.WithCharge(alg, 1), peeked.WithCharge(alg, 0)} {
 			if got, cost := r.Charged(); got != nil || cost != 0 {
 				t.Errorf("%v: %+v charged %v, %d; want nothing", alg, r, got, cost)
 			}

@@ -1,4 +1,4 @@
-package algorithms_test
+package algo_test
 
 import (
 	"math/rand/v2"

@@ -1,9 +1,11 @@
-package algorithms
+package algo
 
 import (
 	"cmp"
 	"slices"
 	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
 )
 
 // slidingLogState is the sliding log's per-key state, and, as
@@ -41,7 +43,7 @@ type logRecord struct {
 // sub-window for the sliding window counter. limit is the limit and w the
 // window in µs. It costs O(log n) time for a state of n records, and at most
 // one new record per request whatever its cost.
-func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*slidingLogState, Result) {
+func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*slidingLogState, algorithms.Result) {
 	const mod = 1 << 52 // totals wrap here, as in log.lua
 	t := micros(now)
 	eff := t
@@ -52,7 +54,7 @@ func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost i
 		records, total = st.Records, st.Total
 	}
 	stamp := eff - floorMod(eff, quantum)
-	res := Result{Limit: limit, At: time.UnixMicro(eff)}
+	res := algorithms.Result{Limit: limit, At: time.UnixMicro(eff)}
 
 	// Records stamped at or before stamp-w have expired, as ZREMRANGEBYSCORE
 	// key -inf now-window removes them; they are a prefix.

@@ -1,0 +1,69 @@
+package algo
+
+import (
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
+// derive returns what the packed step of a, an algorithm that packs,
+// derives from its parameters (see internal/algo.Derive): a bucket's rate
+// in lowest terms and its emission interval, or nothing for a fixed window,
+// whose step derives nothing costly.
+func derive(a algorithms.Algorithm) Derived {
+	var b bucket
+	switch a := a.(type) {
+	case algorithms.GCRA:
+		b = newBucket(a.Burst, a.Rate)
+	case algorithms.TokenBucket:
+		b = newBucket(a.Capacity, a.Refill)
+	default:
+		return Derived{}
+	}
+	return Derived{b.burst, b.k, b.p, b.q, b.r, b.count, b.period}
+}
+
+// decidePacked runs a's step, with d from derive(a), on the state w and
+// tag pack (has true), or on none (has false), and returns the new state
+// packed, with ok false when the step leaves no state or one without a
+// packed form: see internal/algo.DecidePacked.
+func decidePacked(a algorithms.Algorithm, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (_ Words, _ int64, res algorithms.Result, ok bool) {
+	switch a := a.(type) {
+	case algorithms.GCRA, algorithms.TokenBucket:
+		w, tag, ok = derivedBucket(d).decidePacked(w, tag, has, now, cost, &res)
+		return w, tag, res, ok
+	case algorithms.FixedWindow:
+		var st, spare fixedWindowState
+		var in *fixedWindowState
+		if has {
+			st = fixedWindowState{Start: w[0] - int64(a.Window/time.Microsecond), Count: w[1]}
+			in = &st
+		}
+		out := fixedWindow(a).stepInto(in, &spare, now, cost, &res)
+		if out == nil || out.Start < 0 {
+			return Words{}, 0, res, false
+		}
+		return Words{out.Start + int64(a.Window/time.Microsecond), out.Count}, 0, res, true
+	}
+	return Words{}, 0, res, false
+}
+
+func derivedBucket(d *Derived) bucket {
+	return bucket{burst: d[0], k: d[1], p: d[2], q: d[3], r: d[4], count: d[5], period: d[6]}
+}
+
+// decidePacked is decidePacked for a token bucket or GCRA, writing the
+// Result into res.
+func (b bucket) decidePacked(w Words, tag int64, has bool, now time.Time, cost int64, res *algorithms.Result) (Words, int64, bool) {
+	var st, spare bucketState
+	var in *bucketState
+	if has {
+		unpackBucket(&st, w, tag)
+		in = &st
+	}
+	out, _ := b.stepInto(in, &spare, now, cost, 0, res)
+	if out == nil {
+		return Words{}, 0, false
+	}
+	return b.packState(out)
+}
