@@ -99,7 +99,7 @@ func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
 
 // maxBooking is the longest wait a booking accepts without a deadline:
 // the largest a store accepts (algo.CheckMaxWait).
-const maxBooking = (1 << 50) * time.Microsecond
+const maxBooking = algorithms.MaxWindow
 
 // waitBooked books the request's turn under alg, which has been checked,
 // and sleeps until it.

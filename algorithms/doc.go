@@ -31,7 +31,7 @@
 // The Redis scripts compute with Lua numbers, doubles that hold integers
 // exactly up to 2^53, so every value stays below that: counts up to 2^50
 // (about 1.1×10^15), durations up to 2^50µs (about 35 years), and decision
-// times from the Unix epoch to MaxTime (2^52µs, in 2112). Within those bounds
+// times from the Unix epoch to MaxUnixMicro (2^52µs, in 2112). Within those bounds
 // every rate is exact: a rate is reduced to lowest terms, and products such
 // as a burst times a period are divided without ever being formed as one
 // number. 100,000 per day, 10,000 per 30 days with a burst of 10,000,

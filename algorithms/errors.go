@@ -31,7 +31,7 @@ var (
 	// burst, so it could never be admitted.
 	ErrCostExceedsLimit = errors.New("ratewise: cost exceeds the limit")
 	// ErrInvalidTime: a decision time is before the Unix epoch or after
-	// MaxTime.
+	// MaxUnixMicro.
 	ErrInvalidTime = errors.New("ratewise: time outside the supported range")
 )
 
@@ -42,24 +42,33 @@ var (
 //   - counts (limits, capacities, bursts, rate counts) up to 2^50, about
 //     1.1×10^15: 10^9 per second over 13 days;
 //   - durations up to 2^50µs, about 35 years;
-//   - times from the Unix epoch up to 2^52µs after it (MaxTime, in 2112),
-//     so that a time plus any duration stays below 2^53µs.
+//   - times from the Unix epoch up to 2^52µs after it (MaxUnixMicro, in
+//     2112), so that a time plus any duration stays below 2^53µs.
 //
 // Products that can pass 2^53, such as a burst times a period, are never
 // formed as one number: see mulDiv.
 const (
-	maxCount    = 1 << 50
-	maxDuration = 1 << 50 // µs
-	maxTime     = 1 << 52 // µs since the Unix epoch
+	// MaxLimit is the largest limit, capacity, burst or rate count an
+	// algorithm takes: 2^50, about 1.1×10^15 (a CompactLog takes at most
+	// CompactLogMaxLimit).
+	MaxLimit = 1 << 50
+
+	// MaxWindow is the longest window, rate period, refill time or wait
+	// for a booking: 2^50µs, about 35.7 years.
+	MaxWindow = MaxLimit * time.Microsecond
+
+	// MaxUnixMicro is the latest decision time every store supports, in
+	// microseconds since the Unix epoch: 2^52 - 1, in September 2112. Use
+	// time.UnixMicro(MaxUnixMicro) for the time itself.
+	MaxUnixMicro = 1<<52 - 1
 )
 
-// MaxTime is the latest decision time every store supports: 2^52
-// microseconds after the Unix epoch, in September 2112.
-var MaxTime = time.UnixMicro(maxTime - 1).UTC()
+// maxDuration is MaxWindow in microseconds.
+const maxDuration = int64(MaxWindow / time.Microsecond)
 
-// checkCount rejects a count above maxCount.
+// checkCount rejects a count above MaxLimit.
 func checkCount(what string, n int64) error {
-	if n > maxCount {
+	if n > MaxLimit {
 		return fmt.Errorf("%w: %s %d is above 2^50", ErrOutOfRange, what, n)
 	}
 	return nil

@@ -49,7 +49,7 @@ func realQuotas(e *env) {
 		if q.count > algo.MaxLimit(e.c.kind) {
 			continue // such as the compact log, one timestamp per unit
 		}
-		if e.cfg.sampled && algo.MaxLimit(e.c.kind) < 1<<50 && q.count > 100_000 {
+		if e.cfg.sampled && algo.MaxLimit(e.c.kind) < algorithms.MaxLimit && q.count > 100_000 {
 			continue // a log of a million records, checked on the full targets
 		}
 		alg, err := algo.Nominal(e.c.kind, q.count, q.period, subWindows)
@@ -81,7 +81,7 @@ func realQuotas(e *env) {
 		// a few thousand, as its doc advises, so that the rule does not
 		// spend minutes writing millions of timestamps.
 		most := q.count
-		if algo.MaxLimit(e.c.kind) < 1<<50 {
+		if algo.MaxLimit(e.c.kind) < algorithms.MaxLimit {
 			most = min(most, 5000)
 		}
 		for step := 1; step < 150; step++ {
@@ -149,7 +149,7 @@ func invalidInput(e *env) {
 	if !e.cfg.storeClock {
 		check("the zero time", e.c.alg, time.Time{}, 1, algorithms.ErrInvalidTime)
 		check("a time before 1970", e.c.alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime)
-		check("a time after MaxTime", e.c.alg, algorithms.MaxTime.Add(time.Microsecond), 1, algorithms.ErrInvalidTime)
+		check("a time after MaxUnixMicro", e.c.alg, time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond), 1, algorithms.ErrInvalidTime)
 	}
 	if res, err := e.store.Decide(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 0); err != nil || res.Remaining != e.c.limit {
 		e.fatalf("Peek after the invalid calls: %+v, %v; want Remaining %d", res, err, e.c.limit)

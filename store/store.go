@@ -86,7 +86,7 @@ func (k Key) String() string {
 //   - Errors come in classes. Invalid input (a value that is not one of
 //     package algorithms' types, an algorithm that fails Validate, a cost
 //     outside what an idle key admits at once in either sign, a time the
-//     store uses outside [the Unix epoch, algorithms.MaxTime]) is the error
+//     store uses outside [the Unix epoch, time.UnixMicro(algorithms.MaxUnixMicro)]) is the error
 //     wraps one of the algorithms package's errors, the same on every store; Reset rejects the same algorithms. An
 //     algorithm the store cannot run wraps ErrUnsupported, and may wrap the
 //     invalid-input error too. A context error is returned
@@ -158,7 +158,7 @@ type Refunder interface {
 	// decision's is, for that Result's ResetAfter and at least until its
 	// At, or the time the step gives (plus the store's grace). Invalid
 	// input (n outside [1, the cost an idle key admits], a time outside
-	// [the Unix epoch, algorithms.MaxTime]) wraps the algorithms package's
+	// [the Unix epoch, time.UnixMicro(algorithms.MaxUnixMicro)]) wraps the algorithms package's
 	// errors; a store on its own clock checks at, and now only where it
 	// uses the caller's.
 	Refund(ctx context.Context, key Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)

@@ -108,7 +108,7 @@ func decisionResult(reply []int64, alg algorithms.Algorithm, cost int64, once bo
 		return algorithms.Result{}, 0, err
 	}
 	delay := reply[5]
-	if delay < 0 || delay > 1<<52 {
+	if delay < 0 || delay > int64(algorithms.MaxWindow/time.Microsecond) {
 		return algorithms.Result{}, 0, malformed(reply, "delay %d", delay)
 	}
 	if !once {

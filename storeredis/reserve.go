@@ -78,7 +78,7 @@ func (b *booking) parse(reply any) error {
 		return err
 	}
 	delay, ok := fields[5].(int64)
-	if !ok || delay < 0 || delay > 1<<52 {
+	if !ok || delay < 0 || delay > int64(algorithms.MaxWindow/time.Microsecond) {
 		return fmt.Errorf("delay %v (reply %v)", fields[5], reply)
 	}
 	if once {

@@ -87,7 +87,7 @@ func TestClientTimeFollowsTheCallersClock(t *testing.T) {
 func TestClientTimeNeverMeansServerTime(t *testing.T) {
 	s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
 	alg := algorithms.FixedWindow{Limit: 5, Window: time.Second}
-	for _, at := range []time.Time{time.Unix(0, 0), time.UnixMicro(1), algorithms.MaxTime} {
+	for _, at := range []time.Time{time.Unix(0, 0), time.UnixMicro(1), time.UnixMicro(algorithms.MaxUnixMicro)} {
 		res, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, at, 1)
 		if err != nil || !res.At.Equal(at) {
 			t.Fatalf("decided at %v for a now of %v (%v)", res.At, at, err)

@@ -492,7 +492,7 @@ func MaxLimit(k *algorithms.Kind) int64 {
 	if k.Name() == "compact_log" {
 		return algorithms.CompactLogMaxLimit
 	}
-	return maxCount
+	return algorithms.MaxLimit
 }
 
 // Nominal returns k's algorithm set to limit per window in the way every
@@ -543,7 +543,7 @@ func CheckKind(a algorithms.Algorithm) error {
 
 // CheckDecision reports whether a store can run one decision of a at now
 // with cost: a is valid, now is within [the Unix epoch,
-// algorithms.MaxTime], and cost is in [-MaxCost(a), MaxCost(a)].
+// time.UnixMicro(algorithms.MaxUnixMicro)], and cost is in [-MaxCost(a), MaxCost(a)].
 func CheckDecision(a algorithms.Algorithm, now time.Time, cost int64) error {
 	if err := CheckKind(a); err != nil {
 		return err
@@ -559,7 +559,7 @@ func CheckDecision(a algorithms.Algorithm, now time.Time, cost int64) error {
 
 // CheckRefund reports whether a store can run a refund of n units charged
 // at at, at now: a is valid, n is in [1, MaxCost(a)], and both times are
-// within [the Unix epoch, algorithms.MaxTime].
+// within [the Unix epoch, time.UnixMicro(algorithms.MaxUnixMicro)].
 func CheckRefund(a algorithms.Algorithm, now, at time.Time, n int64) error {
 	if n <= 0 {
 		return fmt.Errorf("%w: a refund must be > 0, got %d", algorithms.ErrInvalidCost, n)
@@ -583,11 +583,11 @@ func CheckCost(a algorithms.Algorithm, cost int64) error {
 }
 
 // CheckTime reports whether t is within [the Unix epoch,
-// algorithms.MaxTime].
+// time.UnixMicro(algorithms.MaxUnixMicro)].
 func CheckTime(t time.Time) error {
-	if us := t.UnixMicro(); us < 0 || us >= maxTime {
+	if us := t.UnixMicro(); us < 0 || us > algorithms.MaxUnixMicro {
 		return fmt.Errorf("%w: %s is not between 1970-01-01 and %s", algorithms.ErrInvalidTime,
-			t.Format(time.RFC3339Nano), algorithms.MaxTime.Format(time.RFC3339))
+			t.Format(time.RFC3339Nano), time.UnixMicro(algorithms.MaxUnixMicro).UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -601,18 +601,14 @@ func CheckMaxWait(maxWait time.Duration) error {
 	if maxWait < 0 || maxWait%time.Microsecond != 0 {
 		return fmt.Errorf("%w, got maximum wait %v", algorithms.ErrInvalidWindow, maxWait)
 	}
-	if maxWait/time.Microsecond > maxDuration {
+	if maxWait > algorithms.MaxWindow {
 		return fmt.Errorf("%w: maximum wait %v is above 2^50µs", algorithms.ErrOutOfRange, maxWait)
 	}
 	return nil
 }
 
-// The limits every algorithm shares (see algorithms.Validate).
-const (
-	maxCount    = 1 << 50
-	maxDuration = 1 << 50 // µs
-	maxTime     = 1 << 52 // µs since the Unix epoch
-)
+// maxDuration is algorithms.MaxWindow in microseconds.
+const maxDuration = int64(algorithms.MaxWindow / time.Microsecond)
 
 // notOurs is the panic of a step given a value that is not one of package
 // algorithms' types: CheckKind rejects it before any store decides.

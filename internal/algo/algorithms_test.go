@@ -240,7 +240,7 @@ func TestSlidingWindowWorstCase(t *testing.T) {
 // TestLongIdle checks that a key idle for most of the supported time range
 // neither overflows nor reports more than full capacity.
 func TestLongIdle(t *testing.T) {
-	later := algorithms.MaxTime.Add(-time.Hour)
+	later := time.UnixMicro(algorithms.MaxUnixMicro).Add(-time.Hour)
 	for _, alg := range []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: 5, Window: time.Second},
 		algorithms.SlidingLog{Limit: 5, Window: time.Second},

@@ -8,6 +8,10 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
+// logMod is what a log's totals wrap at, as in log.lua and log.sql: 2^52,
+// so that every total a Lua number holds is exact.
+const logMod = 1 << 52
+
 // slidingLogState is the sliding log's per-key state, and, as
 // slidingWindowState, the sliding window counter's: the admitted requests
 // still counting, and the latest time the key was decided at.
@@ -44,7 +48,6 @@ type logRecord struct {
 // window in µs. It costs O(log n) time for a state of n records, and at most
 // one new record per request whatever its cost.
 func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*slidingLogState, algorithms.Result) {
-	const mod = 1 << 52 // totals wrap here, as in log.lua
 	t := micros(now)
 	eff := t
 	var records []logRecord
@@ -62,7 +65,7 @@ func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost i
 	live := records[first:]
 	var count int64
 	if len(live) > 0 {
-		count = floorMod(total-live[0].Start, mod)
+		count = floorMod(total-live[0].Start, logMod)
 	}
 
 	if need := need(cost); count+need > limit {
@@ -72,7 +75,7 @@ func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost i
 		target := count + need - limit - 1
 		base := live[0].Start
 		j, found := slices.BinarySearchFunc(live, target, func(r logRecord, s int64) int {
-			return cmp.Compare(floorMod(r.Start-base, mod), s)
+			return cmp.Compare(floorMod(r.Start-base, logMod), s)
 		})
 		if !found {
 			j--
@@ -91,7 +94,7 @@ func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost i
 			}
 			// Otherwise the newest record has the same stamp and absorbs
 			// the cost.
-			total = (total + cost) % mod
+			total = (total + cost) % logMod
 			count += cost
 		}
 	}
@@ -118,7 +121,6 @@ func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost i
 // are rounded down to a multiple of quantum µs, with a window of w µs; see
 // SlidingLog.Refund. It costs O(log n) time for n records.
 func logRefund(st *slidingLogState, w, quantum int64, now, at time.Time, n int64) (*slidingLogState, bool) {
-	const mod = 1 << 52
 	if st == nil {
 		return nil, false
 	}
@@ -134,12 +136,12 @@ func logRefund(st *slidingLogState, w, quantum int64, now, at time.Time, n int64
 	if newest := live[len(live)-1]; newest.At == charged {
 		// The refunded request is in the newest record: take its units off,
 		// exactly as if they had never been recorded.
-		c := floorMod(st.Total-newest.Start, mod)
+		c := floorMod(st.Total-newest.Start, logMod)
 		k := min(n, c)
 		if k <= 0 {
 			return st, false
 		}
-		st.Total = floorMod(st.Total-k, mod)
+		st.Total = floorMod(st.Total-k, logMod)
 		if k == c {
 			live = live[:len(live)-1]
 		}
@@ -152,21 +154,21 @@ func logRefund(st *slidingLogState, w, quantum int64, now, at time.Time, n int64
 		// numbered from the oldest record's start, and the first one kept,
 		// the k-th, lies in the last record that starts at or before it.
 		base := live[0].Start
-		k := min(n, floorMod(st.Total-base, mod))
+		k := min(n, floorMod(st.Total-base, logMod))
 		if k <= 0 {
 			return st, false
 		}
 		j, found := slices.BinarySearchFunc(live, k, func(r logRecord, s int64) int {
-			return cmp.Compare(floorMod(r.Start-base, mod), s)
+			return cmp.Compare(floorMod(r.Start-base, logMod), s)
 		})
 		if !found {
 			j--
 		}
 		switch live = live[j:]; {
-		case k == floorMod(st.Total-base, mod):
+		case k == floorMod(st.Total-base, logMod):
 			live = live[:0]
 		case !found:
-			live[0].Start = floorMod(base+k, mod)
+			live[0].Start = floorMod(base+k, logMod)
 		}
 	}
 	// The key's time moves on to eff, as an admission's does: the records

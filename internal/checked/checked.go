@@ -17,7 +17,7 @@ import (
 // Decider decides requests whose input its caller has checked: alg passed
 // internal/algo.CheckKind and its Validate, cost is in [-MaxCost(alg),
 // MaxCost(alg)], key.Name is not empty, and now is within [the Unix epoch,
-// algorithms.MaxTime], or is the zero Time, which asks the store to decide
+// time.UnixMicro(algorithms.MaxUnixMicro)], or is the zero Time, which asks the store to decide
 // at time.Now(), read once by the store itself. It decides exactly as the
 // store's Decide does with the same input.
 type Decider interface {
