@@ -164,7 +164,7 @@ func TestPreviousSchemasStatements(t *testing.T) {
 			t.Fatal(err)
 		}
 		if want.Allowed {
-			want = want.WithCharge(a, 1)
+			want.SetCharged(a, 1)
 		}
 		same(fmt.Sprint("a set's limit ", i), want, results[i], nil)
 	}

@@ -112,7 +112,7 @@ func decisionResult(reply []int64, alg algorithms.Algorithm, cost int64, once bo
 		return algorithms.Result{}, 0, malformed(reply, "delay %d", delay)
 	}
 	if !once {
-		res = res.WithCharge(alg, cost)
+		res.SetCharged(alg, cost)
 	} else if res, err = storecheck.Charged(res, alg, reply[7], reply[8], reply[9]); err != nil {
 		return algorithms.Result{}, 0, malformed(reply, "%v", err)
 	}

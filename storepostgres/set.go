@@ -79,7 +79,7 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 	}
 	for i, alg := range algs {
 		if !once {
-			results[i] = results[i].WithCharge(alg, cost)
+			results[i].SetCharged(alg, cost)
 		} else if results[i], err = storecheck.Charged(results[i], alg, reply[5*n+3*i+1], reply[5*n+3*i+2], reply[want-1]); err != nil {
 			return nil, malformed(reply, "%v", err)
 		}

@@ -97,7 +97,8 @@ func (d *decision) args() []any {
 func (d *decision) parse(reply any) error {
 	if d.rid.id == "" {
 		res, err := parseReply(reply, algo.MaxCost(d.alg), d.notBefore)
-		d.res = res.WithCharge(d.alg, d.cost)
+		res.SetCharged(d.alg, d.cost)
+		d.res = res
 		return err
 	}
 	fields, err := fieldsOf(reply, 9)
@@ -123,6 +124,7 @@ type inBatch struct{ *decision }
 
 func (d inBatch) parse(reply any) error {
 	res, err := parseReply(reply, algo.MaxCost(d.alg), d.notBefore)
-	d.res = res.WithCharge(d.alg, d.cost)
+	res.SetCharged(d.alg, d.cost)
+	d.res = res
 	return err
 }

@@ -91,7 +91,7 @@ func (b *booking) parse(reply any) error {
 		return err
 	}
 	if !once {
-		res = res.WithCharge(b.alg, b.cost)
+		res.SetCharged(b.alg, b.cost)
 	} else if res, err = chargeOf(res, b.alg, fields[7:10]); err != nil {
 		return err
 	}

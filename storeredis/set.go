@@ -141,7 +141,7 @@ func (d *setDecision) parseResults(reply any, once bool) error {
 	if all {
 		for i, alg := range d.algs {
 			if !once {
-				results[i] = results[i].WithCharge(alg, d.cost)
+				results[i].SetCharged(alg, d.cost)
 			} else if results[i], err = chargeOf(results[i], alg, []any{fields[5*n+3*i+1], fields[5*n+3*i+2], fields[want-1]}); err != nil {
 				return err
 			}

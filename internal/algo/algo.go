@@ -138,8 +138,7 @@ const (
 // The inputs must pass CheckDecision; Decide does not check them. A state
 // of another algorithm's type is a store's bug: Decide panics rather than
 // treat it as no state.
-func Decide(a algorithms.Algorithm, state State, now time.Time, cost int64) (State, algorithms.Result) {
-	var res algorithms.Result
+func Decide(a algorithms.Algorithm, state State, now time.Time, cost int64) (_ State, res algorithms.Result) {
 	switch a := a.(type) {
 	case algorithms.FixedWindow:
 		state, res = fixedWindow(a).decide(state, now, cost)
@@ -156,7 +155,8 @@ func Decide(a algorithms.Algorithm, state State, now time.Time, cost int64) (Sta
 	default:
 		panic(notOurs(a))
 	}
-	return state, res.WithCharge(a, cost)
+	res.SetCharged(a, cost)
+	return state, res
 }
 
 // Refund gives back n units of the cost that a request admitted at time at
@@ -218,7 +218,8 @@ func Reserve(a algorithms.Algorithm, state State, now time.Time, cost int64, max
 		return state, res, 0
 	}
 	state, res, delay := b.reserve(state, now, cost, maxWait)
-	return state, res.WithCharge(a, cost), delay
+	res.SetCharged(a, cost)
+	return state, res, delay
 }
 
 // Keeps reports whether Decide(state, now, cost) leaves state unchanged
@@ -345,9 +346,27 @@ func Derive(a algorithms.Algorithm) Derived { return derive(a) }
 // least 1. ok is false when the decision leaves no state, or one that has
 // no packed form; the store then decides with Decide instead, on the same
 // input, with the same Result. a must pack (Packs).
-func DecidePacked(a algorithms.Algorithm, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (_ Words, _ int64, _ algorithms.Result, ok bool) {
-	w, tag, res, ok := decidePacked(a, d, w, tag, has, now, cost)
-	return w, tag, res.WithCharge(a, cost), ok
+func DecidePacked(a algorithms.Algorithm, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (_ Words, _ int64, res algorithms.Result, ok bool) {
+	switch alg := a.(type) {
+	case algorithms.GCRA, algorithms.TokenBucket:
+		w, tag, ok = derivedBucket(d).decidePacked(w, tag, has, now, cost, &res)
+		res.SetCharged(a, cost)
+		return w, tag, res, ok
+	case algorithms.FixedWindow:
+		var st, spare fixedWindowState
+		var in *fixedWindowState
+		if has {
+			st = fixedWindowState{Start: w[0] - int64(alg.Window/time.Microsecond), Count: w[1]}
+			in = &st
+		}
+		out := fixedWindow(alg).stepInto(in, &spare, now, cost, &res)
+		res.SetCharged(a, cost)
+		if out == nil || out.Start < 0 {
+			return Words{}, 0, res, false
+		}
+		return Words{out.Start + int64(alg.Window/time.Microsecond), out.Count}, 0, res, true
+	}
+	return Words{}, 0, res, false
 }
 
 // ScopeOf is what, beside the kind's name, tells apart the state a reads

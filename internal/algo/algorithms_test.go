@@ -260,7 +260,7 @@ func TestLongIdle(t *testing.T) {
 }
 
 // An admission says what it charged, a booking too; a denial and an
-// inspection charged nothing. Charge marks a Result exactly as Decide does.
+// inspection charged nothing. SetCharged marks a Result exactly as Decide does.
 func TestCharged(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
 		alg := mustNominal(t, k)
@@ -268,12 +268,12 @@ func TestCharged(t *testing.T) {
 		if got, cost := admitted.Charged(); got != alg || cost != 1 {
 			t.Errorf("%v: an admission charged %v, %d; want itself, 1", alg, got, cost)
 		}
-		if decision(admitted).WithCharge(alg, 1) != admitted {
-			t.Errorf("%v: WithCharge does not mark a Result as Decide does", alg)
+		if markCharged(decision(admitted), alg, 1) != admitted {
+			t.Errorf("%v: SetCharged does not mark a Result as Decide does", alg)
 		}
 		_, denied := algo.Decide(alg, st, t0, 1)
 		_, peeked := algo.Decide(alg, nil, t0, 0)
-		for _, r := range []algorithms.Result{denied, peeked, denied.WithCharge(alg, 1), peeked.WithCharge(alg, 0)} {
+		for _, r := range []algorithms.Result{denied, peeked, markCharged(denied, alg, 1), markCharged(peeked, alg, 0)} {
 			if got, cost := r.Charged(); got != nil || cost != 0 {
 				t.Errorf("%v: %+v charged %v, %d; want nothing", alg, r, got, cost)
 			}
@@ -285,4 +285,10 @@ func TestCharged(t *testing.T) {
 			}
 		}
 	}
+}
+
+// markCharged returns r marked by SetCharged.
+func markCharged(r algorithms.Result, alg algorithms.Algorithm, cost int64) algorithms.Result {
+	r.SetCharged(alg, cost)
+	return r
 }

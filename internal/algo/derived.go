@@ -23,31 +23,6 @@ func derive(a algorithms.Algorithm) Derived {
 	return Derived{b.burst, b.k, b.p, b.q, b.r, b.count, b.period}
 }
 
-// decidePacked runs a's step, with d from derive(a), on the state w and
-// tag pack (has true), or on none (has false), and returns the new state
-// packed, with ok false when the step leaves no state or one without a
-// packed form: see internal/algo.DecidePacked.
-func decidePacked(a algorithms.Algorithm, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (_ Words, _ int64, res algorithms.Result, ok bool) {
-	switch a := a.(type) {
-	case algorithms.GCRA, algorithms.TokenBucket:
-		w, tag, ok = derivedBucket(d).decidePacked(w, tag, has, now, cost, &res)
-		return w, tag, res, ok
-	case algorithms.FixedWindow:
-		var st, spare fixedWindowState
-		var in *fixedWindowState
-		if has {
-			st = fixedWindowState{Start: w[0] - int64(a.Window/time.Microsecond), Count: w[1]}
-			in = &st
-		}
-		out := fixedWindow(a).stepInto(in, &spare, now, cost, &res)
-		if out == nil || out.Start < 0 {
-			return Words{}, 0, res, false
-		}
-		return Words{out.Start + int64(a.Window/time.Microsecond), out.Count}, 0, res, true
-	}
-	return Words{}, 0, res, false
-}
-
 func derivedBucket(d *Derived) bucket {
 	return bucket{burst: d[0], k: d[1], p: d[2], q: d[3], r: d[4], count: d[5], period: d[6]}
 }

@@ -391,7 +391,7 @@ func TestLogTotalsWrap(t *testing.T) {
 					newest := admitted[len(admitted)-1].at
 					want.ResetAfter = time.Duration(newest+window-now.UnixMicro()) * time.Microsecond
 				}
-				if want = want.WithCharge(alg, cost); res != want {
+				if want.SetCharged(alg, cost); res != want {
 					t.Fatalf("step %d: %d in the window, cost %d:\n got  %+v\n want %+v", step, inWindow, cost, res, want)
 				}
 			}

@@ -50,7 +50,8 @@ func TestRealQuotas(t *testing.T) {
 						cost = rng.Int64N(4)
 					}
 					got := r.decide(now, cost)
-					want := m.decide(now, cost).WithCharge(alg, cost)
+					want := m.decide(now, cost)
+					want.SetCharged(alg, cost)
 					want.At = got.At
 					if got != want {
 						t.Fatalf("step %d at +%v, cost %d:\n got  %+v\n want %+v", step, now.Sub(t0), cost, got, want)

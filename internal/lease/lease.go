@@ -191,7 +191,8 @@ func (l *Lease) Spend(now time.Time) (algorithms.Result, bool) {
 		l.next++
 		l.spent++
 		l.last = l.next
-		return res.WithCharge(l.alg, 1), true
+		res.SetCharged(l.alg, 1)
+		return res, true
 	}
 	return algorithms.Result{}, false
 }

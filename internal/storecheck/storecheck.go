@@ -138,7 +138,8 @@ func Charged(res algorithms.Result, alg algorithms.Algorithm, limit, burst, cost
 			return algorithms.Result{}, err
 		}
 	}
-	return res.WithCharge(by, cost), nil
+	res.SetCharged(by, cost)
+	return res, nil
 }
 
 // MaybeDecided returns err, the error of a write that may have been applied

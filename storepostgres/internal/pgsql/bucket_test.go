@@ -134,7 +134,7 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, alg algorithm
 		if err != nil {
 			fail("step: %v", err)
 		}
-		got = got.WithCharge(alg, cost)
+		got.SetCharged(alg, cost)
 		delay := time.Duration(delayUS) * time.Microsecond
 
 		before := goState

@@ -138,7 +138,8 @@ func (s *compactKept) Decide(ctx context.Context, k store.Key, alg algorithms.Al
 		return algorithms.Result{}, err
 	}
 	res, err := f.Result(algo.MaxCost(alg), 0)
-	return res.WithCharge(alg, cost), err
+	res.SetCharged(alg, cost)
+	return res, err
 }
 
 // Refund runs the refund, then the inspection, and keeps a changed state as

@@ -87,7 +87,8 @@ func (s *steps) step(ctx context.Context, key string, alg algorithms.Algorithm, 
 
 func (s *steps) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	res, err := s.step(ctx, k.String(), alg, now, cost)
-	return res.WithCharge(alg, cost), err
+	res.SetCharged(alg, cost)
+	return res, err
 }
 
 // Refund runs the refund, then an inspection, which writes nothing.
