@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/ratewise/ratewise/store"
 )
 
 // MultiKey checks limits on different subjects together, such as a user's,
@@ -37,7 +35,7 @@ type MultiKey struct {
 }
 
 // NewMultiKey returns a MultiKey of limiters, checked in order; each limiter's
-// store must be able to refund (store.Refunder), as the memory and Redis
+// store must be able to refund (store.Store.Refund), as the memory and Redis
 // stores can, or NewMultiKey fails with store.ErrUnsupported. No limiters, or a nil
 // one, is ErrInvalidMultiKey.
 func NewMultiKey(limiters ...*Limiter) (*MultiKey, error) {
@@ -47,9 +45,6 @@ func NewMultiKey(limiters ...*Limiter) (*MultiKey, error) {
 	for i, l := range limiters {
 		if l == nil {
 			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidMultiKey, i)
-		}
-		if _, ok := l.store.(store.Refunder); !ok {
-			return nil, fmt.Errorf("%w: limiter %d's store %T cannot refund (store.Refunder)", store.ErrUnsupported, i, l.store)
 		}
 	}
 	return &MultiKey{limiters: append([]*Limiter(nil), limiters...)}, nil

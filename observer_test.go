@@ -88,8 +88,9 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 
 // slowStore fails every decision with err after delay.
 type slowStore struct {
-	delay time.Duration
-	err   error
+	store.Store // nil: only Decide and Reset are called
+	delay       time.Duration
+	err         error
 }
 
 func (s slowStore) Decide(context.Context, store.Key, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {

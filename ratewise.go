@@ -18,7 +18,6 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/checked"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -49,10 +48,8 @@ type Limiter struct {
 	observer Observer
 	// latency is the longest recent booking round trip (see waitBooked).
 	latency latency
-	// checked is the store, when it decides input the limiter has checked
-	// without checking it again; systemTime is whether the limiter reads
-	// the system clock, which such a store then reads itself, once.
-	checked    checked.Decider
+	// systemTime is whether the limiter reads the system clock, which
+	// it then leaves to the store, to read once (store.Store's zero now).
 	systemTime bool
 	// maxCost is alg's largest cost (algo.MaxCost), checked without a call.
 	maxCost int64
@@ -98,7 +95,6 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 	if strings.Contains(l.namespace, ":") {
 		return nil, fmt.Errorf("%w, got %q", ErrInvalidNamespace, l.namespace)
 	}
-	l.checked = checked.For(s)
 	l.maxCost = algo.MaxCost(alg)
 	_, l.systemTime = l.clock.(systemClock)
 	return l, nil
@@ -205,7 +201,7 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // It fails with ErrNotAdmitted for a Result that charged nothing (a
 // denial, a Peek's, the zero Result), with algorithms.ErrInvalidCost for n outside
 // [1, the admission's cost], and with store.ErrUnsupported on a store that cannot
-// refund (store.Refunder; the memory and Redis stores can).
+// refund (store.Store.Refund; the memory and Redis stores can).
 func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
@@ -214,14 +210,14 @@ func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int6
 	if alg == nil {
 		return Result{}, ErrNotAdmitted
 	}
-	rf, ok := l.store.(store.Refunder)
-	if !ok {
-		return Result{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", store.ErrUnsupported, l.store)
-	}
 	if n <= 0 || n > cost {
 		return Result{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
 	}
-	return rf.Refund(ctx, l.key(key), alg, l.clock.Now(), charged.At, n)
+	now, err := l.now()
+	if err != nil {
+		return Result{}, err
+	}
+	return l.store.Refund(ctx, l.key(key), alg, now, charged.At, n)
 }
 
 // Reset forgets key, which is then at full capacity under the algorithm
@@ -313,18 +309,30 @@ func (l *Limiter) key(key string) store.Key {
 // decideStore asks the store for one decision, whose key, algorithm and
 // cost have been checked.
 func (l *Limiter) decideStore(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
-	if l.checked == nil {
-		return l.store.Decide(ctx, l.key(key), alg, l.clock.Now(), cost)
-	}
-	if l.systemTime {
-		return l.checked.DecideChecked(ctx, l.key(key), alg, time.Time{}, cost)
-	}
-	now := l.clock.Now()
-	if err := algo.CheckTime(now); err != nil {
+	now, err := l.now()
+	if err != nil {
 		return Result{}, err
 	}
-	return l.checked.DecideChecked(ctx, l.key(key), alg, now, cost)
+	return l.store.Decide(ctx, l.key(key), alg, now, cost)
 }
+
+// now is the time the limiter decides at: its clock's, or the zero Time
+// when that is the system clock, which the store then reads itself, once
+// (see store.Store's Decide). A clock of the caller's that reads the zero
+// Time is invalid input, not the system clock.
+func (l *Limiter) now() (time.Time, error) {
+	if l.systemTime {
+		return time.Time{}, nil
+	}
+	now := l.clock.Now()
+	if now.IsZero() {
+		return now, errZeroTime
+	}
+	return now, nil
+}
+
+// errZeroTime is the error of a Limiter whose clock reads the zero Time.
+var errZeroTime = fmt.Errorf("%w: the limiter's clock read the zero time", algorithms.ErrInvalidTime)
 
 // Clock tells a Limiter the time. Tests inject one with WithClock to step
 // through synthetic instants instead of sleeping. A Clock that also has a

@@ -24,14 +24,14 @@ import (
 // Chaining two Limiters instead would spend the first limit's quota on
 // requests the second denies.
 //
-// Each decision is one atomic step of the store (store.SetDecider): on
+// Each decision is one atomic step of the store (store.Store.DecideSet): on
 // Redis, one script over the set's keys, which share the key's hash tag and
 // so one Cluster slot. The limits must cover the same key; limits on
 // different subjects (a user, their tenant, everyone) have keys in
 // different slots, which no one script can reach on a Cluster: a MultiKey
 // checks those. A Stack is safe for concurrent use.
 type Stack struct {
-	store     store.SetDecider
+	store     store.Store
 	algs      []algorithms.Algorithm
 	namespace string
 	clock     Clock
@@ -59,19 +59,15 @@ type MultiResult struct {
 	RetryAfter time.Duration
 }
 
-// NewStack returns a Stack of algs on s, which must implement
-// store.SetDecider, as the memory and Redis stores do. It fails as New does
-// for each algorithm, with store.ErrUnsupported for a store that cannot decide
-// sets, and with store.ErrSharedState for two algorithms of one kind and
-// scope, which would count against one state. WithClock, WithNamespace and
+// NewStack returns a Stack of algs on s, which decides them together
+// (store.Store.DecideSet). It fails as New does for each algorithm, and
+// with store.ErrSharedState for two algorithms of one kind and scope,
+// which would count against one state; a store that cannot decide sets
+// fails each decision with store.ErrUnsupported. WithClock, WithNamespace and
 // WithObserver apply as to a Limiter.
 func NewStack(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Stack, error) {
 	if s == nil {
 		return nil, ErrNilStore
-	}
-	sd, ok := s.(store.SetDecider)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot decide a set of limits (store.SetDecider)", store.ErrUnsupported, s)
 	}
 	if len(algs) == 0 {
 		return nil, ErrNilAlgorithm
@@ -88,7 +84,7 @@ func NewStack(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Stac
 	if err := storecheck.Set(algs, time.Unix(0, 0), 0); err != nil {
 		return nil, err
 	}
-	return &Stack{store: sd, algs: append([]algorithms.Algorithm(nil), algs...), namespace: l.namespace, clock: l.clock, observer: l.observer}, nil
+	return &Stack{store: s, algs: append([]algorithms.Algorithm(nil), algs...), namespace: l.namespace, clock: l.clock, observer: l.observer}, nil
 }
 
 // Allow is shorthand for AllowN(ctx, key, 1).
@@ -128,7 +124,7 @@ func (s *Stack) PeekN(ctx context.Context, key string, n int64) (MultiResult, er
 // It returns each limit's state afterwards, as a Peek under the algorithm
 // it charged reports it. A denied res is ErrNotAdmitted, an n outside
 // [1, the admission's cost] algorithms.ErrInvalidCost, and a store that cannot refund
-// (store.Refunder) store.ErrUnsupported. Each limit is refunded in a round trip
+// (store.Store.Refund) store.ErrUnsupported. Each limit is refunded in a round trip
 // of its own; an error on one is returned, joined with the others', after
 // every limit has been tried, and retrying the whole refund with the same
 // request ID (WithRequestID) gives back only what was not given back yet.
@@ -138,10 +134,6 @@ func (s *Stack) Refund(ctx context.Context, key string, res MultiResult, n int64
 	}
 	if !res.Allowed || len(res.Results) == 0 {
 		return MultiResult{}, ErrNotAdmitted
-	}
-	rf, ok := s.store.(store.Refunder)
-	if !ok {
-		return MultiResult{}, fmt.Errorf("%w: %T cannot refund (store.Refunder)", store.ErrUnsupported, s.store)
 	}
 	type charge struct {
 		alg  algorithms.Algorithm
@@ -162,7 +154,7 @@ func (s *Stack) Refund(ctx context.Context, key string, res MultiResult, n int64
 	out := MultiResult{Allowed: true, Results: make([]Result, len(res.Results))}
 	var errs []error
 	for i, c := range charges {
-		r, err := rf.Refund(ctx, store.Key{Namespace: s.namespace, Name: key}, c.alg, now, res.Results[i].At, n)
+		r, err := s.store.Refund(ctx, store.Key{Namespace: s.namespace, Name: key}, c.alg, now, res.Results[i].At, n)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("limit %d: %w", i, err))
 			continue

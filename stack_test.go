@@ -3,6 +3,7 @@ package ratewise_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -66,10 +67,23 @@ func TestNewStackRejects(t *testing.T) {
 	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(err, algorithms.ErrInvalidLimit) {
 		t.Errorf("an invalid algorithm: %v", err)
 	}
-	if _, err := ratewise.NewStack(onlyStore{s}, []algorithms.Algorithm{gcra}); !errors.Is(err, store.ErrUnsupported) {
+	sets, err := ratewise.NewStack(onlyStore{s}, []algorithms.Algorithm{gcra})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sets.Allow(context.Background(), "k"); !errors.Is(err, store.ErrUnsupported) {
 		t.Errorf("a store without sets: %v", err)
 	}
 }
 
-// onlyStore hides every capability but store.Store.
+// onlyStore is a store that decides but cannot decide sets or refund: it
+// answers both with store.ErrUnsupported, as the store contract says.
 type onlyStore struct{ store.Store }
+
+func (onlyStore) DecideSet(context.Context, store.Key, []algorithms.Algorithm, time.Time, int64) ([]algorithms.Result, error) {
+	return nil, fmt.Errorf("%w: no sets here", store.ErrUnsupported)
+}
+
+func (onlyStore) Refund(context.Context, store.Key, algorithms.Algorithm, time.Time, time.Time, int64) (algorithms.Result, error) {
+	return algorithms.Result{}, fmt.Errorf("%w: no refunds here", store.ErrUnsupported)
+}

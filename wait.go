@@ -40,7 +40,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 // (Result.Charged). Other errors are AllowN's.
 //
 // With an algorithm that can book ahead (the token
-// bucket and GCRA) on a store that can (store.Reserver: the memory and
+// bucket and GCRA) on a store that can (store.Store.Reserve: the memory and
 // Redis stores), a wait is one round trip: the request books the earliest
 // time the key admits it, even across app instances, and sleeps until then.
 // Waiters are served in the order they booked, with no herd. A booking
@@ -60,10 +60,8 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) (Result, error
 	if err != nil {
 		return Result{}, err
 	}
-	if rs, ok := l.store.(store.Reserver); ok {
-		if algo.Reserves(alg) {
-			return l.waitBooked(ctx, rs, key, alg, n)
-		}
+	if algo.Reserves(alg) {
+		return l.waitBooked(ctx, key, alg, n)
 	}
 	for {
 		res, err := l.allow(ctx, key, alg, n)
@@ -109,7 +107,7 @@ const maxBooking = algorithms.MaxWindow
 // the time left less the longest recent round trip of this limiter's
 // bookings (latency). If the round trip took longer than that, the booking
 // is given back at once, before its turn, and the wait refused.
-func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64) (Result, error) {
+func (l *Limiter) waitBooked(ctx context.Context, key string, alg algorithms.Algorithm, n int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
@@ -121,7 +119,7 @@ func (l *Limiter) waitBooked(ctx context.Context, rs store.Reserver, key string,
 	if bounded {
 		maxWait = min(max(time.Until(deadline)-l.latency.longest(), 0), maxBooking).Truncate(time.Microsecond)
 	}
-	r, err := l.book(ctx, rs, key, alg, n, maxWait)
+	r, err := l.book(ctx, key, alg, n, maxWait)
 	if err != nil {
 		return Result{}, err
 	}
@@ -158,10 +156,10 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // book runs one booking under alg, which has been checked.
-func (l *Limiter) book(ctx context.Context, rs store.Reserver, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
+func (l *Limiter) book(ctx context.Context, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
 	start := l.clock.Now()
 	began := time.Now()
-	res, delay, err := rs.Reserve(ctx, l.key(key), alg, start, n, maxWait)
+	res, delay, err := l.store.Reserve(ctx, l.key(key), alg, start, n, maxWait)
 	took := time.Since(began)
 	if l.observer != nil {
 		observe(ctx, l.observer, began, key, alg, n, res, err)
@@ -279,7 +277,7 @@ func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration
 // Result's RetryAfter is then the wait until the request's turn, the
 // shortest after which it would be admitted. It needs an
 // algorithm that can book (the token bucket and GCRA)
-// on a store that can (store.Reserver), and fails with store.ErrUnsupported
+// on a store that can (store.Store.Reserve), and fails with store.ErrUnsupported
 // otherwise; maxWait must be a whole number of microseconds in [0, 2^50µs].
 func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
 	if key == "" {
@@ -289,17 +287,13 @@ func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait tim
 	if err != nil {
 		return nil, err
 	}
-	rs, ok := l.store.(store.Reserver)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot book requests ahead (store.Reserver)", store.ErrUnsupported, l.store)
-	}
 	if !algo.Reserves(alg) {
 		return nil, fmt.Errorf("%w: %s cannot book requests ahead", store.ErrUnsupported, alg)
 	}
 	if err := checkCost(alg, n); err != nil {
 		return nil, err
 	}
-	r, err := l.book(ctx, rs, key, alg, n, maxWait)
+	r, err := l.book(ctx, key, alg, n, maxWait)
 	if err != nil {
 		return nil, err
 	}

@@ -501,11 +501,7 @@ func (s *checkerSide) do(ctx context.Context, i int, o op) (any, error) {
 		}
 		return set.AllowN(ctx, o.key, o.n)
 	case opLease:
-		ls, ok := s.store.(store.Leaser)
-		if !ok {
-			return nil, fmt.Errorf("%T does not lease", s.store)
-		}
-		res, delay, err := ls.Lease(ctx, store.Key{Namespace: s.prefix, Name: o.key}, s.setup.tiers[s.tier[o.key]], s.clock.Now(), o.n, o.maxWait)
+		res, delay, err := s.store.Lease(ctx, store.Key{Namespace: s.prefix, Name: o.key}, s.setup.tiers[s.tier[o.key]], s.clock.Now(), o.n, o.maxWait)
 		if err != nil {
 			return nil, err
 		}

@@ -28,7 +28,7 @@ type stateHistory struct {
 	events []event2 // since the last reset, in the order decided
 	resets []int    // the steps that reset the state
 	// mark is events as the latest admitted Lease left them, which a
-	// reset puts back (store.Leaser).
+	// reset puts back (store.Store.Lease).
 	mark []event2
 }
 

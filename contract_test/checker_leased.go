@@ -251,7 +251,7 @@ func (h *history) latest(side *checkerSide, key string) time.Time {
 //     to check, on the store itself.
 //
 // A Reset starts the check afresh, as on a direct store, with no
-// allowance: the store (a store.Leaser) puts back the state its latest
+// allowance: the store (a store.Store.Lease) puts back the state its latest
 // lease left, in which every unit other instances' leases still hold is
 // charged, so what they spend after it fits beside what the key admits.
 func (h *history) checkSpent() string {
@@ -320,25 +320,16 @@ func (h *history) bucketSpent(evs []event2, limits []int64) string {
 }
 
 // counting returns s, counting in tally the bookings of leases and the
-// decisions of cost 1 that reach it. It keeps what s can do: book leases,
-// book, refund, decide sets, apply request IDs; s must do all but the
-// last, as the stores a leased line runs on do.
+// decisions of cost 1 that reach it. It keeps what s can do, as every
+// store that wraps another does (store.Store.Capabilities).
 func counting(s store.Store, tally *leasedTally) store.Store {
-	c := countingStore{Store: s, tally: tally}
-	if _, ok := s.(store.Idempotent); ok {
-		return idempotentCounting{c}
-	}
-	return c
+	return countingStore{Store: s, tally: tally}
 }
 
 type countingStore struct {
 	store.Store
 	tally *leasedTally
 }
-
-type idempotentCounting struct{ countingStore }
-
-func (idempotentCounting) AppliesRequestIDs() {}
 
 // count counts a write on ctx: a lease's booking by its request ID.
 func (c countingStore) count(ctx context.Context, cost int64) {
@@ -356,18 +347,18 @@ func (c countingStore) Decide(ctx context.Context, key store.Key, alg algorithms
 
 func (c countingStore) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
 	c.count(ctx, 0)
-	return c.Store.(store.Reserver).Reserve(ctx, key, alg, now, cost, maxWait)
+	return c.Store.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 
 func (c countingStore) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
 	c.count(ctx, 0)
-	return c.Store.(store.Leaser).Lease(ctx, key, alg, now, cost, maxWait)
+	return c.Store.Lease(ctx, key, alg, now, cost, maxWait)
 }
 
 func (c countingStore) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return c.Store.(store.Refunder).Refund(ctx, key, alg, now, at, n)
+	return c.Store.Refund(ctx, key, alg, now, at, n)
 }
 
 func (c countingStore) DecideSet(ctx context.Context, key store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
-	return c.Store.(store.SetDecider).DecideSet(ctx, key, algs, now, cost)
+	return c.Store.DecideSet(ctx, key, algs, now, cost)
 }

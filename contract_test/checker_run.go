@@ -617,7 +617,7 @@ func modelCheck(e *env) {
 		return
 	}
 	setup := newCheckerSetup(e.c, e.cfg.storeClock)
-	_, leases := e.store.(store.Leaser)
+	leases := true // every store books leases (store.Store.Lease)
 	_, lossy := e.store.(ReplyLoser)
 	// On a store's own clock, the time a step whose reply was lost was
 	// decided at is unknown: none is lost there.

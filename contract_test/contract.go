@@ -131,20 +131,21 @@ func Sampled() Option { return optionFunc(func(c *config) { c.sampled = true }) 
 
 // Leased tells Run to check the store under the leasing layer (package
 // lease): newStore returns the store that leases book and refund on (a
-// store.Leaser and a store.Refunder), and
+// store.Store.Lease and a store.Store.Refund), and
 // every rule runs on it wrapped for one instance, so that a hot key's
 // decisions of cost 1 are made from that instance's lease, with the lease's
 // view of the key. The model_check rule wraps it for three instances
 // sharing it, drives them with sequences of every operation, and checks
 // bounds instead of equality with the reference store (see
-// leasedModelCheck). stale_time is skipped, with the reason in
-// leasedSkips; every other rule holds as written.
+// leasedModelCheck). stale_time and leases are skipped, with the reasons
+// in leasedSkips; every other rule holds as written.
 func Leased() Option { return optionFunc(func(c *config) { c.leased = true }) }
 
 // leasedSkips are the rules a leasing layer departs from by design
 // (internal/lease/design.md section 7), and why.
 var leasedSkips = map[string]string{
 	"stale_time": "a request behind the key's latest is decided at this instance's latest on the key, which may be behind the store's (others' peeks and decisions), so a local denial may come where the store would admit",
+	"leases":     "a leasing layer books leases for its own decisions from the store it wraps, and books none for a layer above it (store.ErrUnsupported)",
 }
 
 // Run checks the store returned by newStore against every rule for every

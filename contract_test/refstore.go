@@ -27,13 +27,7 @@ func ReferenceStore() store.Store {
 	return &refStore{states: map[refKey]algo.State{}, once: map[refOnce]refRecord{}, marks: map[refKey]algo.State{}}
 }
 
-var (
-	_ store.SetDecider = (*refStore)(nil)
-	_ store.Reserver   = (*refStore)(nil)
-	_ store.Refunder   = (*refStore)(nil)
-	_ store.Idempotent = (*refStore)(nil)
-	_ store.Leaser     = (*refStore)(nil)
-)
+var ()
 
 type refStore struct {
 	mu     sync.Mutex
@@ -77,9 +71,14 @@ func refRequestID(ctx context.Context, writes bool) (string, bool, error) {
 	return id, writes, nil
 }
 
-func (s *refStore) AppliesRequestIDs() {}
+// Capabilities reports that the reference store decides at the now it is
+// given and applies request IDs once.
+func (s *refStore) Capabilities() store.Capabilities {
+	return store.Capabilities{RequestIDs: true}
+}
 
 func (s *refStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	now = storecheck.Now(now)
 	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
@@ -161,6 +160,7 @@ func (s *refStore) snapshot() *refStore {
 }
 
 func (s *refStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
@@ -208,6 +208,7 @@ func (s *refStore) book(ctx context.Context, sk store.Key, alg algorithms.Algori
 }
 
 func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	now = storecheck.Now(now)
 	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -228,7 +229,7 @@ func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithm
 		}
 	}
 	// Every limit inspected as the request; all charged if all admit,
-	// else only the denials decided (store.SetDecider).
+	// else only the denials decided (store.Store.DecideSet).
 	results := make([]algorithms.Result, len(algs))
 	all := true
 	for i, alg := range algs {
@@ -257,6 +258,7 @@ func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithm
 }
 
 func (s *refStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	now = storecheck.Now(now)
 	key := sk.String()
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
@@ -284,7 +286,7 @@ func (s *refStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algo
 		state, changed = algo.Refund(alg, state, now, at, n)
 	}
 	// Reported as an inspection, which writes nothing, not even a rate it
-	// would convert (store.Refunder).
+	// would convert (store.Store.Refund).
 	_, res := algo.Decide(alg, state, now, 0)
 	if changed {
 		s.states[k] = state
@@ -332,8 +334,9 @@ func (s *refStore) Reset(ctx context.Context, sk store.Key, alg algorithms.Algor
 
 // Lease books as Reserve does, or decides as Decide does for the fixed
 // window, and keeps a copy of what an admission leaves as the key's mark,
-// forever (store.Leaser).
+// forever (store.Store.Lease).
 func (s *refStore) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}

@@ -147,12 +147,64 @@ func invalidInput(e *env) {
 	check("an inspection above the limit", e.c.alg, e.clock.Now(), -algo.MaxCost(e.c.alg)-1, algorithms.ErrCostExceedsLimit)
 	check("a cost above the limit", e.c.alg, e.clock.Now(), algo.MaxCost(e.c.alg)+1, algorithms.ErrCostExceedsLimit)
 	if !e.cfg.storeClock {
-		check("the zero time", e.c.alg, time.Time{}, 1, algorithms.ErrInvalidTime)
 		check("a time before 1970", e.c.alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime)
 		check("a time after MaxUnixMicro", e.c.alg, time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond), 1, algorithms.ErrInvalidTime)
 	}
 	if res, err := e.store.Decide(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 0); err != nil || res.Remaining != e.c.limit {
 		e.fatalf("Peek after the invalid calls: %+v, %v; want Remaining %d", res, err, e.c.limit)
+	}
+}
+
+// capabilities: what a store declares (store.Store.Capabilities) is what
+// it does, and does not change: it says it decides on its own clock
+// exactly when it does (the suite's StoreClock targets), so that a layer
+// above it, such as package lease, can rely on it.
+func capabilities(e *env) {
+	caps := e.store.Capabilities()
+	if caps.OwnClock != e.cfg.storeClock {
+		e.fatalf("Capabilities().OwnClock is %v on a store that decides on %s", caps.OwnClock, map[bool]string{true: "its own clock", false: "the now it is given"}[e.cfg.storeClock])
+	}
+	for range 3 {
+		if again := e.store.Capabilities(); again != caps {
+			e.fatalf("Capabilities() changed: %+v, then %+v", caps, again)
+		}
+	}
+	if !e.cfg.storeClock {
+		now := e.clock.Now().Add(-time.Hour).Truncate(time.Microsecond)
+		key := store.Key{Name: "contract:" + runID + ":capabilities:" + e.c.alg.Kind().Name()}
+		if res, err := e.store.Decide(context.Background(), key, e.c.alg, now, 0); err != nil || !res.At.Equal(now) {
+			e.fatalf("a store on the caller's time decided an inspection at %v for a now of %v (%v)", res.At, now, err)
+		}
+	}
+}
+
+// zeroNow: the zero now asks for the current time (store.Store's Decide):
+// a store on the caller's time decides at the system clock's, read after
+// the call began, and one on its own clock at its own. Every method that
+// takes a now takes the zero one.
+func zeroNow(e *env) {
+	ctx := context.Background()
+	key := store.Key{Name: "contract:" + runID + ":zero-now:" + e.c.alg.Kind().Name()}
+	before := time.Now().Truncate(time.Microsecond)
+	res, err := e.store.Decide(ctx, key, e.c.alg, time.Time{}, 1)
+	if err != nil || !res.Allowed {
+		e.fatalf("Decide at the zero now: %+v, %v; want an admission", res, err)
+	}
+	if !e.cfg.storeClock && (res.At.Before(before) || res.At.After(time.Now())) {
+		e.fatalf("Decide at the zero now: At %v, want the system clock's, from %v", res.At, before)
+	}
+	if algo.Reserves(e.c.alg) {
+		if res, _, err := e.store.Reserve(ctx, key, e.c.alg, time.Time{}, 1, 0); err != nil || !res.Allowed {
+			e.fatalf("Reserve at the zero now: %+v, %v; want an admission", res, err)
+		}
+	}
+	if !e.cfg.storeClock {
+		if back, err := e.store.Refund(ctx, key, e.c.alg, time.Time{}, res.At, 1); err != nil || back.Remaining < 1 {
+			e.fatalf("Refund at the zero now: %+v, %v; want the unit back", back, err)
+		}
+	}
+	if got, err := e.store.DecideSet(ctx, key, []algorithms.Algorithm{e.c.alg}, time.Time{}, 0); err != nil || len(got) != 1 {
+		e.fatalf("DecideSet at the zero now: %+v, %v", got, err)
 	}
 }
 

@@ -53,7 +53,7 @@ func keyParts(e *env) {
 	if res, err := e.store.Decide(ctx, other, alg, now, 0); err != nil || res.Remaining != e.c.limit {
 		e.fatalf("another namespace, the same name: %+v, %v; want Remaining %d", res, err, e.c.limit)
 	}
-	if rf, ok := e.store.(store.Refunder); ok && !e.cfg.storeClock {
+	if rf := e.store; !e.cfg.storeClock {
 		res, err := e.store.Decide(ctx, splits[0], alg, now, 1)
 		if err != nil || !res.Allowed {
 			e.fatalf("a fifth request: %+v, %v", res, err)

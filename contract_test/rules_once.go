@@ -12,10 +12,11 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// needIDs skips a request-ID rule on a store that is not store.Idempotent.
+// needIDs skips a request-ID rule on a store that does not apply request
+// IDs (store.Capabilities.RequestIDs).
 func (e *env) needIDs() {
-	if _, ok := e.store.(store.Idempotent); !ok {
-		e.t.Skip("the store does not apply request IDs (store.Idempotent)")
+	if !e.store.Capabilities().RequestIDs {
+		e.t.Skip("the store does not apply request IDs (store.Capabilities.RequestIDs)")
 	}
 }
 
@@ -172,9 +173,6 @@ func requestIDReset(e *env, id func(string) context.Context) {
 // requestIDSet: a set's request retried with its ID charges every limit
 // once.
 func requestIDSet(e *env, id func(string) context.Context) {
-	if _, ok := e.store.(store.SetDecider); !ok {
-		return
-	}
 	s, lims := e.set(e.c.alg, e.partner(e.c.limit))
 	first, err := s.Allow(id("set"), "k")
 	if err != nil || !first.Allowed {
@@ -207,8 +205,8 @@ func equalResults(a, b []ratewise.Result) bool {
 // requestIDReserve: a booking retried with its ID returns the first
 // booking's wait and books nothing more.
 func requestIDReserve(e *env, id func(string) context.Context) {
-	rs, ok := e.store.(store.Reserver)
-	if books := algo.Reserves(e.c.alg); !ok || !books {
+	rs := e.store
+	if !algo.Reserves(e.c.alg) {
 		return
 	}
 	l := e.limiter(e.c.alg)
@@ -248,7 +246,7 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 
 // requestIDRefund: a refund retried with its ID gives back once.
 func requestIDRefund(e *env, id func(string) context.Context) {
-	if _, ok := e.store.(store.Refunder); !ok || e.c.limit < 3 {
+	if e.c.limit < 3 {
 		return
 	}
 	l := e.limiter(e.c.alg)

@@ -14,16 +14,6 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// needRefunds skips a refund rule on a store without the optional
-// store.Refunder.
-func (e *env) needRefunds() store.Refunder {
-	rf, ok := e.store.(store.Refunder)
-	if !ok {
-		e.t.Skip("the store does not refund (store.Refunder)")
-	}
-	return rf
-}
-
 // step moves the suite's clock on by a random span of up to a fifth of the
 // window, whole microseconds, or not at all.
 func (e *env) step(rng *rand.Rand) {
@@ -36,7 +26,6 @@ func (e *env) step(rng *rand.Rand) {
 // requests that are refunded at once; every decision gets the same Result
 // on both.
 func refundAtOnce(e *env) {
-	e.needRefunds()
 	ctx := context.Background()
 	with, without := e.limiter(e.c.alg), e.limiter(e.c.alg)
 	rng := rand.New(rand.NewPCG(7, uint64(len(e.c.name))))
@@ -100,7 +89,6 @@ func (e *env) keptFor(l lim, res ratewise.Result) {
 // a history the algorithm admits on its own, replayed in time order on an
 // empty key.
 func refundNeverMore(e *env) {
-	e.needRefunds()
 	ctx := context.Background()
 	l := e.limiter(e.c.alg)
 	rng := rand.New(rand.NewPCG(8, uint64(len(e.c.name))))
@@ -152,7 +140,7 @@ func refundNeverMore(e *env) {
 // [1, the admission's cost] (and for a store, [1, limit]) and a time
 // outside the range are errors, and change nothing.
 func refundInvalid(e *env) {
-	rf := e.needRefunds()
+	rf := e.store
 	ctx := context.Background()
 	l := e.limiter(e.c.alg)
 	res := e.allowN(l, "k", 1)
@@ -179,7 +167,6 @@ func refundInvalid(e *env) {
 // refundConcurrency: 64 goroutines on one key each take a unit and give it
 // back at once; the key ends full, and no refund is lost or doubled.
 func refundConcurrency(e *env) {
-	e.needRefunds()
 	ctx := context.Background()
 	l := e.limiter(e.c.alg)
 	var wg sync.WaitGroup
@@ -254,7 +241,6 @@ func peekN(e *env) {
 // Peek's Result, a denial and more than the admission's cost are refused;
 // a Stack's admission comes back to each of its limits.
 func refundBound(e *env) {
-	e.needRefunds()
 	ctx := context.Background()
 	// A key moved from the case's window to one twice as long, a tier of
 	// another scope, after one request: the refund goes back into the
@@ -303,7 +289,7 @@ func refundBound(e *env) {
 	}
 
 	// A set's admission comes back to every limit.
-	if _, ok := e.store.(store.SetDecider); ok {
+	{
 		s, lims := e.set(e.c.alg, e.partner(e.c.limit))
 		admitted, err := s.AllowN(ctx, "k", 2)
 		if err != nil || !admitted.Allowed {

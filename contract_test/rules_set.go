@@ -12,14 +12,6 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// needSets skips a set rule on a store without the optional
-// store.SetDecider.
-func (e *env) needSets() {
-	if _, ok := e.store.(store.SetDecider); !ok {
-		e.t.Skip("the store does not decide sets of limits (store.SetDecider)")
-	}
-}
-
 // partner returns a second limit for a set with the case's algorithm: of
 // another kind, per hour, admitting half the case's limit at once.
 func (e *env) partner(limit int64) algorithms.Algorithm {
@@ -43,7 +35,6 @@ func (e *env) partner(limit int64) algorithms.Algorithm {
 // namespace, to inspect what the set charged.
 func (e *env) set(algs ...algorithms.Algorithm) (*ratewise.Stack, []lim) {
 	e.t.Helper()
-	e.needSets()
 	one := e.limiter(algs[0])
 	lims := []lim{one}
 	for _, alg := range algs[1:] {
@@ -158,25 +149,21 @@ func setConcurrency(e *env) {
 // setInvalid: two limits of one kind and scope share a state, which a set
 // refuses.
 func setInvalid(e *env) {
-	e.needSets()
-	sd := e.store.(store.SetDecider)
+	sd := e.store
 	twin := algo.WithQuotaLimit(e.c.alg, 2*e.c.limit)
 	if _, err := sd.DecideSet(context.Background(), store.Key{Name: "contract:" + runID + ":set"}, []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(err, store.ErrSharedState) {
 		e.fatalf("a set of two limits sharing one state: %v, want ErrSharedState", err)
 	}
 }
 
-// reservations: booking ahead (store.Reserver) decides exactly as the
+// reservations: booking ahead (store.Store.Reserve) decides exactly as the
 // algorithm's Reserve: the burst goes at once, each later booking waits one
 // interval more, up to the longest wait accepted; a booking past it charges
 // nothing and reports the wait until its turn; requests then wait behind
 // the bookings. An algorithm that cannot
 // book is refused with ErrUnsupported.
 func reservations(e *env) {
-	rs, ok := e.store.(store.Reserver)
-	if !ok {
-		e.t.Skip("the store does not book requests (store.Reserver)")
-	}
+	rs := e.store
 	ctx := context.Background()
 	l := e.limiter(e.c.alg)
 	key := l.prefix + "k"
@@ -213,7 +200,7 @@ func reservations(e *env) {
 	}
 }
 
-// leases: a store that leases (store.Leaser) books a lease as Reserve
+// leases: a store that leases (store.Store.Lease) books a lease as Reserve
 // books for the buckets and decides it as Decide does for the fixed window,
 // and refuses other algorithms and costs below 1. An admitted lease leaves
 // a mark, a copy of the state: a Reset puts the latest mark back, so that
@@ -221,10 +208,7 @@ func reservations(e *env) {
 // Reset once the mark's state stopped counting leaves the key full. A
 // denied lease leaves the mark as it was.
 func leases(e *env) {
-	ls, ok := e.store.(store.Leaser)
-	if !ok {
-		e.t.Skip("the store does not lease (store.Leaser)")
-	}
+	ls := e.store
 	ctx := context.Background()
 	l := e.limiter(e.c.alg)
 	key := store.Key{Namespace: l.namespace, Name: "k"}

@@ -161,18 +161,18 @@ func (tw *twin) capabilities(ctx context.Context, alg algorithms.Algorithm, sk s
 	rctx := ratewise.WithRequestID(ctx, name+"/capabilities")
 	k := sk.Name
 	now := e.clock.Now()
-	if rf, ok := tw.sut.(store.Refunder); ok && !e.cfg.storeClock {
+	if rf := tw.sut; !e.cfg.storeClock {
 		sut, ref := e.newLimiter(tw.sut, alg, sk.Namespace), e.newLimiter(tw.ref, alg, sk.Namespace)
 		res, err := sut.Allow(ctx, k)
 		want, wantErr := ref.Allow(ctx, k)
 		tw.check(name+", an admission to refund", res, err, want, wantErr)
 		if err == nil && res.Allowed {
 			got, gotErr := rf.Refund(rctx, sk, alg, now, res.At, 1)
-			want, wantErr := tw.ref.(store.Refunder).Refund(rctx, sk, alg, now, want.At, 1)
+			want, wantErr := tw.ref.Refund(rctx, sk, alg, now, want.At, 1)
 			tw.check(name+", Refund with a request ID", got, gotErr, want, wantErr)
 		}
 	}
-	if _, ok := tw.sut.(store.SetDecider); ok {
+	{
 		partner := tw.partner()
 		stack := func(s store.Store) *ratewise.Stack {
 			st, err := ratewise.NewStack(s, []algorithms.Algorithm{alg, partner}, ratewise.WithClock(e.clock), ratewise.WithNamespace(sk.Namespace))
@@ -186,15 +186,15 @@ func (tw *twin) capabilities(ctx context.Context, alg algorithms.Algorithm, sk s
 		tw.check(name+", a Stack's decision with a request ID", got, gotErr, want, wantErr)
 	}
 	books := algo.Reserves(alg)
-	if rs, ok := tw.sut.(store.Reserver); ok && books {
+	if rs := tw.sut; books {
 		got, delay, gotErr := rs.Reserve(rctx, sk, alg, now, 1, time.Minute)
-		want, wantDelay, wantErr := tw.ref.(store.Reserver).Reserve(rctx, sk, alg, now, 1, time.Minute)
+		want, wantDelay, wantErr := tw.ref.Reserve(rctx, sk, alg, now, 1, time.Minute)
 		tw.check(name+", a booking with a request ID", leased{got, delay}, gotErr, leased{want, wantDelay}, wantErr)
 	}
-	if ls, ok := tw.sut.(store.Leaser); ok && (books || algo.FamilyOf(alg.Kind()) == algo.FamilyFixedWindow) {
+	if ls := tw.sut; !e.cfg.leased && (books || algo.FamilyOf(alg.Kind()) == algo.FamilyFixedWindow) {
 		tw.check(name+", Reset before a lease", nil, tw.sut.Reset(ctx, sk, alg), nil, tw.ref.Reset(ctx, sk, alg))
 		got, delay, gotErr := ls.Lease(ctx, sk, alg, now, 2, time.Minute)
-		want, wantDelay, wantErr := tw.ref.(store.Leaser).Lease(ctx, sk, alg, now, 2, time.Minute)
+		want, wantDelay, wantErr := tw.ref.Lease(ctx, sk, alg, now, 2, time.Minute)
 		tw.check(name+", a lease of 2", leased{got, delay}, gotErr, leased{want, wantDelay}, wantErr)
 		sut, ref := e.newLimiter(tw.sut, alg, sk.Namespace), e.newLimiter(tw.ref, alg, sk.Namespace)
 		got, gotErr = sut.Allow(ctx, k)
@@ -271,9 +271,6 @@ var onceOps = []onceOp{
 		return l.Allow(ctx, k)
 	}},
 	{"a Stack's admission", ":once-set:", func(tw *twin, ctx context.Context, l *ratewise.Limiter, s store.Store, k string) (any, error) {
-		if _, ok := tw.sut.(store.SetDecider); !ok {
-			return nil, nil
-		}
 		st, err := ratewise.NewStack(s, []algorithms.Algorithm{l.Algorithm(), tw.partner()}, ratewise.WithClock(tw.e.clock), ratewise.WithNamespace(tw.ns))
 		if err != nil {
 			return nil, err
@@ -281,7 +278,7 @@ var onceOps = []onceOp{
 		return st.Allow(ctx, k)
 	}},
 	{"a refund", ":once-refund:", func(tw *twin, ctx context.Context, l *ratewise.Limiter, s store.Store, k string) (any, error) {
-		if _, ok := tw.sut.(store.Refunder); !ok || tw.e.cfg.storeClock {
+		if tw.e.cfg.storeClock {
 			return nil, nil
 		}
 		res, err := l.Allow(context.Background(), k)
@@ -315,8 +312,8 @@ func (tw *twin) partner() algorithms.Algorithm {
 // reference store's: a store that took b for a returns a's outcome to b
 // and leaves x+sepA+p as it was.
 func onceSpelling(e *env) {
-	if _, ok := e.inner.(store.Idempotent); !ok {
-		e.t.Skip("the store does not apply request IDs (store.Idempotent)")
+	if !e.inner.Capabilities().RequestIDs {
+		e.t.Skip("the store does not apply request IDs (store.Capabilities.RequestIDs)")
 	}
 	ctx := context.Background()
 	alg := e.c.build(2, e.c.window)

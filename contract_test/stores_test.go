@@ -20,6 +20,7 @@ import (
 	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -56,6 +57,7 @@ func TestContract(t *testing.T) {
 	// finds counting however long the run takes in real time, but for the
 	// model checker's idle gaps (contract.ExpiryFollows).
 	memClock, leasedMemClock := newStoreClock(), newStoreClock()
+	wrappedClock, leasedWrappedClock := newStoreClock(), newStoreClock()
 	serverTime := newServerClock(t)
 	targets := []struct {
 		name string
@@ -65,6 +67,13 @@ func TestContract(t *testing.T) {
 		{"storememory", func(*testing.T) store.Store {
 			return storememory.New(storememory.WithClock(memClock))
 		}, []contract.Option{contract.ExpiryFollows(memClock)}},
+		// A store that wraps another, as a user's logging or metrics
+		// layer does, passing every call on: it keeps every capability
+		// (store.Store.Capabilities included), so it passes every rule,
+		// and the leasing layer leases over it (leased-wrapped below).
+		{"wrapped", func(*testing.T) store.Store {
+			return forwarding{storememory.New(storememory.WithClock(wrappedClock))}
+		}, []contract.Option{contract.ExpiryFollows(wrappedClock)}},
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
 		{"reference", func(*testing.T) store.Store { return contract.ReferenceStore() }, nil},
@@ -106,6 +115,9 @@ func TestContract(t *testing.T) {
 		{"leased-storememory", func(t *testing.T) store.Store {
 			return storememory.New(storememory.WithClock(leasedMemClock))
 		}, []contract.Option{contract.Leased()}},
+		{"leased-wrapped", func(t *testing.T) store.Store {
+			return forwarding{storememory.New(storememory.WithClock(leasedWrappedClock))}
+		}, []contract.Option{contract.Leased()}},
 		{"leased-redis", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
 		}, append([]contract.Option{contract.Leased(), contract.Sampled()}, clientTime[:1]...)},
@@ -123,7 +135,7 @@ func TestContract(t *testing.T) {
 	}
 	// go test -short runs every rule once on each kind of store: the
 	// memory store, miniredis and one real Redis.
-	short := map[string]bool{"storememory": true, "reference": true, "miniredis": true, "redis": true, "postgres": true}
+	short := map[string]bool{"storememory": true, "wrapped": true, "reference": true, "miniredis": true, "redis": true, "postgres": true}
 	// The targets run side by side: most of their time is spent waiting
 	// for round trips, and each subtest's keys are its own.
 	for _, target := range targets {
@@ -183,6 +195,15 @@ func newServerClock(t *testing.T) *serverClock {
 	return &serverClock{Store: storeredis.New(client(t, m.Addr()), plain...), m: m}
 }
 
+// Capabilities: the Redis store decides on the server's clock, which this
+// harness sets to the now of each decision, so that to the suite it
+// decides at the now it is given.
+func (s *serverClock) Capabilities() store.Capabilities {
+	c := s.Store.Capabilities()
+	c.OwnClock = false
+	return c
+}
+
 func (s *serverClock) AdvanceExpiry(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -190,6 +211,7 @@ func (s *serverClock) AdvanceExpiry(d time.Duration) {
 }
 
 func (s *serverClock) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, err
@@ -201,6 +223,7 @@ func (s *serverClock) Decide(ctx context.Context, sk store.Key, alg algorithms.A
 }
 
 func (s *serverClock) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return nil, err
@@ -212,6 +235,7 @@ func (s *serverClock) DecideSet(ctx context.Context, sk store.Key, algs []algori
 }
 
 func (s *serverClock) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, err
@@ -223,6 +247,7 @@ func (s *serverClock) Refund(ctx context.Context, sk store.Key, alg algorithms.A
 }
 
 func (s *serverClock) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, 0, err
@@ -234,6 +259,7 @@ func (s *serverClock) Reserve(ctx context.Context, sk store.Key, alg algorithms.
 }
 
 func (s *serverClock) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
 		return algorithms.Result{}, 0, err
@@ -385,3 +411,35 @@ func clusterClient(t *testing.T) *redis.ClusterClient {
 	t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// forwarding is a store that wraps another and passes every call on, as a
+// user's logging or metrics layer would: written out method by method, not
+// embedded, so that a method the interface gains and it does not forward
+// fails to compile here.
+type forwarding struct{ inner store.Store }
+
+func (f forwarding) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	return f.inner.Decide(ctx, k, alg, now, cost)
+}
+
+func (f forwarding) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	return f.inner.DecideSet(ctx, k, algs, now, cost)
+}
+
+func (f forwarding) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return f.inner.Reserve(ctx, k, alg, now, cost, maxWait)
+}
+
+func (f forwarding) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	return f.inner.Refund(ctx, k, alg, now, at, n)
+}
+
+func (f forwarding) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return f.inner.Lease(ctx, k, alg, now, cost, maxWait)
+}
+
+func (f forwarding) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm) error {
+	return f.inner.Reset(ctx, k, alg)
+}
+
+func (f forwarding) Capabilities() store.Capabilities { return f.inner.Capabilities() }

@@ -198,6 +198,24 @@ func (s failingStore) Decide(context.Context, store.Key, algorithms.Algorithm, t
 
 func (s failingStore) Reset(context.Context, store.Key, algorithms.Algorithm) error { return s.err }
 
+func (s failingStore) DecideSet(context.Context, store.Key, []algorithms.Algorithm, time.Time, int64) ([]algorithms.Result, error) {
+	return nil, s.err
+}
+
+func (s failingStore) Reserve(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+	return algorithms.Result{}, 0, s.err
+}
+
+func (s failingStore) Refund(context.Context, store.Key, algorithms.Algorithm, time.Time, time.Time, int64) (algorithms.Result, error) {
+	return algorithms.Result{}, s.err
+}
+
+func (s failingStore) Lease(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+	return algorithms.Result{}, 0, s.err
+}
+
+func (s failingStore) Capabilities() store.Capabilities { return store.Capabilities{} }
+
 // TestOnlyStoreFailuresReachTheFailureMode: with FailOpen, an unavailable store
 // lets requests through, but an algorithm the store cannot run, a broken
 // clock or a key that cannot be built is a 500, and the hook hears of every

@@ -202,6 +202,7 @@ func TestMultiKeyNoKey(t *testing.T) {
 // on every decision, only on those that charge (chargesOnly), or by not
 // answering until the decision's context ends (silent).
 type brokenStore struct {
+	store.Store         // nil: only Decide, Reset and Refund are called
 	mem                 *storememory.Store
 	chargesOnly, silent bool
 }

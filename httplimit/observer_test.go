@@ -35,7 +35,10 @@ func (d *degradedRecorder) all() []DegradedEvent {
 
 // silentStore never answers: when its context ends, it fails with err, or
 // with the context's error if err is nil.
-type silentStore struct{ err error }
+type silentStore struct {
+	store.Store // nil: only Decide and Reset are called
+	err         error
+}
 
 func (s silentStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
 	<-ctx.Done()
@@ -80,7 +83,7 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, true, 1},
 		// A store that gives up on the deadline with an error of its own,
 		// as a Redis client with ContextTimeoutEnabled does.
-		{"timeout, store gives up", silentStore{fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, false, 1},
+		{"timeout, store gives up", silentStore{err: fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, false, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := ratewise.New(tt.store, policyAlg)

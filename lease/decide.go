@@ -10,6 +10,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	core "github.com/ratewise/ratewise/internal/lease"
 	"github.com/ratewise/ratewise/internal/requestid"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -26,7 +27,7 @@ import (
 // behind the latest this instance decided the key at is decided at that
 // latest time, as the store decides one behind the key's latest.
 func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	if cost != 1 || s.closed.Load() || s.timeline.own() {
+	if cost != 1 || s.closed.Load() {
 		return s.inner.Decide(ctx, key, alg, now, cost)
 	}
 	if _, ok := requestid.From(ctx); ok {
@@ -39,8 +40,9 @@ func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algori
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
+	now = storecheck.Now(now)
 	if algo.CheckDecision(alg, now, 1) != nil {
-		return s.inner.Decide(ctx, key, alg, now, cost) // its error: a zero now is invalid input, as on every store
+		return s.inner.Decide(ctx, key, alg, now, cost) // its error, as on every store
 	}
 	s.sweepIfDue(ctx, now)
 	return s.decide(ctx, k, key, alg, now)
@@ -106,14 +108,13 @@ func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algor
 		var n int64
 		var maxWait time.Duration
 		shift := e.shiftFor(alg, s.p)
-		if now.UnixMicro() >= e.noBookUntil && s.timeline.caller() {
+		if now.UnixMicro() >= e.noBookUntil {
 			ahead := max(e.ahead-now.Sub(e.aheadAt), 0)
 			n, maxWait = e.sizer.Size(alg, now, ahead, shift)
 		}
 		if n < 1 {
 			e.mu.Unlock()
 			_ = s.giveBack(ctx, []giveBack{back})
-			s.timeline.learn(ctx, s.inner, alg)
 			return s.direct(ctx, e, key, alg, now)
 		}
 		ch := make(chan struct{})
@@ -159,7 +160,7 @@ func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algor
 }
 
 // book books n units for key under alg at now in one round trip, with the
-// request ID id: the inner store's Lease (store.Leaser), which books as
+// request ID id: the inner store's Lease (store.Store.Lease), which books as
 // Reserve does for the buckets and decides a cost of n for the fixed
 // window. A booking whose outcome is unknown (store.ErrMaybeDecided) is
 // sent once more with the same ID when the inner store applies IDs, and
@@ -174,7 +175,7 @@ func (s *Store) book(ctx context.Context, id string, key store.Key, alg algorith
 }
 
 func (s *Store) bookOnce(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, n int64, maxWait time.Duration) (algorithms.Result, error) {
-	res, _, err := s.ls.Lease(ctx, key, alg, now, n, maxWait)
+	res, _, err := s.inner.Lease(ctx, key, alg, now, n, maxWait)
 	return res, err
 }
 
@@ -218,9 +219,9 @@ func (s *Store) giveBack(ctx context.Context, backs []giveBack) error {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(requestid.With(context.WithoutCancel(ctx), b.id), giveBackTimeout)
-		_, err := s.rf.Refund(rctx, b.key, b.alg, b.now, b.at, b.n)
+		_, err := s.inner.Refund(rctx, b.key, b.alg, b.now, b.at, b.n)
 		if err != nil && s.idem && errors.Is(err, store.ErrMaybeDecided) {
-			_, err = s.rf.Refund(rctx, b.key, b.alg, b.now, b.at, b.n)
+			_, err = s.inner.Refund(rctx, b.key, b.alg, b.now, b.at, b.n)
 		}
 		cancel()
 		if first == nil {

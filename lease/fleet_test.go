@@ -20,13 +20,7 @@ import (
 )
 
 // inner is what the fleet needs of the store the wrappers share.
-type inner interface {
-	store.Store
-	store.Leaser
-	store.Reserver
-	store.Refunder
-	store.SetDecider
-}
+type inner = store.Store
 
 // counting passes every call to a store and counts the round trips, the
 // inspections aside. lie, when set, breaks the leases' window rule on
@@ -40,8 +34,6 @@ type counting struct {
 	lie     time.Duration
 	lieSeen atomic.Int64
 }
-
-func (c *counting) AppliesRequestIDs() {}
 
 func (c *counting) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	if cost > 0 {

@@ -23,14 +23,12 @@
 // Leases need one timeline: the inner store must decide at the now its
 // caller passes (storememory always does; storeredis and storepostgres do
 // with WithClientTime), and the instances' clocks must agree. A store on its
-// own clock is refused by Wrap (ErrCannotLease): the Redis and PostgreSQL
-// stores say which clock they are on; any other store, such as a type that wraps one, is
-// found out by the first decision that would lease, with one inspection of
-// a probe key at a time no server clock shows, and is then never leased
-// on.
+// own clock is refused by Wrap (ErrCannotLease): every store says which
+// clock it is on (store.Capabilities), and a store that wraps another
+// passes its inner store's answer on.
 //
 // Reset on a key ends this instance's lease on it but not other
-// instances', whose units stay charged: the inner store (a store.Leaser)
+// instances', whose units stay charged: the inner store (a store.Store.Lease)
 // puts back the state the latest lease on the key left, which counts
 // every unit a lease still holds, and forgets only what was charged after
 // it. So a Reset on a leased key does not make it full. A refund of an
@@ -52,24 +50,18 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	core "github.com/ratewise/ratewise/internal/lease"
-	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 )
 
-var (
-	_ store.Store      = (*Store)(nil)
-	_ store.Reserver   = (*Store)(nil)
-	_ store.Refunder   = (*Store)(nil)
-	_ store.SetDecider = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // ErrInvalidPolicy is wrapped by Wrap's error for a Policy value out of
 // range.
 var ErrInvalidPolicy = errors.New("lease: invalid policy")
 
 // ErrCannotLease is wrapped, with store.ErrUnsupported, by Wrap's error for
-// a store that cannot book leases (store.Leaser), book (store.Reserver) or
-// refund (store.Refunder), or
+// a store that cannot book leases (store.Store.Lease), book (store.Store.Reserve) or
+// refund (store.Store.Refund), or
 // that is known to decide on a clock of its own, such as a Redis or
 // PostgreSQL store built without WithClientTime (leases need the store to
 // decide at the caller's now). The message says which.
@@ -177,9 +169,6 @@ func (systemClock) Now() time.Time { return time.Now() }
 // use; Close gives back what its leases hold.
 type Store struct {
 	inner store.Store
-	ls    store.Leaser
-	rs    store.Reserver
-	rf    store.Refunder
 	idem  bool // the inner store applies request IDs: a booking may be retried
 	p     Policy
 	// sizing is the policy of every key's lease sizer.
@@ -187,7 +176,6 @@ type Store struct {
 
 	idPrefix string        // this Store's part of every lease's request ID
 	seq      atomic.Uint64 // the next lease's number
-	timeline clockMode     // whether the inner store decides at the caller's now
 
 	mu        sync.RWMutex
 	entries   map[entryKey]*entry // guarded by mu
@@ -195,47 +183,34 @@ type Store struct {
 	nextSweep atomic.Int64 // µs on the Policy's clock
 }
 
-// Wrap returns a Store that leases from s under p. s must book leases
-// (store.Leaser), book (store.Reserver) and refund (store.Refunder), as the memory, Redis and
-// PostgreSQL stores do, and decide at the now it is given (see the package
-// doc): a store known to decide on its own clock is ErrCannotLease too.
+// Wrap returns a Store that leases from s under p. s must decide at the now
+// it is given (store.Capabilities; see the package doc): a store on its
+// own clock is ErrCannotLease, and so is a Store, which leases already.
+// s books leases (store.Store.Lease) and refunds what they did not spend.
 func Wrap(s store.Store, p Policy) (*Store, error) {
 	p, err := p.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	ls, ok := s.(store.Leaser)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot book leases (store.Leaser): %w", ErrCannotLease, s, store.ErrUnsupported)
+	if _, ok := s.(*Store); ok {
+		return nil, fmt.Errorf("%w: %T already leases: wrap the store it wraps: %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
-	rs, ok := s.(store.Reserver)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot book (store.Reserver): %w", ErrCannotLease, s, store.ErrUnsupported)
-	}
-	rf, ok := s.(store.Refunder)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot refund (store.Refunder): %w", ErrCannotLease, s, store.ErrUnsupported)
-	}
-	mode := timeline.Of(s)
-	if mode == timeline.OwnClock {
+	caps := s.Capabilities()
+	if caps.OwnClock {
 		return nil, fmt.Errorf("%w: %T ignores the now it is given (build it WithClientTime): %w", ErrCannotLease, s, store.ErrUnsupported)
 	}
-	_, idem := s.(store.Idempotent)
 	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}
 	if _, err := core.NewSizer(sizing); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	w := &Store{inner: s, rs: rs, rf: rf, ls: ls, idem: idem, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}
-	if mode == timeline.CallerTime {
-		w.timeline.mode.Store(callerTime)
-	}
+	w := &Store{inner: s, idem: caps.RequestIDs, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}
 	return w, nil
 }
 
 // Reset resets key's state under alg in the inner store, which puts back
-// the state the latest lease on the key left (store.Leaser), and ends this
+// the state the latest lease on the key left (store.Store.Lease), and ends this
 // instance's lease on it, giving back what it did not spend into that
 // state. Other instances' leases live on until they end, their units
 // charged in it (see the package doc).
@@ -251,23 +226,28 @@ func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorit
 
 // Reserve is the inner store's Reserve.
 func (s *Store) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	return s.rs.Reserve(ctx, key, alg, now, cost, maxWait)
+	return s.inner.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 
 // Refund is the inner store's Refund (see the package doc on refunds of a
 // leased key).
 func (s *Store) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
-	return s.rf.Refund(ctx, key, alg, now, at, n)
+	return s.inner.Refund(ctx, key, alg, now, at, n)
 }
 
-// DecideSet is the inner store's DecideSet: sets never lease. It fails
-// with store.ErrUnsupported when the inner store cannot decide sets.
+// Lease fails with store.ErrUnsupported: a Store leases for its own
+// decisions, and is not the inner store of another (see Wrap).
+func (s *Store) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return algorithms.Result{}, 0, fmt.Errorf("%w: a lease.Store books no leases for another", store.ErrUnsupported)
+}
+
+// Capabilities is the inner store's: it decides at the now it is given,
+// and applies request IDs as the inner store does.
+func (s *Store) Capabilities() store.Capabilities { return s.inner.Capabilities() }
+
+// DecideSet is the inner store's DecideSet: sets never lease.
 func (s *Store) DecideSet(ctx context.Context, key store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
-	sd, ok := s.inner.(store.SetDecider)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T cannot decide a set of limits (store.SetDecider)", store.ErrUnsupported, s.inner)
-	}
-	return sd.DecideSet(ctx, key, algs, now, cost)
+	return s.inner.DecideSet(ctx, key, algs, now, cost)
 }
 
 // Close ends every lease, giving back what each holds, and makes the Store

@@ -8,7 +8,6 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/lease"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
@@ -29,9 +28,8 @@ func TestWrapRejects(t *testing.T) {
 		{"divisor below instances", mem, lease.Policy{Instances: 16, Divisor: 8}, []error{lease.ErrInvalidPolicy}},
 		{"negative min", mem, lease.Policy{Instances: 1, Min: -2}, []error{lease.ErrInvalidPolicy}},
 		{"negative max keys", mem, lease.Policy{Instances: 1, MaxKeys: -1}, []error{lease.ErrInvalidPolicy}},
-		{"no lease", bookOnly{mem, mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
-		{"no booking", noBooking{mem, mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
-		{"no refund", noRefund{mem, mem, mem}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"own clock", ownClock{&counting{inner: mem}, nil}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"a lease.Store", leased(t, mem), lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w, err := lease.Wrap(tc.s, tc.p)
@@ -50,25 +48,14 @@ func TestWrapRejects(t *testing.T) {
 	}
 }
 
-// bookOnly books and refunds, but cannot book leases.
-type bookOnly struct {
-	store.Store
-	store.Reserver
-	store.Refunder
-}
-
-// noBooking books leases and refunds, but cannot book.
-type noBooking struct {
-	store.Store
-	store.Leaser
-	store.Refunder
-}
-
-// noRefund books leases and books, but cannot refund.
-type noRefund struct {
-	store.Store
-	store.Leaser
-	store.Reserver
+// leased returns s wrapped by lease.Wrap.
+func leased(t *testing.T, s store.Store) *lease.Store {
+	t.Helper()
+	w, err := lease.Wrap(s, lease.Policy{Instances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // hot drives one key of alg hard enough through w, on clk, that it leases,
@@ -152,41 +139,20 @@ func TestPassesThrough(t *testing.T) {
 }
 
 // ownClock is a store deciding on a clock of its own, as Redis and
-// PostgreSQL do by default: it ignores the now it is given.
+// PostgreSQL do by default: it ignores the now it is given, and says so.
 type ownClock struct {
 	*counting
 	clk *ratewisetest.Clock
 }
 
-func (o ownClock) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, _ time.Time, cost int64) (algorithms.Result, error) {
-	return o.counting.Decide(ctx, key, alg, o.clk.Now().Add(time.Hour), cost)
-}
-
-func (o ownClock) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, _ time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	return o.counting.Reserve(ctx, key, alg, o.clk.Now().Add(time.Hour), cost, maxWait)
-}
-
-func (o ownClock) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, _ time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
-	return o.counting.Lease(ctx, key, alg, o.clk.Now().Add(time.Hour), cost, maxWait)
-}
-
-// TestOwnClockNeverLeases: a store that ignores the caller's now is found
-// out, and every decision goes to it.
-func TestOwnClockNeverLeases(t *testing.T) {
-	clk := ratewisetest.NewClock(start)
-	c := &counting{inner: storememory.New(storememory.WithClock(clk))}
-	w, err := lease.Wrap(ownClock{c, clk}, lease.Policy{Instances: 1, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	drive(t, w, clk, gcra, 5000, 5*time.Microsecond)
-	if got := c.trips.Load(); got != 5000 {
-		t.Fatalf("%d round trips for 5000 decisions on a store on its own clock, want 5000", got)
-	}
+func (o ownClock) Capabilities() store.Capabilities {
+	c := o.counting.Capabilities()
+	c.OwnClock = true
+	return c
 }
 
 // TestResetKeepsLeasedUnits: Reset puts back the state the instance's
-// latest lease left (store.Leaser), so the units it spent stay charged and
+// latest lease left (store.Store.Lease), so the units it spent stay charged and
 // the key is not full, and ends the lease, giving back what it did not
 // spend in one round trip: the key has at least the room it had before.
 func TestResetKeepsLeasedUnits(t *testing.T) {
@@ -220,8 +186,8 @@ func TestResetKeepsLeasedUnits(t *testing.T) {
 	}
 }
 
-// TestLimiter: a Limiter over the wrapper admits, waits (store.Reserver),
-// refunds (store.Refunder) and decides stacks (store.SetDecider).
+// TestLimiter: a Limiter over the wrapper admits, waits (store.Store.Reserve),
+// refunds (store.Store.Refund) and decides stacks (store.Store.DecideSet).
 func TestLimiter(t *testing.T) {
 	ctx := context.Background()
 	w, _, clk := hot(t, gcra)
@@ -288,34 +254,22 @@ func TestConcurrentCallers(t *testing.T) {
 	}
 }
 
-// TestZeroTimeIsInvalid: the zero now is invalid input, as on every store,
-// even on a key that leases.
-func TestZeroTimeIsInvalid(t *testing.T) {
+// TestZeroTimeIsNow: the zero now is the system clock's time, as on every
+// store (store.Store), even on a key that leases.
+func TestZeroTimeIsNow(t *testing.T) {
 	w, _, clk := hot(t, gcra)
 	drive(t, w, clk, gcra, 10000, 5*time.Microsecond)
-	if res, err := w.Decide(context.Background(), key, gcra, time.Time{}, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
-		t.Fatalf("Decide at the zero time: %+v, %v; want %v", res, err, algorithms.ErrInvalidTime)
+	before := time.Now()
+	res, err := w.Decide(context.Background(), key, gcra, time.Time{}, 1)
+	if err != nil || res.At.Before(before.Truncate(time.Microsecond)) {
+		t.Fatalf("Decide at the zero time: %+v, %v; want a decision at or after %v", res, err, before)
 	}
 }
 
-// knownOwnClock is a store whose package says it decides on its own clock
-// (internal/timeline), as storeredis and storepostgres can without
-// WithClientTime.
-type knownOwnClock struct{ *counting }
-
-func init() {
-	timeline.Register(func(s store.Store) timeline.Mode {
-		if _, ok := s.(knownOwnClock); ok {
-			return timeline.OwnClock
-		}
-		return timeline.Unknown
-	})
-}
-
-// TestWrapRefusesKnownOwnClock: a store registered as deciding on its own
-// clock is refused at Wrap, with ErrCannotLease.
-func TestWrapRefusesKnownOwnClock(t *testing.T) {
-	w, err := lease.Wrap(knownOwnClock{&counting{inner: storememory.New()}}, lease.Policy{Instances: 1})
+// TestWrapRefusesOwnClock: a store that says it decides on its own clock
+// (store.Capabilities) is refused at Wrap, with ErrCannotLease.
+func TestWrapRefusesOwnClock(t *testing.T) {
+	w, err := lease.Wrap(ownClock{&counting{inner: storememory.New()}, nil}, lease.Policy{Instances: 1})
 	if w != nil || !errors.Is(err, lease.ErrCannotLease) || !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("Wrap: %v, %v; want ErrCannotLease and store.ErrUnsupported", w, err)
 	}

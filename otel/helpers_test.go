@@ -130,9 +130,29 @@ func (s failingStore) Reset(ctx context.Context, _ store.Key, _ algorithms.Algor
 	return s.err
 }
 
+func (s failingStore) DecideSet(context.Context, store.Key, []algorithms.Algorithm, time.Time, int64) ([]algorithms.Result, error) {
+	return nil, s.err
+}
+
+func (s failingStore) Reserve(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+	return algorithms.Result{}, 0, s.err
+}
+
+func (s failingStore) Refund(context.Context, store.Key, algorithms.Algorithm, time.Time, time.Time, int64) (algorithms.Result, error) {
+	return algorithms.Result{}, s.err
+}
+
+func (s failingStore) Lease(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+	return algorithms.Result{}, 0, s.err
+}
+
+func (s failingStore) Capabilities() store.Capabilities { return store.Capabilities{} }
+
 // hangingStore answers nothing until ctx ends, then returns its error: a
 // store slower than any timeout.
-type hangingStore struct{}
+type hangingStore struct {
+	store.Store // nil: only Decide and Reset are called
+}
 
 func (hangingStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
 	<-ctx.Done()

@@ -222,3 +222,21 @@ func (c statementCounter) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, dat
 		c.next.TraceQueryEnd(ctx, conn, data)
 	}
 }
+
+func (n namespaced) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	return n.s.DecideSet(ctx, n.key(k), algs, now, cost)
+}
+
+func (n namespaced) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return n.s.Reserve(ctx, n.key(k), alg, now, cost, maxWait)
+}
+
+func (n namespaced) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, c int64) (algorithms.Result, error) {
+	return n.s.Refund(ctx, n.key(k), alg, now, at, c)
+}
+
+func (n namespaced) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	return n.s.Lease(ctx, n.key(k), alg, now, cost, maxWait)
+}
+
+func (n namespaced) Capabilities() store.Capabilities { return n.s.Capabilities() }

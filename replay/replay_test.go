@@ -50,8 +50,9 @@ func (s *orderStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Al
 // decision makes one due, are shared by the keys of a shard, so it is
 // never replayed on many goroutines).
 type keyedStore struct {
-	mu     sync.Mutex
-	states map[string]algo.State
+	store.Store // nil: only Decide and Reset are called
+	mu          sync.Mutex
+	states      map[string]algo.State
 }
 
 func (s *keyedStore) Decide(_ context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {

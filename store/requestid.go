@@ -21,12 +21,3 @@ var ErrInvalidRequestID = errors.New("ratewise: invalid request ID")
 
 // MaxRequestIDLen is the longest request ID, in bytes.
 const MaxRequestIDLen = 128
-
-// Idempotent is an optional capability: a store that applies a request that
-// carries a request ID at most once, as ratewise.WithRequestID describes, and
-// rejects an ID of 0 or more than MaxRequestIDLen bytes with
-// ErrInvalidRequestID. A store without it ignores request IDs.
-type Idempotent interface {
-	// AppliesRequestIDs does nothing; its presence is the promise.
-	AppliesRequestIDs()
-}

@@ -95,30 +95,12 @@ func (k Key) String() string {
 //   - Stores are safe for concurrent use and never panic on any input.
 type Store interface {
 	// Decide runs one decision step of alg for key at time now with the
-	// given cost (0 to inspect) and returns its result.
+	// given cost (0 to inspect) and returns its result. The zero now, here
+	// and in every method below, asks for the current time: a store that
+	// decides at the now it is given reads the system clock, once, and one
+	// on its own clock reads that clock as it always does.
 	Decide(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
 
-	// Reset forgets alg's state for key, in alg's scope; a Leaser puts
-	// the key's mark back instead, while it keeps one. Resetting a key
-	// with no state is not an error.
-	Reset(ctx context.Context, key Key, alg algorithms.Algorithm) error
-}
-
-// ErrUnavailable is wrapped by every store failure other than invalid input,
-// an unsupported algorithm and the caller's own context ending: the store
-// could not be reached, timed out on its side, or answered something that is
-// not a valid decision.
-var ErrUnavailable = errors.New("ratewise: store unavailable")
-
-// ErrUnsupported is wrapped when a store cannot run an algorithm at all, such
-// as the Redis store given an algorithm it has no script for. It is a
-// programming error, not an outage: retrying will not help.
-var ErrUnsupported = errors.New("ratewise: algorithm not supported by this store")
-
-// SetDecider is an optional capability: a store that decides several limits
-// on one key together, all or nothing, as one atomic step. ratewise.NewStack
-// requires it.
-type SetDecider interface {
 	// DecideSet runs one decision of cost for key under every algorithm of
 	// algs at once, atomically with every other decision on those states:
 	//
@@ -133,59 +115,86 @@ type SetDecider interface {
 	//
 	// Results come in the order of algs. Two algorithms of one kind and
 	// scope would share one state, so they are invalid input (ErrSharedState);
-	// every other input is checked as Decide checks it.
+	// every other input is checked as Decide checks it. ratewise.NewStack
+	// decides through it.
 	DecideSet(ctx context.Context, key Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error)
-}
 
-// Reserver is an optional capability: a store that books requests ahead
-// for the algorithms that can (the token bucket and GCRA), atomically, as Decide
-// decides. Limiter.Wait uses it to wait in one round trip and in order.
-type Reserver interface {
-	// Reserve runs alg's booking step on key's state: it returns the
-	// Result, and the wait until the booked request's turn. An algorithm
-	// that cannot book wraps ErrUnsupported; a maxWait outside [0, 2^50µs]
-	// wraps algorithms.ErrInvalidWindow.
+	// Reserve runs alg's booking step on key's state, for the algorithms
+	// that can book a request ahead (the token bucket and GCRA),
+	// atomically, as Decide decides: it returns the Result, and the wait
+	// until the booked request's turn. An algorithm that cannot book wraps
+	// ErrUnsupported; a maxWait outside [0, algorithms.MaxWindow] wraps
+	// algorithms.ErrInvalidWindow. Limiter.Wait uses it to wait in one
+	// round trip and in order.
 	Reserve(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
-}
 
-// Refunder is an optional capability: a store that gives back quota a
-// request was charged (Limiter.Refund), atomically, as Decide decides.
-type Refunder interface {
-	// Refund runs alg's refund step on key's state for n units charged at time at
-	// (the admission's Result.At), at time now, and returns what Decide
-	// with a cost of 0 then returns, writing nothing more (not even a rate
-	// count that inspection would convert). The state is then kept as a
-	// decision's is, for that Result's ResetAfter and at least until its
-	// At, or the time the step gives (plus the store's grace). Invalid
-	// input (n outside [1, the cost an idle key admits], a time outside
-	// [the Unix epoch, time.UnixMicro(algorithms.MaxUnixMicro)]) wraps the algorithms package's
-	// errors; a store on its own clock checks at, and now only where it
-	// uses the caller's.
+	// Refund runs alg's refund step on key's state for n units charged at
+	// time at (the admission's Result.At), at time now, atomically, as
+	// Decide decides, and returns what Decide with a cost of 0 then
+	// returns, writing nothing more (not even a rate count that inspection
+	// would convert). The state is then kept as a decision's is, for that
+	// Result's ResetAfter and at least until its At, or the time the step
+	// gives (plus the store's grace). Invalid input (n outside [1, the cost
+	// an idle key admits], a time outside [the Unix epoch,
+	// time.UnixMicro(algorithms.MaxUnixMicro)]) wraps the algorithms
+	// package's errors; a store on its own clock checks at, and now only
+	// where it uses the caller's. Limiter.Refund uses it.
 	Refund(ctx context.Context, key Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)
+
+	// Lease books cost units (at least 1) of a lease for key under alg at
+	// now, for package lease, which spends them one at a time away from
+	// the store: as Reserve books them, waiting at most maxWait, for the
+	// token bucket and GCRA, and as Decide charges them for the fixed
+	// window, which ignores maxWait. It returns what Reserve or Decide
+	// would, and takes request IDs as they do; any other algorithm wraps
+	// ErrUnsupported.
+	//
+	// A lease's units are charged when it is booked and spent later, so a
+	// Reset that forgot them would let them through beside a fresh limit.
+	// When Lease admits, the state it leaves becomes key's mark under alg,
+	// kept as long as that state is, and Reset puts the mark back in place
+	// of alg's state instead of forgetting it, while the store still keeps
+	// the mark: what leases booked stays charged, and what was charged
+	// after the latest one is forgotten. The mark is that state as the
+	// booking left it: what was given back since (Refund) is charged again.
+	Lease(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
+
+	// Reset forgets alg's state for key, in alg's scope; a store that
+	// keeps a lease's mark for the key puts the mark back instead (see
+	// Lease). Resetting a key with no state is not an error.
+	Reset(ctx context.Context, key Key, alg algorithms.Algorithm) error
+
+	// Capabilities says what the store is, for the layers above it (package
+	// lease reads it). A store that wraps another returns its inner
+	// store's, unless the wrapper changes what they say.
+	Capabilities() Capabilities
 }
 
-// Leaser is an optional capability: a store that books the units of a
-// lease, which package lease spends one at a time away from the store, and
-// keeps them charged through a Reset.
-//
-// A lease's units are charged when it is booked and spent later, so a
-// Reset that forgot them would let them through beside a fresh limit.
-// Lease therefore keeps, with the key, a mark: a copy of the state its
-// latest admitted lease left. Reset puts the mark back in place of alg's
-// state instead of forgetting it, while the store still keeps the mark:
-// what leases booked stays charged, and what was charged after the latest
-// one is forgotten. The mark is that state as the booking left it: what
-// was given back since (Refund) is charged again.
-type Leaser interface {
-	// Lease books cost units (at least 1) for key under alg at now: as
-	// Reserve books them, waiting at most maxWait, for the token bucket and
-	// GCRA, and as Decide charges them for the fixed window, which ignores
-	// maxWait. It returns what Reserve or Decide would, and takes request
-	// IDs as they do; any other algorithm wraps ErrUnsupported. When it
-	// admits, the state it leaves becomes key's mark under alg, kept as
-	// long as that state is.
-	Lease(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
+// Capabilities is what a store declares about how it decides.
+type Capabilities struct {
+	// OwnClock is true for a store that decides on a clock of its own,
+	// such as a Redis or PostgreSQL server's, and false for one that
+	// decides at the now it is given (the memory store; the Redis and
+	// PostgreSQL stores WithClientTime). Leases need the caller's now.
+	OwnClock bool
+
+	// RequestIDs is true for a store that applies a request carrying a
+	// request ID (ratewise.WithRequestID) at most once, and rejects an
+	// empty ID or one of more than MaxRequestIDLen bytes with
+	// ErrInvalidRequestID. A store without it ignores request IDs.
+	RequestIDs bool
 }
+
+// ErrUnavailable is wrapped by every store failure other than invalid input,
+// an unsupported algorithm and the caller's own context ending: the store
+// could not be reached, timed out on its side, or answered something that is
+// not a valid decision.
+var ErrUnavailable = errors.New("ratewise: store unavailable")
+
+// ErrUnsupported is wrapped when a store cannot run an algorithm at all, such
+// as the Redis store given an algorithm it has no script for. It is a
+// programming error, not an outage: retrying will not help.
+var ErrUnsupported = errors.New("ratewise: algorithm not supported by this store")
 
 // ErrSharedState is returned by DecideSet for a set with two algorithms of
 // one kind and scope, which would count against one state.

@@ -10,14 +10,13 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-var _ store.Leaser = (*Store)(nil)
-
-// Lease books cost units of a lease for key under alg (see store.Leaser),
+// Lease books cost units of a lease for key under alg (see store.Store.Lease),
 // under the key's shard lock: it books as Reserve does for the token
 // bucket and GCRA, and decides as Decide does for the fixed window. An
 // admission makes a copy of the state it leaves the key's mark, which
 // Reset puts back.
 func (s *Store) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
@@ -42,7 +41,7 @@ func (sh *shard) mark(c cursor, alg algorithms.Algorithm, key string, el time.Du
 
 // A shard keeps, for each key and table a lease was booked on, a copy of
 // the entry the latest admitted booking left: the key's mark, which a
-// reset puts back in place of the entry (store.Leaser). A mark lasts as
+// reset puts back in place of the entry (store.Store.Lease). A mark lasts as
 // long as the entry it copies would have.
 
 type markKey struct {

@@ -7,7 +7,6 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
-	"github.com/ratewise/ratewise/store"
 )
 
 // Request IDs (ratewise.WithRequestID): a shard remembers each admission made
@@ -99,8 +98,3 @@ func (o *onceTable) keepFor(k onceKey, el, delay, least time.Duration, results .
 		o.sweepAfter = max(2*len(o.m), minSweepOps)
 	}
 }
-
-var _ store.Idempotent = (*Store)(nil)
-
-// AppliesRequestIDs marks the store as store.Idempotent.
-func (s *Store) AppliesRequestIDs() {}

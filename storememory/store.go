@@ -42,18 +42,11 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/checked"
 	"github.com/ratewise/ratewise/internal/longkey"
-	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 )
 
-var (
-	_ store.Store      = (*Store)(nil)
-	_ store.SetDecider = (*Store)(nil)
-	_ store.Reserver   = (*Store)(nil)
-	_ store.Refunder   = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 const (
 	shardCount = 256
@@ -291,51 +284,14 @@ func changes(alg algorithms.Algorithm, state algo.State, now time.Time, cost int
 // It runs every registered algorithm, so it never returns
 // store.ErrUnsupported; an invalid algorithm, cost or time wraps the
 // algorithms package's errors, as on every store.
+//
+// With the zero now, it reads the system clock once, for the decision and,
+// unless the store has a clock of its own (WithClock), for its own
+// bookkeeping (elapsed).
 func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	key = s.kept(key)
-	return s.decide(ctx, key.Namespace, key.Name, alg, now, cost)
-}
-
-func (s *Store) decide(ctx context.Context, ns, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
-	if err := algo.CheckDecision(alg, now, cost); err != nil {
-		return algorithms.Result{}, err
-	}
-	return s.decideAt(ctx, ns, key, alg, now, -1, cost)
-}
-
-func init() {
-	checked.Register(func(s store.Store) checked.Decider {
-		if ms, ok := s.(*Store); ok {
-			return (*checkedStore)(ms)
-		}
-		return nil
-	})
-	// The memory store decides at the now it is given (package lease needs
-	// that to lease).
-	timeline.Register(func(s store.Store) timeline.Mode {
-		if _, ok := s.(*Store); ok {
-			return timeline.CallerTime
-		}
-		return timeline.Unknown
-	})
-}
-
-// checkedStore is a Store deciding input the limiter has checked
-// (internal/checked).
-type checkedStore Store
-
-// DecideChecked is Decide without its checks; with the zero now, it reads
-// the system clock once, for the decision and, unless the store has a clock
-// of its own (WithClock), for its own bookkeeping (elapsed).
-func (cs *checkedStore) DecideChecked(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
-	s := (*Store)(cs)
-	if err := ctx.Err(); err != nil {
-		return algorithms.Result{}, err
-	}
-	key = s.kept(key)
 	el := time.Duration(-1)
 	if now.IsZero() {
 		now = time.Now()
@@ -343,7 +299,17 @@ func (cs *checkedStore) DecideChecked(ctx context.Context, key store.Key, alg al
 			el = max(now.Sub(s.base), 0)
 		}
 	}
+	if err := algo.CheckDecision(alg, now, cost); err != nil {
+		return algorithms.Result{}, err
+	}
+	key = s.kept(key)
 	return s.decideAt(ctx, key.Namespace, key.Name, alg, now, el, cost)
+}
+
+// Capabilities reports that the store decides at the now it is given and
+// applies request IDs once.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{RequestIDs: true}
 }
 
 // decideAt decides checked input; el is the time on the store's clock
@@ -485,7 +451,7 @@ func (sh *shard) denied(h uint64, tb *table, e *entry) {
 }
 
 // Reset forgets alg's state for key, or puts the key's mark back if a
-// lease left one (store.Leaser).
+// lease left one (store.Store.Lease).
 func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorithm) error {
 	key = s.kept(key)
 	return s.reset(ctx, key.Namespace, key.Name, alg)
@@ -518,7 +484,7 @@ func (s *Store) reset(ctx context.Context, ns, key string, alg algorithms.Algori
 			return nil
 		}
 	}
-	// A key a lease was booked on gets its mark back (store.Leaser): the
+	// A key a lease was booked on gets its mark back (store.Store.Lease): the
 	// state the latest lease left, which its units still count in.
 	m, marked := sh.marks.find(markKey{t: idOf(alg), key: k.key}, el)
 	var kept time.Duration

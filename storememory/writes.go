@@ -10,9 +10,10 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// Reserve books a request for key under alg (see store.Reserver), under
+// Reserve books a request for key under alg (see store.Store.Reserve), under
 // the key's shard lock.
 func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
 	}
@@ -73,11 +74,12 @@ func (s *Store) book(ctx context.Context, sk store.Key, alg algorithms.Algorithm
 }
 
 // DecideSet decides cost for key under every algorithm of algs, all or
-// nothing, under the key's shard lock (see store.SetDecider). Every
+// nothing, under the key's shard lock (see store.Store.DecideSet). Every
 // algorithm is first inspected as the request (a cost of -cost); the
 // request is admitted when each would admit it alone, and only then is each
 // charged.
 func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	now = storecheck.Now(now)
 	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
@@ -158,8 +160,9 @@ func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.A
 }
 
 // Refund gives back n units that a request admitted at time at was charged
-// (see store.Refunder), under the key's shard lock.
+// (see store.Store.Refund), under the key's shard lock.
 func (s *Store) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	now = storecheck.Now(now)
 	key = s.kept(key)
 	return s.refund(ctx, key.Namespace, key.Name, alg, now, at, n)
 }

@@ -25,6 +25,7 @@ var decideSQL = func() map[*algorithms.Kind]string {
 // Decide decides cost for key under alg in one statement (see the package
 // doc).
 func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	now = s.orNow(now)
 	if err := checkKind(alg); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -36,8 +37,9 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 }
 
 // Reserve books a request for key under alg in one statement (see
-// store.Reserver): the token bucket and GCRA.
+// store.Store.Reserve): the token bucket and GCRA.
 func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = s.orNow(now)
 	if err := checkKind(alg); err != nil {
 		return algorithms.Result{}, 0, err
 	}

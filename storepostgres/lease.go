@@ -11,20 +11,19 @@ import (
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
 
-var _ store.Leaser = (*Store)(nil)
-
 // markKey is the key of the mark of the state at rkey: the row the latest
-// lease on it left, copied (store.Leaser). No state's key starts with '!'
+// lease on it left, copied (store.Store.Lease). No state's key starts with '!'
 // (a kind's name comes first), so no mark is a state.
 func markKey(rkey []byte) []byte {
 	return append(append(make([]byte, 0, len(rkey)+6), "!mark:"...), rkey...)
 }
 
-// Lease books cost units of a lease for key under alg (see store.Leaser),
+// Lease books cost units of a lease for key under alg (see store.Store.Lease),
 // in one statement: as Reserve books for the token bucket and GCRA, and as
 // Decide decides for the fixed window, and on admission copies the key's
 // row to its mark, which Reset puts back.
 func (s *Store) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = s.orNow(now)
 	if err := checkKind(alg); err != nil {
 		return algorithms.Result{}, 0, err
 	}

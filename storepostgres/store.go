@@ -44,17 +44,10 @@ import (
 	"github.com/ratewise/ratewise/internal/longkey"
 	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
-	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 )
 
-var (
-	_ store.Store      = (*Store)(nil)
-	_ store.SetDecider = (*Store)(nil)
-	_ store.Reserver   = (*Store)(nil)
-	_ store.Refunder   = (*Store)(nil)
-	_ store.Idempotent = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // Store is the PostgreSQL store. It is safe for concurrent use.
 type Store struct {
@@ -163,6 +156,16 @@ func checkKind(alg algorithms.Algorithm) error {
 	return nil
 }
 
+// orNow is the now the store decides at in client-time mode
+// (WithClientTime): now, or the system clock's for the zero now. On the
+// server's clock now is not used, and stays as it is.
+func (s *Store) orNow(now time.Time) time.Time {
+	if s.clientTime {
+		return storecheck.Now(now)
+	}
+	return now
+}
+
 // checkTime is the time a request is checked at: its now in client-time
 // mode, and otherwise a time that passes, since now is ignored.
 func (s *Store) checkTime(now time.Time) time.Time {
@@ -263,21 +266,8 @@ func sent(err error) bool {
 	return !pgconn.SafeToRetry(err) && !errors.As(err, &pgErr) && !errors.As(err, &connErr)
 }
 
-// AppliesRequestIDs marks the store as store.Idempotent: a write with the
-// caller's request ID is applied once.
-func (s *Store) AppliesRequestIDs() {}
-
-// The lease layer (package lease) asks, through internal/timeline, which
-// clock a store decides on: leases need the caller's.
-func init() {
-	timeline.Register(func(s store.Store) timeline.Mode {
-		ps, ok := s.(*Store)
-		switch {
-		case !ok:
-			return timeline.Unknown
-		case ps.clientTime:
-			return timeline.CallerTime
-		}
-		return timeline.OwnClock
-	})
+// Capabilities reports the store's clock, the server's unless
+// WithClientTime, and that it applies request IDs once.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{OwnClock: !s.clientTime, RequestIDs: true}
 }

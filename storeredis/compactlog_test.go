@@ -29,7 +29,7 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 	for name, open := range stores {
 		t.Run(name, func(t *testing.T) {
 			s := open(t)
-			rf := s.(store.Refunder)
+			rf := s
 			ctx := context.Background()
 			rng := rand.New(rand.NewPCG(31, 32))
 			run := time.Now().UnixNano()

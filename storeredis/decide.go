@@ -17,6 +17,7 @@ import (
 // with concurrent decisions (see WithCoalescing), or denies at once a
 // request that a recent denial still covers (see WithDenyCache).
 func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+	now = s.orNow(now)
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, err
 	}

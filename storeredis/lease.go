@@ -13,18 +13,17 @@ import (
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
-var _ store.Leaser = (*Store)(nil)
-
 // markSuffix follows a state's key in the key of its mark: the state the
-// latest lease on it left (store.Leaser), in the state's hash slot.
+// latest lease on it left (store.Store.Lease), in the state's hash slot.
 const markSuffix = ":mark"
 
-// Lease books cost units of a lease for key under alg (see store.Leaser),
+// Lease books cost units of a lease for key under alg (see store.Store.Lease),
 // in one round trip: as Reserve books for the token bucket and GCRA, and as
 // Decide decides for the fixed window. An admission also writes the state
 // it leaves to the key's mark (the state's key followed by ":mark"), with
 // the state's TTL; Reset puts the mark back.
 func (s *Store) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+	now = s.orNow(now)
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, 0, err
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/storecheck"
-	"github.com/ratewise/ratewise/store"
 )
 
 // Writes that go-redis may send twice: with a client that resends
@@ -135,8 +134,3 @@ func sent(err error) bool {
 	}
 	return true
 }
-
-var _ store.Idempotent = (*Store)(nil)
-
-// AppliesRequestIDs marks the store as store.Idempotent.
-func (s *Store) AppliesRequestIDs() {}

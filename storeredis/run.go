@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -157,6 +158,16 @@ func (s *Store) clock(now time.Time) (arg any, notBefore int64, checkAt time.Tim
 		return now.UnixMicro(), now.UnixMicro(), now
 	}
 	return serverTime, 0, s.checkTime(now)
+}
+
+// orNow is the now the store decides at in client-time mode
+// (WithClientTime): now, or the system clock's for the zero now. On the
+// server's clock now is not used, and stays as it is.
+func (s *Store) orNow(now time.Time) time.Time {
+	if s.clientTime {
+		return storecheck.Now(now)
+	}
+	return now
 }
 
 // checkTime is clock's checkAt alone, which boxes nothing: Decide checks

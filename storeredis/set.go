@@ -16,11 +16,12 @@ import (
 )
 
 // DecideSet decides cost for key under every algorithm of algs, all or
-// nothing, with one script in one round trip (see store.SetDecider), which
+// nothing, with one script in one round trip (see store.Store.DecideSet), which
 // it may share with concurrent decisions (see WithCoalescing). The
 // algorithms' keys share key's hash tag, so on Redis Cluster they live in
 // one slot and one script can reach them all.
 func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+	now = s.orNow(now)
 	d, err := s.newSetDecision(k, algs, now, cost)
 	if err != nil {
 		return nil, err

@@ -42,17 +42,12 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
-	"github.com/ratewise/ratewise/internal/timeline"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis/internal/denycache"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
-var (
-	_ store.Store      = (*Store)(nil)
-	_ store.SetDecider = (*Store)(nil)
-	_ store.Reserver   = (*Store)(nil)
-)
+var _ store.Store = (*Store)(nil)
 
 // DefaultKeyPrefix starts every key the store writes.
 const DefaultKeyPrefix = "ratewise:"
@@ -175,17 +170,8 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 	return scripts.Decide(alg.Kind())
 }
 
-// The lease layer (package lease) asks, through internal/timeline, which
-// clock a store decides on: leases need the caller's.
-func init() {
-	timeline.Register(func(s store.Store) timeline.Mode {
-		rs, ok := s.(*Store)
-		switch {
-		case !ok:
-			return timeline.Unknown
-		case rs.clientTime:
-			return timeline.CallerTime
-		}
-		return timeline.OwnClock
-	})
+// Capabilities reports the store's clock, the server's unless
+// WithClientTime, and that it applies request IDs once.
+func (s *Store) Capabilities() store.Capabilities {
+	return store.Capabilities{OwnClock: !s.clientTime, RequestIDs: true}
 }

@@ -83,7 +83,8 @@ func TestClientTimeFollowsTheCallersClock(t *testing.T) {
 
 // TestClientTimeNeverMeansServerTime: in client-time mode every time in
 // range is the caller's, the Unix epoch included; no time selects Redis's
-// clock, and a time out of range is an error, not Redis's clock either.
+// clock: the zero time is the system clock's (store.Store), and a time out
+// of range is an error, not Redis's clock either.
 func TestClientTimeNeverMeansServerTime(t *testing.T) {
 	s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
 	alg := algorithms.FixedWindow{Limit: 5, Window: time.Second}
@@ -93,7 +94,11 @@ func TestClientTimeNeverMeansServerTime(t *testing.T) {
 			t.Fatalf("decided at %v for a now of %v (%v)", res.At, at, err)
 		}
 	}
-	for _, at := range []time.Time{{}, time.Unix(0, -1000)} {
+	before := time.Now().Truncate(time.Microsecond)
+	if res, err := s.Decide(context.Background(), store.Key{Name: testKey(t) + ":zero"}, alg, time.Time{}, 1); err != nil || res.At.Before(before) || res.At.After(time.Now()) {
+		t.Fatalf("decided at %v for the zero now (%v), want the system clock's, from %v", res.At, err, before)
+	}
+	for _, at := range []time.Time{time.Unix(0, -1000)} {
 		if _, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, at, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
 			t.Fatalf("a now of %v: %v, want ErrInvalidTime", at, err)
 		}

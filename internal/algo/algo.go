@@ -303,7 +303,7 @@ func Unpack(a algorithms.Algorithm, w Words, tag int64, into State) State {
 
 // Clone returns a copy of state, which shares no memory with it, for an
 // algorithm that packs (Packs): a state a store keeps beside the key's own,
-// such as a lease's mark (store.Leaser), which Decide must not reuse.
+// such as a lease's mark (store.Store.Lease), which Decide must not reuse.
 func Clone(a algorithms.Algorithm, state State) State {
 	switch a := a.(type) {
 	case algorithms.FixedWindow:

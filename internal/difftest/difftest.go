@@ -25,13 +25,6 @@ const (
 	Steps     = 250
 )
 
-// Target is what a differential test drives: a store's decisions and
-// refunds, in client-time mode.
-type Target interface {
-	store.Store
-	store.Refunder
-}
-
 // logUniform returns an integer in [lo, hi], uniform in its logarithm, so
 // that small and huge values are both common.
 func logUniform(rng *rand.Rand, lo, hi int64) int64 {
@@ -102,7 +95,7 @@ func Scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 // steps, and fails t at the first Result that differs. realTTL says that
 // keys expire on the target's own clock while the sequence drives a fake
 // one, so the sequence must keep them from expiring early (see Run).
-func Sequence(t testing.TB, s Target, rng *rand.Rand, alg algorithms.Algorithm, relimit func() algorithms.Algorithm, key string, realTTL bool) {
+func Sequence(t testing.TB, s store.Store, rng *rand.Rand, alg algorithms.Algorithm, relimit func() algorithms.Algorithm, key string, realTTL bool) {
 	t.Helper()
 	ctx := context.Background()
 	var state algo.State
@@ -172,7 +165,7 @@ func Sequence(t testing.TB, s Target, rng *rand.Rand, alg algorithms.Algorithm, 
 			state, changed = algo.Refund(alg, state, fake, c.at, n)
 			// The inspection that reports the state writes nothing, not
 			// even a rate count it would convert; the state is kept as a
-			// decision's is (store.Refunder).
+			// decision's is (store.Store.Refund).
 			_, want := algo.Decide(alg, state, fake, 0)
 			_ = changed
 			got, err := s.Refund(ctx, store.Key{Name: key}, alg, fake, c.at, n)
@@ -235,7 +228,7 @@ func maxTime(a, b time.Time) time.Time {
 // Run runs n sequences of each of kinds on s, each kind a subtest named
 // after it, with keys under prefix: 40 sequences make 10,000 steps per
 // algorithm. A kind's sequences are the same whatever the other kinds.
-func Run(t *testing.T, s Target, kinds []*algorithms.Kind, n int, prefix string, realTTL bool) {
+func Run(t *testing.T, s store.Store, kinds []*algorithms.Kind, n int, prefix string, realTTL bool) {
 	for _, k := range kinds {
 		i := slices.Index(algorithms.Kinds(), k)
 		t.Run(k.Name(), func(t *testing.T) {

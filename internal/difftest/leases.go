@@ -14,13 +14,6 @@ import (
 	"github.com/ratewise/ratewise/storememory"
 )
 
-// Leaser is a store that books leases and refunds.
-type Leaser interface {
-	store.Store
-	store.Leaser
-	store.Refunder
-}
-
 // Leases runs n random sequences of 200 steps of leases' bookings,
 // decisions, refunds of earlier leases (under the limit each was booked
 // under) and resets, with random longest waits, costs, stale readings and
@@ -30,7 +23,7 @@ type Leaser interface {
 // identical Results and delays, and after each reset an identical peek:
 // a reset puts the mark back the same way on both. 40 sequences make the
 // full run.
-func Leases(t *testing.T, ls Leaser, prefix string, n int) {
+func Leases(t *testing.T, ls store.Store, prefix string, n int) {
 	ms := storememory.New()
 	run := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(7, 8))

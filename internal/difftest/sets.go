@@ -20,7 +20,7 @@ import (
 // identical Results. Times move forward at least as fast as real time,
 // with stale readings of up to 50ms, which keys outlive in client-time
 // mode. 30 sequences make the full run.
-func Sets(t *testing.T, rs store.SetDecider, prefix string, n int) {
+func Sets(t *testing.T, rs store.Store, prefix string, n int) {
 	run := time.Now().UnixNano() // a server outlives a run under -count
 	ms := storememory.New()
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -76,13 +76,6 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 	return algs
 }
 
-// Booker is a store that books ahead and refunds.
-type Booker interface {
-	store.Store
-	store.Reserver
-	store.Refunder
-}
-
 // Reservations runs n random sequences of 200 bookings, decisions and
 // cancellations (refunds of earlier bookings, under the limit each was
 // booked under), with random longest waits, costs, stale readings and
@@ -90,7 +83,7 @@ type Booker interface {
 // through the memory store (the Go step) and rs, in client-time mode, with
 // keys under prefix, and requires identical Results and delays. 40
 // sequences make the full run.
-func Reservations(t *testing.T, rs Booker, prefix string, n int) {
+func Reservations(t *testing.T, rs store.Store, prefix string, n int) {
 	ms := storememory.New()
 	run := time.Now().UnixNano()
 	rng := rand.New(rand.NewPCG(5, 6))

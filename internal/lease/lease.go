@@ -80,13 +80,13 @@ type Config struct {
 	// lease was booked, may move the theoretical arrival times of its
 	// units back (see ShiftFor); every deadline is that much earlier. 0
 	// when no lease on the key is ever given back through
-	// store.Refunder, or when the store gives back only a lease nothing
+	// store.Store.Refund, or when the store gives back only a lease nothing
 	// was booked after. Ignored for the fixed window.
 	Shift time.Duration
 }
 
 // New returns the lease that a booking of n units under alg made at now
-// returned: store.Leaser.Lease's Result, which for the token bucket and
+// returned: store.Store.Lease.Lease's Result, which for the token bucket and
 // GCRA is a booking's (the wait it returns is not needed: every unit's
 // turn follows from the Result) and for the fixed window a decision's of
 // cost n. now must be the now
@@ -243,7 +243,7 @@ func (l *Lease) Held(now time.Time) int64 {
 func (l *Lease) Done(now time.Time) bool { return l.Held(now) == 0 }
 
 // End ends the lease at now and returns what to give back through
-// store.Refunder.Refund, with the booking's request ID and at: for the
+// store.Store.Refund.Refund, with the booking's request ID and at: for the
 // bucket the units booked after the last one spent (units skipped before
 // it are holes the key's state cannot take back), for the fixed window
 // every unit not spent while its window lasts. n is 0 when there is
@@ -298,7 +298,7 @@ func (l *Lease) Stats() Stats {
 func (l *Lease) At() time.Time { return l.at }
 
 // ShiftFor returns the Config.Shift a lease needs when other leases on its
-// key are given back through store.Refunder after it was booked: at most
+// key are given back through store.Store.Refund after it was booked: at most
 // others leases of at most maxUnits each, under alg's emission interval,
 // rounded up to the µs. Each such refund gives back at most its units
 // less those booked after it, so it moves every later unit's X back by at

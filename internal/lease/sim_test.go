@@ -23,11 +23,7 @@ type clock struct{ now time.Time }
 func (c *clock) Now() time.Time { return c.now }
 
 // leasingStore is what the fleet uses of the store.
-type leasingStore interface {
-	store.Store
-	store.Reserver
-	store.Refunder
-}
+type leasingStore = store.Store
 
 // admission is one admitted unit: when, by whom, and whether from a lease.
 type admission struct {

@@ -30,7 +30,7 @@ func Reserve(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.D
 	return algo.CheckMaxWait(maxWait)
 }
 
-// Lease checks a lease's booking (store.Leaser): as Reserve checks it for
+// Lease checks a lease's booking (store.Store.Lease): as Reserve checks it for
 // the algorithms that book, and as a decision of a cost of at least 1 for
 // the fixed window, whose maxWait is not used.
 func Lease(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) error {
@@ -154,3 +154,12 @@ func (e *maybeDecided) Error() string {
 }
 
 func (e *maybeDecided) Unwrap() []error { return []error{e.err, store.ErrMaybeDecided} }
+
+// Now is the now a store that decides at the caller's time decides at:
+// now, or the system clock's time for the zero now (see store.Store).
+func Now(now time.Time) time.Time {
+	if now.IsZero() {
+		return time.Now()
+	}
+	return now
+}

@@ -124,7 +124,7 @@ func run(addr string) error {
 }
 
 // setCosts measures decisions over sets of k limits on one key, all or
-// nothing (store.SetDecider): round trips and the script's time in Redis.
+// nothing (store.Store.DecideSet): round trips and the script's time in Redis.
 func setCosts(ctx context.Context, c *redis.Client, s *storeredis.Store, roundTrips *redistest.RoundTrips) error {
 	fmt.Println()
 	fmt.Println("## Sets of limits")

@@ -88,10 +88,11 @@ func TestCompactLogInvalidStates(t *testing.T) {
 // at or after the write time plus keep, when the store may have dropped the
 // state, the state must decide exactly as no state does.
 type compactKept struct {
-	pool    *pgxpool.Pool
-	states  map[string][]int64
-	expires map[string]int64 // µs
-	checked int
+	store.Store // nil: only Decide and Refund are called
+	pool        *pgxpool.Pool
+	states      map[string][]int64
+	expires     map[string]int64 // µs
+	checked     int
 }
 
 func (s *compactKept) step(ctx context.Context, state []int64, alg algorithms.Algorithm, now, cost int64) (f fields, next []int64, keep *int64, err error) {

@@ -58,8 +58,9 @@ func pool(t *testing.T) (*pgxpool.Pool, []*algorithms.Kind) {
 // Go: what the differential tests hold to the Go steps, apart from any
 // table or statement.
 type steps struct {
-	pool   *pgxpool.Pool
-	states map[string][]int64
+	store.Store // nil: only Decide and Refund are called
+	pool        *pgxpool.Pool
+	states      map[string][]int64
 }
 
 // step runs the kind's step on key's state, keeps what it writes, and
