@@ -34,10 +34,11 @@ type MultiKey struct {
 	limiters []*Limiter
 }
 
-// NewMultiKey returns a MultiKey of limiters, checked in order; each limiter's
-// store must be able to refund (store.Store.Refund), as the memory and Redis
-// stores can, or NewMultiKey fails with store.ErrUnsupported. No limiters, or a nil
-// one, is ErrInvalidMultiKey.
+// NewMultiKey returns a MultiKey of limiters, checked in order. Each
+// limiter's store must be able to refund (store.Store.Refund), as the
+// memory, Redis and PostgreSQL stores can: a MultiKey gives back what it
+// charged when a later limit denies or fails. No limiters, or a nil one,
+// is ErrInvalidMultiKey.
 func NewMultiKey(limiters ...*Limiter) (*MultiKey, error) {
 	if len(limiters) == 0 {
 		return nil, fmt.Errorf("%w: no limiters", ErrInvalidMultiKey)

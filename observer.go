@@ -93,23 +93,23 @@ func WithObserver(o Observer) Option {
 	return optionFunc(func(l *Limiter) { l.observer = o })
 }
 
-// observe reports a Limiter's decision that took since start to o, which
-// is not nil. cost is the store's: <= 0 for a peek.
-func observe(ctx context.Context, o Observer, start time.Time, key string, alg algorithms.Algorithm, cost int64, res Result, err error) {
+// decisionEvent is what an observer hears of a Limiter's decision on key
+// under alg, with its outcome; cost is the store's: <= 0 for a peek. The
+// caller sets StoreLatency.
+func decisionEvent(key string, alg algorithms.Algorithm, cost int64, res Result, err error) DecisionEvent {
 	e := DecisionEvent{
-		Source:       SourceLimiter,
-		Algorithm:    alg,
-		Key:          key,
-		Cost:         peekCost(cost),
-		Peek:         cost <= 0,
-		Allowed:      err == nil && res.Allowed,
-		StoreLatency: time.Since(start),
-		Err:          err,
+		Source:    SourceLimiter,
+		Algorithm: alg,
+		Key:       key,
+		Cost:      peekCost(cost),
+		Peek:      cost <= 0,
+		Allowed:   err == nil && res.Allowed,
+		Err:       err,
 	}
 	if err == nil {
 		e.Result = res
 	}
-	o.ObserveDecision(ctx, e)
+	return e
 }
 
 // peekCost is the cost a decision asked about, from the store's cost: a

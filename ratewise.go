@@ -137,7 +137,7 @@ func (l *Limiter) allow(ctx context.Context, key string, alg algorithms.Algorith
 			return Result{}, err
 		}
 	}
-	return l.decide(ctx, key, alg, n)
+	return l.decideObserved(ctx, key, alg, n)
 }
 
 // checkCost checks a request's cost: at least 1, at most alg's limit.
@@ -154,7 +154,7 @@ func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return l.decide(ctx, key, alg, 0)
+	return l.decideObserved(ctx, key, alg, 0)
 }
 
 // PeekN reports key's state without consuming anything: Allowed says
@@ -169,7 +169,7 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 	if err := checkCost(alg, n); err != nil {
 		return Result{}, err
 	}
-	return l.decide(ctx, key, alg, -n) // a negative cost inspects (algo.Decide)
+	return l.decideObserved(ctx, key, alg, -n) // a negative cost inspects (algo.Decide)
 }
 
 // Refund gives back n units of the cost an admission for key was charged:
@@ -199,9 +199,10 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // "Refunds" in package algorithms).
 //
 // It fails with ErrNotAdmitted for a Result that charged nothing (a
-// denial, a Peek's, the zero Result), with algorithms.ErrInvalidCost for n outside
-// [1, the admission's cost], and with store.ErrUnsupported on a store that cannot
-// refund (store.Store.Refund; the memory and Redis stores can).
+// denial, a Peek's, the zero Result), with algorithms.ErrInvalidCost for n
+// outside [1, the admission's cost], and with store.ErrUnsupported on a
+// store that cannot refund (store.Store.Refund; the memory, Redis and
+// PostgreSQL stores can).
 func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
@@ -288,7 +289,7 @@ func checkAlgorithm(alg algorithms.Algorithm) error {
 	return alg.Validate()
 }
 
-func (l *Limiter) decide(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
+func (l *Limiter) decideObserved(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
@@ -297,7 +298,9 @@ func (l *Limiter) decide(ctx context.Context, key string, alg algorithms.Algorit
 	}
 	start := time.Now()
 	res, err := l.decideStore(ctx, key, alg, cost)
-	observe(ctx, l.observer, start, key, alg, cost, res, err)
+	e := decisionEvent(key, alg, cost, res, err)
+	e.StoreLatency = time.Since(start)
+	l.observer.ObserveDecision(ctx, e)
 	return res, err
 }
 

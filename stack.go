@@ -99,12 +99,12 @@ func (s *Stack) AllowN(ctx context.Context, key string, n int64) (MultiResult, e
 	if n <= 0 {
 		return MultiResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
-	return s.decide(ctx, key, n)
+	return s.decideObserved(ctx, key, n)
 }
 
 // Peek is shorthand for PeekN(ctx, key, 1).
 func (s *Stack) Peek(ctx context.Context, key string) (MultiResult, error) {
-	return s.decide(ctx, key, 0)
+	return s.decideObserved(ctx, key, 0)
 }
 
 // PeekN reports whether a request of cost n for key would be admitted by
@@ -114,7 +114,7 @@ func (s *Stack) PeekN(ctx context.Context, key string, n int64) (MultiResult, er
 	if n <= 0 {
 		return MultiResult{}, fmt.Errorf("%w: cost must be > 0, got %d", algorithms.ErrInvalidCost, n)
 	}
-	return s.decide(ctx, key, -n) // a negative cost inspects (algo.Decide)
+	return s.decideObserved(ctx, key, -n) // a negative cost inspects (algo.Decide)
 }
 
 // Refund gives back n units of what an admission of the Stack charged (res,
@@ -172,7 +172,7 @@ func (s *Stack) Algorithms() []algorithms.Algorithm {
 	return append([]algorithms.Algorithm(nil), s.algs...)
 }
 
-func (s *Stack) decide(ctx context.Context, key string, cost int64) (MultiResult, error) {
+func (s *Stack) decideObserved(ctx context.Context, key string, cost int64) (MultiResult, error) {
 	if key == "" {
 		return MultiResult{}, ErrEmptyKey
 	}

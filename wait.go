@@ -162,7 +162,9 @@ func (l *Limiter) book(ctx context.Context, key string, alg algorithms.Algorithm
 	res, delay, err := l.store.Reserve(ctx, l.key(key), alg, start, n, maxWait)
 	took := time.Since(began)
 	if l.observer != nil {
-		observe(ctx, l.observer, began, key, alg, n, res, err)
+		e := decisionEvent(key, alg, n, res, err)
+		e.StoreLatency = took
+		l.observer.ObserveDecision(ctx, e)
 	}
 	if err != nil {
 		return nil, err

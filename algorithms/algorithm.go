@@ -72,13 +72,14 @@ type Result struct {
 
 	// At is the time the decision was made at, to the microsecond: the
 	// decision's now, or the latest time the key had already seen if that
-	// is later (see Algorithm's decide); for FixedWindow, which keeps its
-	// window rather than a time, the start of that window if it is later. A
-	// Redis store deciding on the server's clock reports that clock. For a
-	// booking (reserver) that must wait, At is its turn, rounded down to
-	// the microsecond: the time the request counts at. RetryAfter and
-	// ResetAfter count from the decision's now, not from At. A refund takes
-	// At to find what the request was charged (Algorithm's refund).
+	// is later (see "Time that runs backwards" in the package doc); for
+	// FixedWindow, which keeps its window rather than a time, the start of
+	// that window if it is later. A Redis store deciding on the server's
+	// clock reports that clock. For a booking (the token bucket and GCRA)
+	// that must wait, At is its turn, rounded down to the microsecond: the
+	// time the request counts at. RetryAfter and ResetAfter count from the
+	// decision's now, not from At. A refund takes At to find what the
+	// request was charged (see "Refunds" in the package doc).
 	At time.Time
 
 	// charged is the algorithm an admission was decided under, and cost
@@ -99,7 +100,7 @@ type charge struct {
 // Charged reports what an admission charged: the algorithm it was decided
 // under, with its parameters (its kind and scope name the state charged,
 // and its limit the quota), and its cost. A refund gives back into exactly
-// that state, whatever limit the key has since (see Algorithm's refund and
+// that state, whatever limit the key has since (see "Refunds" in the package doc, and
 // ratewise's Limiter.Refund). For a denial and an inspection, which charged
 // nothing, and any Result whose Allowed is false, it returns nil and 0.
 func (r Result) Charged() (Algorithm, int64) {

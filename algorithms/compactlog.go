@@ -27,7 +27,7 @@ import (
 // Changing Limit keeps the timestamps, as SlidingLog keeps its records; a
 // key whose limit was lowered keeps its larger ring until the key is idle
 // for a window and its state goes. A now earlier than the latest time the key was decided at
-// is decided at that latest time (see Algorithm's decide).
+// is decided at that latest time (see "Time that runs backwards" in the package doc).
 type CompactLog struct {
 	Limit  int64
 	Window time.Duration

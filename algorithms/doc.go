@@ -1,5 +1,5 @@
-// Package algorithms holds ratewise's rate-limiting algorithms as pure
-// decision steps.
+// Package algorithms holds ratewise's rate-limiting algorithms: what a
+// user configures, checks and reads back.
 //
 // Each algorithm is a small value type (FixedWindow, SlidingLog,
 // CompactLog, SlidingWindow, TokenBucket, GCRA) that holds its parameters.
@@ -7,10 +7,11 @@
 // String describes it. Its decision step maps (state, now, cost) to (new
 // state, Result), reads no clock, does no I/O and starts no goroutine: a
 // store decides where state lives and how the step is made atomic, the
-// algorithm decides what the step is. The in-memory store runs the step
-// directly, and the Redis store's Lua scripts are checked against it. The
-// steps are ratewise's own business: stores reach them through an internal
-// package, and users see only Result.
+// algorithm decides what the step is. The in-memory store runs the Go
+// step, and the Redis store's Lua steps and the PostgreSQL store's SQL
+// steps are checked against it. The steps are ratewise's own business:
+// stores reach them through an internal package, and users see only
+// Result. This package imports nothing else of ratewise.
 //
 // # The registry
 //

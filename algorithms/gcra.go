@@ -29,7 +29,7 @@ import "fmt"
 // Burst of 20, all 20 used, and the rate lowered to 10 per minute at the
 // same instant, the key is denied with Remaining 0, and admits one request
 // 6s later. A now earlier than the latest time the key was decided at is
-// decided at that latest time (see Algorithm's decide).
+// decided at that latest time (see "Time that runs backwards" in the package doc).
 type GCRA struct {
 	Rate  Rate
 	Burst int64

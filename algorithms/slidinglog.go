@@ -27,7 +27,7 @@ import "time"
 //
 // Changing Limit keeps the records: lowered below what they hold, the key is
 // denied until enough of them expire. A now earlier than the latest time the
-// key was decided at is decided at that latest time (see Algorithm's decide).
+// key was decided at is decided at that latest time (see "Time that runs backwards" in the package doc).
 type SlidingLog struct {
 	Limit  int64
 	Window time.Duration

@@ -36,7 +36,7 @@ import (
 // Changing Limit keeps the sub-window counts: lowered below their sum, the
 // key is denied until enough sub-windows drop out. A now earlier than the
 // latest time the key was decided at is decided at that latest time (see
-// Algorithm's decide).
+// "Time that runs backwards" in the package doc).
 type SlidingWindow struct {
 	Limit      int64
 	Window     time.Duration

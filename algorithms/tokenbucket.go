@@ -29,7 +29,7 @@ import "fmt"
 // first decision under the new rate, an inspection included: the tokens
 // taken then are kept, exactly, and refill at the new rate. A now earlier
 // than the latest time the key was decided at is decided at that latest
-// time (see Algorithm's decide).
+// time (see "Time that runs backwards" in the package doc).
 type TokenBucket struct {
 	Capacity int64
 	Refill   Rate

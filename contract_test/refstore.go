@@ -167,13 +167,24 @@ func (s *refStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Alg
 	if err := storecheck.Reserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	return s.book(ctx, sk, alg, now, cost, maxWait, false)
+	return s.book(ctx, sk, refBooking{alg: alg, now: now, cost: cost, maxWait: maxWait})
+}
+
+// refBooking is what Reserve and Lease book: cost units under alg at now,
+// waiting at most maxWait; a lease's admission also marks the key.
+type refBooking struct {
+	alg     algorithms.Algorithm
+	now     time.Time
+	cost    int64
+	maxWait time.Duration
+	lease   bool
 }
 
 // book books checked input: with algo.Reserve for the algorithms that book
-// and algo.Decide otherwise, and with lease, an admission's state copied
+// and algo.Decide otherwise, and for a lease, an admission's state copied
 // as the key's mark.
-func (s *refStore) book(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration, lease bool) (algorithms.Result, time.Duration, error) {
+func (s *refStore) book(ctx context.Context, sk store.Key, b refBooking) (algorithms.Result, time.Duration, error) {
+	alg, now, cost, maxWait := b.alg, b.now, b.cost, b.maxWait
 	id, once, err := refRequestID(ctx, true)
 	if err != nil {
 		return algorithms.Result{}, 0, err
@@ -198,7 +209,7 @@ func (s *refStore) book(ctx context.Context, sk store.Key, alg algorithms.Algori
 		state, res = algo.Decide(alg, s.state(k), now, cost)
 	}
 	s.states[k] = state
-	if lease && res.Allowed {
+	if b.lease && res.Allowed {
 		s.marks[k] = algo.Clone(alg, state)
 	}
 	if once && res.Allowed {
@@ -343,5 +354,5 @@ func (s *refStore) Lease(ctx context.Context, sk store.Key, alg algorithms.Algor
 	if err := storecheck.Lease(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	return s.book(ctx, sk, alg, now, cost, maxWait, true)
+	return s.book(ctx, sk, refBooking{alg: alg, now: now, cost: cost, maxWait: maxWait, lease: true})
 }

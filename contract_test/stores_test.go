@@ -70,10 +70,12 @@ func TestContract(t *testing.T) {
 		// A store that wraps another, as a user's logging or metrics
 		// layer does, passing every call on: it keeps every capability
 		// (store.Store.Capabilities included), so it passes every rule,
-		// and the leasing layer leases over it (leased-wrapped below).
+		// and the leasing layer leases over it (leased-wrapped below). The
+		// memory store under it runs every rule in full; a sample of the
+		// heaviest work (Sampled) shows the wrapper changes nothing.
 		{"wrapped", func(*testing.T) store.Store {
 			return forwarding{storememory.New(storememory.WithClock(wrappedClock))}
-		}, []contract.Option{contract.ExpiryFollows(wrappedClock)}},
+		}, []contract.Option{contract.ExpiryFollows(wrappedClock), contract.Sampled()}},
 		// Not a product: keeps state forever, so the algorithms are checked
 		// without expiry covering for them.
 		{"reference", func(*testing.T) store.Store { return contract.ReferenceStore() }, nil},
@@ -117,7 +119,7 @@ func TestContract(t *testing.T) {
 		}, []contract.Option{contract.Leased()}},
 		{"leased-wrapped", func(t *testing.T) store.Store {
 			return forwarding{storememory.New(storememory.WithClock(leasedWrappedClock))}
-		}, []contract.Option{contract.Leased()}},
+		}, []contract.Option{contract.Leased(), contract.Sampled()}},
 		{"leased-redis", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
 		}, append([]contract.Option{contract.Leased(), contract.Sampled()}, clientTime[:1]...)},

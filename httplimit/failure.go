@@ -16,9 +16,9 @@ import (
 // not answer within the decision timeout. Whatever it decides, the
 // middleware first reports the failure to the OnError hook.
 type FailureMode interface {
-	// decide returns the result to answer with, and false when the request
+	// answer returns the result to answer with, and false when the request
 	// must be failed.
-	decide(r *http.Request, key string, cost int64, err error) (ratewise.Result, bool)
+	answer(r *http.Request, key string, cost int64, err error) (ratewise.Result, bool)
 	// check checks the policy for a middleware that limits with l, or
 	// with a Stack or a MultiKey when l is nil.
 	check(l *ratewise.Limiter) error
@@ -40,7 +40,7 @@ func FailClosed(status int, retryAfter time.Duration) FailureMode {
 	return failClosed{status: status, retryAfter: retryAfter}
 }
 
-func (p failClosed) decide(*http.Request, string, int64, error) (ratewise.Result, bool) {
+func (p failClosed) answer(*http.Request, string, int64, error) (ratewise.Result, bool) {
 	return ratewise.Result{}, false
 }
 
@@ -65,7 +65,7 @@ type failOpen struct{}
 // failure.
 func FailOpen() FailureMode { return failOpen{} }
 
-func (failOpen) decide(*http.Request, string, int64, error) (ratewise.Result, bool) {
+func (failOpen) answer(*http.Request, string, int64, error) (ratewise.Result, bool) {
 	return ratewise.Result{}, true
 }
 
@@ -84,7 +84,7 @@ type fallback struct{ local *ratewise.Limiter }
 // Route.
 func Fallback(local *ratewise.Limiter) FailureMode { return fallback{local: local} }
 
-func (p fallback) decide(r *http.Request, key string, cost int64, _ error) (ratewise.Result, bool) {
+func (p fallback) answer(r *http.Request, key string, cost int64, _ error) (ratewise.Result, bool) {
 	res, err := p.local.AllowN(r.Context(), key, cost)
 	return res, err == nil
 }

@@ -240,7 +240,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			}
 			m.onError(r, err)
 			var ok bool
-			res, ok = m.policy.decide(r, key, cost, err) // a MultiKey takes no Fallback, the one policy that reads key
+			res, ok = m.policy.answer(r, key, cost, err) // a MultiKey takes no Fallback, the one policy that reads key
 			if m.observer != nil {
 				// Failing open answers with no Result, and lets the
 				// request through.

@@ -45,7 +45,7 @@ func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algori
 		return s.inner.Decide(ctx, key, alg, now, cost) // its error, as on every store
 	}
 	s.sweepIfDue(ctx, now)
-	return s.decide(ctx, k, key, alg, now)
+	return s.decideLeased(ctx, k, key, alg, now)
 }
 
 // keyOf returns the entry key of a leasable algorithm's state, and false
@@ -61,8 +61,8 @@ func keyOf(key store.Key, alg algorithms.Algorithm) (entryKey, bool) {
 	return entryKey{}, false
 }
 
-// decide decides one leasable request at now.
-func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algorithms.Algorithm, now time.Time) (algorithms.Result, error) {
+// decideLeased decides one leasable request at now.
+func (s *Store) decideLeased(ctx context.Context, k entryKey, key store.Key, alg algorithms.Algorithm, now time.Time) (algorithms.Result, error) {
 	observed := false
 	for {
 		e := s.entryFor(k)
@@ -123,7 +123,7 @@ func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algor
 		_ = s.giveBack(ctx, []giveBack{back})
 
 		id := s.idPrefix + strconv.FormatUint(s.seq.Add(1), 36)
-		res, err := s.book(ctx, id, key, alg, now, n, maxWait)
+		res, err := s.book(requestid.With(ctx, id), key, alg, now, n, maxWait)
 
 		e.mu.Lock()
 		e.booking = nil
@@ -160,16 +160,15 @@ func (s *Store) decide(ctx context.Context, k entryKey, key store.Key, alg algor
 }
 
 // book books n units for key under alg at now in one round trip, with the
-// request ID id: the inner store's Lease (store.Store.Lease), which books as
+// request ID ctx carries (requestid.With): the inner store's Lease (store.Store.Lease), which books as
 // Reserve does for the buckets and decides a cost of n for the fixed
 // window. A booking whose outcome is unknown (store.ErrMaybeDecided) is
 // sent once more with the same ID when the inner store applies IDs, and
 // returns the first outcome.
-func (s *Store) book(ctx context.Context, id string, key store.Key, alg algorithms.Algorithm, now time.Time, n int64, maxWait time.Duration) (algorithms.Result, error) {
-	bctx := requestid.With(ctx, id)
-	res, err := s.bookOnce(bctx, key, alg, now, n, maxWait)
+func (s *Store) book(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, n int64, maxWait time.Duration) (algorithms.Result, error) {
+	res, err := s.bookOnce(ctx, key, alg, now, n, maxWait)
 	if err != nil && s.idem && errors.Is(err, store.ErrMaybeDecided) && ctx.Err() == nil {
-		res, err = s.bookOnce(bctx, key, alg, now, n, maxWait)
+		res, err = s.bookOnce(ctx, key, alg, now, n, maxWait)
 	}
 	return res, err
 }

@@ -171,13 +171,12 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 	for ti, t := range cfg.Targets {
 		run := func(j int) error {
 			jb := jobs[j]
-			allowed := make([]bool, len(jb.w.Requests))
 			var within func(float64)
 			if cfg.Within != nil {
 				what := fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Kind().Name(), t.Name())
 				within = func(f float64) { cfg.Within(what, f) }
 			}
-			figures, err := runOne(ctx, t, jb.w, jb.alg, allowed, within)
+			figures, allowed, err := runOne(ctx, t, jb.w, jb.alg, within)
 			if err != nil {
 				return fmt.Errorf("%s on %s, workload %s: %w", jb.alg.Kind().Name(), t.Name(), jb.w.Name, err)
 			}
@@ -262,13 +261,13 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
-// runOne replays w through alg on a fresh instance of t, recording each
-// decision in allowed, and measures what the run cost the store. A target
+// runOne replays w through alg on a fresh instance of t, and returns what
+// the run cost the store and whether each request was admitted. A target
 // that is KeyParallel replays its keys on several goroutines.
-func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, within func(float64)) (StoreFigures, error) {
+func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.Algorithm, within func(float64)) (StoreFigures, []bool, error) {
 	inst, err := t.Open(ctx)
 	if err != nil {
-		return StoreFigures{}, err
+		return StoreFigures{}, nil, err
 	}
 	defer inst.Close()
 	s := inst.Store()
@@ -276,12 +275,13 @@ func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.
 	if kp, ok := t.(KeyParallel); ok {
 		goroutines = kp.ReplayGoroutines()
 	}
-	if err := decideAll(ctx, s, w, alg, allowed, within, goroutines); err != nil {
-		return StoreFigures{}, err
+	allowed, err := replayAll(ctx, s, w, alg, within, goroutines)
+	if err != nil {
+		return StoreFigures{}, nil, err
 	}
 	ops, err := inst.Ops(ctx)
 	if err != nil {
-		return StoreFigures{}, err
+		return StoreFigures{}, nil, err
 	}
 	n := float64(len(w.Requests))
 	f := StoreFigures{Target: t.Name(), RoundTripsPerDecision: float64(ops.RoundTrips) / n}
@@ -291,12 +291,12 @@ func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.
 	}
 	perKey, measured, err := inst.BytesPerKey(ctx, w, activeKeys(w), alg)
 	if err != nil {
-		return StoreFigures{}, err
+		return StoreFigures{}, nil, err
 	}
 	if measured > 0 {
 		f.BytesPerKey, f.KeysHeld = &perKey, measured
 	}
-	return f, nil
+	return f, allowed, nil
 }
 
 // activeKeys lists the keys that sent requests, busiest first, so that a

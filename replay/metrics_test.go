@@ -83,8 +83,8 @@ func TestBoundaryAttack(t *testing.T) {
 	}
 	// The bound: Limit + the most admitted in one sub-window.
 	alg, _ := Configure("sliding_window", w.Limit, w.Window, Options{})
-	allowed := make([]bool, len(w.Requests))
-	if _, err := runOne(context.Background(), Memory{}, w, alg, allowed, nil); err != nil {
+	_, allowed, err := runOne(context.Background(), Memory{}, w, alg, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	var events []exact.Event

@@ -21,15 +21,15 @@ import (
 // limit w stands for shows which of them hold it. s must decide on the time
 // it is given and should start empty.
 func Replay(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm) (Accuracy, error) {
-	allowed := make([]bool, len(w.Requests))
-	if err := decideAll(ctx, s, w, alg, allowed, nil, 1); err != nil {
+	allowed, err := replayAll(ctx, s, w, alg, nil, 1)
+	if err != nil {
 		return Accuracy{}, err
 	}
 	return Measure(w, allowed, Exact(w)), nil
 }
 
-// decideAll decides every request of w on s, recording each decision in
-// allowed, and calls progress, when set, with the fraction done every
+// replayAll decides every request of w on s, and returns whether each was
+// admitted; it calls progress, when set, with the fraction done every
 // progressEvery requests.
 //
 // With goroutines > 1 it decides on that many goroutines, each taking the
@@ -38,7 +38,8 @@ func Replay(ctx context.Context, s store.Store, w *workload.Workload, alg algori
 // state, so the decisions are those of a replay in order; only the order
 // in which different keys' decisions reach the store changes. progress may
 // then be called from several goroutines.
-func decideAll(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm, allowed []bool, progress func(float64), goroutines int) error {
+func replayAll(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm, progress func(float64), goroutines int) ([]bool, error) {
+	allowed := make([]bool, len(w.Requests))
 	decide := func(ctx context.Context, i int) error {
 		r := w.Requests[i]
 		res, err := s.Decide(ctx, store.Key{Name: w.Keys[r.Key]}, alg, w.Start.Add(r.At), r.Cost)
@@ -52,13 +53,13 @@ func decideAll(ctx context.Context, s store.Store, w *workload.Workload, alg alg
 	if goroutines <= 1 {
 		for i := range w.Requests {
 			if err := decide(ctx, i); err != nil {
-				return err
+				return nil, err
 			}
 			if progress != nil && i%progressEvery == progressEvery-1 {
 				progress(float64(i+1) / float64(len(w.Requests)))
 			}
 		}
-		return nil
+		return allowed, nil
 	}
 	// Each goroutine's share, as indices into w.Requests in order.
 	shares := make([][]int, goroutines)
@@ -84,7 +85,10 @@ func decideAll(ctx context.Context, s store.Store, w *workload.Workload, alg alg
 			return nil
 		})
 	}
-	return g.Wait()
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return allowed, nil
 }
 
 // progressEvery is how many requests a replay decides between reports of

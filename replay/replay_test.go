@@ -85,13 +85,13 @@ func TestDecideAllOnManyGoroutinesDecidesAsInOrder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		inOrder := make([]bool, len(w.Requests))
-		if err := decideAll(context.Background(), storememory.New(), w, alg, inOrder, nil, 1); err != nil {
+		inOrder, err := replayAll(context.Background(), storememory.New(), w, alg, nil, 1)
+		if err != nil {
 			t.Fatal(err)
 		}
 		s := &orderStore{Store: &keyedStore{states: map[string]algo.State{}}, last: map[string]time.Time{}}
-		atOnce := make([]bool, len(w.Requests))
-		if err := decideAll(context.Background(), s, w, alg, atOnce, nil, 8); err != nil {
+		atOnce, err := replayAll(context.Background(), s, w, alg, nil, 8)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if i := firstDifference(inOrder, atOnce); i >= 0 {

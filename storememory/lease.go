@@ -23,7 +23,7 @@ func (s *Store) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorith
 	if err := storecheck.Lease(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	return s.book(ctx, sk, alg, now, cost, maxWait, true)
+	return s.book(ctx, sk, &request{alg: alg, now: now, cost: cost}, maxWait, true)
 }
 
 // mark makes a copy of the entry c found, which the admission just kept,
@@ -122,15 +122,15 @@ func (t *table) mark(pos int, alg algorithms.Algorithm) mark {
 	return m
 }
 
-// put writes m, a mark, as the entry of ns:key, whose hash is h and whose
-// slot and position (-1 for none) find returned: packed if it packs as the
-// table's entries do, boxed otherwise. The state is a clone, which the
-// entry owns.
-func (t *table) put(slot, pos int, h uint64, ns, key string, alg algorithms.Algorithm, m mark) {
+// put writes m, a mark, as the entry of c's key at the slot and position
+// (-1 for none) find returned: packed if it packs as the table's entries
+// do, boxed otherwise. The state is a clone, which the entry owns.
+func (t *table) put(c *cursor, m mark) {
+	pos := c.pos
 	if pos < 0 {
-		pos = t.insert(slot, h, ns, key)
+		pos = t.insert(c.slot, c.h, c.ns, c.key)
 	}
-	state := algo.Clone(alg, m.state)
+	state := algo.Clone(c.alg, m.state)
 	*t.sweepAt(pos) = m.sweep
 	if t.packer != nil {
 		if w, tag, ok := algo.Pack(t.packer, state); t.packInto(pos, w, tag, ok) {

@@ -38,6 +38,7 @@ import (
 	"crypto/sha256"
 	"hash/maphash"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -72,6 +73,10 @@ type Store struct {
 	base  time.Time
 	// secret keys the digests of long keys (see kept).
 	secret [32]byte
+	// valid is the algorithm the store last found valid (algo.CheckKind
+	// and Validate), so that a limiter's calls, which repeat one
+	// algorithm, check only their cost and time (see check).
+	valid atomic.Pointer[algorithms.Algorithm]
 }
 
 // tableID tells apart state that must never mix: the algorithm and its
@@ -267,7 +272,7 @@ func (c *cursor) keep(state algo.State, res algorithms.Result, now int64, el tim
 		c.t.replace(c.pos, state)
 		return
 	}
-	c.t.keep(c.slot, c.pos, c.h, c.ns, c.key, c.alg, state, res, now, el)
+	c.t.keep(c, state, res, now, el)
 }
 
 // changes reports whether Decide(state, now, cost) of alg may change state
@@ -299,11 +304,44 @@ func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algori
 			el = max(now.Sub(s.base), 0)
 		}
 	}
-	if err := algo.CheckDecision(alg, now, cost); err != nil {
+	if err := s.check(alg, now, cost); err != nil {
 		return algorithms.Result{}, err
 	}
-	key = s.kept(key)
-	return s.decideAt(ctx, key.Namespace, key.Name, alg, now, el, cost)
+	return s.decideRequest(ctx, s.kept(key), alg, now, el, cost)
+}
+
+// request is one decision's input on its way down to a shard and a table:
+// the key (ns:key, and its hash h), the algorithm, the time (now, and t in
+// Unix nanoseconds), the time on the store's clock (el, elapsed; -1 until
+// it is read) and the cost.
+type request struct {
+	h       uint64
+	ns, key string
+	alg     algorithms.Algorithm
+	now     time.Time
+	t       int64
+	el      time.Duration
+	cost    int64
+}
+
+// check is algo.CheckDecision, which validates alg only when it is not the
+// algorithm the store last found valid: one of package algorithms' types
+// (CheckKind), whose values compare, and equal to it.
+func (s *Store) check(alg algorithms.Algorithm, now time.Time, cost int64) error {
+	if err := algo.CheckKind(alg); err != nil {
+		return err
+	}
+	if last := s.valid.Load(); last == nil || *last != alg {
+		if err := alg.Validate(); err != nil {
+			return err
+		}
+		valid := alg // its own variable, so that alg stays off the heap
+		s.valid.Store(&valid)
+	}
+	if err := algo.CheckCost(alg, cost); err != nil {
+		return err
+	}
+	return algo.CheckTime(now)
 }
 
 // Capabilities reports that the store decides at the now it is given and
@@ -312,19 +350,15 @@ func (s *Store) Capabilities() store.Capabilities {
 	return store.Capabilities{RequestIDs: true}
 }
 
-// decideAt decides checked input; el is the time on the store's clock
-// (elapsed), or -1 for decideAt to read it if it needs it.
-func (s *Store) decideAt(ctx context.Context, ns, key string, alg algorithms.Algorithm, now time.Time, el time.Duration, cost int64) (algorithms.Result, error) {
+// decideRequest decides checked input; el is the time on the store's
+// clock (elapsed), or -1 for decideRequest to read it if it needs it.
+func (s *Store) decideRequest(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, el time.Duration, cost int64) (algorithms.Result, error) {
 	id, once, err := requestID(ctx, cost)
 	if err != nil {
 		return algorithms.Result{}, err
 	}
-	t := now.UnixNano()
-	h := s.hash(ns, key)
+	h := s.hash(key.Namespace, key.Name)
 	sh := s.shard(h)
-	if once {
-		return s.decideOnce(sh, h, ns, key, id, alg, now, t, s.elapsedOr(el), cost), nil
-	}
 	// An inspection changes nothing, and neither does a denial of cost 1
 	// (algo.Decide) unless a log drops expired records in it
 	// (algo.Keeps); such denials are what a key over its limit
@@ -332,65 +366,70 @@ func (s *Store) decideAt(ctx context.Context, ns, key string, alg algorithms.Alg
 	// packed state (see hot), so a hot key's callers run in parallel. A
 	// denial of cost 1 gets the Result of an inspection as a request of cost
 	// 1, which is the same.
-	if cost == 1 {
+	if cost == 1 && !once {
 		// A hot key's denial: the entry as it stood at the last write
 		// lock, which is the state now.
-		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, ns, key) {
+		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, key.Namespace, key.Name) {
 			if res, keeps := algo.Inspect(alg, hot.w, hot.tag, now, -1); !res.Allowed && keeps {
 				return res, nil // not counted (see tick)
 			}
 		}
 	}
+	r := request{h: h, ns: key.Namespace, key: key.Name, alg: alg, now: now, t: now.UnixNano(), el: el, cost: cost}
+	if once {
+		r.el = s.elapsedOr(r.el)
+		return s.decideWithID(sh, &r, id), nil
+	}
 	if cost <= 0 || cost == 1 && sh.denying.Load() {
-		r := sh.rlock()
-		res, done, expired := sh.inspect(h, ns, key, alg, t, now, cost)
-		sh.runlock(r)
+		rl := sh.rlock()
+		res, done, expired := sh.inspect(&r)
+		sh.runlock(rl)
 		if done {
 			s.sweepIfDue(sh, !expired)
 			return res, nil
 		}
 	}
 
-	el = s.elapsedOr(el)
+	r.el = s.elapsedOr(r.el)
 	sh.lock()
 	defer sh.unlock()
-	return sh.decideLocked(s.seed, h, ns, key, alg, now, t, el, cost), nil
+	return sh.decideLocked(s.seed, &r), nil
 }
 
-// decideOnce decides a request with a request ID that charges: the first
+// decideWithID decides a request with a request ID that charges: the first
 // admission with the ID, or a decision that it records if it admits. Not
-// in decideAt, whose one deferred unlock stays open-coded.
-func (s *Store) decideOnce(sh *shard, h uint64, ns, key, id string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
-	k := onceKey{t: idOf(alg), op: onceDecide, key: store.Key{Namespace: ns, Name: key}.String(), id: id}
+// in decideRequest, whose one deferred unlock stays open-coded.
+func (s *Store) decideWithID(sh *shard, r *request, id string) algorithms.Result {
+	k := onceKey{t: idOf(r.alg), op: onceDecide, key: store.Key{Namespace: r.ns, Name: r.key}.String(), id: id}
 	sh.lock()
 	defer sh.unlock()
-	if r, ok := sh.once.find(k, el); ok {
-		return r.results[0]
+	if rec, ok := sh.once.find(k, r.el); ok {
+		return rec.results[0]
 	}
-	res := sh.decideLocked(s.seed, h, ns, key, alg, now, t, el, cost)
+	res := sh.decideLocked(s.seed, r)
 	if res.Allowed {
-		sh.once.keep(k, el, 0, res)
+		sh.once.keep(k, r.el, 0, res)
 	}
 	return res
 }
 
 // decideLocked decides under the write lock.
-func (sh *shard) decideLocked(seed maphash.Seed, h uint64, ns, key string, alg algorithms.Algorithm, now time.Time, t int64, el time.Duration, cost int64) algorithms.Result {
-	c := sh.find(h, ns, key, alg, seed, true)
+func (sh *shard) decideLocked(seed maphash.Seed, r *request) algorithms.Result {
+	c := sh.find(r.h, r.ns, r.key, r.alg, seed, true)
 	var res algorithms.Result
-	packed := cost >= 1 && c.t.decidePacked(c.slot, c.pos, h, ns, key, alg, now, t, el, cost, &res)
+	packed := r.cost >= 1 && c.t.stepPacked(&c, r, &res)
 	if !packed {
-		st := c.state(t)
-		changed := changes(alg, st, now, cost)
+		st := c.state(r.t)
+		changed := changes(r.alg, st, r.now, r.cost)
 		var state algo.State
-		state, res = algo.Decide(alg, st, now, cost)
-		c.keep(state, res, t, el, cost, changed)
+		state, res = algo.Decide(r.alg, st, r.now, r.cost)
+		c.keep(state, res, r.t, r.el, r.cost, changed)
 	}
-	if d := !res.Allowed; cost == 1 && sh.denying.Load() != d {
+	if d := !res.Allowed; r.cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
 	}
 	if sh.tick(false) {
-		sh.sweep(el)
+		sh.sweep(r.el)
 	}
 	return res
 }
@@ -402,7 +441,8 @@ func (sh *shard) decideLocked(seed maphash.Seed, h uint64, ns, key string, alg a
 // must be decided under the write lock; expired is whether it found an
 // entry that no longer counts, for a sweep to drop. Requires the read lock
 // (rlock).
-func (sh *shard) inspect(h uint64, ns, key string, alg algorithms.Algorithm, t int64, now time.Time, cost int64) (res algorithms.Result, done, expired bool) {
+func (sh *shard) inspect(r *request) (res algorithms.Result, done, expired bool) {
+	h, ns, key, alg, t, now, cost := r.h, r.ns, r.key, r.alg, r.t, r.now, r.cost
 	ask := min(cost, -cost)
 	tb, pos := sh.table(alg, maphash.Seed{}, false), -1
 	if tb != nil {
@@ -494,7 +534,7 @@ func (s *Store) reset(ctx context.Context, ns, key string, alg algorithms.Algori
 	}
 	switch {
 	case marked:
-		c.t.put(c.slot, c.pos, h, ns, key, alg, m)
+		c.t.put(&c, m)
 		kept = max(kept, time.Duration(m.sweep)*time.Second-el)
 	case c.pos >= 0:
 		c.t.remove(c.slot, c.pos)

@@ -272,13 +272,14 @@ func (t *table) state(pos int, now int64) algo.State {
 	return t.scratch
 }
 
-// keep records the state a decision of alg at now (Unix nanoseconds), el
-// after the store's start, left for ns:key, whose hash is h and whose
-// slot and position (-1 for none) find returned; it counts for
+// keep records the state a decision of c's algorithm at now (Unix
+// nanoseconds), el after the store's start, left for c's key at the slot
+// and position (-1 for none) find returned; it counts for
 // keptFor(res, now), or longer if it has no packed form and alg's Pack
 // says so (algo.Packer), and a sweep may drop it from that time on
 // the store's clock (sweepAt).
-func (t *table) keep(slot, pos int, h uint64, ns, key string, alg algorithms.Algorithm, state algo.State, res algorithms.Result, now int64, el time.Duration) {
+func (t *table) keep(c *cursor, state algo.State, res algorithms.Result, now int64, el time.Duration) {
+	slot, pos := c.slot, c.pos
 	if state == nil {
 		if pos >= 0 {
 			t.remove(slot, pos)
@@ -286,7 +287,7 @@ func (t *table) keep(slot, pos int, h uint64, ns, key string, alg algorithms.Alg
 		return
 	}
 	if pos < 0 {
-		pos = t.insert(slot, h, ns, key)
+		pos = t.insert(slot, c.h, c.ns, c.key)
 	}
 	life := keptFor(res, now)
 	e := t.at(pos)
@@ -303,8 +304,8 @@ func (t *table) keep(slot, pos int, h uint64, ns, key string, alg algorithms.Alg
 			// How long the state counts may depend on the limit that
 			// decided, not only on the Kind and Scope the table's packer
 			// shares with it.
-			if algo.Packs(alg) {
-				w, _, _ = algo.Pack(alg, state)
+			if algo.Packs(c.alg) {
+				w, _, _ = algo.Pack(c.alg, state)
 			}
 			if w[0] > 0 {
 				life = max(life, time.Duration(min(w[0], maxPacked)*1000-now))
@@ -335,14 +336,14 @@ func (t *table) packInto(pos int, w algo.Words, tag int64, ok bool) bool {
 	return true
 }
 
-// decidePacked decides a request of cost >= 1 by alg at now (Unix
-// nanoseconds t, el after the store's start) on the packed entry at pos,
-// or on none (-1), into res, and writes its state in place, as keep would, with
+// stepPacked decides r, a request of cost >= 1, on the packed entry
+// at c's position, or on none (-1), into res, and writes its state in place, as keep would, with
 // algo.DecidePacked: no state is unpacked, so nothing is allocated. ok is
 // false, with nothing written, when it cannot: the table boxes its states,
 // the entry is boxed, or the state left has no packed form or another tag;
 // the caller then decides as Decide does. Requires the write lock.
-func (t *table) decidePacked(slot, pos int, h uint64, ns, key string, alg algorithms.Algorithm, now time.Time, tn int64, el time.Duration, cost int64, res *algorithms.Result) (ok bool) {
+func (t *table) stepPacked(c *cursor, r *request, res *algorithms.Result) (ok bool) {
+	pos, alg, now, tn, el, cost := c.pos, r.alg, r.now, r.t, r.el, r.cost
 	if t.packer == nil {
 		return false
 	}
@@ -359,8 +360,12 @@ func (t *table) decidePacked(slot, pos int, h uint64, ns, key string, alg algori
 	if t.derivedFor != alg {
 		t.derivedFor, t.derived = alg, algo.Derive(alg)
 	}
-	nw, tag, r, ok := algo.DecidePacked(alg, &t.derived, w, t.tag, has, now, cost)
-	*res = r
+	var in *algo.Words
+	if has {
+		in = &w
+	}
+	nw, tag, decided, ok := algo.DecidePacked(alg, &t.derived, in, t.tag, now, cost)
+	*res = decided
 	if !ok || t.tagged && tag != t.tag || nw[0] < 0 || nw[0] > maxPacked {
 		return false
 	}
@@ -370,7 +375,7 @@ func (t *table) decidePacked(slot, pos int, h uint64, ns, key string, alg algori
 		return true
 	}
 	if pos < 0 {
-		pos = t.insert(slot, h, ns, key)
+		pos = t.insert(c.slot, c.h, c.ns, c.key)
 	}
 	t.tag, t.tagged = tag, true
 	t.at(pos).w = nw

@@ -20,14 +20,15 @@ func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algori
 	if err := storecheck.Reserve(alg, now, cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	return s.book(ctx, sk, alg, now, cost, maxWait, false)
+	return s.book(ctx, sk, &request{alg: alg, now: now, cost: cost}, maxWait, false)
 }
 
-// book books cost for key under alg, checked, under the key's shard lock:
-// with algo.Reserve for the algorithms that book, with algo.Decide
+// book books r's cost for key under its algorithm, checked, under the
+// key's shard lock: with algo.Reserve for the algorithms that book, with algo.Decide
 // otherwise (a lease of the fixed window). With lease, an admission makes
 // a copy of the entry it leaves the key's mark (see Lease).
-func (s *Store) book(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration, lease bool) (algorithms.Result, time.Duration, error) {
+func (s *Store) book(ctx context.Context, sk store.Key, r *request, maxWait time.Duration, lease bool) (algorithms.Result, time.Duration, error) {
+	alg, now, cost := r.alg, r.now, r.cost
 	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
 	id, once, err := requestID(ctx, cost)
@@ -161,13 +162,10 @@ func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.A
 
 // Refund gives back n units that a request admitted at time at was charged
 // (see store.Store.Refund), under the key's shard lock.
-func (s *Store) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *Store) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
 	now = storecheck.Now(now)
-	key = s.kept(key)
-	return s.refund(ctx, key.Namespace, key.Name, alg, now, at, n)
-}
-
-func (s *Store) refund(ctx context.Context, ns, key string, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+	sk = s.kept(sk)
+	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -211,7 +209,7 @@ func (s *Store) refund(ctx context.Context, ns, key string, alg algorithms.Algor
 	_, res := algo.Decide(alg, state, now, 0)
 	if changed && c.t != nil {
 		// Not c.keep: a refund's n is no request's cost.
-		c.t.keep(c.slot, c.pos, c.h, c.ns, c.key, c.alg, state, res, t, el)
+		c.t.keep(&c, state, res, t, el)
 	}
 	if once && changed {
 		// Kept as long as the refunded charge could count, for a retry of

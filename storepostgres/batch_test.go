@@ -30,8 +30,8 @@ func TestBatchDecidesAsAlone(t *testing.T) {
 		t.Run(k.Name(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			ms := storememory.New()
-			alg, relimit := difftest.Scope(rng, k)
-			algs := []algorithms.Algorithm{alg, relimit()}
+			lim := difftest.Scope(rng, k)
+			algs := []algorithms.Algorithm{lim.Alg, lim.Relimit()}
 			clock := difftest.NewClock(rng)
 			prefix := fmt.Sprintf("%s:%d", testKey(t), rng.Uint64())
 			for batch := range sequences(40) {

@@ -13,11 +13,11 @@ import (
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
 
-// decideSQL are the decision statements, by kind (pgsql.Decide).
+// decideSQL are the decision statements, by kind (pgsql.Decision).
 var decideSQL = func() map[*algorithms.Kind]string {
 	m := map[*algorithms.Kind]string{}
 	for _, k := range algorithms.Kinds() {
-		m[k] = pgsql.Decide(k)
+		m[k] = pgsql.Decision(k)
 	}
 	return m
 }()
@@ -32,7 +32,7 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if err := algo.CheckDecision(alg, s.checkTime(now), cost); err != nil {
 		return algorithms.Result{}, err
 	}
-	res, _, err := s.decide(ctx, k, alg, now, cost, 0)
+	res, _, err := s.send(ctx, k, alg, now, cost, 0)
 	return res, err
 }
 
@@ -46,13 +46,13 @@ func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorit
 	if err := storecheck.Reserve(alg, s.checkTime(now), cost, maxWait); err != nil {
 		return algorithms.Result{}, 0, err
 	}
-	return s.decide(ctx, k, alg, now, cost, maxWait.Microseconds())
+	return s.send(ctx, k, alg, now, cost, maxWait.Microseconds())
 }
 
-// decide runs a decision, or with a slack above 0 a booking: the upsert,
+// send runs a decision, or with a slack above 0 a booking: the upsert,
 // or with the caller's request ID and a cost above 0 the kind's once
 // driver.
-func (s *Store) decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost, slack int64) (algorithms.Result, time.Duration, error) {
+func (s *Store) send(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost, slack int64) (algorithms.Result, time.Duration, error) {
 	id, given, err := s.begin(ctx)
 	if err != nil {
 		return algorithms.Result{}, 0, err
@@ -123,7 +123,7 @@ func decisionResult(reply []int64, alg algorithms.Algorithm, cost int64, once bo
 
 // fields checks a reply's first five fields and returns them as a Result.
 func fields(reply []int64, limit, notBefore int64) (algorithms.Result, error) {
-	res, err := storecheck.Result(reply[0], reply[1], reply[2], reply[3], reply[4], limit, notBefore)
+	res, err := storecheck.Result([5]int64(reply[:5]), limit, notBefore)
 	if err != nil {
 		return algorithms.Result{}, malformed(reply, "%v", err)
 	}

@@ -63,9 +63,9 @@ func TestDifferentialBatches(t *testing.T) {
 				}
 				var seqs []*sequence
 				for i := range sequencesPerBatch {
-					alg, relimit := difftest.Scope(rng, kinds[rng.IntN(len(kinds))])
+					lim := difftest.Scope(rng, kinds[rng.IntN(len(kinds))])
 					start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
-					seqs = append(seqs, &sequence{key: fmt.Sprintf("%s:%d:%d", testKey(t), b, i), alg: alg, relimit: relimit, now: start, left: stepsPerSequence})
+					seqs = append(seqs, &sequence{key: fmt.Sprintf("%s:%d:%d", testKey(t), b, i), alg: lim.Alg, relimit: lim.Relimit, now: start, left: stepsPerSequence})
 				}
 				var ds []storeredis.BatchDecision
 				var want []algorithms.Result

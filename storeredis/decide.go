@@ -27,7 +27,7 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	var buf [keyBuf]byte
 	rkey := s.appendKey(buf[:0], k.String(), alg)
 	if s.deny == nil || cost <= 0 {
-		return s.decide(ctx, string(rkey), alg, now, cost)
+		return s.send(ctx, string(rkey), alg, now, cost)
 	}
 	// A request with the caller's ID may be a retry of an admission, which
 	// it must get back: a cached denial does not answer it. What it does
@@ -36,17 +36,17 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 	if _, given := requestid.From(ctx); given {
 		t, key := s.denyClock(now), string(rkey)
 		gen := s.deny.Generation(key)
-		res, err := s.decide(ctx, key, alg, now, cost)
+		res, err := s.send(ctx, key, alg, now, cost)
 		if err == nil {
-			s.deny.Remember(key, alg, res, cost, t, s.clientTime, gen)
+			s.deny.Remember(key, alg, res, cost, t, gen)
 		}
 		return res, err
 	}
 	return s.decideCached(ctx, rkey, alg, now, cost)
 }
 
-// decide runs a decision on the state at rkey.
-func (s *Store) decide(ctx context.Context, rkey string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+// send runs a decision on the state at rkey.
+func (s *Store) send(ctx context.Context, rkey string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
 	d := newDecision(rkey, alg, now, cost)
 	if err := s.do(ctx, d); err != nil {
 		return algorithms.Result{}, err
@@ -72,7 +72,7 @@ func newDecision(rkey string, alg algorithms.Algorithm, now time.Time, cost int6
 	return d
 }
 
-func (d *decision) script() (*redis.Script, error) { return scripts.Decide(d.alg.Kind()) }
+func (d *decision) script() (*redis.Script, error) { return scripts.Decision(d.alg.Kind()) }
 
 // once is the decision's once key, or "" without a request ID.
 func (d *decision) once() string { return d.rid.key(d.rkeys[0], onceDecide) }

@@ -80,9 +80,9 @@ func (s *Store) decideCached(ctx context.Context, rkey []byte, alg algorithms.Al
 	}
 	key := string(rkey)
 	gen := s.deny.Generation(key)
-	res, err := s.decide(ctx, key, alg, now, cost)
+	res, err := s.send(ctx, key, alg, now, cost)
 	if err == nil {
-		s.deny.Remember(key, alg, res, cost, t, s.clientTime, gen)
+		s.deny.Remember(key, alg, res, cost, t, gen)
 	}
 	return res, err
 }

@@ -66,7 +66,7 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 		}
 		v[i] = n
 	}
-	res, err := storecheck.Result(v[0], v[1], v[2], v[3], v[4], limit, notBefore)
+	res, err := storecheck.Result(v, limit, notBefore)
 	if err != nil {
 		return algorithms.Result{}, fmt.Errorf("%w (reply %v)", err, fields)
 	}

@@ -181,7 +181,7 @@ func TestExpiredRecordsAreRemovedInBoundedSteps(t *testing.T) {
 	alg := algorithms.SlidingLog{Limit: 10_000, Window: time.Minute}
 	key := testKey(t)
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	if err := redisinfo.FillLog(ctx, s, key, alg, 0, 2_500, start, time.Microsecond); err != nil {
+	if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{To: 2_500, Start: start, Spacing: time.Microsecond}); err != nil {
 		t.Fatal(err)
 	}
 	records := func() int64 {

@@ -128,7 +128,7 @@ func New(client Client, opts ...Option) *Store {
 		s.co = s.newCoalescer(client)
 	}
 	if s.denyCache > 0 {
-		s.deny = denycache.New(s.denyCache)
+		s.deny = denycache.New(s.denyCache, s.clientTime)
 	}
 	switch {
 	case s.warn != nil:
@@ -167,7 +167,7 @@ func scriptFor(alg algorithms.Algorithm) (*redis.Script, error) {
 	if err := algo.CheckKind(alg); err != nil {
 		return nil, fmt.Errorf("%w: %w", store.ErrUnsupported, err)
 	}
-	return scripts.Decide(alg.Kind())
+	return scripts.Decision(alg.Kind())
 }
 
 // Capabilities reports the store's clock, the server's unless

@@ -102,7 +102,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		p.finish()
 		return err
 	}
-	d, err := recommend.Decide(in, m.Figures)
+	d, err := recommend.Choose(in, m.Figures)
 	if err != nil {
 		p.finish()
 		return err

@@ -32,7 +32,7 @@ func TestRecommendationStatesTheClassicTree(t *testing.T) {
 			Time:      recommend.Spread{Median: time.Microsecond, Min: time.Microsecond, Max: time.Microsecond, Samples: 5},
 			Overshoot: map[string]float64{"poisson": 1, "boundary": 1, "worst": 1}}
 	}
-	d, err := recommend.Decide(in, m.Figures)
+	d, err := recommend.Choose(in, m.Figures)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestRecommendationsAreStable(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		d, err := recommend.Decide(in, m.Figures)
+		d, err := recommend.Choose(in, m.Figures)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,7 +117,7 @@ func TestRecommendationsAreStable(t *testing.T) {
 				f.Overshoot, f.FalseAdmits, f.FalseDenials = first.Overshoot, first.FalseAdmits, first.FalseDenials
 				again.Figures[alg] = f
 			}
-			d2, err := recommend.Decide(in, again.Figures)
+			d2, err := recommend.Choose(in, again.Figures)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -340,22 +340,22 @@ func Inspect(a algorithms.Algorithm, w Words, tag int64, now time.Time, cost int
 // the decisions a makes.
 func Derive(a algorithms.Algorithm) Derived { return derive(a) }
 
-// DecidePacked is Decide, then Pack, on the state that w and tag stand for
-// (Pack), or on no state when has is false, without unpacking it into a
+// DecidePacked is Decide, then Pack, on the state that *w and tag stand
+// for (Pack), or on no state when w is nil, without unpacking it into a
 // State of its own: it allocates nothing. d is Derive(a), and cost is at
 // least 1. ok is false when the decision leaves no state, or one that has
 // no packed form; the store then decides with Decide instead, on the same
 // input, with the same Result. a must pack (Packs).
-func DecidePacked(a algorithms.Algorithm, d *Derived, w Words, tag int64, has bool, now time.Time, cost int64) (_ Words, _ int64, res algorithms.Result, ok bool) {
+func DecidePacked(a algorithms.Algorithm, d *Derived, w *Words, tag int64, now time.Time, cost int64) (_ Words, _ int64, res algorithms.Result, ok bool) {
 	switch alg := a.(type) {
 	case algorithms.GCRA, algorithms.TokenBucket:
-		w, tag, ok = derivedBucket(d).decidePacked(w, tag, has, now, cost, &res)
+		nw, ntag, ok := derivedBucket(d).stepPacked(w, tag, now, cost, &res)
 		res.SetCharged(a, cost)
-		return w, tag, res, ok
+		return nw, ntag, res, ok
 	case algorithms.FixedWindow:
 		var st, spare fixedWindowState
 		var in *fixedWindowState
-		if has {
+		if w != nil {
 			st = fixedWindowState{Start: w[0] - int64(alg.Window/time.Microsecond), Count: w[1]}
 			in = &st
 		}

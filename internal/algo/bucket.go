@@ -233,7 +233,7 @@ func (b bucket) stepInto(st, spare *bucketState, now time.Time, cost, slack int6
 	switch {
 	case (cost <= 0 || !res.Allowed && cost == 1) && !converted:
 		// An inspection changes nothing, and neither does a denial of cost
-		// 1 (see Algorithm's decide).
+		// 1 (see Decide).
 		return st, delay
 	case cost <= 0:
 		// An inspection that converted the state: it keeps the result in

@@ -53,7 +53,7 @@ func (st *compactLogState) firstLive(expired int64) int64 {
 	return hi
 }
 
-// decide runs one compact-log step; see Algorithm's decide. It allocates only
+// decide runs one compact-log step; see Decide. It allocates only
 // when the ring grows.
 func (a compactLog) decide(state keyState, now time.Time, cost int64) (keyState, algorithms.Result) {
 	st := stateAs[*compactLogState](a.name(), state)
@@ -87,7 +87,7 @@ func (a compactLog) decide(state keyState, now time.Time, cost int64) (keyState,
 			count += cost
 		}
 		if res.Allowed || cost > 1 {
-			st.Latest = eff // see algorithms.Algorithm's decide
+			st.Latest = eff // see Decide
 		}
 	}
 	res.Remaining = max(0, a.Limit-count)
@@ -119,7 +119,7 @@ func (st *compactLogState) push(limit, t, cost int64) {
 
 // refund gives back n units charged at time at, as SlidingLog.Refund does:
 // off the newest timestamps when they are the request's, otherwise the
-// oldest units still counting. See Algorithm's refund.
+// oldest units still counting. See Refund.
 func (a compactLog) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
 	st := stateAs[*compactLogState](a.name(), state)
 	if st == nil {

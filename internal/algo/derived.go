@@ -27,13 +27,13 @@ func derivedBucket(d *Derived) bucket {
 	return bucket{burst: d[0], k: d[1], p: d[2], q: d[3], r: d[4], count: d[5], period: d[6]}
 }
 
-// decidePacked is decidePacked for a token bucket or GCRA, writing the
+// stepPacked is stepPacked for a token bucket or GCRA, writing the
 // Result into res.
-func (b bucket) decidePacked(w Words, tag int64, has bool, now time.Time, cost int64, res *algorithms.Result) (Words, int64, bool) {
+func (b bucket) stepPacked(w *Words, tag int64, now time.Time, cost int64, res *algorithms.Result) (Words, int64, bool) {
 	var st, spare bucketState
 	var in *bucketState
-	if has {
-		unpackBucket(&st, w, tag)
+	if w != nil {
+		unpackBucket(&st, *w, tag)
 		in = &st
 	}
 	out, _ := b.stepInto(in, &spare, now, cost, 0, res)

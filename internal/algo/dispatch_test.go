@@ -64,7 +64,7 @@ func TestEveryKindDecides(t *testing.T) {
 				t.Errorf("Inspect = %+v", res)
 			}
 			d := algo.Derive(alg)
-			if _, _, res, ok := algo.DecidePacked(alg, &d, w, tag, true, t0, 1); !ok || res.Remaining != 8 {
+			if _, _, res, ok := algo.DecidePacked(alg, &d, &w, tag, t0, 1); !ok || res.Remaining != 8 {
 				t.Errorf("DecidePacked = %+v, %v", res, ok)
 			}
 		})

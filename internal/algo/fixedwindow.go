@@ -21,7 +21,7 @@ func (fixedWindow) name() string { return algorithms.FixedWindow{}.Kind().Name()
 
 // refund takes n off the count, not below zero, when at is in the key's
 // window. A request charged in an earlier window counts no more, so nothing
-// comes back for it. See Algorithm's refund.
+// comes back for it. See Refund.
 func (a fixedWindow) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
 	st := stateAs[*fixedWindowState](a.name(), state)
 	w, t, n0 := int64(a.Window/time.Microsecond), micros(at), micros(now)
@@ -33,7 +33,7 @@ func (a fixedWindow) refund(state keyState, now, at time.Time, n int64) (keyStat
 	return st, true
 }
 
-// decide runs one fixed-window step; see Algorithm's decide.
+// decide runs one fixed-window step; see Decide.
 func (a fixedWindow) decide(state keyState, now time.Time, cost int64) (keyState, algorithms.Result) {
 	st, res := a.step(stateAs[*fixedWindowState](a.name(), state), now, cost)
 	if st == nil {

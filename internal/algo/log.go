@@ -111,7 +111,7 @@ func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost i
 	st.Records, st.Total = live, total
 	if res.Allowed || cost > 1 {
 		// A denial of cost 1 drops what expired but leaves the latest time
-		// (see Algorithm's decide).
+		// (see Decide).
 		st.Latest = eff
 	}
 	return st, res

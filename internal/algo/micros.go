@@ -14,7 +14,7 @@ func duration(us int64) time.Duration { return time.Duration(us) * time.Microsec
 
 // need is the cost a decision of the given cost is judged by: the cost
 // itself, 1 for an inspection of cost 0, and n for an inspection of a cost
-// of n, which is given as -n (see Algorithm's decide).
+// of n, which is given as -n (see Decide).
 func need(cost int64) int64 {
 	if cost > 0 {
 		return cost

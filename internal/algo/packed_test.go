@@ -142,7 +142,7 @@ func TestPackRoundTrip(t *testing.T) {
 					d := algo.Derive(alg)
 					for _, cost := range []int64{1, 2, algo.MaxCost(alg)} {
 						after, want := algo.Decide(alg, algo.Unpack(alg, w, tag, nil), now, cost)
-						gw, gtag, got, ok := algo.DecidePacked(alg, &d, w, tag, true, now, cost)
+						gw, gtag, got, ok := algo.DecidePacked(alg, &d, &w, tag, now, cost)
 						if got != want {
 							t.Fatalf("DecidePacked(%v, cost %d) = %+v, Decide: %+v", now, cost, got, want)
 						}
@@ -160,7 +160,7 @@ func TestPackRoundTrip(t *testing.T) {
 					d := algo.Derive(alg)
 					now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 					after, want := algo.Decide(alg, nil, now, 1)
-					gw, gtag, got, ok := algo.DecidePacked(alg, &d, algo.Words{}, 0, false, now, 1)
+					gw, gtag, got, ok := algo.DecidePacked(alg, &d, nil, 0, now, 1)
 					ww, wtag, wok := algo.Pack(alg, after)
 					if got != want || ok != wok || gw != ww || gtag != wtag {
 						t.Fatalf("DecidePacked on no state = %v %d %+v %v, Decide then Pack %v %d %+v %v", gw, gtag, got, ok, ww, wtag, want, wok)

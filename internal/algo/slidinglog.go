@@ -17,7 +17,7 @@ type slidingLog algorithms.SlidingLog
 // but they would have expired before the refunded ones, so until the
 // refunded request would have expired the key gets back less than n, never
 // more. A refund moves the key's latest time on to now, as an admission
-// does. See Algorithm's refund.
+// does. See Refund.
 func (a slidingLog) refund(state keyState, now, at time.Time, n int64) (keyState, bool) {
 	st, ok := logRefund(stateAs[*slidingLogState](a.name(), state), int64(a.Window/time.Microsecond), 1, now, at, n)
 	if !ok {
@@ -29,7 +29,7 @@ func (a slidingLog) refund(state keyState, now, at time.Time, n int64) (keyState
 // name returns "sliding_log".
 func (slidingLog) name() string { return algorithms.SlidingLog{}.Kind().Name() }
 
-// decide runs one sliding-log step; see Algorithm's decide.
+// decide runs one sliding-log step; see Decide.
 func (a slidingLog) decide(state keyState, now time.Time, cost int64) (keyState, algorithms.Result) {
 	st, res := logStep(stateAs[*slidingLogState](a.name(), state), a.Limit, int64(a.Window/time.Microsecond), 1, now, cost)
 	if st == nil {

@@ -32,6 +32,13 @@ func logUniform(rng *rand.Rand, lo, hi int64) int64 {
 	return min(max(v, lo), hi)
 }
 
+// Limits is a sequence's algorithm, and a function that draws it again
+// with another limit in the same scope.
+type Limits struct {
+	Alg     algorithms.Algorithm
+	Relimit func() algorithms.Algorithm
+}
+
 // Scope returns random valid parameters for an algorithm of kind k, and a
 // function that draws the same algorithm again with another limit (and
 // burst) in the same scope, so that a sequence can change its
@@ -39,7 +46,7 @@ func logUniform(rng *rand.Rand, lo, hi int64) int64 {
 // a quarter counts up to 10^9 and a quarter counts from 2^40 to 2^50, with
 // windows and periods from a microsecond (a millisecond for sub-windows) to
 // 30 days.
-func Scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() algorithms.Algorithm) {
+func Scope(rng *rand.Rand, k *algorithms.Kind) Limits {
 	mode := rng.IntN(4)
 	if k.Name() == "compact_log" {
 		// One timestamp per unit: limits up to CompactLogMaxLimit, and
@@ -87,7 +94,7 @@ func Scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 			}
 		}
 	}
-	return valid(), valid
+	return Limits{Alg: valid(), Relimit: valid}
 }
 
 // Sequence runs one random sequence of Steps decisions and refunds of alg
@@ -95,7 +102,8 @@ func Scope(rng *rand.Rand, k *algorithms.Kind) (algorithms.Algorithm, func() alg
 // steps, and fails t at the first Result that differs. realTTL says that
 // keys expire on the target's own clock while the sequence drives a fake
 // one, so the sequence must keep them from expiring early (see Run).
-func Sequence(t testing.TB, s store.Store, rng *rand.Rand, alg algorithms.Algorithm, relimit func() algorithms.Algorithm, key string, realTTL bool) {
+func Sequence(t testing.TB, s store.Store, rng *rand.Rand, lim Limits, key string, realTTL bool) {
+	alg, relimit := lim.Alg, lim.Relimit
 	t.Helper()
 	ctx := context.Background()
 	var state algo.State
@@ -234,8 +242,7 @@ func Run(t *testing.T, s store.Store, kinds []*algorithms.Kind, n int, prefix st
 		t.Run(k.Name(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 42))
 			for seq := range n {
-				alg, relimit := Scope(rng, k)
-				Sequence(t, s, rng, alg, relimit, fmt.Sprintf("%s:%d:%d", prefix, seq, rng.Uint64()), realTTL)
+				Sequence(t, s, rng, Scope(rng, k), fmt.Sprintf("%s:%d:%d", prefix, seq, rng.Uint64()), realTTL)
 			}
 		})
 	}

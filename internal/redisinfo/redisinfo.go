@@ -84,14 +84,22 @@ func Harness(name string) bool {
 	return false
 }
 
-// FillLog admits requests from..to-1 of cost 1 on key, request i at
-// start + i×spacing, and fails if any is denied. The store must use client
+// Records are the requests FillLog admits: From to To-1, request i at
+// Start + i×Spacing.
+type Records struct {
+	From, To int64
+	Start    time.Time
+	Spacing  time.Duration
+}
+
+// FillLog admits the requests r of cost 1 on key, and fails if any is
+// denied. The store must use client
 // time. The requests go one after another: a log decides a request whose
 // time is behind the key's latest at that latest time, so requests sent
 // concurrently, reaching Redis out of order, would share records.
-func FillLog(ctx context.Context, s *storeredis.Store, key string, alg algorithms.Algorithm, from, to int64, start time.Time, spacing time.Duration) error {
-	for i := from; i < to; i++ {
-		res, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(time.Duration(i)*spacing), 1)
+func FillLog(ctx context.Context, s *storeredis.Store, key string, alg algorithms.Algorithm, r Records) error {
+	for i := r.From; i < r.To; i++ {
+		res, err := s.Decide(ctx, store.Key{Name: key}, alg, r.Start.Add(time.Duration(i)*r.Spacing), 1)
 		if err != nil {
 			return err
 		}

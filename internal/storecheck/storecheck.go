@@ -81,14 +81,15 @@ func RequestID(ctx context.Context) error {
 	return nil
 }
 
-// Result checks the fields of a result a store read back from its own
+// Result checks the five fields of a result a store read back from its own
 // language (a Lua script, a SQL function): allowed (1 or 0), remaining
 // under limit, retry_after and reset_after in µs, and at, the time decided
 // at in µs since the Unix epoch, no earlier than notBefore. It returns them
 // as a Result, or an error that says which field is out of range: a state
 // no decision wrote, or code of another version, must never read as an
 // admission.
-func Result(allowed, remaining, retry, reset, at, limit, notBefore int64) (algorithms.Result, error) {
+func Result(fields [5]int64, limit, notBefore int64) (algorithms.Result, error) {
+	allowed, remaining, retry, reset, at := fields[0], fields[1], fields[2], fields[3], fields[4]
 	switch {
 	case limit < 1:
 		return algorithms.Result{}, fmt.Errorf("limit %d", limit)
@@ -115,7 +116,7 @@ func Result(allowed, remaining, retry, reset, at, limit, notBefore int64) (algor
 
 // Charged returns res, read back from a store's record of a request made
 // with a request ID, marked as what the admission it reports charged
-// (algo.Charge): cost, under the limit (or rate count) and burst recorded,
+// (algorithms.Result.SetCharged): cost, under the limit (or rate count) and burst recorded,
 // of alg's kind and scope. A retry made after the key's limit changed gets
 // the limit the admission was charged under. A denial, or a record of cost
 // 0, charged nothing.

@@ -107,7 +107,7 @@ func run(addr string) error {
 	for _, n := range []int{100, 10_000, 100_000} {
 		alg := algorithms.SlidingLog{Limit: int64(n), Window: time.Hour}
 		key := fmt.Sprint("records:", n)
-		if err := redisinfo.FillLog(ctx, s, key, alg, 0, int64(n), t0, 7*time.Microsecond); err != nil {
+		if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{To: int64(n), Start: t0, Spacing: 7 * time.Microsecond}); err != nil {
 			return err
 		}
 		bytes, enc, err := usage(ctx, c, s.Key(key, alg))

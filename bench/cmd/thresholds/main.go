@@ -173,7 +173,7 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 		key := fmt.Sprintf("user:1001:%d", n)
 		if !quick || n <= 60_000 {
 			alg := algorithms.SlidingLog{Limit: n, Window: sc.window}
-			if err := redisinfo.FillLog(ctx, s, key, alg, 0, n, logStart, 10*time.Microsecond); err != nil {
+			if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{To: n, Start: logStart, Spacing: 10 * time.Microsecond}); err != nil {
 				return nil, err
 			}
 			b, err := c.MemoryUsage(ctx, s.Key(key, alg), 0).Result()
@@ -189,7 +189,7 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 			_ = s.Reset(ctx, store.Key{Name: key}, alg)
 
 			ring := algorithms.CompactLog{Limit: n, Window: sc.window}
-			if err := redisinfo.FillLog(ctx, s, key, ring, 0, n, logStart, 10*time.Microsecond); err != nil {
+			if err := redisinfo.FillLog(ctx, s, key, ring, redisinfo.Records{To: n, Start: logStart, Spacing: 10 * time.Microsecond}); err != nil {
 				return nil, err
 			}
 			if row.compactBytes, err = c.MemoryUsage(ctx, s.Key(key, ring), 0).Result(); err != nil {
@@ -200,13 +200,13 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 		}
 		var err error
 		sub := sc.window / 60
-		if row.windowBytes, err = keyBytes(ctx, c, ks, algorithms.SlidingWindow{Limit: sc.records(), Window: sc.window, SubWindows: 60}, sub, 60, sc.qps*int64(sub/time.Second)); err != nil {
+		if row.windowBytes, err = keyBytes(ctx, c, ks, algorithms.SlidingWindow{Limit: sc.records(), Window: sc.window, SubWindows: 60}, traffic{sub, 60, sc.qps * int64(sub/time.Second)}); err != nil {
 			return nil, err
 		}
-		if row.bucketBytes, err = keyBytes(ctx, c, ks, algorithms.TokenBucket{Capacity: sc.qps, Refill: algorithms.PerSecond(sc.qps)}, time.Millisecond, 3, 1); err != nil {
+		if row.bucketBytes, err = keyBytes(ctx, c, ks, algorithms.TokenBucket{Capacity: sc.qps, Refill: algorithms.PerSecond(sc.qps)}, traffic{time.Millisecond, 3, 1}); err != nil {
 			return nil, err
 		}
-		if row.gcraBytes, err = keyBytes(ctx, c, ks, algorithms.GCRA{Rate: algorithms.PerSecond(sc.qps), Burst: sc.qps}, time.Millisecond, 3, 1); err != nil {
+		if row.gcraBytes, err = keyBytes(ctx, c, ks, algorithms.GCRA{Rate: algorithms.PerSecond(sc.qps), Burst: sc.qps}, traffic{time.Millisecond, 3, 1}); err != nil {
 			return nil, err
 		}
 		m["sliding_window_60.bytes_per_key"] = max(m["sliding_window_60.bytes_per_key"], float64(row.windowBytes))
@@ -227,9 +227,18 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 	return rows, nil
 }
 
-// keyBytes decides count requests of cost each, every apart, on a fresh key
-// and returns its MEMORY USAGE.
-func keyBytes(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, every time.Duration, count int, cost int64) (int64, error) {
+// traffic is what keyBytes decides: count requests of cost each, every
+// apart.
+type traffic struct {
+	every time.Duration
+	count int
+	cost  int64
+}
+
+// keyBytes decides tr on a fresh key under alg and returns its MEMORY
+// USAGE.
+func keyBytes(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, tr traffic) (int64, error) {
+	every, count, cost := tr.every, tr.count, tr.cost
 	const key = "user:1001"
 	if err := alg.Validate(); err != nil {
 		return 0, err
@@ -287,7 +296,7 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 	var filled int64
 	crossed := int64(0)
 	for _, n := range sizes {
-		if err := redisinfo.FillLog(ctx, s, key, alg, filled, n, logStart, 10*time.Microsecond); err != nil {
+		if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{From: filled, To: n, Start: logStart, Spacing: 10 * time.Microsecond}); err != nil {
 			return nil, err
 		}
 		filled = n

@@ -33,8 +33,7 @@ func TestBucketBookings(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			var n bucketCounts
 			for seq := range sequences() {
-				alg, relimit := difftest.Scope(rng, k)
-				bucketSequence(t, p, rng, alg, relimit, seq, &n)
+				bucketSequence(t, p, rng, difftest.Scope(rng, k), seq, &n)
 			}
 			// The sequences must reach what they are for.
 			t.Logf("%+v", n)
@@ -68,7 +67,8 @@ type bucketBooking struct {
 	cost int64
 }
 
-func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, alg algorithms.Algorithm, relimit func() algorithms.Algorithm, seq int, count *bucketCounts) {
+func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, lim difftest.Limits, seq int, count *bucketCounts) {
+	alg, relimit := lim.Alg, lim.Relimit
 	t.Helper()
 	ctx := context.Background()
 	var goState algo.State
@@ -111,7 +111,7 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, alg algorithm
 				if keep == nil {
 					fail("refund: wrote %v with no keep", next)
 				}
-				bucketSame(t, alg, goState, next, *keep, now, fail)
+				bucketSame(alg, goState, next, *keep, now, fail)
 				sqlState = next
 				count.refunded++
 			}
@@ -156,7 +156,7 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, alg algorithm
 			count.beyond++
 		}
 		if next != nil {
-			bucketSame(t, alg, goState, next, keep, now, fail)
+			bucketSame(alg, goState, next, keep, now, fail)
 			sqlState = next
 			if len(next) != 4 || next[1] != 0 {
 				count.unpacked++
@@ -196,8 +196,7 @@ func bucketPack(alg algorithms.Algorithm, state algo.State) (algo.Words, int64, 
 // bucketSame checks a state the SQL wrote, and its keep, against the Go
 // state: the same words when Go's packs (whole µs, no rate count change),
 // and in any case kept exactly until it stops counting.
-func bucketSame(t *testing.T, alg algorithms.Algorithm, goState algo.State, next []int64, keep int64, now time.Time, fail func(string, ...any)) {
-	t.Helper()
+func bucketSame(alg algorithms.Algorithm, goState algo.State, next []int64, keep int64, now time.Time, fail func(string, ...any)) {
 	w, tag, ok := bucketPack(alg, goState)
 	if ok && !slices.Equal(next, []int64{w[0], 0, w[1], tag}) {
 		fail("state %v, go's packs as %v tag %d", next, w, tag)

@@ -182,8 +182,7 @@ func TestCompactLogKept(t *testing.T) {
 	k := algorithms.CompactLog{}.Kind()
 	for seq := range uint64(sequences()) {
 		rng := rand.New(rand.NewPCG(seq, 0xc0))
-		alg, relimit := difftest.Scope(rng, k)
-		difftest.Sequence(t, s, rng, alg, relimit, fmt.Sprintf("compact:%d", seq), false)
+		difftest.Sequence(t, s, rng, difftest.Scope(rng, k), fmt.Sprintf("compact:%d", seq), false)
 	}
 	if s.checked == 0 {
 		t.Fatal("no state outlived its keep")

@@ -119,10 +119,10 @@ RETURNING res`
 // upsertParams are upsert's parameters in the order of Decide's $n.
 var upsertParams = []string{"key", "now", "cost", "slack", "p1", "p2", "p3", "grace"}
 
-// Decide returns k's decision statement, whose parameters are $1 the key,
+// Decision returns k's decision statement, whose parameters are $1 the key,
 // $2 now (NULL for the server's clock), $3 the cost, $4 the slack, $5…$7
 // the parameters and $8 the grace.
-func Decide(k *algorithms.Kind) string {
+func Decision(k *algorithms.Kind) string {
 	return instantiate(upsert, k.Name(), "$")
 }
 

@@ -83,7 +83,7 @@ func (s *steps) step(ctx context.Context, key string, alg algorithms.Algorithm, 
 	if allowed {
 		a = 1
 	}
-	return storecheck.Result(a, remaining, retry, reset, at, algo.MaxCost(alg), 0)
+	return storecheck.Result([5]int64{a, remaining, retry, reset, at}, algo.MaxCost(alg), 0)
 }
 
 func (s *steps) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
@@ -141,5 +141,5 @@ func (f fields) Result(limit, notBefore int64) (algorithms.Result, error) {
 	if f.Allowed {
 		a = 1
 	}
-	return storecheck.Result(a, f.Remaining, f.Retry, f.Reset, f.At, limit, notBefore)
+	return storecheck.Result([5]int64{a, f.Remaining, f.Retry, f.Reset, f.At}, limit, notBefore)
 }

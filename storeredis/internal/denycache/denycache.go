@@ -19,8 +19,9 @@ const shards = 16
 
 // Cache remembers recent denials of cost 1. It is safe for concurrent use.
 type Cache struct {
-	seed   maphash.Seed
-	shards [shards]shard
+	seed       maphash.Seed
+	clientTime bool // the clock is the caller's now (see New)
+	shards     [shards]shard
 }
 
 type shard struct {
@@ -49,9 +50,11 @@ type denial struct {
 }
 
 // New returns a cache that remembers about n denials, at least one per
-// shard.
-func New(n int) *Cache {
-	c := &Cache{seed: maphash.MakeSeed()}
+// shard. With clientTime, its clock is the caller's now, and a remembered
+// denial answers only a request at or after the decision's own time;
+// otherwise it is Monotonic.
+func New(n int, clientTime bool) *Cache {
+	c := &Cache{seed: maphash.MakeSeed(), clientTime: clientTime}
 	for i := range c.shards {
 		c.shards[i].entries = make(map[string]denial)
 		c.shards[i].limit = max(n/shards, 1)
@@ -104,10 +107,8 @@ func (c *Cache) Generation(key string) uint64 {
 // 1. Any other decision may have changed the state (an admission, or a
 // denial of a larger cost that moved its latest time or carried it over to
 // another limit), so it drops what was remembered for it. gen is Generation's value before the request was
-// sent: if the key's shard was reset since, nothing is kept. With
-// clientTime, the clock is the caller's now, and only a request at or
-// after the decision's own time is answered.
-func (c *Cache) Remember(key string, alg algorithms.Algorithm, res algorithms.Result, cost, sent int64, clientTime bool, gen uint64) {
+// sent: if the key's shard was reset since, nothing is kept.
+func (c *Cache) Remember(key string, alg algorithms.Algorithm, res algorithms.Result, cost, sent int64, gen uint64) {
 	sh := c.shard(key)
 	keep := !res.Allowed && cost == 1
 	if !keep && sh.n.Load() == 0 {
@@ -122,7 +123,7 @@ func (c *Cache) Remember(key string, alg algorithms.Algorithm, res algorithms.Re
 	}
 	// RetryAfter and ResetAfter count from the request's now.
 	d := denial{params: algo.ParamsOf(alg), at: sent, until: sent + res.RetryAfter.Microseconds(), reset: sent + res.ResetAfter.Microseconds()}
-	if clientTime {
+	if c.clientTime {
 		// A now behind the key's latest time is decided at that time, so
 		// only a request at or after the decision's own time is answered
 		// here: the backend would decide it at its now.

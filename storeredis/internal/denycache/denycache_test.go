@@ -30,9 +30,9 @@ func denied(at, retry, reset int64) algorithms.Result {
 // ResetAfter down and At forward on the backend's timeline, and only for
 // the same parameters.
 func TestDeny(t *testing.T) {
-	c := New(64)
+	c := New(64, false)
 	key := "k"
-	c.Remember(key, gcra, denied(5_000, 300, 800), 1, 1_000, false, c.Generation(key))
+	c.Remember(key, gcra, denied(5_000, 300, 800), 1, 1_000, c.Generation(key))
 	for _, tt := range []struct {
 		name string
 		alg  algorithms.Algorithm
@@ -63,8 +63,8 @@ func TestDeny(t *testing.T) {
 // from the time the backend decided at, which may be later than the
 // request's now (a now behind the key's latest time).
 func TestDenyInClientTime(t *testing.T) {
-	c := New(64)
-	c.Remember("k", gcra, denied(1_500, 800, 900), 1, 1_000, true, c.Generation("k"))
+	c := New(64, true)
+	c.Remember("k", gcra, denied(1_500, 800, 900), 1, 1_000, c.Generation("k"))
 	if _, ok := c.Deny([]byte("k"), gcra, 1_499); ok {
 		t.Fatal("a now before the decision's time was denied")
 	}
@@ -85,9 +85,9 @@ func TestRememberOnlyDenialsOfCostOne(t *testing.T) {
 		{"a denial of cost 2", denied(1_000, 300, 800), 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := New(64)
-			c.Remember("k", gcra, denied(1_000, 300, 800), 1, 1_000, false, c.Generation("k"))
-			c.Remember("k", gcra, tt.res, tt.cost, 1_100, false, c.Generation("k"))
+			c := New(64, false)
+			c.Remember("k", gcra, denied(1_000, 300, 800), 1, 1_000, c.Generation("k"))
+			c.Remember("k", gcra, tt.res, tt.cost, 1_100, c.Generation("k"))
 			if _, ok := c.Deny([]byte("k"), gcra, 1_100); ok || c.Len() != 0 {
 				t.Fatalf("after %s, the cache still denies (%d remembered)", tt.name, c.Len())
 			}
@@ -98,14 +98,14 @@ func TestRememberOnlyDenialsOfCostOne(t *testing.T) {
 // TestForget drops a key's denial, and a denial decided before a Forget
 // (its Generation read before) is not kept when it comes back after it.
 func TestForget(t *testing.T) {
-	c := New(64)
-	c.Remember("k", gcra, denied(1_000, 300, 800), 1, 1_000, false, c.Generation("k"))
+	c := New(64, false)
+	c.Remember("k", gcra, denied(1_000, 300, 800), 1, 1_000, c.Generation("k"))
 	gen := c.Generation("k") // a request is sent...
 	c.Forget("k")            // ...the key is reset meanwhile...
 	if _, ok := c.Deny([]byte("k"), gcra, 1_100); ok {
 		t.Fatal("a forgotten denial still denies")
 	}
-	c.Remember("k", gcra, denied(1_000, 300, 800), 1, 1_000, false, gen) // ...and its denial comes back
+	c.Remember("k", gcra, denied(1_000, 300, 800), 1, 1_000, gen) // ...and its denial comes back
 	if _, ok := c.Deny([]byte("k"), gcra, 1_100); ok || c.Len() != 0 {
 		t.Fatal("a denial decided before the reset was kept")
 	}
@@ -114,10 +114,10 @@ func TestForget(t *testing.T) {
 // TestBounded remembers 20 times as many denials as the cache holds: it
 // keeps at most its size.
 func TestBounded(t *testing.T) {
-	c := New(64)
+	c := New(64, false)
 	for i := range 64 * 20 {
 		key := fmt.Sprint("k", i)
-		c.Remember(key, gcra, denied(1_000, 300, 800), 1, 1_000, false, c.Generation(key))
+		c.Remember(key, gcra, denied(1_000, 300, 800), 1, 1_000, c.Generation(key))
 	}
 	if n := c.Len(); n == 0 || n > 64 {
 		t.Fatalf("the cache holds %d denials, want 1 to 64", n)
@@ -127,8 +127,8 @@ func TestBounded(t *testing.T) {
 // TestDenyAllocatesNothing: a hit, on a key in a caller's buffer,
 // allocates nothing.
 func TestDenyAllocatesNothing(t *testing.T) {
-	c := New(64)
-	c.Remember("ratewise:gcra:1s:{alice}", gcra, denied(1_000, 300, 800), 1, 1_000, false, c.Generation("ratewise:gcra:1s:{alice}"))
+	c := New(64, false)
+	c.Remember("ratewise:gcra:1s:{alice}", gcra, denied(1_000, 300, 800), 1, 1_000, c.Generation("ratewise:gcra:1s:{alice}"))
 	var buf [64]byte
 	key := append(buf[:0], "ratewise:gcra:1s:{alice}"...)
 	var ok bool

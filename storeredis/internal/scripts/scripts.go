@@ -83,9 +83,9 @@ func layoutOf(src string) string {
 	return ""
 }
 
-// Decide returns the decision script of k, a registered kind, or an error
+// Decision returns the decision script of k, a registered kind, or an error
 // wrapping store.ErrUnsupported if its files are missing.
-func Decide(k *algorithms.Kind) (*redis.Script, error) {
+func Decision(k *algorithms.Kind) (*redis.Script, error) {
 	sc := decide[k]
 	return sc.run, sc.err
 }

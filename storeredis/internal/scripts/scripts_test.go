@@ -21,7 +21,7 @@ func TestEveryDriverAssembles(t *testing.T) {
 		get  func(*algorithms.Kind) (*redis.Script, error)
 		file string
 	}{
-		{"decide", Decide, "decide.lua"},
+		{"decide", Decision, "decide.lua"},
 		{"batch", Batch, "decide_batch.lua"},
 		{"reserve", Reserve, "reserve.lua"},
 		{"refund", Refund, "refund.lua"},

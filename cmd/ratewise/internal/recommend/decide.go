@@ -182,14 +182,14 @@ func check(in Input, c candidate, figs map[string]Figures) verdict {
 	return v
 }
 
-// Decide applies the rules to the figures, keyed by algorithm name, for
+// Choose applies the rules to the figures, keyed by algorithm name, for
 // the algorithms of the registry. It needs figures for a kind of every
 // role the rules use (a fixed window, an exact log, a sliding window
 // counter and a bucket); a kind without figures, such as the compact log
 // beyond its largest limit, is no candidate.
-func Decide(in Input, figs map[string]Figures) (Decision, error) { return registry.decide(in, figs) }
+func Choose(in Input, figs map[string]Figures) (Decision, error) { return registry.choose(in, figs) }
 
-func (cat catalog) decide(in Input, figs map[string]Figures) (Decision, error) {
+func (cat catalog) choose(in Input, figs map[string]Figures) (Decision, error) {
 	if err := cat.needs(figs); err != nil {
 		return Decision{}, err
 	}

@@ -60,7 +60,7 @@ func TestDecide(t *testing.T) {
 			if err := c.in.Validate(); err != nil {
 				t.Fatal(err)
 			}
-			d, err := Decide(c.in, figures(c.logBytes))
+			d, err := Choose(c.in, figures(c.logBytes))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,7 +90,7 @@ func TestDecideSlowLogFallsBack(t *testing.T) {
 	slow.Time = Spread{Median: 5 * time.Millisecond, Min: 4 * time.Millisecond, Max: 6 * time.Millisecond, Samples: 5}
 	figs["sliding_log"] = slow
 	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	d, err := Decide(in, figs)
+	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestDecideNothingFits(t *testing.T) {
 	gcra.Time.Median = 1500 * time.Microsecond
 	figs["gcra"] = gcra
 	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	d, err := Decide(in, figs)
+	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestDecideSaysWhenCloseToABudget(t *testing.T) {
 	log.Time = Spread{Median: 900 * time.Microsecond, Min: 850 * time.Microsecond, Max: 1100 * time.Microsecond, Samples: 5}
 	figs["sliding_log"] = log
 	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	d, err := Decide(in, figs)
+	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +151,7 @@ func TestDecidePrefersTheCompactLog(t *testing.T) {
 	c.Algorithm, c.BytesPerKey = "compact_log", 5e3
 	figs["compact_log"] = c
 	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	d, err := Decide(in, figs)
+	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +201,7 @@ func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Decide(in, figures(1e3))
+	d, err := Choose(in, figures(1e3))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestANewKindIsConsidered(t *testing.T) {
 			f := figs[base.name]
 			f.Algorithm, f.BytesPerKey = fresh.name, 5e3
 			figs[fresh.name] = f
-			d, err := cat.decide(c.in, figs)
+			d, err := cat.choose(c.in, figs)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -96,7 +96,7 @@ func TestAKindOfANewFamilyIsListedNotRecommended(t *testing.T) {
 	f.Algorithm, f.BytesPerKey = fresh.name, 1
 	figs[fresh.name] = f
 	in := Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	d, err := cat.decide(in, figs)
+	d, err := cat.choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestDecideNeedsEveryRole(t *testing.T) {
 	figs := figures(1e3)
 	delete(figs, "sliding_window")
 	in := Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	if _, err := Decide(in, figs); err == nil || !strings.Contains(err.Error(), "no figures for a sliding window counter (sliding_window)") {
+	if _, err := Choose(in, figs); err == nil || !strings.Contains(err.Error(), "no figures for a sliding window counter (sliding_window)") {
 		t.Fatalf("got %v, want an error naming the sliding window counter", err)
 	}
 }
