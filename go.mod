@@ -8,7 +8,6 @@ require (
 	github.com/oklog/ulid/v2 v2.1.2
 	github.com/redis/go-redis/v9 v9.23.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sync v0.25.0
 )
 
 require (
@@ -18,6 +17,7 @@ require (
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sync v0.25.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.41.0 // indirect
 )

@@ -10,7 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/race"
+	"github.com/ratewise/ratewise/internal/testkit/race"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"

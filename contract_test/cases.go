@@ -6,7 +6,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/exact"
+	"github.com/ratewise/ratewise/internal/testkit/exact"
 )
 
 // algCase is one algorithm as the suite runs it, with the timings its

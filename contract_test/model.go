@@ -6,7 +6,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/exact"
+	"github.com/ratewise/ratewise/internal/testkit/exact"
 )
 
 // A model is a deliberately naive, obviously correct statement of an

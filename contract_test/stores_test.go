@@ -17,10 +17,10 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	contract "github.com/ratewise/ratewise/contract_test"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/pgtest"
-	"github.com/ratewise/ratewise/internal/race"
-	"github.com/ratewise/ratewise/internal/redistest"
 	"github.com/ratewise/ratewise/internal/storecheck"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
+	"github.com/ratewise/ratewise/internal/testkit/race"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -391,7 +391,7 @@ func (s *pgStore) Poison(t *testing.T, k store.Key, alg algorithms.Algorithm) (h
 }
 
 // pgPool returns a pool on the package's PostgreSQL server, which the
-// tests start on a free port (internal/pgtest) and share.
+// tests start on a free port (internal/testkit/pgtest) and share.
 func pgPool(t *testing.T) *pgxpool.Pool {
 	pgtest.Require(t)
 	p, err := pgxpool.New(context.Background(), pgtest.Shared(t).URL)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )

@@ -3,7 +3,7 @@
 // of connections, checking that every failure is a typed error, that no
 // decision that failed is reported as allowed, and that decisions resume.
 // Every test starts its own throwaway servers on free loopback ports
-// (internal/redistest), is bounded to a few seconds, and logs its
+// (internal/testkit/redistest), is bounded to a few seconds, and logs its
 // measurements on one line starting with "figures:".
 package fault_test
 
@@ -21,7 +21,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/store"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/redisinfo"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	core "github.com/ratewise/ratewise/internal/lease"
-	"github.com/ratewise/ratewise/internal/race"
+	"github.com/ratewise/ratewise/internal/testkit/race"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/roundtrips"
+	"github.com/ratewise/ratewise/internal/testkit/roundtrips"
 	"github.com/ratewise/ratewise/store"
 )
 

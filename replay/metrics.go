@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/exact"
+	"github.com/ratewise/ratewise/internal/testkit/exact"
 	"github.com/ratewise/ratewise/replay/workload"
 )
 

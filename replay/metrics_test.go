@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/exact"
+	"github.com/ratewise/ratewise/internal/testkit/exact"
 	"github.com/ratewise/ratewise/replay/workload"
 )
 

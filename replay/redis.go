@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/redisinfo"
-	"github.com/ratewise/ratewise/internal/roundtrips"
+	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
+	"github.com/ratewise/ratewise/internal/testkit/roundtrips"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"

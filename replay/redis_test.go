@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/ratewise/ratewise/internal/pgtest"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 )

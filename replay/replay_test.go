@@ -12,7 +12,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"

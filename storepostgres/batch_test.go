@@ -11,7 +11,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/difftest"
+	"github.com/ratewise/ratewise/internal/testkit/difftest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storepostgres"

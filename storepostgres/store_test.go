@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/difftest"
-	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/testkit/difftest"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 	"github.com/ratewise/ratewise/storepostgres"
 )
 
@@ -76,7 +76,7 @@ func kinds(t *testing.T) []*algorithms.Kind {
 }
 
 // TestDifferential holds the store, statement and table included, to the
-// Go steps on the differential sequences (internal/difftest): 10,000 steps
+// Go steps on the differential sequences (internal/testkit/difftest): 10,000 steps
 // per algorithm, with stale and backward times, inspections, refunds of
 // any part of an admission and limits that change while a key holds state.
 // Rows expire on the server's real clock while the sequences drive a fake

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/difftest"
+	"github.com/ratewise/ratewise/internal/testkit/difftest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"

@@ -6,9 +6,9 @@ import (
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/difftest"
-	"github.com/ratewise/ratewise/internal/race"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/difftest"
+	"github.com/ratewise/ratewise/internal/testkit/race"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
 

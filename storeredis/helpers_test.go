@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

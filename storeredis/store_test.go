@@ -11,7 +11,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
 	"github.com/ratewise/ratewise/storeredis"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 )
 

@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 	"github.com/ratewise/ratewise/replay"
 )
 

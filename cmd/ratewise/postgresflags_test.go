@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }

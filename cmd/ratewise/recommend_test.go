@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
-	"github.com/ratewise/ratewise/internal/race"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/race"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/replay"
 )
 

@@ -5,7 +5,7 @@ import (
 	"flag"
 	"strings"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/replay"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 	"github.com/ratewise/ratewise/storeredis"

@@ -11,8 +11,8 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/race"
 	"github.com/ratewise/ratewise/internal/requestid"
+	"github.com/ratewise/ratewise/internal/testkit/race"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
 )

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/storeredis"
 	"github.com/ratewise/ratewise/storeredis/redisprobe"
 )

@@ -1,6 +1,6 @@
 // Command pgmechanism measures ways to make one rate-limiting decision
 // atomic on PostgreSQL, side by side on a hot key, on a throwaway server it
-// starts itself (internal/pgtest). It is the measurement behind the choice
+// starts itself (internal/testkit/pgtest). It is the measurement behind the choice
 // of mechanism for a PostgreSQL store; every way runs the same minimal GCRA
 // step (a key's theoretical arrival time, in integer microseconds, on the
 // server's clock):
@@ -38,7 +38,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ratewise/ratewise/internal/pgtest"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 )
 
 const schema = `

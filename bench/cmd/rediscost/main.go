@@ -26,9 +26,9 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/redisinfo"
-	"github.com/ratewise/ratewise/internal/redissession"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
+	"github.com/ratewise/ratewise/internal/testkit/redissession"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )

@@ -24,9 +24,9 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/internal/loadgen"
-	"github.com/ratewise/ratewise/internal/redisinfo"
-	"github.com/ratewise/ratewise/internal/redissession"
+	"github.com/ratewise/ratewise/internal/testkit/loadgen"
+	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
+	"github.com/ratewise/ratewise/internal/testkit/redissession"
 	"github.com/ratewise/ratewise/storeredis"
 )
 

@@ -4,7 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/ratewise/ratewise/internal/svgplot"
+	"github.com/ratewise/ratewise/internal/testkit/svgplot"
 )
 
 func writeCharts(dir string, mem []memoryRow, lat []latencyRow) error {

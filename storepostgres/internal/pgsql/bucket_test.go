@@ -13,7 +13,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/difftest"
+	"github.com/ratewise/ratewise/internal/testkit/difftest"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/difftest"
-	"github.com/ratewise/ratewise/internal/pgtest"
 	"github.com/ratewise/ratewise/internal/storecheck"
+	"github.com/ratewise/ratewise/internal/testkit/difftest"
+	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
 )
 
 // BenchmarkBatchScript runs each kind's batch script (decide_batch.lua) on
@@ -109,7 +109,7 @@ func reportRedisMicros(b *testing.B, c *redis.Client, perCall int, cpu float64) 
 // evalStats returns the usec and calls of EVALSHA and EVAL in INFO
 // commandstats.
 func evalStats(b *testing.B, c *redis.Client) (usec, calls int64) {
-	// Not internal/redisinfo: it imports storeredis, which imports this
+	// Not internal/testkit/redisinfo: it imports storeredis, which imports this
 	// package.
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {

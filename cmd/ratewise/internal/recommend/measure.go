@@ -16,7 +16,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
-	"github.com/ratewise/ratewise/internal/redisinfo"
+	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
 	"github.com/ratewise/ratewise/replay"
 	"github.com/ratewise/ratewise/replay/workload"
 	"github.com/ratewise/ratewise/store"

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/ratewise/ratewise/internal/svgplot"
+	"github.com/ratewise/ratewise/internal/testkit/svgplot"
 	"github.com/ratewise/ratewise/replay"
 )
 

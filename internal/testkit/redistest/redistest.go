@@ -30,7 +30,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/testserver"
+	"github.com/ratewise/ratewise/internal/testkit/testserver"
 )
 
 // Server is one redis-server process this package started.

@@ -10,9 +10,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/redisinfo"
-	"github.com/ratewise/ratewise/internal/redistest"
-	"github.com/ratewise/ratewise/internal/roundtrips"
+	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
+	"github.com/ratewise/ratewise/internal/testkit/redistest"
+	"github.com/ratewise/ratewise/internal/testkit/roundtrips"
 )
 
 // Session is a measuring command's connection to Redis: a client whose round

@@ -32,7 +32,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/ratewise/ratewise/internal/testserver"
+	"github.com/ratewise/ratewise/internal/testkit/testserver"
 )
 
 // Server is one postgres process this package started.

@@ -1,5 +1,5 @@
 // Package testserver holds what the packages that start throwaway servers
-// for tests (internal/redistest, internal/pgtest) share: a free loopback
+// for tests (internal/testkit/redistest, internal/testkit/pgtest) share: a free loopback
 // port, and the loud skip when a server is not installed.
 package testserver
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/testserver"
+	"github.com/ratewise/ratewise/internal/testkit/testserver"
 )
 
 // StartDebuggable starts a server that accepts DEBUG (DEBUG SLEEP stalls

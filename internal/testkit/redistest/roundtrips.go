@@ -3,7 +3,7 @@ package redistest
 import (
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/internal/roundtrips"
+	"github.com/ratewise/ratewise/internal/testkit/roundtrips"
 )
 
 // RoundTrips counts the round trips a go-redis client makes (see
