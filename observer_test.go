@@ -41,7 +41,13 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 	alg := algorithms.SlidingLog{Limit: 2, Window: time.Minute}
 	rec := &recorder{}
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	l, err := ratewise.New(storememory.New(), alg, ratewise.WithObserver(rec), ratewise.WithClock(clock), ratewise.WithNamespace("api"))
+	l, err := ratewise.New(
+		storememory.New(),
+		alg,
+		ratewise.WithObserver(rec),
+		ratewise.WithClock(clock),
+		ratewise.WithNamespace("api"),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +79,8 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 		if e.Source != ratewise.SourceLimiter || e.Algorithm != alg || e.Binding != 0 || e.Key != "alice" || e.Err != nil {
 			t.Errorf("%s: %+v, want a limiter's decision by %v on alice without error", tt.name, e, alg)
 		}
-		if e.Allowed != tt.allowed || e.Result.Allowed != tt.allowed || e.Cost != tt.cost || e.Peek != tt.peek || e.Result.Remaining != tt.remaining {
+		if e.Allowed != tt.allowed || e.Result.Allowed != tt.allowed || e.Cost != tt.cost || e.Peek != tt.peek ||
+			e.Result.Remaining != tt.remaining {
 			t.Errorf("%s: allowed %v, cost %d, peek %v, remaining %d; want %v, %d, %v, %d",
 				tt.name, e.Allowed, e.Cost, e.Peek, e.Result.Remaining, tt.allowed, tt.cost, tt.peek, tt.remaining)
 		}
@@ -93,7 +100,13 @@ type slowStore struct {
 	err         error
 }
 
-func (s slowStore) Decide(context.Context, store.Key, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {
+func (s slowStore) Decide(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	int64,
+) (algorithms.Result, error) {
 	time.Sleep(s.delay)
 	return algorithms.Result{}, s.err
 }
@@ -105,7 +118,11 @@ func (s slowStore) Reset(context.Context, store.Key, algorithms.Algorithm) error
 func TestObserverHearsStoreErrors(t *testing.T) {
 	storeErr := fmt.Errorf("%w: connection refused", store.ErrUnavailable)
 	rec := &recorder{}
-	l, err := ratewise.New(slowStore{delay: 5 * time.Millisecond, err: storeErr}, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(rec))
+	l, err := ratewise.New(
+		slowStore{delay: 5 * time.Millisecond, err: storeErr},
+		algorithms.FixedWindow{Limit: 1, Window: time.Second},
+		ratewise.WithObserver(rec),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +145,11 @@ func TestObserverHearsStoreErrors(t *testing.T) {
 // Input rejected before the store is asked is not a decision.
 func TestObserverSkipsInvalidInput(t *testing.T) {
 	rec := &recorder{}
-	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(rec))
+	l, err := ratewise.New(
+		storememory.New(),
+		algorithms.FixedWindow{Limit: 1, Window: time.Second},
+		ratewise.WithObserver(rec),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -212,7 +212,12 @@ func (l *Limiter) Refund(ctx context.Context, key string, charged Result, n int6
 		return Result{}, ErrNotAdmitted
 	}
 	if n <= 0 || n > cost {
-		return Result{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
+		return Result{}, fmt.Errorf(
+			"%w: a refund must be in [1, %d], the cost the admission was charged, got %d",
+			algorithms.ErrInvalidCost,
+			cost,
+			n,
+		)
 	}
 	now, err := l.now()
 	if err != nil {
@@ -289,7 +294,12 @@ func checkAlgorithm(alg algorithms.Algorithm) error {
 	return alg.Validate()
 }
 
-func (l *Limiter) decideObserved(ctx context.Context, key string, alg algorithms.Algorithm, cost int64) (Result, error) {
+func (l *Limiter) decideObserved(
+	ctx context.Context,
+	key string,
+	alg algorithms.Algorithm,
+	cost int64,
+) (Result, error) {
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}

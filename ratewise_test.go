@@ -28,10 +28,20 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"window 0", s, algorithms.FixedWindow{Limit: 1}, algorithms.ErrInvalidWindow},
 		{"window -1m", s, algorithms.SlidingLog{Limit: 1, Window: -time.Minute}, algorithms.ErrInvalidWindow},
 		{"period 0", s, algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidPeriod},
-		{"period -1s", s, algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}}, algorithms.ErrInvalidPeriod},
+		{
+			"period -1s",
+			s,
+			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}},
+			algorithms.ErrInvalidPeriod,
+		},
 		{"burst 0", s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidBurst},
 		{"sub-windows 0", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second}, algorithms.ErrInvalidSubWindows},
-		{"sub-windows under 1ms", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 2000}, algorithms.ErrInvalidSubWindows},
+		{
+			"sub-windows under 1ms",
+			s,
+			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 2000},
+			algorithms.ErrInvalidSubWindows,
+		},
 		{"too large", s, algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 40}, algorithms.ErrOutOfRange},
 	}
 	for _, tt := range tests {

@@ -25,7 +25,10 @@ func TestReadmeSnippetsAreExamples(t *testing.T) {
 	if want := read(t, "examples/quickstart/main.go"); quickstart != want {
 		t.Fatalf("README's quickstart is not examples/quickstart/main.go verbatim:\n%s", quickstart)
 	}
-	if before, _, _ := strings.Cut(readme, "```go\n"); !strings.Contains(before[strings.LastIndex(before, "## "):], "go get github.com/ratewise/ratewise\n") {
+	if before, _, _ := strings.Cut(readme, "```go\n"); !strings.Contains(
+		before[strings.LastIndex(before, "## "):],
+		"go get github.com/ratewise/ratewise\n",
+	) {
 		t.Fatal("README's quickstart section does not start with go get github.com/ratewise/ratewise")
 	}
 	_, output, _ := strings.Cut(after, "```text\n")

@@ -42,7 +42,11 @@ func TestRefundRejects(t *testing.T) {
 func TestReservations(t *testing.T) {
 	ctx := context.Background()
 	clock := ratewisetest.NewClock(refundStart)
-	l, _ := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, ratewise.WithClock(clock))
+	l, _ := ratewise.New(
+		storememory.New(),
+		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+		ratewise.WithClock(clock),
+	)
 	reserve := func(want time.Duration) *ratewise.Reservation {
 		t.Helper()
 		r, err := l.Reserve(ctx, "k", 10*time.Second)
@@ -93,7 +97,11 @@ func TestReservations(t *testing.T) {
 // next booking gets it.
 func TestWaitGivesBackItsTurn(t *testing.T) {
 	clock := ratewisetest.NewClock(refundStart)
-	l, _ := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1}, ratewise.WithClock(cancelling{clock}))
+	l, _ := ratewise.New(
+		storememory.New(),
+		algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1},
+		ratewise.WithClock(cancelling{clock}),
+	)
 	l.Allow(context.Background(), "k")
 	if _, err := l.Wait(context.Background(), "k"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
@@ -115,8 +123,18 @@ func TestMultiKey(t *testing.T) {
 	ctx := context.Background()
 	s := storememory.New()
 	clock := ratewisetest.NewClock(refundStart)
-	user, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 2, Window: time.Minute}, ratewise.WithClock(clock), ratewise.WithNamespace("user"))
-	tenant, _ := ratewise.New(s, algorithms.FixedWindow{Limit: 3, Window: time.Minute}, ratewise.WithClock(clock), ratewise.WithNamespace("tenant"))
+	user, _ := ratewise.New(
+		s,
+		algorithms.SlidingLog{Limit: 2, Window: time.Minute},
+		ratewise.WithClock(clock),
+		ratewise.WithNamespace("user"),
+	)
+	tenant, _ := ratewise.New(
+		s,
+		algorithms.FixedWindow{Limit: 3, Window: time.Minute},
+		ratewise.WithClock(clock),
+		ratewise.WithNamespace("tenant"),
+	)
 	g, err := ratewise.NewMultiKey(user, tenant)
 	if err != nil {
 		t.Fatal(err)
@@ -148,14 +166,28 @@ func TestMultiKeyRefundsOnARace(t *testing.T) {
 	mem := storememory.New()
 	var raced atomic.Int32
 	// Another request takes all of the tenant first, once.
-	s := &onCharge{Store: mem, key: "tenant:acme", do: func(ctx context.Context, alg algorithms.Algorithm, now time.Time) {
-		if raced.CompareAndSwap(0, 1) {
-			mem.Decide(ctx, store.Key{Name: "tenant:acme"}, alg, now, algo.MaxCost(alg))
-		}
-	}}
+	s := &onCharge{
+		Store: mem,
+		key:   "tenant:acme",
+		do: func(ctx context.Context, alg algorithms.Algorithm, now time.Time) {
+			if raced.CompareAndSwap(0, 1) {
+				mem.Decide(ctx, store.Key{Name: "tenant:acme"}, alg, now, algo.MaxCost(alg))
+			}
+		},
+	}
 	clock := ratewisetest.NewClock(refundStart)
-	user, _ := ratewise.New(s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2}, ratewise.WithClock(clock), ratewise.WithNamespace("user"))
-	tenant, _ := ratewise.New(s, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, ratewise.WithClock(clock), ratewise.WithNamespace("tenant"))
+	user, _ := ratewise.New(
+		s,
+		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2},
+		ratewise.WithClock(clock),
+		ratewise.WithNamespace("user"),
+	)
+	tenant, _ := ratewise.New(
+		s,
+		algorithms.FixedWindow{Limit: 1, Window: time.Minute},
+		ratewise.WithClock(clock),
+		ratewise.WithNamespace("tenant"),
+	)
 	g, _ := ratewise.NewMultiKey(user, tenant)
 	res, err := g.Allow(ctx, "ann", "acme")
 	if err != nil || res.Allowed || res.Binding != 1 {
@@ -177,7 +209,13 @@ type onCharge struct {
 	do  func(ctx context.Context, alg algorithms.Algorithm, now time.Time)
 }
 
-func (o *onCharge) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (o *onCharge) Decide(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	if key == o.key && cost > 0 {
 		o.do(ctx, alg, now)
@@ -185,7 +223,13 @@ func (o *onCharge) Decide(ctx context.Context, sk store.Key, alg algorithms.Algo
 	return o.Store.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 }
 
-func (o *onCharge) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (o *onCharge) Refund(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	return o.Store.Refund(ctx, store.Key{Name: key}, alg, now, at, n)
 }
@@ -315,7 +359,11 @@ func TestMultiKeyRefundsWhenItsContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	// The context ends as the tenant is charged.
-	s := &onCharge{Store: storememory.New(), key: "tenant:acme", do: func(context.Context, algorithms.Algorithm, time.Time) { cancel() }}
+	s := &onCharge{
+		Store: storememory.New(),
+		key:   "tenant:acme",
+		do:    func(context.Context, algorithms.Algorithm, time.Time) { cancel() },
+	}
 	user, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("user"))
 	tenant, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("tenant"))
 	g, _ := ratewise.NewMultiKey(user, tenant)

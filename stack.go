@@ -84,7 +84,13 @@ func NewStack(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Stac
 	if err := storecheck.Set(algs, time.Unix(0, 0), 0); err != nil {
 		return nil, err
 	}
-	return &Stack{store: s, algs: append([]algorithms.Algorithm(nil), algs...), namespace: l.namespace, clock: l.clock, observer: l.observer}, nil
+	return &Stack{
+		store:     s,
+		algs:      append([]algorithms.Algorithm(nil), algs...),
+		namespace: l.namespace,
+		clock:     l.clock,
+		observer:  l.observer,
+	}, nil
 }
 
 // Allow is shorthand for AllowN(ctx, key, 1).
@@ -146,7 +152,12 @@ func (s *Stack) Refund(ctx context.Context, key string, res MultiResult, n int64
 			return MultiResult{}, fmt.Errorf("%w: limit %d of the set", ErrNotAdmitted, i)
 		}
 		if n <= 0 || n > cost {
-			return MultiResult{}, fmt.Errorf("%w: a refund must be in [1, %d], the cost the admission was charged, got %d", algorithms.ErrInvalidCost, cost, n)
+			return MultiResult{}, fmt.Errorf(
+				"%w: a refund must be in [1, %d], the cost the admission was charged, got %d",
+				algorithms.ErrInvalidCost,
+				cost,
+				n,
+			)
 		}
 		charges[i] = charge{alg, cost}
 	}

@@ -32,7 +32,8 @@ func TestStackBinding(t *testing.T) {
 		t.Fatalf("first: %+v, want admitted with the fixed window binding", res)
 	}
 	res, _ = set.Allow(ctx, "k")
-	if res.Allowed || res.Binding != 0 || res.RetryAfter != 30*time.Second || !res.Results[1].Allowed || res.Results[1].Remaining != 1 {
+	if res.Allowed || res.Binding != 0 || res.RetryAfter != 30*time.Second || !res.Results[1].Allowed ||
+		res.Results[1].Remaining != 1 {
 		t.Fatalf("second: %+v, want denied by the fixed window for 30s, the log uncharged", res)
 	}
 	clock.Advance(30 * time.Second)
@@ -40,7 +41,8 @@ func TestStackBinding(t *testing.T) {
 		t.Fatalf("in the next minute: %+v, want admitted", res)
 	}
 	res, _ = set.Allow(ctx, "k")
-	if res.Allowed || res.Binding != 1 || res.RetryAfter != time.Hour-30*time.Second || res.Results[0].RetryAfter != time.Minute {
+	if res.Allowed || res.Binding != 1 || res.RetryAfter != time.Hour-30*time.Second ||
+		res.Results[0].RetryAfter != time.Minute {
 		t.Fatalf("both denying: %+v, want the log binding, a wait of 59m30s", res)
 	}
 
@@ -58,13 +60,19 @@ func TestStackBinding(t *testing.T) {
 func TestNewStackRejects(t *testing.T) {
 	s := storememory.New()
 	gcra := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}
-	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(err, store.ErrSharedState) {
+	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(
+		err,
+		store.ErrSharedState,
+	) {
 		t.Errorf("two GCRAs per second: %v, want ErrSharedState", err)
 	}
 	if _, err := ratewise.NewStack(s, nil); !errors.Is(err, ratewise.ErrNilAlgorithm) {
 		t.Errorf("no algorithms: %v", err)
 	}
-	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(err, algorithms.ErrInvalidLimit) {
+	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(
+		err,
+		algorithms.ErrInvalidLimit,
+	) {
 		t.Errorf("an invalid algorithm: %v", err)
 	}
 	sets, err := ratewise.NewStack(onlyStore{s}, []algorithms.Algorithm{gcra})
@@ -80,10 +88,23 @@ func TestNewStackRejects(t *testing.T) {
 // answers both with store.ErrUnsupported, as the store contract says.
 type onlyStore struct{ store.Store }
 
-func (onlyStore) DecideSet(context.Context, store.Key, []algorithms.Algorithm, time.Time, int64) ([]algorithms.Result, error) {
+func (onlyStore) DecideSet(
+	context.Context,
+	store.Key,
+	[]algorithms.Algorithm,
+	time.Time,
+	int64,
+) ([]algorithms.Result, error) {
 	return nil, fmt.Errorf("%w: no sets here", store.ErrUnsupported)
 }
 
-func (onlyStore) Refund(context.Context, store.Key, algorithms.Algorithm, time.Time, time.Time, int64) (algorithms.Result, error) {
+func (onlyStore) Refund(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	time.Time,
+	int64,
+) (algorithms.Result, error) {
 	return algorithms.Result{}, fmt.Errorf("%w: no refunds here", store.ErrUnsupported)
 }

@@ -132,9 +132,22 @@ func (l *Limiter) waitBooked(ctx context.Context, key string, alg algorithms.Alg
 		cctx, cancel := detached(ctx)
 		defer cancel()
 		if _, err := r.cancel(cctx); err != nil {
-			return r.refused(), fmt.Errorf("%w: %v to wait for %q, the booking took %v, and giving it back failed: %w", ErrWaitExceedsDeadline, r.delay, key, r.took, err)
+			return r.refused(), fmt.Errorf(
+				"%w: %v to wait for %q, the booking took %v, and giving it back failed: %w",
+				ErrWaitExceedsDeadline,
+				r.delay,
+				key,
+				r.took,
+				err,
+			)
 		}
-		return r.refused(), fmt.Errorf("%w: %v to wait for %q, and the booking took %v", ErrWaitExceedsDeadline, r.delay, key, r.took)
+		return r.refused(), fmt.Errorf(
+			"%w: %v to wait for %q, and the booking took %v",
+			ErrWaitExceedsDeadline,
+			r.delay,
+			key,
+			r.took,
+		)
 	}
 	if r.delay > 0 {
 		if err := l.sleep(ctx, r.delay); err != nil {
@@ -156,7 +169,13 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // book runs one booking under alg, which has been checked.
-func (l *Limiter) book(ctx context.Context, key string, alg algorithms.Algorithm, n int64, maxWait time.Duration) (*Reservation, error) {
+func (l *Limiter) book(
+	ctx context.Context,
+	key string,
+	alg algorithms.Algorithm,
+	n int64,
+	maxWait time.Duration,
+) (*Reservation, error) {
 	start := l.clock.Now()
 	began := time.Now()
 	res, delay, err := l.store.Reserve(ctx, l.key(key), alg, start, n, maxWait)

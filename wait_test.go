@@ -22,7 +22,11 @@ import (
 func TestWaitSleepsUntilAdmitted(t *testing.T) {
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	clock := ratewisetest.NewClock(start)
-	l, err := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, ratewise.WithClock(clock))
+	l, err := ratewise.New(
+		storememory.New(),
+		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+		ratewise.WithClock(clock),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +44,11 @@ func TestWaitSleepsUntilAdmitted(t *testing.T) {
 // A wait that would outlast the deadline fails at once and charges nothing.
 func TestWaitRefusesAWaitPastTheDeadline(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	l, _ := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2}, ratewise.WithClock(clock))
+	l, _ := ratewise.New(
+		storememory.New(),
+		algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2},
+		ratewise.WithClock(clock),
+	)
 	l.AllowN(context.Background(), "k", 2)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
 	defer cancel()
@@ -93,14 +101,27 @@ type latentStore struct {
 	refunds atomic.Int64
 }
 
-func (s *latentStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *latentStore) Reserve(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	key := sk.String()
 	res, delay, err := s.Store.Reserve(ctx, store.Key{Name: key}, alg, now, cost, maxWait)
 	time.Sleep(s.rtt) // the reply's way back
 	return res, delay, err
 }
 
-func (s *latentStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *latentStore) Refund(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	s.refunds.Add(1)
 	return s.Store.Refund(ctx, store.Key{Name: key}, alg, now, at, n)
@@ -131,8 +152,17 @@ func TestWaitCountsTheRoundTrip(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, left)
 		res, err := l.Wait(short, key)
 		cancel()
-		if !errors.Is(err, ratewise.ErrWaitExceedsDeadline) || res.Allowed || res.RetryAfter <= left-rtt || res.RetryAfter > interval {
-			t.Fatalf("wait %d, %v away, with %v left and a %v round trip: %+v, %v; want ErrWaitExceedsDeadline and the wait it needed", i, interval, left, rtt, res, err)
+		if !errors.Is(err, ratewise.ErrWaitExceedsDeadline) || res.Allowed || res.RetryAfter <= left-rtt ||
+			res.RetryAfter > interval {
+			t.Fatalf(
+				"wait %d, %v away, with %v left and a %v round trip: %+v, %v; want ErrWaitExceedsDeadline and the wait it needed",
+				i,
+				interval,
+				left,
+				rtt,
+				res,
+				err,
+			)
 		}
 		if got := s.refunds.Load(); got != want {
 			t.Fatalf("wait %d: %d bookings given back, want %d", i, got, want)

@@ -15,7 +15,16 @@ func checkBucket(burst int64, what string, rate Rate, p int64) error {
 	hi, lo := bits.Mul64(uint64(burst), uint64(p))
 	limHi, limLo := bits.Mul64(uint64(maxDuration), uint64(rate.Count))
 	if hi > limHi || hi == limHi && lo > limLo {
-		return fmt.Errorf("%w: %s %d at %v refills in %d × %v / %d, above 2^50µs", ErrOutOfRange, what, burst, rate, burst, rate.Period, rate.Count)
+		return fmt.Errorf(
+			"%w: %s %d at %v refills in %d × %v / %d, above 2^50µs",
+			ErrOutOfRange,
+			what,
+			burst,
+			rate,
+			burst,
+			rate.Period,
+			rate.Count,
+		)
 	}
 	return nil
 }

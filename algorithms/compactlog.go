@@ -54,7 +54,12 @@ const CompactLogMaxLimit = 1 << 20
 // number of microseconds in [1µs, 2^50µs].
 func (a CompactLog) Validate() error {
 	if a.Limit > CompactLogMaxLimit {
-		return fmt.Errorf("%w: compact_log keeps one timestamp per unit, at most %d, got a limit of %d", ErrOutOfRange, CompactLogMaxLimit, a.Limit)
+		return fmt.Errorf(
+			"%w: compact_log keeps one timestamp per unit, at most %d, got a limit of %d",
+			ErrOutOfRange,
+			CompactLogMaxLimit,
+			a.Limit,
+		)
 	}
 	return FixedWindow(a).Validate()
 }

@@ -96,7 +96,11 @@ func ParsePeriod(s string) (time.Duration, error) {
 		// Well formed, so too long for a time.Duration.
 		return 0, fmt.Errorf("%w: period %q is above 2^50µs", ErrOutOfRange, s)
 	case err != nil:
-		return 0, fmt.Errorf("%w: period %q: want a unit such as s, min, h or day, or a duration such as 1500ms", ErrInvalidRate, s)
+		return 0, fmt.Errorf(
+			"%w: period %q: want a unit such as s, min, h or day, or a duration such as 1500ms",
+			ErrInvalidRate,
+			s,
+		)
 	case d <= 0:
 		return 0, fmt.Errorf("%w, got period %q", ErrInvalidPeriod, s)
 	}

@@ -341,7 +341,12 @@ func BenchmarkLargestCost(b *testing.B) {
 		} {
 			b.Run(tc.name+"/store="+st.name, func(b *testing.B) {
 				clock := &stepClock{now: start}
-				l, err := ratewise.New(st.new(), tc.alg, ratewise.WithClock(clock), ratewise.WithNamespace(fmt.Sprint(time.Now().UnixNano())))
+				l, err := ratewise.New(
+					st.new(),
+					tc.alg,
+					ratewise.WithClock(clock),
+					ratewise.WithNamespace(fmt.Sprint(time.Now().UnixNano())),
+				)
 				if err != nil {
 					b.Fatal(err)
 				}

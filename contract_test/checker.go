@@ -422,12 +422,27 @@ type checkerSide struct {
 	tierOpts []ratewise.Option
 }
 
-func newCheckerSide(s store.Store, setup checkerSetup, namespace string, clock *ratewisetest.Clock) (*checkerSide, error) {
-	side := &checkerSide{store: s, sets: map[int]*ratewise.Stack{}, clock: clock, setup: setup, prefix: namespace, tier: map[string]int{"a": 0, keyB: 0}}
+func newCheckerSide(
+	s store.Store,
+	setup checkerSetup,
+	namespace string,
+	clock *ratewisetest.Clock,
+) (*checkerSide, error) {
+	side := &checkerSide{
+		store:  s,
+		sets:   map[int]*ratewise.Stack{},
+		clock:  clock,
+		setup:  setup,
+		prefix: namespace,
+		tier:   map[string]int{"a": 0, keyB: 0},
+	}
 	side.tierOpts = []ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace(namespace)}
-	l, err := ratewise.New(s, setup.tiers[0], append(side.tierOpts, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
-		return setup.tiers[side.tier[key]], nil
-	}))...)
+	l, err := ratewise.New(
+		s,
+		setup.tiers[0],
+		append(side.tierOpts, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+			return setup.tiers[side.tier[key]], nil
+		}))...)
 	side.l = l
 	return side, err
 }
@@ -501,7 +516,14 @@ func (s *checkerSide) do(ctx context.Context, i int, o op) (any, error) {
 		}
 		return set.AllowN(ctx, o.key, o.n)
 	case opLease:
-		res, delay, err := s.store.Lease(ctx, store.Key{Namespace: s.prefix, Name: o.key}, s.setup.tiers[s.tier[o.key]], s.clock.Now(), o.n, o.maxWait)
+		res, delay, err := s.store.Lease(
+			ctx,
+			store.Key{Namespace: s.prefix, Name: o.key},
+			s.setup.tiers[s.tier[o.key]],
+			s.clock.Now(),
+			o.n,
+			o.maxWait,
+		)
 		if err != nil {
 			return nil, err
 		}

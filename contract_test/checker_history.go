@@ -137,7 +137,8 @@ func (h *history) record(i int, o op, ref *checkerSide, now, latest time.Time) s
 		// What comes back counts no more. A cancellation once the
 		// booking's turn has come on the limiter's clock, the booking's
 		// time plus its Delay, gives nothing back (Reservation.Cancel).
-		if r, ok := ref.results[o.ref].(*ratewise.Reservation); o.kind == opCancel && (!ok || !now.Before(h.at[o.ref].Add(r.Delay()))) {
+		if r, ok := ref.results[o.ref].(*ratewise.Reservation); o.kind == opCancel &&
+			(!ok || !now.Before(h.at[o.ref].Add(r.Delay()))) {
 			return ""
 		}
 		if a := h.kept[o.ref]; a != nil {
@@ -261,7 +262,12 @@ func (h *history) windowBoundOver(evs []event2, over []int64) string {
 			limit = max(limit, over[i])
 		}
 		if sum > limit {
-			return fmt.Sprintf("its window at the admission of step %d holds %d admitted and not given back, over the limit %d then in force", ev.step+1, sum, limit)
+			return fmt.Sprintf(
+				"its window at the admission of step %d holds %d admitted and not given back, over the limit %d then in force",
+				ev.step+1,
+				sum,
+				limit,
+			)
 		}
 	}
 	return ""
@@ -301,9 +307,17 @@ func (h *history) bucketBound(evs []event2) string {
 		used.Add(used, new(big.Rat).SetInt64(h.kept[ev.step].cost))
 		// By its turn, a booking's own tokens are all that may exceed
 		// the burst at its decision; at the turn, none may.
-		atTurn := new(big.Rat).Sub(used, new(big.Rat).Mul(big.NewRat(count, period), new(big.Rat).SetInt64(ev.at.UnixMicro()-ev.eff.UnixMicro())))
+		atTurn := new(
+			big.Rat,
+		).Sub(used, new(big.Rat).Mul(big.NewRat(count, period), new(big.Rat).SetInt64(ev.at.UnixMicro()-ev.eff.UnixMicro())))
 		if atTurn.Cmp(new(big.Rat).SetInt64(p.Burst)) > 0 {
-			return fmt.Sprintf("the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds", ev.step+1, ev.at.Format(time.StampMicro), atTurn.FloatString(3), p.Burst)
+			return fmt.Sprintf(
+				"the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds",
+				ev.step+1,
+				ev.at.Format(time.StampMicro),
+				atTurn.FloatString(3),
+				p.Burst,
+			)
 		}
 	}
 	return ""
@@ -334,7 +348,12 @@ func (h *history) replay(evs []event2) string {
 			continue
 		}
 		if !res.Allowed {
-			return fmt.Sprintf("the admission of step %d (%d not given back, at %v) does not replay on an empty key with what else was admitted before it: more got through than if the refunded units had never been charged", ev.step+1, cost, ev.at.Format(time.StampMicro))
+			return fmt.Sprintf(
+				"the admission of step %d (%d not given back, at %v) does not replay on an empty key with what else was admitted before it: more got through than if the refunded units had never been charged",
+				ev.step+1,
+				cost,
+				ev.at.Format(time.StampMicro),
+			)
 		}
 	}
 	return ""

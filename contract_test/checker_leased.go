@@ -65,7 +65,14 @@ const (
 // one unit, sized on rates measured over two-second spans: a key leases
 // once a few requests come to it within a second or two of each other.
 func leasedPolicy(clock interface{ Now() time.Time }) lease.Policy {
-	return lease.Policy{Instances: leasedInstances, RoundTrip: time.Second, Lifetime: 2, Divisor: leasedInstances, Min: 1, Clock: clock}
+	return lease.Policy{
+		Instances: leasedInstances,
+		RoundTrip: time.Second,
+		Lifetime:  2,
+		Divisor:   leasedInstances,
+		Min:       1,
+		Clock:     clock,
+	}
 }
 
 // leasedModelCheck is the model_check rule under Leased.
@@ -91,9 +98,23 @@ func leasedModelCheck(e *env) {
 		e.fatalf("%d sequences on a store that can lose replies lost none: the retried writes were not checked", sequences)
 	}
 	if algo.FamilyOf(e.c.kind) != algo.FamilyLog && (tally.booked.Load() == 0 || tally.local == 0) {
-		e.fatalf("%d sequences booked %d leases and decided %d requests from them: the leases were not checked", sequences, tally.booked.Load(), tally.local)
+		e.fatalf(
+			"%d sequences booked %d leases and decided %d requests from them: the leases were not checked",
+			sequences,
+			tally.booked.Load(),
+			tally.local,
+		)
 	}
-	e.t.Logf("%d sequences, %d steps on %d instances, %d leases booked, %d decisions made from them, %d replies lost, on %s", sequences, steps, leasedInstances, tally.booked.Load(), tally.local, tally.lost, e.c.name)
+	e.t.Logf(
+		"%d sequences, %d steps on %d instances, %d leases booked, %d decisions made from them, %d replies lost, on %s",
+		sequences,
+		steps,
+		leasedInstances,
+		tally.booked.Load(),
+		tally.local,
+		tally.lost,
+		e.c.name,
+	)
 }
 
 // leasedTally counts what the leased model checker exercised.
@@ -311,7 +332,13 @@ func (h *history) bucketSpent(evs []event2, limits []int64) string {
 			last = t
 			used.Add(used, new(big.Rat).SetInt64(h.kept[ev.step].cost))
 			if used.Cmp(new(big.Rat).SetInt64(limits[i])) > 0 {
-				return fmt.Sprintf("the admission of step %d, counted at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds", ev.step+1, ev.at.Format(time.StampMicro), used.FloatString(3), limits[i])
+				return fmt.Sprintf(
+					"the admission of step %d, counted at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds",
+					ev.step+1,
+					ev.at.Format(time.StampMicro),
+					used.FloatString(3),
+					limits[i],
+				)
 			}
 		}
 		start = end
@@ -340,25 +367,57 @@ func (c countingStore) count(ctx context.Context, cost int64) {
 	}
 }
 
-func (c countingStore) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (c countingStore) Decide(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	c.count(ctx, cost)
 	return c.Store.Decide(ctx, key, alg, now, cost)
 }
 
-func (c countingStore) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (c countingStore) Reserve(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	c.count(ctx, 0)
 	return c.Store.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 
-func (c countingStore) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (c countingStore) Lease(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	c.count(ctx, 0)
 	return c.Store.Lease(ctx, key, alg, now, cost, maxWait)
 }
 
-func (c countingStore) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (c countingStore) Refund(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	return c.Store.Refund(ctx, key, alg, now, at, n)
 }
 
-func (c countingStore) DecideSet(ctx context.Context, key store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (c countingStore) DecideSet(
+	ctx context.Context,
+	key store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	return c.Store.DecideSet(ctx, key, algs, now, cost)
 }

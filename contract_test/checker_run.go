@@ -176,9 +176,15 @@ func (r *seqRun) step(i int) string {
 				return fmt.Sprintf("step %d, retried with its request ID, did not return its first outcome: %s", i+1, msg)
 			}
 		}
-		againWant, againErr := r.ref.apply(applied{i: i, o: o, now: r.decidedAt(o, again, reading), id: r.ids[i], again: true})
+		againWant, againErr := r.ref.apply(
+			applied{i: i, o: o, now: r.decidedAt(o, again, reading), id: r.ids[i], again: true},
+		)
 		if msg := same(again.got, again.err, againWant, againErr); msg != "" {
-			return fmt.Sprintf("step %d, retried with its request ID, gave another outcome than the reference store: %s", i+1, msg)
+			return fmt.Sprintf(
+				"step %d, retried with its request ID, gave another outcome than the reference store: %s",
+				i+1,
+				msg,
+			)
 		}
 	}
 	if !r.unknown[i] {
@@ -340,7 +346,12 @@ const maxTries = 20_000
 // order returns an order of group (indices into the round's steps) in
 // which each step matches on base, and base with them applied in that
 // order; nil and how many it tried if there is none.
-func (r *seqRun) order(base *replayer, group []int, nows []time.Time, matches func(*replayer, int) bool) ([]int, *replayer, int) {
+func (r *seqRun) order(
+	base *replayer,
+	group []int,
+	nows []time.Time,
+	matches func(*replayer, int) bool,
+) ([]int, *replayer, int) {
 	f := base.snapshot()
 	for k, j := range group {
 		if !matches(f, j) {
@@ -389,7 +400,14 @@ func (r *seqRun) order(base *replayer, group []int, nows []time.Time, matches fu
 // store's outcomes on the reference, showing the order they were drawn in.
 func (r *seqRun) unordered(first int, steps []op, outs []outcome, nows []time.Time, key string, tries int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "the %d steps %d to %d, made at once, gave outcomes on %q that no order of them gives on the reference store", len(steps), first+1, first+len(steps), key)
+	fmt.Fprintf(
+		&b,
+		"the %d steps %d to %d, made at once, gave outcomes on %q that no order of them gives on the reference store",
+		len(steps),
+		first+1,
+		first+len(steps),
+		key,
+	)
 	if tries > maxTries {
 		fmt.Fprintf(&b, " (the search stopped after %d tries)", maxTries)
 	}
@@ -461,7 +479,12 @@ func (r *seqRun) finalPeeks() string {
 			r.ref.clock.Set(now)
 			want, wantErr := r.ref.side.peek(ctx, key, alg)
 			if msg := same(got, gotErr, want, wantErr); msg != "" {
-				return fmt.Sprintf("at the end, a peek of %q under %v gave another outcome than the reference store: %s", key, alg, msg)
+				return fmt.Sprintf(
+					"at the end, a peek of %q under %v gave another outcome than the reference store: %s",
+					key,
+					alg,
+					msg,
+				)
 			}
 		}
 	}
@@ -498,7 +521,14 @@ func newReplayer(setup checkerSetup, namespace string, start time.Time, steps in
 }
 
 func newReplayerOn(rs *refStore, setup checkerSetup, namespace string, now time.Time, steps int) (*replayer, error) {
-	r := &replayer{setup: setup, namespace: namespace, clock: ratewisetest.NewClock(now), store: rs, last: now, latestBefore: map[int]time.Time{}}
+	r := &replayer{
+		setup:        setup,
+		namespace:    namespace,
+		clock:        ratewisetest.NewClock(now),
+		store:        rs,
+		last:         now,
+		latestBefore: map[int]time.Time{},
+	}
 	side, err := newCheckerSide(rs, setup, namespace, r.clock)
 	if err != nil {
 		return nil, err
@@ -622,7 +652,14 @@ func modelCheck(e *env) {
 	// On a store's own clock, the time a step whose reply was lost was
 	// decided at is unknown: none is lost there.
 	lossy = lossy && !e.cfg.storeClock
-	d := draw{books: algo.Reserves(e.c.alg), leases: leases, lossy: lossy, lostInRounds: !e.cfg.lostFails, rounds: true, serverTime: e.cfg.storeClock}
+	d := draw{
+		books:        algo.Reserves(e.c.alg),
+		leases:       leases,
+		lossy:        lossy,
+		lostInRounds: !e.cfg.lostFails,
+		rounds:       true,
+		serverTime:   e.cfg.storeClock,
+	}
 	sequences := e.sequenceCount(checkerSequences, sampledSequences)
 	rng, replay := e.modelRNG()
 	batcher, _ := e.inner.(Batcher)
@@ -670,10 +707,28 @@ func modelCheck(e *env) {
 		e.fatalf("%d sequences moved the store's expiry clock by nothing: no state expired within one", sequences)
 	}
 	if e.cfg.coalesced && batches == 0 {
-		e.fatalf("%d sequences, %d rounds of %d steps made at once, formed no batch on a store that shares round trips: its default path was not checked", sequences, tally.rounds, tally.inRounds)
+		e.fatalf(
+			"%d sequences, %d rounds of %d steps made at once, formed no batch on a store that shares round trips: its default path was not checked",
+			sequences,
+			tally.rounds,
+			tally.inRounds,
+		)
 	}
-	e.t.Logf("%d sequences, %d steps, %d rounds of %d steps at once, %d batches of %d decisions, %d leases, %d replies lost (%d outcomes unknown), the store's expiry clock moved %v, on %s; %s",
-		sequences, steps, tally.rounds, tally.inRounds, batches, batched, leaseOps, tally.lost, tally.unknown, tally.idle, e.c.name, replay)
+	e.t.Logf(
+		"%d sequences, %d steps, %d rounds of %d steps at once, %d batches of %d decisions, %d leases, %d replies lost (%d outcomes unknown), the store's expiry clock moved %v, on %s; %s",
+		sequences,
+		steps,
+		tally.rounds,
+		tally.inRounds,
+		batches,
+		batched,
+		leaseOps,
+		tally.lost,
+		tally.unknown,
+		tally.idle,
+		e.c.name,
+		replay,
+	)
 }
 
 // expiryClock returns the clock the store's expiry follows, if the test
@@ -707,8 +762,12 @@ func (e *env) modelRNG() (*rand.Rand, string) {
 		parts[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	return rand.New(rand.NewPCG(modelSeed, h.Sum64())),
-		fmt.Sprintf("seed %d (RATEWISE_MODEL_SEED=%d go test -run '%s' ./contract_test draws these sequences again; the steps made at once may interleave otherwise)",
-			modelSeed, modelSeed, strings.Join(parts, "/"))
+		fmt.Sprintf(
+			"seed %d (RATEWISE_MODEL_SEED=%d go test -run '%s' ./contract_test draws these sequences again; the steps made at once may interleave otherwise)",
+			modelSeed,
+			modelSeed,
+			strings.Join(parts, "/"),
+		)
 }
 
 // sequenceCount is how many sequences a model checker runs for each
@@ -732,7 +791,12 @@ func (e *env) sequenceCount(full, sampled int) int {
 // after what and before where; a sequence whose state outlived its keys'
 // time to live in real time (a Redis server's expiry, ExpiryGrace past it)
 // is run again first. It returns how many steps the sequences had.
-func (e *env) checkSequences(n int, generate func(seq int) []op, run func(ops []op, namespace string, keep bool) string, what, where string) int {
+func (e *env) checkSequences(
+	n int,
+	generate func(seq int) []op,
+	run func(ops []op, namespace string, keep bool) string,
+	what, where string,
+) int {
 	steps := 0
 	for seq := range n {
 		ops := generate(seq)
@@ -751,7 +815,16 @@ func (e *env) checkSequences(n int, generate func(seq int) []op, run func(ops []
 			return run(cand, e.checkerNamespace(len(cand)), false)
 		})
 		var b strings.Builder
-		fmt.Fprintf(&b, "%ssequence %d of %d (%d steps) broke it; shrunk to %d steps, which break it with: %s\n", what, seq+1, n, len(ops), len(shrunk), why)
+		fmt.Fprintf(
+			&b,
+			"%ssequence %d of %d (%d steps) broke it; shrunk to %d steps, which break it with: %s\n",
+			what,
+			seq+1,
+			n,
+			len(ops),
+			len(shrunk),
+			why,
+		)
 		for i, o := range shrunk {
 			fmt.Fprintf(&b, "  %2d. %v\n", i+1, o)
 		}

@@ -229,9 +229,17 @@ func (e *env) limiterOn(alg algorithms.Algorithm, clock ratewise.Clock, opts ...
 
 // limiterIn returns a limiter for alg in a namespace of the caller's, to
 // share keys with another limiter.
-func (e *env) limiterIn(alg algorithms.Algorithm, clock ratewise.Clock, namespace string, opts ...ratewise.Option) lim {
+func (e *env) limiterIn(
+	alg algorithms.Algorithm,
+	clock ratewise.Clock,
+	namespace string,
+	opts ...ratewise.Option,
+) lim {
 	e.t.Helper()
-	l, err := ratewise.New(e.store, alg, append([]ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace(namespace)}, opts...)...)
+	l, err := ratewise.New(
+		e.store,
+		alg,
+		append([]ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace(namespace)}, opts...)...)
 	if err != nil {
 		e.t.Fatalf("contract: building the limiter for %#v: %v", alg, err)
 	}
@@ -241,7 +249,13 @@ func (e *env) limiterIn(alg algorithms.Algorithm, clock ratewise.Clock, namespac
 // fatalf fails the subtest with a message that names the rule.
 func (e *env) fatalf(format string, args ...any) {
 	e.t.Helper()
-	e.t.Fatalf("contract rule %q (%s) broken for %s: %s", e.rule.name, e.rule.text, e.c.name, fmt.Sprintf(format, args...))
+	e.t.Fatalf(
+		"contract rule %q (%s) broken for %s: %s",
+		e.rule.name,
+		e.rule.text,
+		e.c.name,
+		fmt.Sprintf(format, args...),
+	)
 }
 
 // allowN calls l.AllowN and fails on error.

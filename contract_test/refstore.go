@@ -77,7 +77,13 @@ func (s *refStore) Capabilities() store.Capabilities {
 	return store.Capabilities{RequestIDs: true}
 }
 
-func (s *refStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *refStore) Decide(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	now = storecheck.Now(now)
 	key := sk.String()
 	if err := ctx.Err(); err != nil {
@@ -159,7 +165,14 @@ func (s *refStore) snapshot() *refStore {
 	return &refStore{states: maps.Clone(s.states), once: maps.Clone(s.once), marks: maps.Clone(s.marks)}
 }
 
-func (s *refStore) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *refStore) Reserve(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
@@ -218,7 +231,13 @@ func (s *refStore) book(ctx context.Context, sk store.Key, b refBooking) (algori
 	return res, delay, nil
 }
 
-func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *refStore) DecideSet(
+	ctx context.Context,
+	sk store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	now = storecheck.Now(now)
 	key := sk.String()
 	if err := ctx.Err(); err != nil {
@@ -268,7 +287,13 @@ func (s *refStore) DecideSet(ctx context.Context, sk store.Key, algs []algorithm
 	return results, nil
 }
 
-func (s *refStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *refStore) Refund(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	now = storecheck.Now(now)
 	key := sk.String()
 	if err := ctx.Err(); err != nil {
@@ -346,7 +371,14 @@ func (s *refStore) Reset(ctx context.Context, sk store.Key, alg algorithms.Algor
 // Lease books as Reserve does, or decides as Decide does for the fixed
 // window, and keeps a copy of what an admission leaves as the key's mark,
 // forever (store.Store.Lease).
-func (s *refStore) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *refStore) Lease(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err

@@ -96,5 +96,10 @@ func poisonedBatch(e *env) {
 			e.fatalf("%q admitted %d beside a poisoned key; a peek gives %+v, %v, want Remaining %d", k, n, res, err, limit-n)
 		}
 	}
-	e.t.Logf("%d rounds, %d batches of %.1f decisions on average", rounds, batches-before, float64(decisions-beforeDecisions)/float64(batches-before))
+	e.t.Logf(
+		"%d rounds, %d batches of %.1f decisions on average",
+		rounds,
+		batches-before,
+		float64(decisions-beforeDecisions)/float64(batches-before),
+	)
 }

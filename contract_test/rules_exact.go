@@ -21,12 +21,17 @@ func staleTime(e *env) {
 	// admit all five, three of them within one second.
 	const limit = 2
 	var admitted int
-	compareStale(e, e.c.build(limit, time.Second), []time.Duration{0, 0, 1500 * time.Millisecond, 900 * time.Millisecond, 1900 * time.Millisecond},
-		func(int) int64 { return 1 }, func(r ratewise.Result) {
+	compareStale(
+		e,
+		e.c.build(limit, time.Second),
+		[]time.Duration{0, 0, 1500 * time.Millisecond, 900 * time.Millisecond, 1900 * time.Millisecond},
+		func(int) int64 { return 1 },
+		func(r ratewise.Result) {
 			if r.Allowed {
 				admitted++
 			}
-		})
+		},
+	)
 	if algo.FamilyOf(e.c.kind) == algo.FamilyLog && !algo.TakesSubWindows(e.c.kind) && admitted != 4 {
 		e.fatalf("the minimal reproduction admitted %d, want 4 (yes yes yes yes no)", admitted)
 	}
@@ -48,13 +53,25 @@ func staleTime(e *env) {
 		}
 		offsets = append(offsets, at)
 	}
-	compareStale(e, e.c.build(20, window), offsets, func(int) int64 { return 1 + rng.Int64N(4) }, func(ratewise.Result) {})
+	compareStale(
+		e,
+		e.c.build(20, window),
+		offsets,
+		func(int) int64 { return 1 + rng.Int64N(4) },
+		func(ratewise.Result) {},
+	)
 }
 
 // compareStale sends requests at start plus each offset to one key on a clock
 // that reads exactly that, and to another key on a clock held at its latest
 // reading so far, and requires the decisions to match as the rule says.
-func compareStale(e *env, alg algorithms.Algorithm, offsets []time.Duration, cost func(int) int64, seen func(ratewise.Result)) {
+func compareStale(
+	e *env,
+	alg algorithms.Algorithm,
+	offsets []time.Duration,
+	cost func(int) int64,
+	seen func(ratewise.Result),
+) {
 	e.t.Helper()
 	start := e.c.start
 	staleClock, heldClock := ratewisetest.NewClock(start), ratewisetest.NewClock(start)
@@ -94,7 +111,15 @@ func compareStale(e *env, alg algorithms.Algorithm, offsets []time.Duration, cos
 		}
 		if got.Allowed != want.Allowed || got.Remaining != want.Remaining ||
 			got.RetryAfter != want.RetryAfter || got.ResetAfter != want.ResetAfter {
-			e.fatalf("request %d at start+%v, %v behind the latest reading, cost %d:\n got              %+v\n with clock held  %+v", i, off, gap, n, got, want)
+			e.fatalf(
+				"request %d at start+%v, %v behind the latest reading, cost %d:\n got              %+v\n with clock held  %+v",
+				i,
+				off,
+				gap,
+				n,
+				got,
+				want,
+			)
 		}
 	}
 }

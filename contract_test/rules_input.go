@@ -22,12 +22,21 @@ func scopeIsolation(e *env) {
 	e.exhaust(l, "k")
 	other := e.limiterIn(e.c.build(e.c.limit, 2*e.c.window), e.clock, l.namespace)
 	if res := e.peek(other, "k"); res.Remaining != e.c.limit {
-		e.fatalf("the same algorithm with twice the window, after the key was exhausted: Remaining %d, want %d", res.Remaining, e.c.limit)
+		e.fatalf(
+			"the same algorithm with twice the window, after the key was exhausted: Remaining %d, want %d",
+			res.Remaining,
+			e.c.limit,
+		)
 	}
 	e.exhaust(other, "k")
 	same := e.limiterIn(e.c.build(2*e.c.limit, e.c.window), e.clock, l.namespace)
 	if res := e.peek(same, "k"); res.Remaining != e.c.limit {
-		e.fatalf("the same window with twice the limit, after %d were used: Remaining %d, want %d (the usage is shared)", e.c.limit, res.Remaining, e.c.limit)
+		e.fatalf(
+			"the same window with twice the limit, after %d were used: Remaining %d, want %d (the usage is shared)",
+			e.c.limit,
+			res.Remaining,
+			e.c.limit,
+		)
 	}
 }
 
@@ -98,7 +107,15 @@ func realQuotas(e *env) {
 			e.clock.Advance(res.RetryAfter - time.Microsecond)
 			// (A peek asks for cost 1: Remaining says whether cost would fit.)
 			if res := e.peek(l, "k"); res.Remaining >= cost {
-				e.fatalf("%d per %v, step %d: %d available 1µs before RetryAfter, enough for cost %d: %+v", q.count, q.period, step, res.Remaining, cost, res)
+				e.fatalf(
+					"%d per %v, step %d: %d available 1µs before RetryAfter, enough for cost %d: %+v",
+					q.count,
+					q.period,
+					step,
+					res.Remaining,
+					cost,
+					res,
+				)
 			}
 			e.clock.Advance(time.Microsecond)
 			if res := check(step, cost); !res.Allowed {
@@ -144,13 +161,26 @@ func invalidInput(e *env) {
 	if err := e.store.Reset(ctx, store.Key{Name: key}, embedding); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
 		e.fatalf("Reset with a type embedding the algorithm: %v, want ErrUnknownAlgorithm", err)
 	}
-	check("an inspection above the limit", e.c.alg, e.clock.Now(), -algo.MaxCost(e.c.alg)-1, algorithms.ErrCostExceedsLimit)
+	check(
+		"an inspection above the limit",
+		e.c.alg,
+		e.clock.Now(),
+		-algo.MaxCost(e.c.alg)-1,
+		algorithms.ErrCostExceedsLimit,
+	)
 	check("a cost above the limit", e.c.alg, e.clock.Now(), algo.MaxCost(e.c.alg)+1, algorithms.ErrCostExceedsLimit)
 	if !e.cfg.storeClock {
 		check("a time before 1970", e.c.alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime)
-		check("a time after MaxUnixMicro", e.c.alg, time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond), 1, algorithms.ErrInvalidTime)
+		check(
+			"a time after MaxUnixMicro",
+			e.c.alg,
+			time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond),
+			1,
+			algorithms.ErrInvalidTime,
+		)
 	}
-	if res, err := e.store.Decide(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 0); err != nil || res.Remaining != e.c.limit {
+	if res, err := e.store.Decide(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 0); err != nil ||
+		res.Remaining != e.c.limit {
 		e.fatalf("Peek after the invalid calls: %+v, %v; want Remaining %d", res, err, e.c.limit)
 	}
 }
@@ -162,7 +192,11 @@ func invalidInput(e *env) {
 func capabilities(e *env) {
 	caps := e.store.Capabilities()
 	if caps.OwnClock != e.cfg.storeClock {
-		e.fatalf("Capabilities().OwnClock is %v on a store that decides on %s", caps.OwnClock, map[bool]string{true: "its own clock", false: "the now it is given"}[e.cfg.storeClock])
+		e.fatalf(
+			"Capabilities().OwnClock is %v on a store that decides on %s",
+			caps.OwnClock,
+			map[bool]string{true: "its own clock", false: "the now it is given"}[e.cfg.storeClock],
+		)
 	}
 	for range 3 {
 		if again := e.store.Capabilities(); again != caps {
@@ -203,7 +237,8 @@ func zeroNow(e *env) {
 			e.fatalf("Refund at the zero now: %+v, %v; want the unit back", back, err)
 		}
 	}
-	if got, err := e.store.DecideSet(ctx, key, []algorithms.Algorithm{e.c.alg}, time.Time{}, 0); err != nil || len(got) != 1 {
+	if got, err := e.store.DecideSet(ctx, key, []algorithms.Algorithm{e.c.alg}, time.Time{}, 0); err != nil ||
+		len(got) != 1 {
 		e.fatalf("DecideSet at the zero now: %+v, %v", got, err)
 	}
 }
@@ -257,17 +292,37 @@ func hotKeyRealClock(e *env) {
 	m := e.c.model(window)
 	for i, ev := range admitted {
 		if ok, _ := m.decide(alg, ev.at, ev.cost); !ok {
-			e.fatalf("admission %d of %d, made at %s, is beyond the bound: the algorithm's semantics deny it", i+1, len(admitted), ev.at.Format(time.RFC3339Nano))
+			e.fatalf(
+				"admission %d of %d, made at %s, is beyond the bound: the algorithm's semantics deny it",
+				i+1,
+				len(admitted),
+				ev.at.Format(time.RFC3339Nano),
+			)
 		}
 	}
 	if len(admitted) < limit {
-		e.fatalf("only %d admitted in %v with a limit of %d per %v", len(admitted), time.Since(start).Round(time.Millisecond), limit, window)
+		e.fatalf(
+			"only %d admitted in %v with a limit of %d per %v",
+			len(admitted),
+			time.Since(start).Round(time.Millisecond),
+			limit,
+			window,
+		)
 	}
 	if most, bound := maxInWindow(admitted, window), e.c.windowBound(admitted, limit, window); most > bound {
 		e.fatalf("%d admitted within %v, over the documented bound %d", most, window, bound)
 	}
-	e.t.Logf("%s: %d calls, %d admitted in at least %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 admissions beyond its semantics",
-		e.t.Name(), calls.Load(), len(admitted), run, window, maxInWindow(admitted, window), limit, e.c.windowBound(admitted, limit, window))
+	e.t.Logf(
+		"%s: %d calls, %d admitted in at least %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 admissions beyond its semantics",
+		e.t.Name(),
+		calls.Load(),
+		len(admitted),
+		run,
+		window,
+		maxInWindow(admitted, window),
+		limit,
+		e.c.windowBound(admitted, limit, window),
+	)
 }
 
 // staleAfterExpiry: a request whose clock reading is behind one that found
@@ -289,7 +344,8 @@ func staleAfterExpiry(e *env) {
 	}
 	e.clock.Advance(-20 * time.Millisecond)
 	_, want := algo.Decide(e.c.alg, model, e.clock.Now(), 1)
-	if got := e.allow(l, "k"); got.Allowed != want.Allowed || got.Remaining != want.Remaining || got.RetryAfter != want.RetryAfter {
+	if got := e.allow(l, "k"); got.Allowed != want.Allowed || got.Remaining != want.Remaining ||
+		got.RetryAfter != want.RetryAfter {
 		e.fatalf("10ms before ResetAfter, after a later inspection: got %+v, want %+v (the state still counts)", got, want)
 	}
 }
@@ -319,6 +375,10 @@ func twoClocks(e *env) {
 	e.clock.Advance(time.Second)
 	_, want := algo.Decide(e.c.alg, twin, e.clock.Now(), 1)
 	if got := e.allow(l, "k"); got != want {
-		e.fatalf("the first limiter's key after the other's 200 decisions beside it, 10 minutes ahead: %+v, want %+v, as alone", got, want)
+		e.fatalf(
+			"the first limiter's key after the other's 200 decisions beside it, 10 minutes ahead: %+v, want %+v, as alone",
+			got,
+			want,
+		)
 	}
 }

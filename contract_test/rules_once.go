@@ -47,7 +47,14 @@ func requestIDOnce(e *env) {
 		e.clock.Advance(step)
 		again, err := l.AllowN(id("a"), "k", n)
 		if err != nil || again != first {
-			e.fatalf("AllowN(%d) again with ID a, %v after the first: %+v, %v; want the first outcome %+v", n, step, again, err, first)
+			e.fatalf(
+				"AllowN(%d) again with ID a, %v after the first: %+v, %v; want the first outcome %+v",
+				n,
+				step,
+				again,
+				err,
+				first,
+			)
 		}
 		// A cost the retry does not repeat, too: the ID names the request.
 		if again, err := l.AllowN(id("a"), "k", 1); err != nil || again != first {
@@ -84,7 +91,13 @@ func requestIDOnce(e *env) {
 	// Denials of other requests, which a store may remember, do not hide
 	// a retried admission.
 	if again, err := l.AllowN(id("a"), "k", n); err != nil || again != first {
-		e.fatalf("AllowN(%d) with ID a on a key that just denied others: %+v, %v; want the first outcome %+v", n, again, err, first)
+		e.fatalf(
+			"AllowN(%d) with ID a on a key that just denied others: %+v, %v; want the first outcome %+v",
+			n,
+			again,
+			err,
+			first,
+		)
 	}
 	denied, err := l.Allow(id("c"), "k")
 	if err != nil || denied.Allowed {
@@ -93,7 +106,12 @@ func requestIDOnce(e *env) {
 	e.clock.Advance(denied.RetryAfter)
 	admitted, err := l.Allow(id("c"), "k")
 	if err != nil || !admitted.Allowed {
-		e.fatalf("Allow with ID c, retried after RetryAfter %v: %+v, %v; want an admission", denied.RetryAfter, admitted, err)
+		e.fatalf(
+			"Allow with ID c, retried after RetryAfter %v: %+v, %v; want an admission",
+			denied.RetryAfter,
+			admitted,
+			err,
+		)
 	}
 	if again, err := l.Allow(id("c"), "k"); err != nil || again != admitted {
 		e.fatalf("Allow with ID c once more: %+v, %v; want %+v", again, err, admitted)
@@ -180,11 +198,13 @@ func requestIDSet(e *env, id func(string) context.Context) {
 	}
 	e.clock.Advance(time.Microsecond)
 	again, err := s.Allow(id("set"), "k")
-	if err != nil || again.Allowed != first.Allowed || again.Binding != first.Binding || !equalResults(again.Results, first.Results) {
+	if err != nil || again.Allowed != first.Allowed || again.Binding != first.Binding ||
+		!equalResults(again.Results, first.Results) {
 		e.fatalf("a set's Allow retried with its ID: %+v, %v; want the first outcome %+v", again, err, first)
 	}
 	for i, l := range lims {
-		if p := e.peek(l, "k"); p.Remaining != algo.ParamsOf(l.Algorithm()).Limit-1 && p.Remaining != first.Results[i].Remaining {
+		if p := e.peek(l, "k"); p.Remaining != algo.ParamsOf(l.Algorithm()).Limit-1 &&
+			p.Remaining != first.Results[i].Remaining {
 			e.fatalf("limit %d of a set after a retried request: %+v; charged once it would show %+v", i, p, first.Results[i])
 		}
 	}
@@ -212,7 +232,8 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 	l := e.limiter(e.c.alg)
 	key := l.prefix + "k"
 	for range e.c.limit {
-		if res, _, err := rs.Reserve(context.Background(), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil || !res.Allowed {
+		if res, _, err := rs.Reserve(context.Background(), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil ||
+			!res.Allowed {
 			e.fatalf("booking the burst: %+v, %v", res, err)
 		}
 	}
@@ -235,12 +256,26 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 	if err != nil || !decided.Allowed {
 		e.fatalf("Allow with ID decided: %+v, %v", decided, err)
 	}
-	if got, d, err := rs.Reserve(id("decided"), store.Key{Name: other.prefix + "k"}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil || got != decided || d != 0 {
-		e.fatalf("a booking with an admission's ID: %+v, delay %v, %v; want the admission %+v, no delay", got, d, err, decided)
+	if got, d, err := rs.Reserve(id("decided"), store.Key{Name: other.prefix + "k"}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil ||
+		got != decided ||
+		d != 0 {
+		e.fatalf(
+			"a booking with an admission's ID: %+v, delay %v, %v; want the admission %+v, no delay",
+			got,
+			d,
+			err,
+			decided,
+		)
 	}
 	next, delay3, err := rs.Reserve(context.Background(), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window)
 	if err != nil || !next.Allowed || delay3 != e.c.costBack(2) {
-		e.fatalf("the next booking after a retried one: %+v, delay %v, %v; want a delay of %v (one booking ahead)", next, delay3, err, e.c.costBack(2))
+		e.fatalf(
+			"the next booking after a retried one: %+v, delay %v, %v; want a delay of %v (one booking ahead)",
+			next,
+			delay3,
+			err,
+			e.c.costBack(2),
+		)
 	}
 }
 

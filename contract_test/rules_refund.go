@@ -48,7 +48,14 @@ func refundAtOnce(e *env) {
 		n := 1 + rng.Int64N(e.c.limit)
 		got, want := e.allowN(with, "k", n), e.allowN(without, "k", n)
 		if got != want {
-			e.fatalf("decision %d, AllowN(%d) at %s: %+v on the key whose requests were refunded at once, %+v on the key that never had them", i, n, e.at(), got, want)
+			e.fatalf(
+				"decision %d, AllowN(%d) at %s: %+v on the key whose requests were refunded at once, %+v on the key that never had them",
+				i,
+				n,
+				e.at(),
+				got,
+				want,
+			)
 		}
 	}
 	if refunds < 10 {
@@ -80,7 +87,13 @@ func (e *env) keptFor(l lim, res ratewise.Result) {
 	// add one, for a millisecond clock that lags their own reading (see
 	// the Redis store's keys).
 	if ceil := life.Truncate(time.Millisecond) + 2*time.Millisecond + e.cfg.grace; ttl > ceil {
-		e.fatalf("after a refund the store keeps the state for %v, want at most %v for ResetAfter %v and At %v after now", ttl, ceil, res.ResetAfter, res.At.Sub(e.clock.Now()))
+		e.fatalf(
+			"after a refund the store keeps the state for %v, want at most %v for ResetAfter %v and At %v after now",
+			ttl,
+			ceil,
+			res.ResetAfter,
+			res.At.Sub(e.clock.Now()),
+		)
 	}
 }
 
@@ -130,8 +143,12 @@ func refundNeverMore(e *env) {
 		}
 		var res algorithms.Result
 		if replay, res = algo.Decide(e.c.alg, replay, c.res.At, c.cost); !res.Allowed {
-			e.fatalf("request %d (cost %d at %s) was admitted and not refunded, but the history of what was admitted and not refunded has no room for it: a refund gave back more than it took",
-				i, c.cost, c.res.At.Sub(e.c.start))
+			e.fatalf(
+				"request %d (cost %d at %s) was admitted and not refunded, but the history of what was admitted and not refunded has no room for it: a refund gave back more than it took",
+				i,
+				c.cost,
+				c.res.At.Sub(e.c.start),
+			)
 		}
 	}
 }
@@ -153,10 +170,16 @@ func refundInvalid(e *env) {
 	if _, err := l.Refund(ctx, "k", res, 2); !errors.Is(err, algorithms.ErrInvalidCost) {
 		e.fatalf("Refund(2) of an admission of 1: %v, want ErrInvalidCost", err)
 	}
-	if _, err := rf.Refund(ctx, store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now(), res.At, algo.MaxCost(e.c.alg)+1); !errors.Is(err, algorithms.ErrCostExceedsLimit) {
+	if _, err := rf.Refund(ctx, store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now(), res.At, algo.MaxCost(e.c.alg)+1); !errors.Is(
+		err,
+		algorithms.ErrCostExceedsLimit,
+	) {
 		e.fatalf("a store refund of limit+1: %v, want ErrCostExceedsLimit", err)
 	}
-	if _, err := rf.Refund(ctx, store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now(), time.Unix(-1, 0), 1); !errors.Is(err, algorithms.ErrInvalidTime) {
+	if _, err := rf.Refund(ctx, store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now(), time.Unix(-1, 0), 1); !errors.Is(
+		err,
+		algorithms.ErrInvalidTime,
+	) {
 		e.fatalf("a refund of a charge before 1970: %v, want ErrInvalidTime", err)
 	}
 	if got := e.peek(l, "k"); got.Remaining != e.c.limit-1 {
@@ -247,9 +270,13 @@ func refundBound(e *env) {
 	// first window's state, never into the new one, which stays spent.
 	longer := e.c.build(e.c.limit, 2*e.c.window)
 	tier := map[string]algorithms.Algorithm{}
-	l := e.limiterOn(e.c.alg, e.clock, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
-		return tier[key], nil
-	}))
+	l := e.limiterOn(
+		e.c.alg,
+		e.clock,
+		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+			return tier[key], nil
+		}),
+	)
 	charged := e.allow(l, "k")
 	if alg, cost := charged.Charged(); alg != e.c.alg || cost != 1 {
 		e.fatalf("an admission says it charged %v, %d; want %v, 1", alg, cost, e.c.alg)
@@ -258,7 +285,11 @@ func refundBound(e *env) {
 	e.exhaust(l, "k")
 	after, err := l.Refund(ctx, "k", charged, 1)
 	if err != nil || after.Remaining != e.c.limit || after.Limit != e.c.limit {
-		e.fatalf("a refund after the key moved to a tier of another window: %+v, %v; want the charged window's state whole again", after, err)
+		e.fatalf(
+			"a refund after the key moved to a tier of another window: %+v, %v; want the charged window's state whole again",
+			after,
+			err,
+		)
 	}
 	if res := e.allow(l, "k"); res.Allowed {
 		e.fatalf("the new tier after a refund of a charge it never had: %+v, want it still spent", res)
@@ -334,7 +365,12 @@ func refundBound(e *env) {
 		if reporter, ok := e.store.(ttlReporter); ok {
 			ttl, err := reporter.TTL(ctx, store.Key{Name: b.prefix + "k"}, e.c.alg, e.clock.Now())
 			if want := algo.QuotaOf(e.c.alg).Window.Truncate(time.Millisecond); err != nil || ttl < want {
-				e.fatalf("a bucket whose rate changed and changed back is kept for %v (%v), want at least a capacity's refill time, %v", ttl, err, want)
+				e.fatalf(
+					"a bucket whose rate changed and changed back is kept for %v (%v), want at least a capacity's refill time, %v",
+					ttl,
+					err,
+					want,
+				)
 			}
 		}
 		before = e.peek(b, "k")
@@ -342,7 +378,11 @@ func refundBound(e *env) {
 			e.fatalf("a refund after the rate changed and changed back: %v", err)
 		}
 		if after := e.peek(b, "k"); after != before {
-			e.fatalf("a refund of a charge made before the rate changed and changed back gave back a later admission: %+v, was %+v", after, before)
+			e.fatalf(
+				"a refund of a charge made before the rate changed and changed back gave back a later admission: %+v, was %+v",
+				after,
+				before,
+			)
 		}
 	}
 }

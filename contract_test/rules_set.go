@@ -63,7 +63,12 @@ func setAllOrNothing(e *env) {
 			// charged for the denial.
 			if res.Binding != 1 || res.Results[1].Allowed || !res.Results[0].Allowed ||
 				res.Results[0].Remaining != e.c.limit-half || res.RetryAfter != res.Results[1].RetryAfter || res.RetryAfter <= 0 {
-				e.fatalf("the denial after %d: %+v; want the partner binding and the case's limit at Remaining %d", admitted, res, e.c.limit-half)
+				e.fatalf(
+					"the denial after %d: %+v; want the partner binding and the case's limit at Remaining %d",
+					admitted,
+					res,
+					e.c.limit-half,
+				)
 			}
 			break
 		}
@@ -78,7 +83,12 @@ func setAllOrNothing(e *env) {
 		}
 	}
 	if got := e.peek(lims[0], "k"); got.Remaining != e.c.limit-half {
-		e.fatalf("the case's limit after %d admitted and 11 denied by the set: Remaining %d, want %d", half, got.Remaining, e.c.limit-half)
+		e.fatalf(
+			"the case's limit after %d admitted and 11 denied by the set: Remaining %d, want %d",
+			half,
+			got.Remaining,
+			e.c.limit-half,
+		)
 	}
 	if got := e.peek(lims[1], "k"); got.Remaining != 0 {
 		e.fatalf("the partner after the set used it up: Remaining %d, want 0", got.Remaining)
@@ -97,7 +107,10 @@ func setAllOrNothing(e *env) {
 			e.fatalf("PeekN(%d) with %d left: %+v, %v; want allowed", half-1, half-1, fits, err)
 		}
 	}
-	if got, err := s.AllowN(ctx, "p", half); err != nil || got.Allowed != peeked.Allowed || got.RetryAfter != peeked.RetryAfter || got.Binding != peeked.Binding || peeked.Allowed {
+	if got, err := s.AllowN(ctx, "p", half); err != nil || got.Allowed != peeked.Allowed ||
+		got.RetryAfter != peeked.RetryAfter ||
+		got.Binding != peeked.Binding ||
+		peeked.Allowed {
 		e.fatalf("PeekN(%d) said %+v, AllowN(%d) then got %+v, %v", half, peeked, half, got, err)
 	}
 
@@ -142,7 +155,11 @@ func setConcurrency(e *env) {
 		e.fatalf("%d goroutines × %d tries admitted %d, want exactly %d", hammerGoroutines, hammerTries, got, limit/2)
 	}
 	if got := e.peek(lims[0], "hot"); got.Remaining != limit-limit/2 {
-		e.fatalf("the set's first limit after the burst: Remaining %d, want %d: a denied request was charged", got.Remaining, limit-limit/2)
+		e.fatalf(
+			"the set's first limit after the burst: Remaining %d, want %d: a denied request was charged",
+			got.Remaining,
+			limit-limit/2,
+		)
 	}
 }
 
@@ -151,7 +168,10 @@ func setConcurrency(e *env) {
 func setInvalid(e *env) {
 	sd := e.store
 	twin := algo.WithQuotaLimit(e.c.alg, 2*e.c.limit)
-	if _, err := sd.DecideSet(context.Background(), store.Key{Name: "contract:" + runID + ":set"}, []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(err, store.ErrSharedState) {
+	if _, err := sd.DecideSet(context.Background(), store.Key{Name: "contract:" + runID + ":set"}, []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(
+		err,
+		store.ErrSharedState,
+	) {
 		e.fatalf("a set of two limits sharing one state: %v, want ErrSharedState", err)
 	}
 }
@@ -168,7 +188,10 @@ func reservations(e *env) {
 	l := e.limiter(e.c.alg)
 	key := l.prefix + "k"
 	if !algo.Reserves(e.c.alg) {
-		if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, time.Minute); !errors.Is(err, store.ErrUnsupported) {
+		if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, time.Minute); !errors.Is(
+			err,
+			store.ErrUnsupported,
+		) {
 			e.fatalf("Reserve with an algorithm that cannot book: %v, want ErrUnsupported", err)
 		}
 		return
@@ -195,7 +218,10 @@ func reservations(e *env) {
 	if got := e.allow(l, "k"); got != want || got.Allowed {
 		e.fatalf("a request behind the bookings: %+v, want %+v", got, want)
 	}
-	if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, -time.Second); !errors.Is(err, algorithms.ErrInvalidWindow) {
+	if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, -time.Second); !errors.Is(
+		err,
+		algorithms.ErrInvalidWindow,
+	) {
 		e.fatalf("a negative longest wait: %v, want an error", err)
 	}
 }
@@ -235,7 +261,17 @@ func leases(e *env) {
 		}
 		got, delay, err := ls.Lease(ctx, key, e.c.alg, e.clock.Now(), n, maxWait)
 		if err != nil || got != want || delay != wantDelay {
-			e.fatalf("Lease(%d, %v) at %s: %+v, delay %v, %v; want %+v, delay %v", n, maxWait, e.at(), got, delay, err, want, wantDelay)
+			e.fatalf(
+				"Lease(%d, %v) at %s: %+v, delay %v, %v; want %+v, delay %v",
+				n,
+				maxWait,
+				e.at(),
+				got,
+				delay,
+				err,
+				want,
+				wantDelay,
+			)
 		}
 		if want.Allowed {
 			mark = algo.Clone(e.c.alg, model)

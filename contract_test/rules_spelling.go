@@ -175,7 +175,12 @@ func (tw *twin) capabilities(ctx context.Context, alg algorithms.Algorithm, sk s
 	{
 		partner := tw.partner()
 		stack := func(s store.Store) *ratewise.Stack {
-			st, err := ratewise.NewStack(s, []algorithms.Algorithm{alg, partner}, ratewise.WithClock(e.clock), ratewise.WithNamespace(sk.Namespace))
+			st, err := ratewise.NewStack(
+				s,
+				[]algorithms.Algorithm{alg, partner},
+				ratewise.WithClock(e.clock),
+				ratewise.WithNamespace(sk.Namespace),
+			)
 			if err != nil {
 				e.fatalf("NewStack: %v", err)
 			}
@@ -267,34 +272,55 @@ type onceOp struct {
 }
 
 var onceOps = []onceOp{
-	{"an admission", ":once:", func(_ *twin, ctx context.Context, l *ratewise.Limiter, _ store.Store, k string) (any, error) {
-		return l.Allow(ctx, k)
-	}},
-	{"a Stack's admission", ":once-set:", func(tw *twin, ctx context.Context, l *ratewise.Limiter, s store.Store, k string) (any, error) {
-		st, err := ratewise.NewStack(s, []algorithms.Algorithm{l.Algorithm(), tw.partner()}, ratewise.WithClock(tw.e.clock), ratewise.WithNamespace(tw.ns))
-		if err != nil {
-			return nil, err
-		}
-		return st.Allow(ctx, k)
-	}},
-	{"a refund", ":once-refund:", func(tw *twin, ctx context.Context, l *ratewise.Limiter, s store.Store, k string) (any, error) {
-		if tw.e.cfg.storeClock {
-			return nil, nil
-		}
-		res, err := l.Allow(context.Background(), k)
-		if err != nil || !res.Allowed {
-			return res, err
-		}
-		return l.Refund(ctx, k, res, 1)
-	}},
-	{"a reset", ":once-reset:", func(_ *twin, ctx context.Context, l *ratewise.Limiter, _ store.Store, k string) (any, error) {
-		for range 2 {
-			if _, err := l.Allow(context.Background(), k); err != nil {
+	{
+		"an admission",
+		":once:",
+		func(_ *twin, ctx context.Context, l *ratewise.Limiter, _ store.Store, k string) (any, error) {
+			return l.Allow(ctx, k)
+		},
+	},
+	{
+		"a Stack's admission",
+		":once-set:",
+		func(tw *twin, ctx context.Context, l *ratewise.Limiter, s store.Store, k string) (any, error) {
+			st, err := ratewise.NewStack(
+				s,
+				[]algorithms.Algorithm{l.Algorithm(), tw.partner()},
+				ratewise.WithClock(tw.e.clock),
+				ratewise.WithNamespace(tw.ns),
+			)
+			if err != nil {
 				return nil, err
 			}
-		}
-		return nil, l.Reset(ctx, k)
-	}},
+			return st.Allow(ctx, k)
+		},
+	},
+	{
+		"a refund",
+		":once-refund:",
+		func(tw *twin, ctx context.Context, l *ratewise.Limiter, s store.Store, k string) (any, error) {
+			if tw.e.cfg.storeClock {
+				return nil, nil
+			}
+			res, err := l.Allow(context.Background(), k)
+			if err != nil || !res.Allowed {
+				return res, err
+			}
+			return l.Refund(ctx, k, res, 1)
+		},
+	},
+	{
+		"a reset",
+		":once-reset:",
+		func(_ *twin, ctx context.Context, l *ratewise.Limiter, _ store.Store, k string) (any, error) {
+			for range 2 {
+				if _, err := l.Allow(context.Background(), k); err != nil {
+					return nil, err
+				}
+			}
+			return nil, l.Reset(ctx, k)
+		},
+	},
 }
 
 // partner is the second limit of the rules' Stacks: a fixed window twice
@@ -335,7 +361,15 @@ func onceSpelling(e *env) {
 		x := fmt.Sprintf("x%d", i)
 		keyA, idA := x, "p"+p.b.sep+"z"
 		keyB, idB := x+p.a.sep+"p", "z"
-		what := fmt.Sprintf("%s on key %q with ID %q, then %s on key %q with ID %q", p.a.name, keyA, idA, p.b.name, keyB, idB)
+		what := fmt.Sprintf(
+			"%s on key %q with ID %q, then %s on key %q with ID %q",
+			p.a.name,
+			keyA,
+			idA,
+			p.b.name,
+			keyB,
+			idB,
+		)
 		ctxA, ctxB := ratewise.WithRequestID(ctx, idA), ratewise.WithRequestID(ctx, idB)
 		got, gotErr := p.a.do(tw, ctxA, sut, tw.sut, keyA)
 		want, wantErr := p.a.do(tw, ctxA, ref, tw.ref, keyA)

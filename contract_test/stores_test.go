@@ -137,7 +137,14 @@ func TestContract(t *testing.T) {
 	}
 	// go test -short runs every rule once on each kind of store: the
 	// memory store, miniredis and one real Redis.
-	short := map[string]bool{"storememory": true, "wrapped": true, "reference": true, "miniredis": true, "redis": true, "postgres": true}
+	short := map[string]bool{
+		"storememory": true,
+		"wrapped":     true,
+		"reference":   true,
+		"miniredis":   true,
+		"redis":       true,
+		"postgres":    true,
+	}
 	// The targets run side by side: most of their time is spent waiting
 	// for round trips, and each subtest's keys are its own.
 	for _, target := range targets {
@@ -212,7 +219,13 @@ func (s *serverClock) AdvanceExpiry(d time.Duration) {
 	s.m.FastForward(d)
 }
 
-func (s *serverClock) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *serverClock) Decide(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
@@ -224,7 +237,13 @@ func (s *serverClock) Decide(ctx context.Context, sk store.Key, alg algorithms.A
 	return s.Store.Decide(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
-func (s *serverClock) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *serverClock) DecideSet(
+	ctx context.Context,
+	sk store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
@@ -236,7 +255,13 @@ func (s *serverClock) DecideSet(ctx context.Context, sk store.Key, algs []algori
 	return s.Store.DecideSet(ctx, store.Key{Name: key}, algs, now.Add(-time.Hour), cost) // the store must ignore now
 }
 
-func (s *serverClock) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *serverClock) Refund(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
@@ -248,7 +273,14 @@ func (s *serverClock) Refund(ctx context.Context, sk store.Key, alg algorithms.A
 	return s.Store.Refund(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), at, n) // the store must ignore now
 }
 
-func (s *serverClock) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *serverClock) Reserve(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
@@ -257,10 +289,24 @@ func (s *serverClock) Reserve(ctx context.Context, sk store.Key, alg algorithms.
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.SetTime(now)
-	return s.Store.Reserve(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
+	return s.Store.Reserve(
+		ctx,
+		store.Key{Name: key},
+		alg,
+		now.Add(-time.Hour),
+		cost,
+		maxWait,
+	) // the store must ignore now
 }
 
-func (s *serverClock) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *serverClock) Lease(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = storecheck.Now(now) // the zero now is the system clock's (store.Store)
 	key := sk.String()
 	if err := algo.CheckTime(now); err != nil {
@@ -321,7 +367,14 @@ func lossy(t *testing.T, addr string, opts ...storeredis.Option) *lossyStore {
 // cluster with its default settings, but for no backoff before a resend.
 func lossyCluster(t *testing.T, opts ...storeredis.Option) *lossyStore {
 	d := new(redistest.Dropper)
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs(), Dialer: d.Dial, MinRetryBackoff: -1, MaxRetryBackoff: -1})
+	c := redis.NewClusterClient(
+		&redis.ClusterOptions{
+			Addrs:           redistest.SharedCluster(t).Addrs(),
+			Dialer:          d.Dial,
+			MinRetryBackoff: -1,
+			MaxRetryBackoff: -1,
+		},
+	)
 	t.Cleanup(func() { c.Close() })
 	return &lossyStore{redisStore: redisStore{storeredis.New(c, opts...), c}, d: d}
 }
@@ -420,23 +473,55 @@ func clusterClient(t *testing.T) *redis.ClusterClient {
 // fails to compile here.
 type forwarding struct{ inner store.Store }
 
-func (f forwarding) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (f forwarding) Decide(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	return f.inner.Decide(ctx, k, alg, now, cost)
 }
 
-func (f forwarding) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (f forwarding) DecideSet(
+	ctx context.Context,
+	k store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	return f.inner.DecideSet(ctx, k, algs, now, cost)
 }
 
-func (f forwarding) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (f forwarding) Reserve(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return f.inner.Reserve(ctx, k, alg, now, cost, maxWait)
 }
 
-func (f forwarding) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (f forwarding) Refund(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	return f.inner.Refund(ctx, k, alg, now, at, n)
 }
 
-func (f forwarding) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (f forwarding) Lease(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return f.inner.Lease(ctx, k, alg, now, cost, maxWait)
 }
 

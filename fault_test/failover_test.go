@@ -265,7 +265,10 @@ func TestClusterFailover(t *testing.T) {
 		k := keys[(i*nKeys/len(next)+next[i])%nKeys]
 		next[i]++
 		start := time.Now().UnixNano()
-		res, err := withDeadline(deadline, func(ctx context.Context) (ratewise.Result, error) { return lim.Allow(ctx, k.name) })
+		res, err := withDeadline(
+			deadline,
+			func(ctx context.Context) (ratewise.Result, error) { return lim.Allow(ctx, k.name) },
+		)
 		end := time.Now().UnixNano()
 		kill := killedAt.Load()
 		afterKill := kill != 0 && start > kill
@@ -369,15 +372,36 @@ func TestClusterFailover(t *testing.T) {
 			deadKeysBack++
 		}
 	}
-	t.Logf("figures: %s before_kill{%s} formation=%v keys_per_master=%v node_timeout=1s reload=%v "+
-		"promoted_after=%v cluster_fail=%v..%v dead_first_ok=%v first_ok_after_promotion=%v "+
-		"dead_errors=%s dead_errors_window=%v..%v live_errors=%s live_errors_window=%v..%v live_errors_before_cluster_fail=%d "+
-		"ok_before_promotion=%d dead_keys_back=%d/%d over_limit=%d admitted_after_spent=%d bound=%v/%v",
-		ty.figures(), before, formation.Round(time.Millisecond), perMaster, o.ClusterStateReloadInterval,
-		since(promoted), since(mon.downFrom.Load()), since(mon.downTo.Load()), since(firstOK), afterPromotion,
-		&deadErrs, since(deadErrs.first.Load()), since(deadErrs.last.Load()),
-		&liveErrs, since(liveErrs.first.Load()), since(liveErrs.last.Load()), liveErrsBeforeDown.Load(),
-		okBeforePromotion.Load(), deadKeysBack, perMaster[killed], over, admittedAfterSpent.Load(), recoveryBound, afterPromotionBound)
+	t.Logf(
+		"figures: %s before_kill{%s} formation=%v keys_per_master=%v node_timeout=1s reload=%v "+
+			"promoted_after=%v cluster_fail=%v..%v dead_first_ok=%v first_ok_after_promotion=%v "+
+			"dead_errors=%s dead_errors_window=%v..%v live_errors=%s live_errors_window=%v..%v live_errors_before_cluster_fail=%d "+
+			"ok_before_promotion=%d dead_keys_back=%d/%d over_limit=%d admitted_after_spent=%d bound=%v/%v",
+		ty.figures(),
+		before,
+		formation.Round(time.Millisecond),
+		perMaster,
+		o.ClusterStateReloadInterval,
+		since(promoted),
+		since(mon.downFrom.Load()),
+		since(mon.downTo.Load()),
+		since(firstOK),
+		afterPromotion,
+		&deadErrs,
+		since(deadErrs.first.Load()),
+		since(deadErrs.last.Load()),
+		&liveErrs,
+		since(liveErrs.first.Load()),
+		since(liveErrs.last.Load()),
+		liveErrsBeforeDown.Load(),
+		okBeforePromotion.Load(),
+		deadKeysBack,
+		perMaster[killed],
+		over,
+		admittedAfterSpent.Load(),
+		recoveryBound,
+		afterPromotionBound,
+	)
 
 	ty.check(t)
 	if n := ty.canceled.Load(); n > 0 {
@@ -387,7 +411,12 @@ func TestClusterFailover(t *testing.T) {
 		t.Errorf("a call took %v, want at most %v (its deadline plus a margin)", got, max)
 	}
 	if over > 0 {
-		t.Errorf("%d keys were admitted past their limit of %d across the failover (key:admissions): %v", over, limit, overKeys)
+		t.Errorf(
+			"%d keys were admitted past their limit of %d across the failover (key:admissions): %v",
+			over,
+			limit,
+			overKeys,
+		)
 	}
 	if n := admittedAfterSpent.Load(); n > 0 {
 		t.Errorf("%d admissions on keys Redis had already denied (their quota spent and replicated before the kill)", n)
@@ -396,7 +425,11 @@ func TestClusterFailover(t *testing.T) {
 		t.Errorf("no decision on the dead master's keys failed, so the kill was not tested")
 	}
 	if n := liveErrsBeforeDown.Load(); n > 0 {
-		t.Errorf("%d decisions on the surviving masters' keys failed after the kill, before the cluster reported itself down, want 0 (live_errors=%s)", n, &liveErrs)
+		t.Errorf(
+			"%d decisions on the surviving masters' keys failed after the kill, before the cluster reported itself down, want 0 (live_errors=%s)",
+			n,
+			&liveErrs,
+		)
 	}
 	if promoted == 0 {
 		t.Fatalf("the dead master's replica was not promoted within %v", recoveryBound+time.Second)
@@ -412,8 +445,12 @@ func TestClusterFailover(t *testing.T) {
 		t.Errorf("the dead master's keys were decided again %v after the kill, want at most %v", got, recoveryBound)
 	}
 	if afterPromotion > afterPromotionBound {
-		t.Errorf("the dead master's keys were decided again %v after the promotion, want at most %v (ClusterStateReloadInterval %v)",
-			afterPromotion, afterPromotionBound, o.ClusterStateReloadInterval)
+		t.Errorf(
+			"the dead master's keys were decided again %v after the promotion, want at most %v (ClusterStateReloadInterval %v)",
+			afterPromotion,
+			afterPromotionBound,
+			o.ClusterStateReloadInterval,
+		)
 	}
 	if !allBack {
 		t.Errorf("not every key was decided again within 2s of the first recovery (dead master's keys back: %d of %d)",

@@ -177,10 +177,20 @@ func (ty *tally) figures() string {
 	ty.mu.Lock()
 	slowest := ty.slowestErr
 	ty.mu.Unlock()
-	return fmt.Sprintf("calls=%d allowed=%d denied=%d err_unavailable=%d err_deadline=%d err_canceled=%d err_other=%d pool_timeouts=%d erred_nonzero=%d max_latency=%v slowest_err=%q",
-		ty.calls.Load(), ty.allowed.Load(), ty.denied.Load(), ty.unavailable.Load(), ty.deadline.Load(),
-		ty.canceled.Load(), ty.other.Load(), ty.poolTimeouts.Load(), ty.erredAllowed.Load(),
-		time.Duration(ty.maxLatency.Load()).Round(time.Microsecond), slowest)
+	return fmt.Sprintf(
+		"calls=%d allowed=%d denied=%d err_unavailable=%d err_deadline=%d err_canceled=%d err_other=%d pool_timeouts=%d erred_nonzero=%d max_latency=%v slowest_err=%q",
+		ty.calls.Load(),
+		ty.allowed.Load(),
+		ty.denied.Load(),
+		ty.unavailable.Load(),
+		ty.deadline.Load(),
+		ty.canceled.Load(),
+		ty.other.Load(),
+		ty.poolTimeouts.Load(),
+		ty.erredAllowed.Load(),
+		time.Duration(ty.maxLatency.Load()).Round(time.Microsecond),
+		slowest,
+	)
 }
 
 // load runs n goroutines that each call decide in a loop until stop is
@@ -226,7 +236,10 @@ func waitFor(timeout time.Duration, cond func() bool) bool {
 }
 
 // withDeadline calls decide under a context that ends after d.
-func withDeadline(d time.Duration, decide func(ctx context.Context) (ratewise.Result, error)) (ratewise.Result, error) {
+func withDeadline(
+	d time.Duration,
+	decide func(ctx context.Context) (ratewise.Result, error),
+) (ratewise.Result, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	return decide(ctx)

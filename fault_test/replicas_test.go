@@ -112,7 +112,10 @@ func TestFailoverWithReplicas(t *testing.T) {
 			k := keys[(i*len(keys)/len(next)+next[i])%len(keys)]
 			next[i]++
 			start := time.Now().UnixNano()
-			res, err := withDeadline(deadline, func(ctx context.Context) (ratewise.Result, error) { return k.lim.Allow(ctx, k.name) })
+			res, err := withDeadline(
+				deadline,
+				func(ctx context.Context) (ratewise.Result, error) { return k.lim.Allow(ctx, k.name) },
+			)
 			held := heldAt.Load() != 0 && start > heldAt.Load()
 			if held {
 				k.heldCalls.Add(1)
@@ -165,7 +168,11 @@ func TestFailoverWithReplicas(t *testing.T) {
 		return true
 	}) {
 		stopLoad()
-		t.Fatalf("not every key was admitted 5 times within 5s: durable{%s} plain{%s}", durableTy.figures(), plainTy.figures())
+		t.Fatalf(
+			"not every key was admitted 5 times within 5s: durable{%s} plain{%s}",
+			durableTy.figures(),
+			plainTy.figures(),
+		)
 	}
 
 	// Hold replication back until the master is dead: both stores decide
@@ -185,7 +192,11 @@ func TestFailoverWithReplicas(t *testing.T) {
 	kill := time.Now()
 	stopLoad()
 	if !held {
-		t.Fatalf("replication held back for 3s, and the stores did not both decide meanwhile: durable{%s} plain{%s}", durableTy.figures(), plainTy.figures())
+		t.Fatalf(
+			"replication held back for 3s, and the stores did not both decide meanwhile: durable{%s} plain{%s}",
+			durableTy.figures(),
+			plainTy.figures(),
+		)
 	}
 
 	// Release the replica once its master's link is down, so that it has
@@ -236,20 +247,33 @@ func TestFailoverWithReplicas(t *testing.T) {
 	}
 	durableLost, durablePerKey := lost(durableKeys)
 	plainLost, plainPerKey := lost(plainKeys)
-	t.Logf("figures: formation=%v promotion_after_kill=%v durable{%s acked=%d acked_while_held=%d not_replicated=%d lost=%d keys=%v} "+
-		"plain{%s acked=%d acked_while_held=%d lost=%d keys=%v}",
-		formation.Round(time.Millisecond), promotion.Round(time.Millisecond),
-		durableTy.figures(), sum(durableKeys, func(k *replicasKey) int64 { return k.acked.Load() }),
+	t.Logf(
+		"figures: formation=%v promotion_after_kill=%v durable{%s acked=%d acked_while_held=%d not_replicated=%d lost=%d keys=%v} "+
+			"plain{%s acked=%d acked_while_held=%d lost=%d keys=%v}",
+		formation.Round(time.Millisecond),
+		promotion.Round(time.Millisecond),
+		durableTy.figures(),
+		sum(durableKeys, func(k *replicasKey) int64 { return k.acked.Load() }),
 		sum(durableKeys, func(k *replicasKey) int64 { return k.ackedHeld.Load() }),
-		sum(durableKeys, func(k *replicasKey) int64 { return k.notReplicate.Load() }), durableLost, durablePerKey,
-		plainTy.figures(), sum(plainKeys, func(k *replicasKey) int64 { return k.acked.Load() }),
-		sum(plainKeys, func(k *replicasKey) int64 { return k.ackedHeld.Load() }), plainLost, plainPerKey)
+		sum(durableKeys, func(k *replicasKey) int64 { return k.notReplicate.Load() }),
+		durableLost,
+		durablePerKey,
+		plainTy.figures(),
+		sum(plainKeys, func(k *replicasKey) int64 { return k.acked.Load() }),
+		sum(plainKeys, func(k *replicasKey) int64 { return k.ackedHeld.Load() }),
+		plainLost,
+		plainPerKey,
+	)
 
 	durableTy.check(t)
 	plainTy.check(t)
 	if durableLost > 0 {
-		t.Errorf("with WithReplicas(1, %v), %d acknowledged admissions are not charged on the promoted replica (key:acked,charged): %v",
-			timeout, durableLost, durablePerKey)
+		t.Errorf(
+			"with WithReplicas(1, %v), %d acknowledged admissions are not charged on the promoted replica (key:acked,charged): %v",
+			timeout,
+			durableLost,
+			durablePerKey,
+		)
 	}
 	if sum(durableKeys, func(k *replicasKey) int64 { return k.notReplicate.Load() }) == 0 {
 		t.Errorf("no decision with WithReplicas failed with ErrNotReplicated while replication was held back")
@@ -258,6 +282,9 @@ func TestFailoverWithReplicas(t *testing.T) {
 		t.Errorf("%d failures wrapping ErrNotReplicated do not wrap store.ErrMaybeDecided", n)
 	}
 	if plainLost == 0 {
-		t.Errorf("the control store, without WithReplicas, lost no admission: replication was not held back, so the kill tested nothing (%v)", plainPerKey)
+		t.Errorf(
+			"the control store, without WithReplicas, lost no admission: replication was not held back, so the kill tested nothing (%v)",
+			plainPerKey,
+		)
 	}
 }

@@ -79,8 +79,15 @@ func TestStalledServer(t *testing.T) {
 	})
 	recovery := time.Since(stallEnd)
 
-	t.Logf("figures: during_stall{%s} stall=%v after_stall{%s} recovery=%v deadline=%v bound=%v",
-		stalled, stallEnd.Sub(stallBegan).Round(time.Millisecond), ty2.figures(), recovery.Round(time.Millisecond), deadline, deadline+margin)
+	t.Logf(
+		"figures: during_stall{%s} stall=%v after_stall{%s} recovery=%v deadline=%v bound=%v",
+		stalled,
+		stallEnd.Sub(stallBegan).Round(time.Millisecond),
+		ty2.figures(),
+		recovery.Round(time.Millisecond),
+		deadline,
+		deadline+margin,
+	)
 	ty.check(t)
 	ty2.check(t)
 	if got, max := time.Duration(ty.maxLatency.Load()), deadline+margin; got > max {
@@ -92,7 +99,10 @@ func TestStalledServer(t *testing.T) {
 	// Every caller had a deadline shorter than the client's own timeouts:
 	// each failure is the caller's deadline, not a store outage.
 	if n := ty.unavailable.Load(); n > 0 {
-		t.Errorf("%d calls that ran out of their own deadline came back as store.ErrUnavailable, want context.DeadlineExceeded", n)
+		t.Errorf(
+			"%d calls that ran out of their own deadline came back as store.ErrUnavailable, want context.DeadlineExceeded",
+			n,
+		)
 	}
 	if !recovered {
 		t.Errorf("no decision succeeded within 3s after the stall ended")

@@ -65,6 +65,11 @@ func TestTimeoutAddsNoGoroutine(t *testing.T) {
 		allocs[timeout] = testing.AllocsPerRun(200, func() { h.ServeHTTP(httptest.NewRecorder(), r) })
 	}
 	if extra := allocs[DefaultTimeout] - allocs[0]; extra > 5 {
-		t.Errorf("the timeout costs %.0f allocations per request (%.0f against %.0f without)", extra, allocs[DefaultTimeout], allocs[0])
+		t.Errorf(
+			"the timeout costs %.0f allocations per request (%.0f against %.0f without)",
+			extra,
+			allocs[DefaultTimeout],
+			allocs[0],
+		)
 	}
 }

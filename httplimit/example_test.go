@@ -77,7 +77,13 @@ func ExampleMiddleware_Route() {
 		method, path, _ := strings.Cut(req, " ")
 		w := httptest.NewRecorder()
 		mux.ServeHTTP(w, httptest.NewRequest(method, path, nil))
-		fmt.Printf("%-11s %d RateLimit-Policy: %s RateLimit: %s\n", req, w.Code, w.Header().Get("RateLimit-Policy"), w.Header().Get("RateLimit"))
+		fmt.Printf(
+			"%-11s %d RateLimit-Policy: %s RateLimit: %s\n",
+			req,
+			w.Code,
+			w.Header().Get("RateLimit-Policy"),
+			w.Header().Get("RateLimit"),
+		)
 	}
 	// Output:
 	// POST /login 200 RateLimit-Policy: "login";q=2;w=900 RateLimit: "login";r=1;t=900
@@ -91,11 +97,19 @@ func ExampleNewMultiKey() {
 	// 2 requests a minute per user, and 3 a minute for everyone together.
 	// Each limiter has a namespace of its own.
 	s := storememory.New()
-	perUser, err := ratewise.New(s, algorithms.SlidingLog{Limit: 2, Window: time.Minute}, ratewise.WithNamespace("api.per-user"))
+	perUser, err := ratewise.New(
+		s,
+		algorithms.SlidingLog{Limit: 2, Window: time.Minute},
+		ratewise.WithNamespace("api.per-user"),
+	)
 	if err != nil {
 		panic(err)
 	}
-	global, err := ratewise.New(s, algorithms.SlidingLog{Limit: 3, Window: time.Minute}, ratewise.WithNamespace("api.global"))
+	global, err := ratewise.New(
+		s,
+		algorithms.SlidingLog{Limit: 3, Window: time.Minute},
+		ratewise.WithNamespace("api.global"),
+	)
 	if err != nil {
 		panic(err)
 	}
@@ -125,7 +139,13 @@ func ExampleNewMultiKey() {
 		if i == 0 {
 			fmt.Printf("RateLimit-Policy: %s\n", strings.Join(w.Header().Values("RateLimit-Policy"), ", "))
 		}
-		fmt.Printf("%-5s %d RateLimit: %s Retry-After: %q\n", name, w.Code, w.Header().Get("RateLimit"), w.Header().Get("Retry-After"))
+		fmt.Printf(
+			"%-5s %d RateLimit: %s Retry-After: %q\n",
+			name,
+			w.Code,
+			w.Header().Get("RateLimit"),
+			w.Header().Get("Retry-After"),
+		)
 	}
 	// Output:
 	// RateLimit-Policy: "default-1";q=2;w=60, "default-2";q=3;w=60

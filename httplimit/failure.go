@@ -99,8 +99,11 @@ func (p fallback) check(l *ratewise.Limiter) error {
 		return errors.New("httplimit: nil fallback limiter")
 	}
 	if p.local.Algorithm().Kind().Name() != l.Algorithm().Kind().Name() {
-		return fmt.Errorf("httplimit: the fallback limiter runs %s, the limiter %s; the RateLimit headers would change meaning",
-			p.local.Algorithm().Kind().Name(), l.Algorithm().Kind().Name())
+		return fmt.Errorf(
+			"httplimit: the fallback limiter runs %s, the limiter %s; the RateLimit headers would change meaning",
+			p.local.Algorithm().Kind().Name(),
+			l.Algorithm().Kind().Name(),
+		)
 	}
 	return nil
 }

@@ -78,7 +78,14 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 		admittedAfterTheKill int
 	}{
 		{"fail closed 503", func() FailureMode { return FailClosed(503, 2*time.Second) }, 503, "Retry-After", "2", 0},
-		{"fail closed 429", func() FailureMode { return FailClosed(429, 1500*time.Millisecond) }, 429, "Retry-After", "2", 0},
+		{
+			"fail closed 429",
+			func() FailureMode { return FailClosed(429, 1500*time.Millisecond) },
+			429,
+			"Retry-After",
+			"2",
+			0,
+		},
 		{"fail open", FailOpen, 200, "", "", 5},
 		{"fallback to a local share", func() FailureMode {
 			l, err := ratewise.New(storememory.New(), local)
@@ -97,7 +104,8 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 				t.Fatal(err)
 			}
 			handler := m.Handler(ok)
-			if resp := serve(handler, "192.0.2.1:1"); resp.StatusCode != 200 || resp.Header.Get("RateLimit") != `"default";r=2;t=60` {
+			if resp := serve(handler, "192.0.2.1:1"); resp.StatusCode != 200 ||
+				resp.Header.Get("RateLimit") != `"default";r=2;t=60` {
 				t.Fatalf("before the kill: %d %q", resp.StatusCode, resp.Header.Get("RateLimit"))
 			}
 			kill()
@@ -169,7 +177,9 @@ func TestTimeoutBoundsASilentStore(t *testing.T) {
 	// The client honours the decision's deadline on the socket, as
 	// docs/redis.md recommends: the middleware waits for the store, which
 	// must return by its context's deadline.
-	rdb := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, Protocol: 2, ContextTimeoutEnabled: true})
+	rdb := redis.NewClient(
+		&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, Protocol: 2, ContextTimeoutEnabled: true},
+	)
 	t.Cleanup(func() { rdb.Close() })
 	l, err := ratewise.New(storeredis.New(rdb), policyAlg)
 	if err != nil {
@@ -192,25 +202,58 @@ func TestTimeoutBoundsASilentStore(t *testing.T) {
 // ratewise.New in advance.
 type failingStore struct{ err error }
 
-func (s failingStore) Decide(context.Context, store.Key, algorithms.Algorithm, time.Time, int64) (algorithms.Result, error) {
+func (s failingStore) Decide(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	int64,
+) (algorithms.Result, error) {
 	return algorithms.Result{}, s.err
 }
 
 func (s failingStore) Reset(context.Context, store.Key, algorithms.Algorithm) error { return s.err }
 
-func (s failingStore) DecideSet(context.Context, store.Key, []algorithms.Algorithm, time.Time, int64) ([]algorithms.Result, error) {
+func (s failingStore) DecideSet(
+	context.Context,
+	store.Key,
+	[]algorithms.Algorithm,
+	time.Time,
+	int64,
+) ([]algorithms.Result, error) {
 	return nil, s.err
 }
 
-func (s failingStore) Reserve(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+func (s failingStore) Reserve(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	int64,
+	time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return algorithms.Result{}, 0, s.err
 }
 
-func (s failingStore) Refund(context.Context, store.Key, algorithms.Algorithm, time.Time, time.Time, int64) (algorithms.Result, error) {
+func (s failingStore) Refund(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	time.Time,
+	int64,
+) (algorithms.Result, error) {
 	return algorithms.Result{}, s.err
 }
 
-func (s failingStore) Lease(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+func (s failingStore) Lease(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	int64,
+	time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return algorithms.Result{}, 0, s.err
 }
 

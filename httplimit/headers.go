@@ -60,7 +60,10 @@ func (m *Middleware) setHeaders(h http.Header, d decision, algs []algorithms.Alg
 			h.Add("RateLimit-Policy", policy.String())
 		}
 		b := d.results[d.binding]
-		h.Add("RateLimit", name(d.binding)+";r="+strconv.FormatInt(b.Remaining, 10)+";t="+strconv.FormatInt(ceilSeconds(b.ResetAfter), 10))
+		h.Add(
+			"RateLimit",
+			name(d.binding)+";r="+strconv.FormatInt(b.Remaining, 10)+";t="+strconv.FormatInt(ceilSeconds(b.ResetAfter), 10),
+		)
 	}
 	if m.headers.legacy {
 		res := d.results[d.binding]

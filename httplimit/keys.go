@@ -203,7 +203,11 @@ func ByIP(cfg IPConfig) (KeyFunc, error) {
 		v4 = 32
 	}
 	if v6 < 1 || v6 > 128 || v4 < 1 || v4 > 32 {
-		return nil, fmt.Errorf("httplimit: IPv6 prefix must be in [1, 128] and IPv4 prefix in [1, 32], got %d and %d", v6, v4)
+		return nil, fmt.Errorf(
+			"httplimit: IPv6 prefix must be in [1, 128] and IPv4 prefix in [1, 32], got %d and %d",
+			v6,
+			v4,
+		)
 	}
 	isTrusted := func(a netip.Addr) bool {
 		for _, p := range trusted {
@@ -279,7 +283,10 @@ func trustedPrefix(s string) (netip.Prefix, error) {
 		addr, bits = addr.Unmap(), bits-96
 	}
 	if bits == 0 {
-		return netip.Prefix{}, fmt.Errorf("httplimit: trusted proxy %q trusts every address, so any client could claim any address", s)
+		return netip.Prefix{}, fmt.Errorf(
+			"httplimit: trusted proxy %q trusts every address, so any client could claim any address",
+			s,
+		)
 	}
 	return netip.PrefixFrom(addr, bits).Masked(), nil
 }

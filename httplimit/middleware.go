@@ -303,7 +303,13 @@ func (m *Middleware) observeDegraded(r *http.Request, timedOut, allowed bool, er
 // on its context. Every store honours its context (the store contract requires
 // it), so the call returns by the deadline; with the Redis store, given
 // the client settings docs/redis.md recommends.
-func (m *Middleware) decide(parent context.Context, key string, keys []string, algs []algorithms.Algorithm, cost int64) (decision, error) {
+func (m *Middleware) decide(
+	parent context.Context,
+	key string,
+	keys []string,
+	algs []algorithms.Algorithm,
+	cost int64,
+) (decision, error) {
 	ctx := parent
 	if m.timeout > 0 {
 		var cancel context.CancelFunc
@@ -340,7 +346,13 @@ func ended(ctx context.Context) bool {
 }
 
 // run asks the limiter, the Stack on key, or the MultiKey on keys.
-func (m *Middleware) run(ctx context.Context, key string, keys []string, algs []algorithms.Algorithm, cost int64) (decision, error) {
+func (m *Middleware) run(
+	ctx context.Context,
+	key string,
+	keys []string,
+	algs []algorithms.Algorithm,
+	cost int64,
+) (decision, error) {
 	var sr ratewise.MultiResult
 	var err error
 	switch {

@@ -195,8 +195,12 @@ func TestCostPerRequest(t *testing.T) {
 
 func TestAnonymousUserFails(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
-		WithKey(ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" })))
+	m, _ := New(
+		newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
+		WithKey(
+			ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }),
+		),
+	)
 	var failure error
 	m2, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
 		WithKey(ByUser(func(r *http.Request) (string, bool) { return "", false })),
@@ -211,7 +215,10 @@ func TestAnonymousUserFails(t *testing.T) {
 
 func TestPolicyHeaderLeavesOutFractionalWindows(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	m, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: time.Second}, Burst: 2}, clock), WithQuotaName("api"))
+	m, _ := New(
+		newLimiter(t, algorithms.GCRA{Rate: algorithms.Rate{Count: 3, Period: time.Second}, Burst: 2}, clock),
+		WithQuotaName("api"),
+	)
 	resp := serve(m.Handler(ok), "192.0.2.1:1")
 	// A burst of 2 at 3 per second refills in 666.666ms: no whole w.
 	if got, want := resp.Header.Get("RateLimit-Policy"), `"api";q=2`; got != want {
@@ -247,9 +254,18 @@ func TestShare(t *testing.T) {
 	}{
 		{algorithms.FixedWindow{Limit: 100, Window: time.Minute}, algorithms.FixedWindow{Limit: 25, Window: time.Minute}},
 		{algorithms.SlidingLog{Limit: 10, Window: time.Second}, algorithms.SlidingLog{Limit: 2, Window: time.Second}},
-		{algorithms.SlidingWindow{Limit: 9, Window: time.Minute, SubWindows: 6}, algorithms.SlidingWindow{Limit: 2, Window: time.Minute, SubWindows: 6}},
-		{algorithms.TokenBucket{Capacity: 40, Refill: algorithms.PerSecond(10)}, algorithms.TokenBucket{Capacity: 10, Refill: algorithms.Rate{Count: 10, Period: 4 * time.Second}}},
-		{algorithms.GCRA{Rate: algorithms.PerMinute(100), Burst: 8}, algorithms.GCRA{Rate: algorithms.Rate{Count: 100, Period: 4 * time.Minute}, Burst: 2}},
+		{
+			algorithms.SlidingWindow{Limit: 9, Window: time.Minute, SubWindows: 6},
+			algorithms.SlidingWindow{Limit: 2, Window: time.Minute, SubWindows: 6},
+		},
+		{
+			algorithms.TokenBucket{Capacity: 40, Refill: algorithms.PerSecond(10)},
+			algorithms.TokenBucket{Capacity: 10, Refill: algorithms.Rate{Count: 10, Period: 4 * time.Second}},
+		},
+		{
+			algorithms.GCRA{Rate: algorithms.PerMinute(100), Burst: 8},
+			algorithms.GCRA{Rate: algorithms.Rate{Count: 100, Period: 4 * time.Minute}, Burst: 2},
+		},
 	}
 	for _, c := range cases {
 		got, err := Share(c.in, 4)
@@ -302,13 +318,17 @@ func TestContextIsPassedToTheStore(t *testing.T) {
 func TestHeadersFollowTheKeysLimit(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	paid := algorithms.FixedWindow{Limit: 50, Window: time.Hour}
-	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 5, Window: time.Minute}, ratewise.WithClock(clock),
+	l, err := ratewise.New(
+		storememory.New(),
+		algorithms.FixedWindow{Limit: 5, Window: time.Minute},
+		ratewise.WithClock(clock),
 		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
 			if strings.HasSuffix(key, "paid") {
 				return paid, nil
 			}
 			return nil, nil
-		}))
+		}),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,8 +423,16 @@ func TestDryRun(t *testing.T) {
 	for i := range 5 {
 		resp := serve(m.Handler(ok), "192.0.2.1:1")
 		remaining := max(0, 1-i)
-		if resp.StatusCode != http.StatusOK || resp.Header.Get("RateLimit") != fmt.Sprintf(`"default";r=%d;t=60`, remaining) || resp.Header.Get("Retry-After") != "" {
-			t.Fatalf("request %d: %d, RateLimit %q, Retry-After %q", i+1, resp.StatusCode, resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"))
+		if resp.StatusCode != http.StatusOK ||
+			resp.Header.Get("RateLimit") != fmt.Sprintf(`"default";r=%d;t=60`, remaining) ||
+			resp.Header.Get("Retry-After") != "" {
+			t.Fatalf(
+				"request %d: %d, RateLimit %q, Retry-After %q",
+				i+1,
+				resp.StatusCode,
+				resp.Header.Get("RateLimit"),
+				resp.Header.Get("Retry-After"),
+			)
 		}
 	}
 	if len(wouldDeny) != 3 || wouldDeny[0].Allowed || wouldDeny[0].RetryAfter != time.Minute {
@@ -443,9 +471,19 @@ func TestStackMiddleware(t *testing.T) {
 		clock.Advance(want.advance)
 		resp := serve(m.Handler(ok), "192.0.2.1:1")
 		got := strings.Join(resp.Header.Values("RateLimit-Policy"), ", ")
-		if resp.StatusCode != want.status || got != policies || resp.Header.Get("RateLimit") != want.rateLimit || resp.Header.Get("Retry-After") != want.retryAfter {
-			t.Fatalf("request %d: %d, RateLimit-Policy %q, RateLimit %q, Retry-After %q; want %d, %q, %q", i+1, resp.StatusCode, got,
-				resp.Header.Get("RateLimit"), resp.Header.Get("Retry-After"), want.status, want.rateLimit, want.retryAfter)
+		if resp.StatusCode != want.status || got != policies || resp.Header.Get("RateLimit") != want.rateLimit ||
+			resp.Header.Get("Retry-After") != want.retryAfter {
+			t.Fatalf(
+				"request %d: %d, RateLimit-Policy %q, RateLimit %q, Retry-After %q; want %d, %q, %q",
+				i+1,
+				resp.StatusCode,
+				got,
+				resp.Header.Get("RateLimit"),
+				resp.Header.Get("Retry-After"),
+				want.status,
+				want.rateLimit,
+				want.retryAfter,
+			)
 		}
 	}
 	if _, err := NewStack(set, WithFailureMode(Fallback(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock)))); err == nil {

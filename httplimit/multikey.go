@@ -39,7 +39,12 @@ func NewMultiKey(multi *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Mid
 	}
 	limiters := multi.Limiters()
 	if len(keys) != len(limiters) {
-		return nil, fmt.Errorf("httplimit: %d KeyFuncs for a MultiKey of %d limiters, which takes one per limiter: %w", len(keys), len(limiters), ratewise.ErrInvalidMultiKey)
+		return nil, fmt.Errorf(
+			"httplimit: %d KeyFuncs for a MultiKey of %d limiters, which takes one per limiter: %w",
+			len(keys),
+			len(limiters),
+			ratewise.ErrInvalidMultiKey,
+		)
 	}
 	for i, k := range keys {
 		if k == nil {
@@ -51,10 +56,16 @@ func NewMultiKey(multi *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Mid
 		return nil, err
 	}
 	if m.keyOption {
-		return nil, fmt.Errorf("httplimit: WithKey does not apply to a MultiKey, whose keys NewMultiKey takes: %w", ratewise.ErrInvalidMultiKey)
+		return nil, fmt.Errorf(
+			"httplimit: WithKey does not apply to a MultiKey, whose keys NewMultiKey takes: %w",
+			ratewise.ErrInvalidMultiKey,
+		)
 	}
 	if _, ok := m.policy.(fallback); ok {
-		return nil, fmt.Errorf("httplimit: Fallback needs a Limiter; a MultiKey fails closed or open: %w", ratewise.ErrInvalidMultiKey)
+		return nil, fmt.Errorf(
+			"httplimit: Fallback needs a Limiter; a MultiKey fails closed or open: %w",
+			ratewise.ErrInvalidMultiKey,
+		)
 	}
 	if err := m.policy.check(nil); err != nil {
 		return nil, err

@@ -27,7 +27,9 @@ var (
 
 // byUser keys a request by its X-User header; a request without one has
 // no key.
-var byUser = ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" })
+var byUser = ByUser(
+	func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" },
+)
 
 // everyone keys every request alike, for the global limit.
 func everyone(*http.Request) (string, error) { return "all", nil }
@@ -37,9 +39,17 @@ var groupKeys = []KeyFunc{byUser, everyone}
 
 // newGroup returns a group of a per-user limiter on perUser and a global
 // one on global, in that order, on clock.
-func newGroup(t *testing.T, perUser, global store.Store, clock *ratewisetest.Clock, opts ...ratewise.Option) (*ratewise.MultiKey, *ratewise.Limiter, *ratewise.Limiter) {
+func newGroup(
+	t *testing.T,
+	perUser, global store.Store,
+	clock *ratewisetest.Clock,
+	opts ...ratewise.Option,
+) (*ratewise.MultiKey, *ratewise.Limiter, *ratewise.Limiter) {
 	t.Helper()
-	user, err := ratewise.New(perUser, perUserAlg, append([]ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace("user")}, opts...)...)
+	user, err := ratewise.New(
+		perUser,
+		perUserAlg,
+		append([]ratewise.Option{ratewise.WithClock(clock), ratewise.WithNamespace("user")}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,13 +149,26 @@ func TestMultiKeyMiddleware(t *testing.T) {
 		}
 		for l := range limiters {
 			if got, want := after[l].Remaining, before[l].Remaining-charged; got != want {
-				t.Fatalf("request %d (%s at %v): limit %d has %d left, want %d: all or nothing", i, step.user, step.at, l+1, got, want)
+				t.Fatalf(
+					"request %d (%s at %v): limit %d has %d left, want %d: all or nothing",
+					i,
+					step.user,
+					step.at,
+					l+1,
+					got,
+					want,
+				)
 			}
 		}
 		b := after[step.binding]
 		want := map[string]string{
-			"RateLimit-Policy":      policies,
-			"RateLimit":             fmt.Sprintf(`"default-%d";r=%d;t=%d`, step.binding+1, b.Remaining, ceilSeconds(b.ResetAfter)),
+			"RateLimit-Policy": policies,
+			"RateLimit": fmt.Sprintf(
+				`"default-%d";r=%d;t=%d`,
+				step.binding+1,
+				b.Remaining,
+				ceilSeconds(b.ResetAfter),
+			),
 			"X-RateLimit-Limit":     strconv.FormatInt(b.Limit, 10),
 			"X-RateLimit-Remaining": strconv.FormatInt(b.Remaining, 10),
 			"X-RateLimit-Reset":     strconv.FormatInt(ceilSeconds(b.ResetAfter), 10),
@@ -185,7 +208,13 @@ func TestMultiKeyNoKey(t *testing.T) {
 			}
 			for i := range globalAlg.Limit + 1 { // more than the global limit
 				if resp := serveAs(m.Handler(ok), ""); resp.StatusCode != c.status || resp.Header.Get("RateLimit") != "" {
-					t.Fatalf("anonymous request %d: %d, RateLimit %q; want %d and none", i, resp.StatusCode, resp.Header.Get("RateLimit"), c.status)
+					t.Fatalf(
+						"anonymous request %d: %d, RateLimit %q; want %d and none",
+						i,
+						resp.StatusCode,
+						resp.Header.Get("RateLimit"),
+						c.status,
+					)
 				}
 			}
 			if got, want := h.count(), int(globalAlg.Limit+1); got != want || !errors.Is(h.errs[0], ErrNoKey) {
@@ -207,7 +236,13 @@ type brokenStore struct {
 	chargesOnly, silent bool
 }
 
-func (s brokenStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s brokenStore) Decide(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	switch {
 	case s.silent:
@@ -224,7 +259,13 @@ func (s brokenStore) Reset(ctx context.Context, sk store.Key, alg algorithms.Alg
 	return s.mem.Reset(ctx, store.Key{Name: key}, alg)
 }
 
-func (s brokenStore) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s brokenStore) Refund(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	return s.mem.Refund(ctx, store.Key{Name: key}, alg, now, at, n)
 }
@@ -258,12 +299,20 @@ func TestMultiKeyStoreFailure(t *testing.T) {
 			c.broken.mem = storememory.New()
 			g, perUser, _ := newGroup(t, storememory.New(), c.broken, clock)
 			h, rec := &hook{}, &degradedRecorder{}
-			m, err := NewMultiKey(g, groupKeys, WithFailureMode(c.policy), WithOnError(h.record), WithObserver(rec), WithTimeout(20*time.Millisecond))
+			m, err := NewMultiKey(
+				g,
+				groupKeys,
+				WithFailureMode(c.policy),
+				WithOnError(h.record),
+				WithObserver(rec),
+				WithTimeout(20*time.Millisecond),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
 			resp := serveAs(m.Handler(ok), "alice")
-			if resp.StatusCode != c.status || resp.Header.Get("Retry-After") != c.retryAfter || resp.Header.Get("RateLimit") != "" {
+			if resp.StatusCode != c.status || resp.Header.Get("Retry-After") != c.retryAfter ||
+				resp.Header.Get("RateLimit") != "" {
 				t.Fatalf("status %d, Retry-After %q, RateLimit %q; want %d, %q and no RateLimit",
 					resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("RateLimit"), c.status, c.retryAfter)
 			}
@@ -293,7 +342,11 @@ func TestMultiKeyOptions(t *testing.T) {
 	t.Run("cost", func(t *testing.T) {
 		s := storememory.New()
 		g, perUser, global := newGroup(t, s, s, clock)
-		m, err := NewMultiKey(g, groupKeys, WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64) }))
+		m, err := NewMultiKey(
+			g,
+			groupKeys,
+			WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64) }),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,13 +376,18 @@ func TestMultiKeyOptions(t *testing.T) {
 		s := storememory.New()
 		g, _, global := newGroup(t, s, s, clock)
 		var wouldDeny []ratewise.Result
-		m, err := NewMultiKey(g, groupKeys, WithDryRun(func(_ *http.Request, res ratewise.Result) { wouldDeny = append(wouldDeny, res) }))
+		m, err := NewMultiKey(
+			g,
+			groupKeys,
+			WithDryRun(func(_ *http.Request, res ratewise.Result) { wouldDeny = append(wouldDeny, res) }),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
 		// Each user once, one more than the global limit.
 		for i := range globalAlg.Limit + 1 {
-			if resp := serveAs(m.Handler(ok), fmt.Sprint("user", i)); resp.StatusCode != http.StatusOK || resp.Header.Get("Retry-After") != "" {
+			if resp := serveAs(m.Handler(ok), fmt.Sprint("user", i)); resp.StatusCode != http.StatusOK ||
+				resp.Header.Get("Retry-After") != "" {
 				t.Fatalf("request %d: %d, Retry-After %q; want 200 and none", i, resp.StatusCode, resp.Header.Get("Retry-After"))
 			}
 		}
@@ -345,7 +403,11 @@ func TestMultiKeyOptions(t *testing.T) {
 	t.Run("exempt", func(t *testing.T) {
 		s := storememory.New()
 		g, perUser, _ := newGroup(t, s, s, clock)
-		m, err := NewMultiKey(g, groupKeys, WithExempt(func(r *http.Request) bool { return r.Header.Get("X-User") == "ops" }))
+		m, err := NewMultiKey(
+			g,
+			groupKeys,
+			WithExempt(func(r *http.Request) bool { return r.Header.Get("X-User") == "ops" }),
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,12 +423,18 @@ func TestMultiKeyOptions(t *testing.T) {
 	t.Run("a key's own limit", func(t *testing.T) {
 		vip := algorithms.SlidingLog{Limit: 10, Window: 2 * time.Minute}
 		s := storememory.New()
-		g, _, _ := newGroup(t, s, s, clock, ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
-			if key == Part("user", "vip") {
-				return vip, nil
-			}
-			return nil, nil
-		}))
+		g, _, _ := newGroup(
+			t,
+			s,
+			s,
+			clock,
+			ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
+				if key == Part("user", "vip") {
+					return vip, nil
+				}
+				return nil, nil
+			}),
+		)
 		m, err := NewMultiKey(g, groupKeys)
 		if err != nil {
 			t.Fatal(err)

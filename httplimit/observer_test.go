@@ -40,7 +40,13 @@ type silentStore struct {
 	err         error
 }
 
-func (s silentStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
+func (s silentStore) Decide(
+	ctx context.Context,
+	_ store.Key,
+	_ algorithms.Algorithm,
+	_ time.Time,
+	_ int64,
+) (algorithms.Result, error) {
 	<-ctx.Done()
 	if s.err != nil {
 		return algorithms.Result{}, s.err
@@ -91,7 +97,9 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec, h := &degradedRecorder{}, &hook{}
-			opts := append([]Option{WithFailureMode(tt.policy), WithObserver(rec), WithOnError(h.record), WithTimeout(20 * time.Millisecond)}, tt.opts...)
+			opts := append(
+				[]Option{WithFailureMode(tt.policy), WithObserver(rec), WithOnError(h.record), WithTimeout(20 * time.Millisecond)},
+				tt.opts...)
 			m, err := New(l, opts...)
 			if err != nil {
 				t.Fatal(err)

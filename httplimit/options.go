@@ -204,7 +204,10 @@ func WithDryRun(wouldDeny func(r *http.Request, res ratewise.Result)) Option {
 func WithNoKey(status int) Option {
 	return optionFunc(func(m *Middleware) error {
 		if status != NoKeyUnlimited && (status < 400 || status > 599) {
-			return fmt.Errorf("httplimit: the answer to a request without a key must be a 4xx or 5xx status or NoKeyUnlimited, got %d", status)
+			return fmt.Errorf(
+				"httplimit: the answer to a request without a key must be a 4xx or 5xx status or NoKeyUnlimited, got %d",
+				status,
+			)
 		}
 		m.noKey = status
 		return nil

@@ -63,14 +63,27 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 	case !printableASCII(name):
 		return nil, fmt.Errorf("%w %q: the name must be printable ASCII", ErrRoute, name)
 	case m.set != nil || m.group != nil:
-		return nil, fmt.Errorf("%w %q: a Stack's or a MultiKey's limits are fixed; a route needs a middleware from New", ErrRoute, name)
+		return nil, fmt.Errorf(
+			"%w %q: a Stack's or a MultiKey's limits are fixed; a route needs a middleware from New",
+			ErrRoute,
+			name,
+		)
 	case m.routeAlg != nil:
-		return nil, fmt.Errorf("%w %q: %q is a route already; call Route on the middleware New returned", ErrRoute, name, m.name)
+		return nil, fmt.Errorf(
+			"%w %q: %q is a route already; call Route on the middleware New returned",
+			ErrRoute,
+			name,
+			m.name,
+		)
 	case m.routes == nil:
 		return nil, fmt.Errorf("%w %q: a route needs a middleware from New", ErrRoute, name)
 	}
 	if _, ok := m.policy.(fallback); ok {
-		return nil, fmt.Errorf("%w %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route a Limiter and a Middleware of its own", ErrRoute, name)
+		return nil, fmt.Errorf(
+			"%w %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route a Limiter and a Middleware of its own",
+			ErrRoute,
+			name,
+		)
 	}
 	if err := checkAlgorithm(alg); err != nil {
 		return nil, fmt.Errorf("%w %q: %w", ErrRoute, name, err)

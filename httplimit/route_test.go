@@ -49,8 +49,14 @@ func TestRoutes(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /login", newRoute(t, m, "login", algorithms.SlidingLog{Limit: 2, Window: 15 * time.Minute}).Handler(ok))
-	mux.Handle("GET /search", newRoute(t, m, "search", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 3}).Handler(ok))
+	mux.Handle(
+		"POST /login",
+		newRoute(t, m, "login", algorithms.SlidingLog{Limit: 2, Window: 15 * time.Minute}).Handler(ok),
+	)
+	mux.Handle(
+		"GET /search",
+		newRoute(t, m, "search", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 3}).Handler(ok),
+	)
 	mux.Handle("/", m.Handler(ok))
 	for i, c := range []struct {
 		method, path      string
@@ -113,7 +119,13 @@ type recordingStore struct {
 	keys []string
 }
 
-func (s *recordingStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *recordingStore) Decide(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	s.mu.Lock()
 	s.keys = append(s.keys, key)
@@ -158,10 +170,14 @@ func TestRouteKeys(t *testing.T) {
 // the exemptions. The cost is checked against the route's limit.
 func TestRouteSharesTheOptions(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	m, err := New(newLimiter(t, algorithms.SlidingLog{Limit: 10, Window: time.Minute}, clock),
-		WithKey(ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" })),
+	m, err := New(
+		newLimiter(t, algorithms.SlidingLog{Limit: 10, Window: time.Minute}, clock),
+		WithKey(
+			ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }),
+		),
 		WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64) }),
-		WithExempt(func(r *http.Request) bool { return r.Header.Get("X-Internal") != "" }))
+		WithExempt(func(r *http.Request) bool { return r.Header.Get("X-Internal") != "" }),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +196,15 @@ func TestRouteSharesTheOptions(t *testing.T) {
 	} {
 		resp := do(upload, "POST", "/upload", c.header...)
 		if resp.StatusCode != c.status || resp.Header.Get("RateLimit") != c.rateLimit {
-			t.Fatalf("request %d %q: %d, RateLimit %q; want %d, %q", i+1, c.header, resp.StatusCode, resp.Header.Get("RateLimit"), c.status, c.rateLimit)
+			t.Fatalf(
+				"request %d %q: %d, RateLimit %q; want %d, %q",
+				i+1,
+				c.header,
+				resp.StatusCode,
+				resp.Header.Get("RateLimit"),
+				c.status,
+				c.rateLimit,
+			)
 		}
 	}
 }

@@ -26,7 +26,13 @@ import (
 // has not come, with RetryAfter the wait until it. A request whose now is
 // behind the latest this instance decided the key at is decided at that
 // latest time, as the store decides one behind the key's latest.
-func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) Decide(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	if cost != 1 || s.closed.Load() {
 		return s.inner.Decide(ctx, key, alg, now, cost)
 	}
@@ -62,7 +68,13 @@ func keyOf(key store.Key, alg algorithms.Algorithm) (entryKey, bool) {
 }
 
 // decideLeased decides one leasable request at now.
-func (s *Store) decideLeased(ctx context.Context, k entryKey, key store.Key, alg algorithms.Algorithm, now time.Time) (algorithms.Result, error) {
+func (s *Store) decideLeased(
+	ctx context.Context,
+	k entryKey,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+) (algorithms.Result, error) {
 	observed := false
 	for {
 		e := s.entryFor(k)
@@ -165,7 +177,14 @@ func (s *Store) decideLeased(ctx context.Context, k entryKey, key store.Key, alg
 // window. A booking whose outcome is unknown (store.ErrMaybeDecided) is
 // sent once more with the same ID when the inner store applies IDs, and
 // returns the first outcome.
-func (s *Store) book(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, n int64, maxWait time.Duration) (algorithms.Result, error) {
+func (s *Store) book(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	n int64,
+	maxWait time.Duration,
+) (algorithms.Result, error) {
 	res, err := s.bookOnce(ctx, key, alg, now, n, maxWait)
 	if err != nil && s.idem && errors.Is(err, store.ErrMaybeDecided) && ctx.Err() == nil {
 		res, err = s.bookOnce(ctx, key, alg, now, n, maxWait)
@@ -173,14 +192,27 @@ func (s *Store) book(ctx context.Context, key store.Key, alg algorithms.Algorith
 	return res, err
 }
 
-func (s *Store) bookOnce(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, n int64, maxWait time.Duration) (algorithms.Result, error) {
+func (s *Store) bookOnce(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	n int64,
+	maxWait time.Duration,
+) (algorithms.Result, error) {
 	res, _, err := s.inner.Lease(ctx, key, alg, now, n, maxWait)
 	return res, err
 }
 
 // direct decides the request in the inner store, and keeps how far ahead
 // its reply says the key's state is, for sizing the next lease.
-func (s *Store) direct(ctx context.Context, e *entry, key store.Key, alg algorithms.Algorithm, now time.Time) (algorithms.Result, error) {
+func (s *Store) direct(
+	ctx context.Context,
+	e *entry,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+) (algorithms.Result, error) {
 	res, err := s.inner.Decide(ctx, key, alg, now, 1)
 	if err == nil {
 		e.mu.Lock()

@@ -25,7 +25,11 @@ func Example() {
 		panic(err) // an invalid policy
 	}
 	defer st.Close(ctx) // gives back what the leases hold
-	limiter, err := ratewise.New(st, algorithms.FixedWindow{Limit: 100_000, Window: 100 * time.Millisecond}, ratewise.WithClock(clock))
+	limiter, err := ratewise.New(
+		st,
+		algorithms.FixedWindow{Limit: 100_000, Window: 100 * time.Millisecond},
+		ratewise.WithClock(clock),
+	)
 	if err != nil {
 		panic(err)
 	}

@@ -35,19 +35,39 @@ type counting struct {
 	lieSeen atomic.Int64
 }
 
-func (c *counting) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (c *counting) Decide(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	if cost > 0 {
 		c.trips.Add(1)
 	}
 	return c.inner.Decide(ctx, key, alg, now, cost)
 }
 
-func (c *counting) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (c *counting) Reserve(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	c.trips.Add(1)
 	return c.inner.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 
-func (c *counting) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (c *counting) Lease(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	c.trips.Add(1)
 	res, d, err := c.inner.Lease(ctx, key, alg, now, cost, maxWait)
 	switch {
@@ -63,7 +83,13 @@ func (c *counting) Lease(ctx context.Context, key store.Key, alg algorithms.Algo
 	return res, d, err
 }
 
-func (c *counting) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (c *counting) Refund(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	c.trips.Add(1)
 	return c.inner.Refund(ctx, key, alg, now, at, n)
 }
@@ -71,7 +97,13 @@ func (c *counting) Refund(ctx context.Context, key store.Key, alg algorithms.Alg
 // decider is what a fleet instance decides through: a wrapper, or the
 // shared store itself for the direct-only fleet.
 type decider interface {
-	Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error)
+	Decide(
+		ctx context.Context,
+		key store.Key,
+		alg algorithms.Algorithm,
+		now time.Time,
+		cost int64,
+	) (algorithms.Result, error)
 }
 
 // phase is a stretch of a run: the fleet's demand as a multiple of the
@@ -198,7 +230,9 @@ func (f *fleet) run(t *testing.T, seed uint64, step time.Duration, phases []phas
 func inRange(res algorithms.Result, alg algorithms.Algorithm, now time.Time) string {
 	limit := algo.MaxCost(alg)
 	a, c := res.Charged()
-	if res.Limit != limit || res.Remaining < 0 || res.Remaining > limit || res.RetryAfter != 0 || res.At.Before(now) || a != alg || c != 1 {
+	if res.Limit != limit || res.Remaining < 0 || res.Remaining > limit || res.RetryAfter != 0 || res.At.Before(now) ||
+		a != alg ||
+		c != 1 {
 		return fmt.Sprintf("admission at %v out of range: %+v (charged %v at %d)", now, res, a, c)
 	}
 	return ""

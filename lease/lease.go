@@ -197,7 +197,12 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	}
 	caps := s.Capabilities()
 	if caps.OwnClock {
-		return nil, fmt.Errorf("%w: %T ignores the now it is given (build it WithClientTime): %w", ErrCannotLease, s, store.ErrUnsupported)
+		return nil, fmt.Errorf(
+			"%w: %T ignores the now it is given (build it WithClientTime): %w",
+			ErrCannotLease,
+			s,
+			store.ErrUnsupported,
+		)
 	}
 	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}
 	if _, err := core.NewSizer(sizing); err != nil {
@@ -205,7 +210,14 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-	w := &Store{inner: s, idem: caps.RequestIDs, p: p, sizing: sizing, idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":", entries: map[entryKey]*entry{}}
+	w := &Store{
+		inner:    s,
+		idem:     caps.RequestIDs,
+		p:        p,
+		sizing:   sizing,
+		idPrefix: "lease:" + hex.EncodeToString(b[:]) + ":",
+		entries:  map[entryKey]*entry{},
+	}
 	return w, nil
 }
 
@@ -225,19 +237,39 @@ func (s *Store) Reset(ctx context.Context, key store.Key, alg algorithms.Algorit
 }
 
 // Reserve is the inner store's Reserve.
-func (s *Store) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Reserve(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return s.inner.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 
 // Refund is the inner store's Refund (see the package doc on refunds of a
 // leased key).
-func (s *Store) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *Store) Refund(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	return s.inner.Refund(ctx, key, alg, now, at, n)
 }
 
 // Lease fails with store.ErrUnsupported: a Store leases for its own
 // decisions, and is not the inner store of another (see Wrap).
-func (s *Store) Lease(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Lease(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return algorithms.Result{}, 0, fmt.Errorf("%w: a lease.Store books no leases for another", store.ErrUnsupported)
 }
 
@@ -246,7 +278,13 @@ func (s *Store) Lease(ctx context.Context, key store.Key, alg algorithms.Algorit
 func (s *Store) Capabilities() store.Capabilities { return s.inner.Capabilities() }
 
 // DecideSet is the inner store's DecideSet: sets never lease.
-func (s *Store) DecideSet(ctx context.Context, key store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *Store) DecideSet(
+	ctx context.Context,
+	key store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	return s.inner.DecideSet(ctx, key, algs, now, cost)
 }
 

@@ -16,10 +16,24 @@ var start = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newFleet returns instances wrappers (or, with leased false, the bare
 // store for each) on one store, made by mk with the fleet's clock.
-func newFleet(t *testing.T, alg algorithms.Algorithm, instances int, leased bool, mk func(*ratewisetest.Clock) inner) *fleet {
+func newFleet(
+	t *testing.T,
+	alg algorithms.Algorithm,
+	instances int,
+	leased bool,
+	mk func(*ratewisetest.Clock) inner,
+) *fleet {
 	t.Helper()
 	clk := ratewisetest.NewClock(start)
-	f := &fleet{alg: alg, clk: clk, st: &counting{inner: mk(clk)}, key: key, callers: 4, spikes: 2000, spike: int(burstOf(alg) / 4)}
+	f := &fleet{
+		alg:     alg,
+		clk:     clk,
+		st:      &counting{inner: mk(clk)},
+		key:     key,
+		callers: 4,
+		spikes:  2000,
+		spike:   int(burstOf(alg) / 4),
+	}
 	for range instances {
 		if !leased {
 			f.ins = append(f.ins, f.st)
@@ -104,8 +118,18 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 					if float64(deficit) > 0.03*float64(d) {
 						t.Fatalf("seed %d: leased fleet admitted %d, direct-only %d: under-admission %d over 3%%", seed, l, d, deficit)
 					}
-					t.Logf("seed %d: %d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, direct-only %d (%.1f×)",
-						seed, leased.requests, l, d, deficit, 100*float64(deficit)/float64(d), leased.trips(), direct.trips(), float64(direct.trips())/float64(leased.trips()))
+					t.Logf(
+						"seed %d: %d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, direct-only %d (%.1f×)",
+						seed,
+						leased.requests,
+						l,
+						d,
+						deficit,
+						100*float64(deficit)/float64(d),
+						leased.trips(),
+						direct.trips(),
+						float64(direct.trips())/float64(leased.trips()),
+					)
 				}
 			})
 		}
@@ -145,7 +169,12 @@ func TestWindowRuleBroken(t *testing.T) {
 					t.Fatalf("seed %d: no booking was lied to", seed)
 				}
 				msg := check(sc.alg, f.admissions)
-				t.Logf("seed %d: %d admissions, %d bookings (the lie told to the bucket's every one, to the fixed window's second)", seed, len(f.admissions), f.st.lieSeen.Load())
+				t.Logf(
+					"seed %d: %d admissions, %d bookings (the lie told to the bucket's every one, to the fixed window's second)",
+					seed,
+					len(f.admissions),
+					f.st.lieSeen.Load(),
+				)
 				if msg != "" {
 					caught++
 					t.Logf("seed %d, window rule broken on purpose: %s", seed, msg)

@@ -29,7 +29,14 @@ func redisFleet(t *testing.T, scName string, instances int, leased bool) *fleet 
 	srv := redistest.Standalone(t)
 	clk := ratewisetest.NewClock(start)
 	alg := scenarioAlg(scName)
-	f := &fleet{alg: alg, clk: clk, key: store.Key{Namespace: "test", Name: fmt.Sprintf("%s:%v:%d", t.Name(), leased, time.Now().UnixNano())}, callers: 4, spikes: 2000, spike: int(burstOf(alg) / 4)}
+	f := &fleet{
+		alg:     alg,
+		clk:     clk,
+		key:     store.Key{Namespace: "test", Name: fmt.Sprintf("%s:%v:%d", t.Name(), leased, time.Now().UnixNano())},
+		callers: 4,
+		spikes:  2000,
+		spike:   int(burstOf(alg) / 4),
+	}
 	for range instances {
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
 		t.Cleanup(func() { rdb.Close() })
@@ -91,8 +98,17 @@ func TestRedisFleetNeverOverAdmits(t *testing.T) {
 			if float64(deficit) > 0.03*float64(d) {
 				t.Fatalf("leased fleet admitted %d, direct-only %d: under-admission %d over 3%%", l, d, deficit)
 			}
-			t.Logf("%d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, direct-only %d (%.1f×)",
-				leased.requests, l, d, deficit, 100*float64(deficit)/float64(d), leased.trips(), direct.trips(), float64(direct.trips())/float64(leased.trips()))
+			t.Logf(
+				"%d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, direct-only %d (%.1f×)",
+				leased.requests,
+				l,
+				d,
+				deficit,
+				100*float64(deficit)/float64(d),
+				leased.trips(),
+				direct.trips(),
+				float64(direct.trips())/float64(leased.trips()),
+			)
 		})
 	}
 }

@@ -74,7 +74,14 @@ func hot(t *testing.T, alg algorithms.Algorithm) (*lease.Store, *counting, *rate
 
 // drive makes n decisions of cost 1 on key under alg through w, stepping
 // clk by step after each, and returns how many were admitted.
-func drive(t *testing.T, w store.Store, clk *ratewisetest.Clock, alg algorithms.Algorithm, n int, step time.Duration) int {
+func drive(
+	t *testing.T,
+	w store.Store,
+	clk *ratewisetest.Clock,
+	alg algorithms.Algorithm,
+	n int,
+	step time.Duration,
+) int {
 	t.Helper()
 	admitted := 0
 	for range n {
@@ -168,14 +175,22 @@ func TestResetKeepsLeasedUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := c.trips.Load() - trips; got != 1 {
-		t.Fatalf("Reset of a key this instance leases made %d round trips besides the reset, want 1 (giving back its lease)", got)
+		t.Fatalf(
+			"Reset of a key this instance leases made %d round trips besides the reset, want 1 (giving back its lease)",
+			got,
+		)
 	}
 	after, err := c.inner.Decide(ctx, key, gcra, clk.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if after.Remaining < before.Remaining || after.Remaining >= gcra.Burst {
-		t.Fatalf("after Reset the store has %d of %d, before %d: want at least as much as before and less than the burst, the lease's spent units charged", after.Remaining, gcra.Burst, before.Remaining)
+		t.Fatalf(
+			"after Reset the store has %d of %d, before %d: want at least as much as before and less than the burst, the lease's spent units charged",
+			after.Remaining,
+			gcra.Burst,
+			before.Remaining,
+		)
 	}
 	trips = c.trips.Load()
 	if res, err := w.Decide(ctx, key, gcra, clk.Now(), 1); err != nil || !res.Allowed {
@@ -205,7 +220,11 @@ func TestLimiter(t *testing.T) {
 	if _, err := l.Wait(ctx, "k"); err != nil {
 		t.Fatalf("Wait: %v", err)
 	}
-	stack, err := ratewise.NewStack(w, []algorithms.Algorithm{gcra, algorithms.FixedWindow{Limit: 10, Window: time.Second}}, ratewise.WithClock(clk))
+	stack, err := ratewise.NewStack(
+		w,
+		[]algorithms.Algorithm{gcra, algorithms.FixedWindow{Limit: 10, Window: time.Second}},
+		ratewise.WithClock(clk),
+	)
 	if err != nil {
 		t.Fatalf("NewStack: %v", err)
 	}

@@ -21,10 +21,42 @@ func benchEvents() []ratewise.DecisionEvent {
 	allowed := ratewise.Result{Allowed: true, Limit: 100, Remaining: 42}
 	denied := ratewise.Result{Limit: 100, RetryAfter: 10 * time.Millisecond}
 	return []ratewise.DecisionEvent{
-		{Source: ratewise.SourceLimiter, Algorithm: gcra, Key: "user-1", Cost: 1, Allowed: true, Result: allowed, StoreLatency: 180 * time.Microsecond},
-		{Source: ratewise.SourceLimiter, Algorithm: gcra, Key: "user-2", Cost: 1, Result: denied, StoreLatency: 150 * time.Microsecond},
-		{Source: ratewise.SourceLimiter, Algorithm: gcra, Key: "user-3", Cost: 1, Peek: true, Allowed: true, Result: allowed, StoreLatency: 90 * time.Microsecond},
-		{Source: ratewise.SourceStack, Algorithm: log, Binding: 1, Key: "user-4", Cost: 1, Result: denied, StoreLatency: 300 * time.Microsecond},
+		{
+			Source:       ratewise.SourceLimiter,
+			Algorithm:    gcra,
+			Key:          "user-1",
+			Cost:         1,
+			Allowed:      true,
+			Result:       allowed,
+			StoreLatency: 180 * time.Microsecond,
+		},
+		{
+			Source:       ratewise.SourceLimiter,
+			Algorithm:    gcra,
+			Key:          "user-2",
+			Cost:         1,
+			Result:       denied,
+			StoreLatency: 150 * time.Microsecond,
+		},
+		{
+			Source:       ratewise.SourceLimiter,
+			Algorithm:    gcra,
+			Key:          "user-3",
+			Cost:         1,
+			Peek:         true,
+			Allowed:      true,
+			Result:       allowed,
+			StoreLatency: 90 * time.Microsecond,
+		},
+		{
+			Source:       ratewise.SourceStack,
+			Algorithm:    log,
+			Binding:      1,
+			Key:          "user-4",
+			Cost:         1,
+			Result:       denied,
+			StoreLatency: 300 * time.Microsecond,
+		},
 	}
 }
 

@@ -89,7 +89,12 @@ type clockReader struct {
 
 // observe reads the offset once and reports it, and every class of error
 // that has happened.
-func (r *clockReader) observe(ctx context.Context, o metric.Observer, offset, uncertainty metric.Float64Observable, failures metric.Int64Observable) {
+func (r *clockReader) observe(
+	ctx context.Context,
+	o metric.Observer,
+	offset, uncertainty metric.Float64Observable,
+	failures metric.Int64Observable,
+) {
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	off, unc, err := r.src.ClockOffset(ctx)

@@ -129,7 +129,11 @@ func TestClockOffsetTimeout(t *testing.T) {
 	reader, mp := newReader(t)
 	src := &fakeClock{hang: true}
 	const timeout = 20 * time.Millisecond
-	reg, err := ratewiseotel.ObserveClockOffset(src, ratewiseotel.WithMeterProvider(mp), ratewiseotel.WithClockTimeout(timeout))
+	reg, err := ratewiseotel.ObserveClockOffset(
+		src,
+		ratewiseotel.WithMeterProvider(mp),
+		ratewiseotel.WithClockTimeout(timeout),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +145,10 @@ func TestClockOffsetTimeout(t *testing.T) {
 	if got := gauges(t, rm, ratewiseotel.MetricClockOffset); got != nil {
 		t.Errorf("offset after a timeout: %v, want none", got)
 	}
-	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{"error.type=deadline_exceeded": 1}; !maps.Equal(got, want) {
+	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{"error.type=deadline_exceeded": 1}; !maps.Equal(
+		got,
+		want,
+	) {
 		t.Errorf("errors: got %v, want %v", got, want)
 	}
 }
@@ -156,7 +163,8 @@ func TestClockOffsetDefaultTimeout(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = reg.Unregister() })
 	collect(t, reader)
-	if _, timeLeft := src.stats(); timeLeft <= ratewiseotel.DefaultClockTimeout/2 || timeLeft > ratewiseotel.DefaultClockTimeout {
+	if _, timeLeft := src.stats(); timeLeft <= ratewiseotel.DefaultClockTimeout/2 ||
+		timeLeft > ratewiseotel.DefaultClockTimeout {
 		t.Errorf("the reading had %v left, want about %v", timeLeft, ratewiseotel.DefaultClockTimeout)
 	}
 }
@@ -220,7 +228,10 @@ func TestClockOffsetStoreRedis(t *testing.T) {
 	if got := gauges(t, rm, ratewiseotel.MetricClockOffset); got != nil {
 		t.Errorf("offset with Redis gone: %v, want none", got)
 	}
-	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{"error.type=unavailable": 1}; !maps.Equal(got, want) {
+	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{"error.type=unavailable": 1}; !maps.Equal(
+		got,
+		want,
+	) {
 		t.Errorf("errors: got %v, want %v", got, want)
 	}
 }

@@ -62,7 +62,10 @@ func ExampleNew() {
 		for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
 			outcome, _ := p.Attributes.Value(ratewiseotel.AttrOutcome)
 			alg, _ := p.Attributes.Value(ratewiseotel.AttrAlgorithm)
-			lines = append(lines, fmt.Sprintf("%s{algorithm=%s, outcome=%s} %d", m.Name, alg.AsString(), outcome.AsString(), p.Value))
+			lines = append(
+				lines,
+				fmt.Sprintf("%s{algorithm=%s, outcome=%s} %d", m.Name, alg.AsString(), outcome.AsString(), p.Value),
+			)
 		}
 	}
 	slices.Sort(lines)

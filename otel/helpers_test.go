@@ -116,7 +116,13 @@ func histogramCounts(t *testing.T, rm metricdata.ResourceMetrics, name string) m
 // has ended.
 type failingStore struct{ err error }
 
-func (s failingStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
+func (s failingStore) Decide(
+	ctx context.Context,
+	_ store.Key,
+	_ algorithms.Algorithm,
+	_ time.Time,
+	_ int64,
+) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -130,19 +136,46 @@ func (s failingStore) Reset(ctx context.Context, _ store.Key, _ algorithms.Algor
 	return s.err
 }
 
-func (s failingStore) DecideSet(context.Context, store.Key, []algorithms.Algorithm, time.Time, int64) ([]algorithms.Result, error) {
+func (s failingStore) DecideSet(
+	context.Context,
+	store.Key,
+	[]algorithms.Algorithm,
+	time.Time,
+	int64,
+) ([]algorithms.Result, error) {
 	return nil, s.err
 }
 
-func (s failingStore) Reserve(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+func (s failingStore) Reserve(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	int64,
+	time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return algorithms.Result{}, 0, s.err
 }
 
-func (s failingStore) Refund(context.Context, store.Key, algorithms.Algorithm, time.Time, time.Time, int64) (algorithms.Result, error) {
+func (s failingStore) Refund(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	time.Time,
+	int64,
+) (algorithms.Result, error) {
 	return algorithms.Result{}, s.err
 }
 
-func (s failingStore) Lease(context.Context, store.Key, algorithms.Algorithm, time.Time, int64, time.Duration) (algorithms.Result, time.Duration, error) {
+func (s failingStore) Lease(
+	context.Context,
+	store.Key,
+	algorithms.Algorithm,
+	time.Time,
+	int64,
+	time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return algorithms.Result{}, 0, s.err
 }
 
@@ -154,7 +187,13 @@ type hangingStore struct {
 	store.Store // nil: only Decide and Reset are called
 }
 
-func (hangingStore) Decide(ctx context.Context, _ store.Key, _ algorithms.Algorithm, _ time.Time, _ int64) (algorithms.Result, error) {
+func (hangingStore) Decide(
+	ctx context.Context,
+	_ store.Key,
+	_ algorithms.Algorithm,
+	_ time.Time,
+	_ int64,
+) (algorithms.Result, error) {
 	<-ctx.Done()
 	return algorithms.Result{}, ctx.Err()
 }

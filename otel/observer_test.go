@@ -24,11 +24,23 @@ import (
 
 // Series of the decision counter, spelled as attrs spells them.
 func decisionSeries(source, alg string, binding int, outcome string, peek bool) string {
-	return fmt.Sprintf("ratewise.algorithm=%s,ratewise.binding=%d,ratewise.outcome=%s,ratewise.peek=%t,ratewise.source=%s", alg, binding, outcome, peek, source)
+	return fmt.Sprintf(
+		"ratewise.algorithm=%s,ratewise.binding=%d,ratewise.outcome=%s,ratewise.peek=%t,ratewise.source=%s",
+		alg,
+		binding,
+		outcome,
+		peek,
+		source,
+	)
 }
 
 func errorSeries(source, alg, errType string) string {
-	return fmt.Sprintf("error.type=%s,ratewise.algorithm=%s,ratewise.binding=0,ratewise.outcome=error,ratewise.peek=false,ratewise.source=%s", errType, alg, source)
+	return fmt.Sprintf(
+		"error.type=%s,ratewise.algorithm=%s,ratewise.binding=0,ratewise.outcome=error,ratewise.peek=false,ratewise.source=%s",
+		errType,
+		alg,
+		source,
+	)
 }
 
 // Admissions, denials, peeks and errors, of a Limiter and of a Stack, each
@@ -200,8 +212,17 @@ func TestUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}})
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default"})
+	obs.ObserveDecision(
+		ctx,
+		ratewise.DecisionEvent{
+			Source:    ratewise.SourceLimiter,
+			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+		},
+	)
+	obs.ObserveDegraded(
+		ctx,
+		httplimit.DegradedEvent{Mode: httplimit.ModeFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default"},
+	)
 	rm := collect(t, reader)
 	for name, unit := range map[string]string{
 		ratewiseotel.MetricDecisions:     "{decision}",
@@ -270,8 +291,13 @@ func TestDegradedCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	timeout, err := httplimit.New(slow, httplimit.WithFailureMode(httplimit.FailOpen()), httplimit.WithTimeout(time.Millisecond),
-		httplimit.WithObserver(obs), quiet)
+	timeout, err := httplimit.New(
+		slow,
+		httplimit.WithFailureMode(httplimit.FailOpen()),
+		httplimit.WithTimeout(time.Millisecond),
+		httplimit.WithObserver(obs),
+		quiet,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,8 +347,11 @@ func TestLimitAttribute(t *testing.T) {
 		}
 	}
 	series := func(alg algorithms.Algorithm, outcome string) string {
-		return fmt.Sprintf("ratewise.algorithm=sliding_window,ratewise.binding=0,ratewise.limit=%s,ratewise.outcome=%s,ratewise.peek=false,ratewise.source=limiter",
-			alg.String(), outcome)
+		return fmt.Sprintf(
+			"ratewise.algorithm=sliding_window,ratewise.binding=0,ratewise.limit=%s,ratewise.outcome=%s,ratewise.peek=false,ratewise.source=limiter",
+			alg.String(),
+			outcome,
+		)
 	}
 	want := map[string]int64{
 		series(free, "allowed"): 1,
@@ -338,13 +367,19 @@ func TestLimitAttribute(t *testing.T) {
 func TestWithAttributes(t *testing.T) {
 	ctx := context.Background()
 	reader, mp := newReader(t)
-	obs, err := ratewiseotel.New(ratewiseotel.WithMeterProvider(mp), ratewiseotel.WithAttributes(attribute.String("ratewise.store", "sessions")))
+	obs, err := ratewiseotel.New(
+		ratewiseotel.WithMeterProvider(mp),
+		ratewiseotel.WithAttributes(attribute.String("ratewise.store", "sessions")),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	alg := algorithms.FixedWindow{Limit: 1, Window: time.Second}
 	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Allowed: true})
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFallback, Reason: httplimit.ReasonUnavailable, Quota: "q"})
+	obs.ObserveDegraded(
+		ctx,
+		httplimit.DegradedEvent{Mode: httplimit.ModeFallback, Reason: httplimit.ReasonUnavailable, Quota: "q"},
+	)
 	rm := collect(t, reader)
 	if got, want := sums(t, rm, ratewiseotel.MetricDecisions), map[string]int64{
 		"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.outcome=allowed,ratewise.peek=false,ratewise.source=limiter,ratewise.store=sessions": 1,
@@ -373,7 +408,13 @@ func TestGlobalMeterProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obs.ObserveDecision(context.Background(), ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}})
+	obs.ObserveDecision(
+		context.Background(),
+		ratewise.DecisionEvent{
+			Source:    ratewise.SourceLimiter,
+			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+		},
+	)
 	want := map[string]int64{decisionSeries("limiter", "gcra", 0, "denied", false): 1}
 	if got := sums(t, collect(t, reader), ratewiseotel.MetricDecisions); !maps.Equal(got, want) {
 		t.Errorf("got %v, want %v", got, want)

@@ -55,7 +55,10 @@ func TestSpanEvents(t *testing.T) {
 	if _, err := l.AllowN(ctx, "alice", 2); err != nil {
 		t.Fatal(err)
 	}
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFailClosed, Reason: httplimit.ReasonTimeout, Quota: "default"})
+	obs.ObserveDegraded(
+		ctx,
+		httplimit.DegradedEvent{Mode: httplimit.ModeFailClosed, Reason: httplimit.ReasonTimeout, Quota: "default"},
+	)
 	span.End()
 
 	ended := sr.Ended()
@@ -87,8 +90,16 @@ func TestSpanEventOfError(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
-	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceStack, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
-		Key: "k", Cost: 1, Err: store.ErrUnavailable})
+	obs.ObserveDecision(
+		ctx,
+		ratewise.DecisionEvent{
+			Source:    ratewise.SourceStack,
+			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+			Key:       "k",
+			Cost:      1,
+			Err:       store.ErrUnavailable,
+		},
+	)
 	span.End()
 	events := sr.Ended()[0].Events()
 	if got, want := len(events), 1; got != want {
@@ -108,8 +119,23 @@ func TestWithoutSpanEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
-	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, Allowed: true})
-	obs.ObserveDegraded(ctx, httplimit.DegradedEvent{Mode: httplimit.ModeFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default", Allowed: true})
+	obs.ObserveDecision(
+		ctx,
+		ratewise.DecisionEvent{
+			Source:    ratewise.SourceLimiter,
+			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+			Allowed:   true,
+		},
+	)
+	obs.ObserveDegraded(
+		ctx,
+		httplimit.DegradedEvent{
+			Mode:    httplimit.ModeFailOpen,
+			Reason:  httplimit.ReasonTimeout,
+			Quota:   "default",
+			Allowed: true,
+		},
+	)
 	span.End()
 	if events := sr.Ended()[0].Events(); len(events) != 0 {
 		t.Errorf("events: got %v, want none", events)
@@ -128,14 +154,20 @@ func TestDecisionSpans(t *testing.T) {
 	}
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 10}
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
-	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1, Allowed: true,
-		Result: ratewise.Result{Allowed: true, Remaining: 9}, StoreLatency: 7 * time.Millisecond})
+	obs.ObserveDecision(
+		ctx,
+		ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1, Allowed: true,
+			Result: ratewise.Result{Allowed: true, Remaining: 9}, StoreLatency: 7 * time.Millisecond},
+	)
 	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1,
 		StoreLatency: 3 * time.Millisecond, Err: fmt.Errorf("%w: connection reset", store.ErrUnavailable)})
 	parent.End()
 	// A decision outside any trace makes no span: no root span per
 	// decision.
-	obs.ObserveDecision(context.Background(), ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1})
+	obs.ObserveDecision(
+		context.Background(),
+		ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1},
+	)
 
 	ended := sr.Ended()
 	if got, want := len(ended), 3; got != want {

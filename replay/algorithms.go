@@ -54,7 +54,11 @@ func Configure(name string, limit int64, window time.Duration, opts Options) (al
 		return nil, err
 	}
 	if opts.SubWindows < 0 {
-		return nil, fmt.Errorf("%w: sub-windows must be >= 1, or 0 for the default, got %d", ErrInvalidOption, opts.SubWindows)
+		return nil, fmt.Errorf(
+			"%w: sub-windows must be >= 1, or 0 for the default, got %d",
+			ErrInvalidOption,
+			opts.SubWindows,
+		)
 	}
 	if opts.Burst < 0 {
 		return nil, fmt.Errorf("%w: burst must be >= 1, or 0 for the limit, got %d", ErrInvalidOption, opts.Burst)

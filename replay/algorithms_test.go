@@ -21,7 +21,12 @@ func TestConfigureRejectsSubWindowsThatDoNotSplitTheWindow(t *testing.T) {
 		chosen     int64    // sub-windows when there is no error
 	}{
 		{name: "7 of a minute", subWindows: 7, window: time.Minute, want: []string{"7 sub-windows", "1m0s", "6 and 8"}},
-		{name: "1001 of a second, sub-windows under 1ms", subWindows: 1001, window: time.Second, want: []string{"1001 sub-windows", "1s", "1000"}},
+		{
+			name:       "1001 of a second, sub-windows under 1ms",
+			subWindows: 1001,
+			window:     time.Second,
+			want:       []string{"1001 sub-windows", "1s", "1000"},
+		},
 		{name: "negative", subWindows: -2, window: time.Minute, want: []string{"-2"}},
 		{name: "12 of a minute", subWindows: 12, window: time.Minute, chosen: 12},
 		{name: "default on a minute", window: time.Minute, chosen: 10},

@@ -137,11 +137,22 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			if err != nil {
 				return nil, fmt.Errorf("workload %s: %w", w.Name, err)
 			}
-			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: name, Params: algo.ParamsOf(alg).String(), Settings: algo.ParamsOf(alg)})
+			rep.Rows = append(
+				rep.Rows,
+				Row{Workload: w.Name, Algorithm: name, Params: algo.ParamsOf(alg).String(), Settings: algo.ParamsOf(alg)},
+			)
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 		for _, alg := range cfg.Candidates {
-			rep.Rows = append(rep.Rows, Row{Workload: w.Name, Algorithm: alg.Kind().Name(), Params: algo.ParamsOf(alg).String(), Settings: algo.ParamsOf(alg)})
+			rep.Rows = append(
+				rep.Rows,
+				Row{
+					Workload:  w.Name,
+					Algorithm: alg.Kind().Name(),
+					Params:    algo.ParamsOf(alg).String(),
+					Settings:  algo.ParamsOf(alg),
+				},
+			)
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
 	}
@@ -227,7 +238,10 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			if len(lines) == 0 {
 				lines = append(lines, Line{Name: "offered", Points: Series(jb.w, nil, hot, cfg.SeriesPoints)})
 			}
-			rep.Charts[jb.w.Name] = append(lines, Line{Name: jb.alg.Kind().Name(), Points: Series(jb.w, reference[j], hot, cfg.SeriesPoints)})
+			rep.Charts[jb.w.Name] = append(
+				lines,
+				Line{Name: jb.alg.Kind().Name(), Points: Series(jb.w, reference[j], hot, cfg.SeriesPoints)},
+			)
 		}
 	}
 
@@ -264,7 +278,13 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 // runOne replays w through alg on a fresh instance of t, and returns what
 // the run cost the store and whether each request was admitted. A target
 // that is KeyParallel replays its keys on several goroutines.
-func runOne(ctx context.Context, t Target, w *workload.Workload, alg algorithms.Algorithm, within func(float64)) (StoreFigures, []bool, error) {
+func runOne(
+	ctx context.Context,
+	t Target,
+	w *workload.Workload,
+	alg algorithms.Algorithm,
+	within func(float64),
+) (StoreFigures, []bool, error) {
 	inst, err := t.Open(ctx)
 	if err != nil {
 		return StoreFigures{}, nil, err

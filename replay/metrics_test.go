@@ -15,7 +15,13 @@ func TestMeasureHandComputed(t *testing.T) {
 	// Limit 2 per 10s, one key. The exact log admits 0s and 1s, denies
 	// 2s, admits 10s (0s has expired) and 11s.
 	w := &workload.Workload{Limit: 2, Window: 10 * s, Start: workload.Start, Duration: 12 * s, Keys: []string{"k"},
-		Requests: []workload.Request{{At: 0, Cost: 1}, {At: s, Cost: 1}, {At: 2 * s, Cost: 1}, {At: 10 * s, Cost: 1}, {At: 11 * s, Cost: 1}}}
+		Requests: []workload.Request{
+			{At: 0, Cost: 1},
+			{At: s, Cost: 1},
+			{At: 2 * s, Cost: 1},
+			{At: 10 * s, Cost: 1},
+			{At: 11 * s, Cost: 1},
+		}}
 	exact := Exact(w)
 	if got, want := exact, []bool{true, true, false, true, true}; !equal(got, want) {
 		t.Fatalf("Exact: got %v, want %v", got, want)
@@ -23,11 +29,21 @@ func TestMeasureHandComputed(t *testing.T) {
 	// An algorithm that admitted everything but the last: 3 in [0s, 10s),
 	// 3 in (1s, 11s].
 	a := Measure(w, []bool{true, true, true, true, false}, exact)
-	want := Accuracy{Requests: 5, Admitted: 4, Denied: 1, MaxInWindow: 3, Overshoot: 1.5, OverLimit: 2, FalseAdmits: 1, FalseDenials: 1}
+	want := Accuracy{
+		Requests:     5,
+		Admitted:     4,
+		Denied:       1,
+		MaxInWindow:  3,
+		Overshoot:    1.5,
+		OverLimit:    2,
+		FalseAdmits:  1,
+		FalseDenials: 1,
+	}
 	if a != want {
 		t.Fatalf("Measure:\ngot  %+v\nwant %+v", a, want)
 	}
-	if got := Measure(w, exact, exact); got.FalseAdmits != 0 || got.FalseDenials != 0 || got.OverLimit != 0 || got.MaxInWindow != 2 {
+	if got := Measure(w, exact, exact); got.FalseAdmits != 0 || got.FalseDenials != 0 || got.OverLimit != 0 ||
+		got.MaxInWindow != 2 {
 		t.Fatalf("Measure of the exact decisions: %+v", got)
 	}
 }
@@ -79,7 +95,12 @@ func TestBoundaryAttack(t *testing.T) {
 		t.Errorf("fixed window: %.2f× the limit, want 2.00×", o)
 	}
 	if r := got["sliding_log"]; r.Overshoot != 1 || r.FalseAdmits != 0 || r.FalseDenials != 0 {
-		t.Errorf("sliding log: %.2f×, %d false admits, %d false denials; want 1.00×, 0, 0", r.Overshoot, r.FalseAdmits, r.FalseDenials)
+		t.Errorf(
+			"sliding log: %.2f×, %d false admits, %d false denials; want 1.00×, 0, 0",
+			r.Overshoot,
+			r.FalseAdmits,
+			r.FalseDenials,
+		)
 	}
 	// The bound: Limit + the most admitted in one sub-window.
 	alg, _ := Configure("sliding_window", w.Limit, w.Window, Options{})
@@ -134,7 +155,10 @@ func TestSlidingLogIsExactOnEveryWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Compare(context.Background(), Config{Workloads: ws, Algorithms: []string{"sliding_log"}, Targets: []Target{Memory{}}})
+	rep, err := Compare(
+		context.Background(),
+		Config{Workloads: ws, Algorithms: []string{"sliding_log"}, Targets: []Target{Memory{}}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

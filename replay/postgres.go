@@ -87,7 +87,11 @@ func (p *Postgres) Open(ctx context.Context) (Instance, error) {
 	if err := s.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	return &postgresInstance{p: p, s: namespaced{s, fmt.Sprintf("%s%d", p.prefix, p.runs)}, base: p.statements.Load()}, nil
+	return &postgresInstance{
+		p:    p,
+		s:    namespaced{s, fmt.Sprintf("%s%d", p.prefix, p.runs)},
+		base: p.statements.Load(),
+	}, nil
 }
 
 type postgresInstance struct {
@@ -107,7 +111,12 @@ func (i *postgresInstance) Ops(context.Context) (Ops, error) {
 
 // BytesPerKey measures the run's rows as the workload left them: see
 // rowBytes.
-func (i *postgresInstance) BytesPerKey(ctx context.Context, _ *workload.Workload, _ []string, _ algorithms.Algorithm) (float64, int, error) {
+func (i *postgresInstance) BytesPerKey(
+	ctx context.Context,
+	_ *workload.Workload,
+	_ []string,
+	_ algorithms.Algorithm,
+) (float64, int, error) {
 	return rowBytes(ctx, i.p.pool, i.s.pattern())
 }
 
@@ -189,7 +198,13 @@ func (n namespaced) key(k store.Key) store.Key {
 	return k
 }
 
-func (n namespaced) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (n namespaced) Decide(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	return n.s.Decide(ctx, n.key(k), alg, now, cost)
 }
 
@@ -209,7 +224,11 @@ type statementCounter struct {
 	next pgx.QueryTracer
 }
 
-func (c statementCounter) TraceQueryStart(ctx context.Context, conn *pgx.Conn, data pgx.TraceQueryStartData) context.Context {
+func (c statementCounter) TraceQueryStart(
+	ctx context.Context,
+	conn *pgx.Conn,
+	data pgx.TraceQueryStartData,
+) context.Context {
 	c.n.Add(1)
 	if c.next != nil {
 		return c.next.TraceQueryStart(ctx, conn, data)
@@ -223,19 +242,45 @@ func (c statementCounter) TraceQueryEnd(ctx context.Context, conn *pgx.Conn, dat
 	}
 }
 
-func (n namespaced) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (n namespaced) DecideSet(
+	ctx context.Context,
+	k store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	return n.s.DecideSet(ctx, n.key(k), algs, now, cost)
 }
 
-func (n namespaced) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (n namespaced) Reserve(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return n.s.Reserve(ctx, n.key(k), alg, now, cost, maxWait)
 }
 
-func (n namespaced) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, c int64) (algorithms.Result, error) {
+func (n namespaced) Refund(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	c int64,
+) (algorithms.Result, error) {
 	return n.s.Refund(ctx, n.key(k), alg, now, at, c)
 }
 
-func (n namespaced) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (n namespaced) Lease(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	return n.s.Lease(ctx, n.key(k), alg, now, cost, maxWait)
 }
 

@@ -72,9 +72,21 @@ func TestPostgresTarget(t *testing.T) {
 		}
 		// The workload's one key, copied into at least minTableRows rows.
 		if s.KeysHeld < minTableRows || s.BytesPerKey == nil {
-			t.Fatalf("%s: memory measured over %d rows (%v), want at least %d", r.Algorithm, s.KeysHeld, s.BytesPerKey, minTableRows)
+			t.Fatalf(
+				"%s: memory measured over %d rows (%v), want at least %d",
+				r.Algorithm,
+				s.KeysHeld,
+				s.BytesPerKey,
+				minTableRows,
+			)
 		}
-		t.Logf("%s: %.3f statements per decision, %.0f bytes per key over %d rows", r.Algorithm, s.RoundTripsPerDecision, *s.BytesPerKey, s.KeysHeld)
+		t.Logf(
+			"%s: %.3f statements per decision, %.0f bytes per key over %d rows",
+			r.Algorithm,
+			s.RoundTripsPerDecision,
+			*s.BytesPerKey,
+			s.KeysHeld,
+		)
 		k, _ := algorithms.Lookup(r.Algorithm)
 		if b := *s.BytesPerKey; algo.FamilyOf(k) != algo.FamilyLog && (b < 100 || b > 1000) {
 			t.Errorf("%s: %.0f bytes per key, want a row's few hundred", r.Algorithm, b)

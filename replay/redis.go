@@ -42,7 +42,18 @@ func (Miniredis) Open(ctx context.Context) (Instance, error) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: m.Addr()})
 	rt := roundtrips.Count(c)
-	return &miniInstance{m: m, c: c, rt: rt, s: storeredis.New(c, storeredis.WithClientTime(), storeredis.WithDenyCache(0), storeredis.WithCoalescing(0), storeredis.WithWarnings(0, nil))}, nil
+	return &miniInstance{
+		m:  m,
+		c:  c,
+		rt: rt,
+		s: storeredis.New(
+			c,
+			storeredis.WithClientTime(),
+			storeredis.WithDenyCache(0),
+			storeredis.WithCoalescing(0),
+			storeredis.WithWarnings(0, nil),
+		),
+	}, nil
 }
 
 type miniInstance struct {
@@ -62,7 +73,12 @@ func (i *miniInstance) Ops(context.Context) (Ops, error) {
 }
 
 // BytesPerKey reports nothing measured: see Miniredis.
-func (i *miniInstance) BytesPerKey(context.Context, *workload.Workload, []string, algorithms.Algorithm) (float64, int, error) {
+func (i *miniInstance) BytesPerKey(
+	context.Context,
+	*workload.Workload,
+	[]string,
+	algorithms.Algorithm,
+) (float64, int, error) {
 	return 0, 0, nil
 }
 
@@ -121,8 +137,18 @@ func (r *Redis) Open(ctx context.Context) (Instance, error) {
 	// a round trip of its own, which a denial answered from the cache or a
 	// decision batched with others (as concurrent replays of many keys
 	// would be) would hide.
-	i := &redisInstance{r: r, prefix: prefix, s: storeredis.New(r.client, storeredis.WithKeyPrefix(prefix), storeredis.WithClientTime(), storeredis.WithWarnings(0, nil),
-		storeredis.WithDenyCache(0), storeredis.WithCoalescing(0))}
+	i := &redisInstance{
+		r:      r,
+		prefix: prefix,
+		s: storeredis.New(
+			r.client,
+			storeredis.WithKeyPrefix(prefix),
+			storeredis.WithClientTime(),
+			storeredis.WithWarnings(0, nil),
+			storeredis.WithDenyCache(0),
+			storeredis.WithCoalescing(0),
+		),
+	}
 	var err error
 	if i.baseCmds, err = r.scriptCommands(ctx); err != nil {
 		return nil, err
@@ -153,7 +179,12 @@ func (i *redisInstance) Ops(ctx context.Context) (Ops, error) {
 
 // BytesPerKey averages MEMORY USAGE over the busiest keys; see
 // memoryUsage.
-func (i *redisInstance) BytesPerKey(ctx context.Context, _ *workload.Workload, keys []string, alg algorithms.Algorithm) (float64, int, error) {
+func (i *redisInstance) BytesPerKey(
+	ctx context.Context,
+	_ *workload.Workload,
+	keys []string,
+	alg algorithms.Algorithm,
+) (float64, int, error) {
 	return memoryUsage(ctx, i.r.client, i.s, keys, alg)
 }
 
@@ -216,7 +247,13 @@ const MaxSampledKeys = 1000
 // to MaxSampledKeys of them, and returns how many it averaged over. SAMPLES
 // 0 asks Redis to count every element of a sorted set or hash rather than
 // estimate from a sample.
-func memoryUsage(ctx context.Context, c redis.Cmdable, s *storeredis.Store, keys []string, alg algorithms.Algorithm) (float64, int, error) {
+func memoryUsage(
+	ctx context.Context,
+	c redis.Cmdable,
+	s *storeredis.Store,
+	keys []string,
+	alg algorithms.Algorithm,
+) (float64, int, error) {
 	if len(keys) > MaxSampledKeys {
 		keys = keys[:MaxSampledKeys]
 	}

@@ -38,7 +38,14 @@ func Replay(ctx context.Context, s store.Store, w *workload.Workload, alg algori
 // state, so the decisions are those of a replay in order; only the order
 // in which different keys' decisions reach the store changes. progress may
 // then be called from several goroutines.
-func replayAll(ctx context.Context, s store.Store, w *workload.Workload, alg algorithms.Algorithm, progress func(float64), goroutines int) ([]bool, error) {
+func replayAll(
+	ctx context.Context,
+	s store.Store,
+	w *workload.Workload,
+	alg algorithms.Algorithm,
+	progress func(float64),
+	goroutines int,
+) ([]bool, error) {
 	allowed := make([]bool, len(w.Requests))
 	decide := func(ctx context.Context, i int) error {
 		r := w.Requests[i]
@@ -120,6 +127,12 @@ type storeInstance struct{ s store.Store }
 func (i storeInstance) Store() store.Store               { return i.s }
 func (i storeInstance) Ops(context.Context) (Ops, error) { return Ops{Commands: -1}, nil }
 func (i storeInstance) Close()                           {}
-func (i storeInstance) BytesPerKey(context.Context, *workload.Workload, []string, algorithms.Algorithm) (float64, int, error) {
+
+func (i storeInstance) BytesPerKey(
+	context.Context,
+	*workload.Workload,
+	[]string,
+	algorithms.Algorithm,
+) (float64, int, error) {
 	return 0, 0, nil
 }

@@ -29,7 +29,13 @@ type orderStore struct {
 	late     atomic.Bool
 }
 
-func (s *orderStore) Decide(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *orderStore) Decide(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	n := s.inFlight.Add(1)
 	defer s.inFlight.Add(-1)
@@ -55,7 +61,13 @@ type keyedStore struct {
 	states      map[string]algo.State
 }
 
-func (s *keyedStore) Decide(_ context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *keyedStore) Decide(
+	_ context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	key := sk.String()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -75,8 +87,10 @@ func (s *keyedStore) Reset(_ context.Context, sk store.Key, _ algorithms.Algorit
 // Replaying keys on many goroutines makes the decisions of a replay in
 // order: each key's requests stay in order, and keys share nothing.
 func TestDecideAllOnManyGoroutinesDecidesAsInOrder(t *testing.T) {
-	w, err := workload.Custom(workload.Spec{Limit: workload.Limit{Count: 10, Window: time.Minute}, Rate: 0.5, Shape: "poisson",
-		Duration: 5 * time.Minute, Keys: 50, Seed: 1})
+	w, err := workload.Custom(
+		workload.Spec{Limit: workload.Limit{Count: 10, Window: time.Minute}, Rate: 0.5, Shape: "poisson",
+			Duration: 5 * time.Minute, Keys: 50, Seed: 1},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,12 +150,21 @@ func TestRedisReplaysKeysAtOnce(t *testing.T) {
 	defer r.Close()
 	var c concurrency
 	r.client.AddHook(&c)
-	w, err := workload.Custom(workload.Spec{Limit: workload.Limit{Count: 10, Window: time.Minute}, Rate: 0.5, Shape: "bursts",
-		On: 10 * time.Second, Off: 20 * time.Second, Duration: 3 * time.Minute, Keys: 64, Seed: 1})
+	w, err := workload.Custom(
+		workload.Spec{Limit: workload.Limit{Count: 10, Window: time.Minute}, Rate: 0.5, Shape: "bursts",
+			On: 10 * time.Second, Off: 20 * time.Second, Duration: 3 * time.Minute, Keys: 64, Seed: 1},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Compare(ctx, Config{Workloads: []*workload.Workload{w}, Algorithms: []string{"sliding_log", "gcra"}, Targets: []Target{Memory{}, r}})
+	rep, err := Compare(
+		ctx,
+		Config{
+			Workloads:  []*workload.Workload{w},
+			Algorithms: []string{"sliding_log", "gcra"},
+			Targets:    []Target{Memory{}, r},
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +224,12 @@ func TestBoundaryAttackStraddlesAFixedWindowBoundary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		acc, err := Replay(context.Background(), storememory.New(), w, algorithms.FixedWindow{Limit: l.Count, Window: l.Window})
+		acc, err := Replay(
+			context.Background(),
+			storememory.New(),
+			w,
+			algorithms.FixedWindow{Limit: l.Count, Window: l.Window},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}

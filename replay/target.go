@@ -55,7 +55,12 @@ type Instance interface {
 	// of alg on w, whose active keys are keys, busiest first. measured is
 	// how many keys the figure is the average of; 0 when the store cannot
 	// tell, and then perKey is 0 too.
-	BytesPerKey(ctx context.Context, w *workload.Workload, keys []string, alg algorithms.Algorithm) (perKey float64, measured int, err error)
+	BytesPerKey(
+		ctx context.Context,
+		w *workload.Workload,
+		keys []string,
+		alg algorithms.Algorithm,
+	) (perKey float64, measured int, err error)
 	Close()
 }
 
@@ -114,7 +119,12 @@ const (
 // of 12-byte names, each after one decision. A log's state depends on the
 // traffic, so w is replayed on copies of its keys and the growth divided
 // by the entries the store holds at the end.
-func (m *memoryInstance) BytesPerKey(ctx context.Context, w *workload.Workload, _ []string, alg algorithms.Algorithm) (float64, int, error) {
+func (m *memoryInstance) BytesPerKey(
+	ctx context.Context,
+	w *workload.Workload,
+	_ []string,
+	alg algorithms.Algorithm,
+) (float64, int, error) {
 	if algo.FamilyOf(alg.Kind()) != algo.FamilyLog {
 		return fixedStateBytes(ctx, alg, w.Start)
 	}

@@ -33,7 +33,10 @@ func TestMemoryPerKeyOfFixedStateIsOneFigure(t *testing.T) {
 	for run := range 4 {
 		// Each figure measured afresh, not from the cache of a run before.
 		fixedStateCache.Clear()
-		rep, err := Compare(context.Background(), Config{Workloads: ws[run%2 : run%2+1], Algorithms: append(fixed, "sliding_log"), Targets: []Target{Memory{}}})
+		rep, err := Compare(
+			context.Background(),
+			Config{Workloads: ws[run%2 : run%2+1], Algorithms: append(fixed, "sliding_log"), Targets: []Target{Memory{}}},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +52,14 @@ func TestMemoryPerKeyOfFixedStateIsOneFigure(t *testing.T) {
 				continue
 			}
 			if s.KeysHeld != FixedStateKeys {
-				t.Errorf("run %d, %s on %s: measured over %d keys, want %d", run, r.Algorithm, r.Workload, s.KeysHeld, FixedStateKeys)
+				t.Errorf(
+					"run %d, %s on %s: measured over %d keys, want %d",
+					run,
+					r.Algorithm,
+					r.Workload,
+					s.KeysHeld,
+					FixedStateKeys,
+				)
 			}
 			figures[r.Algorithm] = append(figures[r.Algorithm], *s.BytesPerKey)
 		}
@@ -72,20 +82,37 @@ func TestMiniredisReportsNoMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Compare(context.Background(), Config{Workloads: []*workload.Workload{w}, Algorithms: []string{"sliding_log", "gcra"}, Targets: []Target{Memory{}, Miniredis{}}})
+	rep, err := Compare(
+		context.Background(),
+		Config{
+			Workloads:  []*workload.Workload{w},
+			Algorithms: []string{"sliding_log", "gcra"},
+			Targets:    []Target{Memory{}, Miniredis{}},
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rep.Rows {
 		mem, mini := r.Stores[0], r.Stores[1]
 		if mini.BytesPerKey != nil || mini.KeysHeld != 0 {
-			t.Errorf("%s on miniredis: memory reported (%v) over %d keys, want none", r.Algorithm, mini.BytesPerKey != nil, mini.KeysHeld)
+			t.Errorf(
+				"%s on miniredis: memory reported (%v) over %d keys, want none",
+				r.Algorithm,
+				mini.BytesPerKey != nil,
+				mini.KeysHeld,
+			)
 		}
 		if mini.CommandsPerDecision == nil {
 			t.Errorf("%s on miniredis: no commands counted", r.Algorithm)
 		}
 		if mem.BytesPerKey == nil || mem.KeysHeld == 0 {
-			t.Errorf("%s on memory: memory reported (%v) over %d keys, want a figure", r.Algorithm, mem.BytesPerKey != nil, mem.KeysHeld)
+			t.Errorf(
+				"%s on memory: memory reported (%v) over %d keys, want a figure",
+				r.Algorithm,
+				mem.BytesPerKey != nil,
+				mem.KeysHeld,
+			)
 		}
 	}
 }

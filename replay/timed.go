@@ -29,7 +29,13 @@ type Timing struct {
 // Time runs alg on a fresh instance of t for d on the real clock, from
 // goroutines goroutines, each cycling through its share of keys keys, and
 // measures decisions per second and the latency of each decision.
-func Time(ctx context.Context, t Target, alg algorithms.Algorithm, d time.Duration, goroutines, keys int) (Timing, error) {
+func Time(
+	ctx context.Context,
+	t Target,
+	alg algorithms.Algorithm,
+	d time.Duration,
+	goroutines, keys int,
+) (Timing, error) {
 	inst, err := t.Open(ctx)
 	if err != nil {
 		return Timing{}, err

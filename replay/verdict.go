@@ -134,7 +134,13 @@ func judge(workload string, rows []Row, targets []string) Verdict {
 	}
 	judged := make([]Judged, len(rows))
 	for i, r := range rows {
-		j := Judged{Algorithm: r.Algorithm, Params: r.Params, Overshoot: r.Overshoot, FalseDenials: r.FalseDenials, label: r.Algorithm}
+		j := Judged{
+			Algorithm:    r.Algorithm,
+			Params:       r.Params,
+			Overshoot:    r.Overshoot,
+			FalseDenials: r.FalseDenials,
+			label:        r.Algorithm,
+		}
 		if names[r.Algorithm] > 1 {
 			j.label += " " + r.Params
 		}

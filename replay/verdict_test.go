@@ -11,7 +11,13 @@ func ptr(v float64) *float64 { return &v }
 // row is an algorithm's figures on one workload: its overshoot and false
 // denials, then per target its memory and commands (nil: not measured).
 func row(alg string, overshoot float64, falseDenials int64, stores ...StoreFigures) Row {
-	return Row{Workload: "w", Algorithm: alg, Params: "100/1m", Accuracy: Accuracy{Overshoot: overshoot, FalseDenials: falseDenials}, Stores: stores}
+	return Row{
+		Workload:  "w",
+		Algorithm: alg,
+		Params:    "100/1m",
+		Accuracy:  Accuracy{Overshoot: overshoot, FalseDenials: falseDenials},
+		Stores:    stores,
+	}
 }
 
 func on(target string, bytes, cmds *float64) StoreFigures {
@@ -101,7 +107,13 @@ func TestVerdict(t *testing.T) {
 				t.Errorf("cheaper: got %q, want %q", cheaper, c.cheaper)
 			}
 			if v.BytesStore != c.bytesAt || v.CommandsStore != c.cmdsAt {
-				t.Errorf("cost from: got memory on %q, commands on %q; want %q, %q", v.BytesStore, v.CommandsStore, c.bytesAt, c.cmdsAt)
+				t.Errorf(
+					"cost from: got memory on %q, commands on %q; want %q, %q",
+					v.BytesStore,
+					v.CommandsStore,
+					c.bytesAt,
+					c.cmdsAt,
+				)
 			}
 			if c.text != "" && v.Text != c.text {
 				t.Errorf("text:\ngot  %q\nwant %q", v.Text, c.text)

@@ -117,7 +117,13 @@ type Store interface {
 	// scope would share one state, so they are invalid input (ErrSharedState);
 	// every other input is checked as Decide checks it. ratewise.NewStack
 	// decides through it.
-	DecideSet(ctx context.Context, key Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error)
+	DecideSet(
+		ctx context.Context,
+		key Key,
+		algs []algorithms.Algorithm,
+		now time.Time,
+		cost int64,
+	) ([]algorithms.Result, error)
 
 	// Reserve runs alg's booking step on key's state, for the algorithms
 	// that can book a request ahead (the token bucket and GCRA),
@@ -126,7 +132,14 @@ type Store interface {
 	// ErrUnsupported; a maxWait outside [0, algorithms.MaxWindow] wraps
 	// algorithms.ErrInvalidWindow. Limiter.Wait uses it to wait in one
 	// round trip and in order.
-	Reserve(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
+	Reserve(
+		ctx context.Context,
+		key Key,
+		alg algorithms.Algorithm,
+		now time.Time,
+		cost int64,
+		maxWait time.Duration,
+	) (algorithms.Result, time.Duration, error)
 
 	// Refund runs alg's refund step on key's state for n units charged at
 	// time at (the admission's Result.At), at time now, atomically, as
@@ -157,7 +170,14 @@ type Store interface {
 	// the mark: what leases booked stays charged, and what was charged
 	// after the latest one is forgotten. The mark is that state as the
 	// booking left it: what was given back since (Refund) is charged again.
-	Lease(ctx context.Context, key Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error)
+	Lease(
+		ctx context.Context,
+		key Key,
+		alg algorithms.Algorithm,
+		now time.Time,
+		cost int64,
+		maxWait time.Duration,
+	) (algorithms.Result, time.Duration, error)
 
 	// Reset forgets alg's state for key, in alg's scope; a store that
 	// keeps a lease's mark for the key puts the mark back instead (see

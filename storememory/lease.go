@@ -15,7 +15,14 @@ import (
 // bucket and GCRA, and decides as Decide does for the fixed window. An
 // admission makes a copy of the state it leaves the key's mark, which
 // Reset puts back.
-func (s *Store) Lease(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Lease(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err

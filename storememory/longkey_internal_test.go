@@ -56,8 +56,13 @@ func TestLongKeysBounded(t *testing.T) {
 		}
 	}
 	if states != longkey.Threshold || onces != longkey.Threshold || marks != longkey.Threshold {
-		t.Errorf("the longest keys kept: %d of states, %d of once records, %d of marks; want each %d, the longest kept whole",
-			states, onces, marks, longkey.Threshold)
+		t.Errorf(
+			"the longest keys kept: %d of states, %d of once records, %d of marks; want each %d, the longest kept whole",
+			states,
+			onces,
+			marks,
+			longkey.Threshold,
+		)
 	}
 	long := store.Key{Name: strings.Repeat("k", longkey.Threshold+1)}
 	if a, b := s.kept(long), New().kept(long); len(a.Name) != 32 || a.Namespace != "" || a == b {

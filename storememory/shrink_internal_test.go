@@ -60,10 +60,20 @@ func TestSweepShrinksEmptiedTables(t *testing.T) {
 			t.Fatalf("a shard still holds %d entries after the wave expired", tb.n)
 		}
 		if len(tb.index) >= old/4 {
-			t.Fatalf("a shard emptied by a sweep kept an index of %d slots for %d entries (%d before)", len(tb.index), tb.n, old)
+			t.Fatalf(
+				"a shard emptied by a sweep kept an index of %d slots for %d entries (%d before)",
+				len(tb.index),
+				tb.n,
+				old,
+			)
 		}
 		if want := (tb.n+chunkSize-1)/chunkSize + 1; len(tb.chunks) > want || cap(tb.chunks) > want {
-			t.Fatalf("a shard emptied by a sweep kept %d chunks (capacity %d) for %d entries", len(tb.chunks), cap(tb.chunks), tb.n)
+			t.Fatalf(
+				"a shard emptied by a sweep kept %d chunks (capacity %d) for %d entries",
+				len(tb.chunks),
+				cap(tb.chunks),
+				tb.n,
+			)
 		}
 	}
 }

@@ -293,7 +293,13 @@ func changes(alg algorithms.Algorithm, state algo.State, now time.Time, cost int
 // With the zero now, it reads the system clock once, for the decision and,
 // unless the store has a clock of its own (WithClock), for its own
 // bookkeeping (elapsed).
-func (s *Store) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) Decide(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, err
 	}
@@ -352,7 +358,14 @@ func (s *Store) Capabilities() store.Capabilities {
 
 // decideRequest decides checked input; el is the time on the store's
 // clock (elapsed), or -1 for decideRequest to read it if it needs it.
-func (s *Store) decideRequest(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, el time.Duration, cost int64) (algorithms.Result, error) {
+func (s *Store) decideRequest(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	el time.Duration,
+	cost int64,
+) (algorithms.Result, error) {
 	id, once, err := requestID(ctx, cost)
 	if err != nil {
 		return algorithms.Result{}, err
@@ -549,7 +562,12 @@ func (s *Store) reset(ctx context.Context, ns, key string, alg algorithms.Algori
 // if it holds none. A state of the algorithms that pack stops counting at a
 // whole microsecond, so its TTL is its ResetAfter less the nanoseconds of
 // the now that wrote it.
-func (s *Store) TTL(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time) (time.Duration, error) {
+func (s *Store) TTL(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+) (time.Duration, error) {
 	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
 	if err := ctx.Err(); err != nil {

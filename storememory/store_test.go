@@ -72,7 +72,8 @@ func TestStateLivesExactlyResetAfter(t *testing.T) {
 	// A request whose clock reading lags still sees the state: 1ms before
 	// ResetAfter, 3 tokens are whole and one is taken. Without the state it
 	// would find 4.
-	if res, _ := s.Decide(ctx, store.Key{Name: "k"}, alg, at.Add(-time.Millisecond), 1); !res.Allowed || res.Remaining != 2 {
+	if res, _ := s.Decide(ctx, store.Key{Name: "k"}, alg, at.Add(-time.Millisecond), 1); !res.Allowed ||
+		res.Remaining != 2 {
 		t.Fatalf("1ms before ResetAfter, after a later peek: %+v; want Remaining 2", res)
 	}
 	// Once ExpiryGrace has passed too on the store's clock, and the second
@@ -238,6 +239,10 @@ func TestNoReadingDropsAnotherKeysState(t *testing.T) {
 		}
 	}
 	if res, err := s.Decide(ctx, store.Key{Name: "victim"}, alg, t0.Add(5*time.Second), 1); err != nil || res.Allowed {
-		t.Fatalf("the victim 5s after using its 3 per minute, once other keys were decided 2 minutes ahead: %+v, %v; want denied", res, err)
+		t.Fatalf(
+			"the victim 5s after using its 3 per minute, once other keys were decided 2 minutes ahead: %+v, %v; want denied",
+			res,
+			err,
+		)
 	}
 }

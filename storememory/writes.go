@@ -12,7 +12,14 @@ import (
 
 // Reserve books a request for key under alg (see store.Store.Reserve), under
 // the key's shard lock.
-func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Reserve(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = storecheck.Now(now)
 	if err := ctx.Err(); err != nil {
 		return algorithms.Result{}, 0, err
@@ -27,7 +34,13 @@ func (s *Store) Reserve(ctx context.Context, sk store.Key, alg algorithms.Algori
 // key's shard lock: with algo.Reserve for the algorithms that book, with algo.Decide
 // otherwise (a lease of the fixed window). With lease, an admission makes
 // a copy of the entry it leaves the key's mark (see Lease).
-func (s *Store) book(ctx context.Context, sk store.Key, r *request, maxWait time.Duration, lease bool) (algorithms.Result, time.Duration, error) {
+func (s *Store) book(
+	ctx context.Context,
+	sk store.Key,
+	r *request,
+	maxWait time.Duration,
+	lease bool,
+) (algorithms.Result, time.Duration, error) {
 	alg, now, cost := r.alg, r.now, r.cost
 	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
@@ -79,7 +92,13 @@ func (s *Store) book(ctx context.Context, sk store.Key, r *request, maxWait time
 // algorithm is first inspected as the request (a cost of -cost); the
 // request is admitted when each would admit it alone, and only then is each
 // charged.
-func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *Store) DecideSet(
+	ctx context.Context,
+	sk store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	now = storecheck.Now(now)
 	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name
@@ -162,7 +181,13 @@ func (s *Store) DecideSet(ctx context.Context, sk store.Key, algs []algorithms.A
 
 // Refund gives back n units that a request admitted at time at was charged
 // (see store.Store.Refund), under the key's shard lock.
-func (s *Store) Refund(ctx context.Context, sk store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *Store) Refund(
+	ctx context.Context,
+	sk store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	now = storecheck.Now(now)
 	sk = s.kept(sk)
 	ns, key := sk.Namespace, sk.Name

@@ -93,8 +93,13 @@ func (s *Store) sendBatch(ctx context.Context, ds []*decision) {
 	}
 	var replies []int64
 	var failed []*string
-	err := s.queryRow(ctx, "SELECT * FROM ratewise."+order[0].alg.Kind().Name()+"_decide_batch($1, $2, $3, $4, $5, $6, $7, $8)",
-		[]any{keys, nows, costs, p1s, p2s, p3s, s.grace, s.lockTimeout}, &replies, &failed)
+	err := s.queryRow(
+		ctx,
+		"SELECT * FROM ratewise."+order[0].alg.Kind().Name()+"_decide_batch($1, $2, $3, $4, $5, $6, $7, $8)",
+		[]any{keys, nows, costs, p1s, p2s, p3s, s.grace, s.lockTimeout},
+		&replies,
+		&failed,
+	)
 	if err == nil && (len(replies) != 6*n || len(failed) != n) {
 		err = malformed(replies, "want %d integers and %d errors for %d decisions, got %d errors", 6*n, n, n, len(failed))
 	}

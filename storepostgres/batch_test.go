@@ -43,7 +43,10 @@ func TestBatchDecidesAsAlone(t *testing.T) {
 						cost = rng.Int64N(min(algo.MaxCost(a), 3) + 1)
 					}
 					bs = append(bs, storepostgres.Batch{Key: fmt.Sprint(prefix, ":", rng.IntN(3)), Alg: a,
-						Now: clock.Step(rng, max(algo.ScopeOf(a).Window/time.Duration(max(algo.MaxCost(a), 1))*4, time.Microsecond)), Cost: cost})
+						Now: clock.Step(
+							rng,
+							max(algo.ScopeOf(a).Window/time.Duration(max(algo.MaxCost(a), 1))*4, time.Microsecond),
+						), Cost: cost})
 				}
 				got, errs := s.SendBatch(ctx, bs)
 				if err := errors.Join(errs...); err != nil {
@@ -98,7 +101,10 @@ func TestBatchFailsAlone(t *testing.T) {
 	prefix := testKey(t) + ":"
 	var bs []storepostgres.Batch
 	for i, name := range []string{"a", "poison", "b", "a", "poison", "a", "c", "a", "b"} {
-		bs = append(bs, storepostgres.Batch{Key: prefix + name, Alg: alg, Now: now.Add(time.Duration(i) * time.Millisecond), Cost: 1})
+		bs = append(
+			bs,
+			storepostgres.Batch{Key: prefix + name, Alg: alg, Now: now.Add(time.Duration(i) * time.Millisecond), Cost: 1},
+		)
 	}
 	got, errs := s.SendBatch(ctx, bs)
 	ms := storememory.New()

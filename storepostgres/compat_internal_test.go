@@ -97,12 +97,37 @@ func TestPreviousSchemasStatements(t *testing.T) {
 	}
 
 	res, err := s.Decide(ctx, cur, alg, now, 1)
-	same("a decision", oldReply("a decision", 1, schema4.decide, false, rold, us, int64(1), int64(0), p1, p2, p3, grace), res, err)
+	same(
+		"a decision",
+		oldReply("a decision", 1, schema4.decide, false, rold, us, int64(1), int64(0), p1, p2, p3, grace),
+		res,
+		err,
+	)
 
 	id := ratewise.WithRequestID(ctx, "compat-id")
 	for _, what := range []string{"a decision with a request ID", "its retry"} {
 		res, err := s.Decide(id, cur, alg, now, 1)
-		same(what, oldReply(what, 1, schema4.once, true, rold, onceKey4(rold, ":once:", "compat-id"), us, int64(1), int64(0), p1, p2, p3, grace, limit), res, err)
+		same(
+			what,
+			oldReply(
+				what,
+				1,
+				schema4.once,
+				true,
+				rold,
+				onceKey4(rold, ":once:", "compat-id"),
+				us,
+				int64(1),
+				int64(0),
+				p1,
+				p2,
+				p3,
+				grace,
+				limit,
+			),
+			res,
+			err,
+		)
 	}
 
 	var batch []int64
@@ -110,7 +135,10 @@ func TestPreviousSchemasStatements(t *testing.T) {
 		[]int64{p1, p1}, []int64{p2, p2}, []*int64{p3, p3}, grace).Scan(&batch); err != nil || len(batch) != 12 {
 		t.Fatalf("schema 4's batch: %v, %v", batch, err)
 	}
-	ds := []*decision{{key: key(cur, alg), alg: alg, now: &us, cost: 1}, {key: key(cur, alg), alg: alg, now: &us, cost: 0}}
+	ds := []*decision{
+		{key: key(cur, alg), alg: alg, now: &us, cost: 1},
+		{key: key(cur, alg), alg: alg, now: &us, cost: 0},
+	}
 	s.sendBatch(ctx, ds)
 	for i, d := range ds {
 		want, _, err := decisionResult(batch[6*i:6*i+6], alg, d.cost, false, 0)
@@ -122,9 +150,35 @@ func TestPreviousSchemasStatements(t *testing.T) {
 	}
 
 	res, _, err = s.Lease(ctx, cur, alg, now, 2, time.Second)
-	same("a lease", oldReply("a lease", 2, schema4.lease, false, rold, markKey(rold), nil, us, int64(2), time.Second.Microseconds(), p1, p2, p3, grace, limit), res, err)
+	same(
+		"a lease",
+		oldReply(
+			"a lease",
+			2,
+			schema4.lease,
+			false,
+			rold,
+			markKey(rold),
+			nil,
+			us,
+			int64(2),
+			time.Second.Microseconds(),
+			p1,
+			p2,
+			p3,
+			grace,
+			limit,
+		),
+		res,
+		err,
+	)
 	res, err = s.Decide(ctx, cur, alg, now, 1)
-	same("a decision after the lease", oldReply("a decision after the lease", 1, schema4.decide, false, rold, us, int64(1), int64(0), p1, p2, p3, grace), res, err)
+	same(
+		"a decision after the lease",
+		oldReply("a decision after the lease", 1, schema4.decide, false, rold, us, int64(1), int64(0), p1, p2, p3, grace),
+		res,
+		err,
+	)
 
 	var applied bool
 	if err := pool.QueryRow(ctx, schema4.reset, rold, markKey(rold), nil).Scan(&applied); err != nil || !applied {
@@ -134,7 +188,12 @@ func TestPreviousSchemasStatements(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = s.Decide(ctx, cur, alg, now, 0)
-	same("a peek after the reset", oldReply("a peek after the reset", 0, schema4.decide, false, rold, us, int64(0), int64(0), p1, p2, p3, grace), res, err)
+	same(
+		"a peek after the reset",
+		oldReply("a peek after the reset", 0, schema4.decide, false, rold, us, int64(0), int64(0), p1, p2, p3, grace),
+		res,
+		err,
+	)
 
 	var give []int64
 	if err := pool.QueryRow(ctx, schema4.give, rold, us, us, int64(1), p1, p2, p3, grace, nil, nil, limit,
@@ -196,7 +255,8 @@ func TestRefusesASchemaThatNoLongerServesIt(t *testing.T) {
 			t.Fatalf("%s: the check says %v", what, err)
 		}
 		_, err := s.Decide(ctx, k, alg, time.Now(), 1)
-		if got := errors.Is(err, errNewerSchema) && errors.Is(err, store.ErrUnavailable); got != refused || !refused && err != nil {
+		if got := errors.Is(err, errNewerSchema) && errors.Is(err, store.ErrUnavailable); got != refused ||
+			!refused && err != nil {
 			t.Fatalf("%s: a decision: %v; refused %v, want %v", what, err, got, refused)
 		}
 	}

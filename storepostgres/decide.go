@@ -24,7 +24,13 @@ var decideSQL = func() map[*algorithms.Kind]string {
 
 // Decide decides cost for key under alg in one statement (see the package
 // doc).
-func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) Decide(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	now = s.orNow(now)
 	if err := checkKind(alg); err != nil {
 		return algorithms.Result{}, err
@@ -38,7 +44,14 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 
 // Reserve books a request for key under alg in one statement (see
 // store.Store.Reserve): the token bucket and GCRA.
-func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Reserve(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = s.orNow(now)
 	if err := checkKind(alg); err != nil {
 		return algorithms.Result{}, 0, err
@@ -52,7 +65,13 @@ func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorit
 // send runs a decision, or with a slack above 0 a booking: the upsert,
 // or with the caller's request ID and a cost above 0 the kind's once
 // driver.
-func (s *Store) send(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost, slack int64) (algorithms.Result, time.Duration, error) {
+func (s *Store) send(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost, slack int64,
+) (algorithms.Result, time.Duration, error) {
 	id, given, err := s.begin(ctx)
 	if err != nil {
 		return algorithms.Result{}, 0, err
@@ -93,7 +112,13 @@ func (s *Store) send(ctx context.Context, k store.Key, alg algorithms.Algorithm,
 // decisionResult reads a decision's reply: {allowed, remaining, retry_after,
 // reset_after, at, delay}, then with a request ID the limit, the
 // parameters the admission was charged under and its cost.
-func decisionResult(reply []int64, alg algorithms.Algorithm, cost int64, once bool, notBefore int64) (algorithms.Result, time.Duration, error) {
+func decisionResult(
+	reply []int64,
+	alg algorithms.Algorithm,
+	cost int64,
+	once bool,
+	notBefore int64,
+) (algorithms.Result, time.Duration, error) {
 	want := 6
 	if once {
 		want = 10

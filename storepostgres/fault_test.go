@@ -112,8 +112,13 @@ func TestFaults(t *testing.T) {
 	if unavailable.Load()+maybe.Load() == failedBefore {
 		t.Fatalf("the restart failed no call: the test did not test it")
 	}
-	t.Logf("terminated %d connections, then restarted: %d admitted, %d failed with ErrUnavailable, %d with ErrMaybeDecided too",
-		killed, admitted.Load(), unavailable.Load(), maybe.Load())
+	t.Logf(
+		"terminated %d connections, then restarted: %d admitted, %d failed with ErrUnavailable, %d with ErrMaybeDecided too",
+		killed,
+		admitted.Load(),
+		unavailable.Load(),
+		maybe.Load(),
+	)
 
 	var total int64
 	if err := pool.QueryRow(ctx, "SELECT sum(state[2]) FROM ratewise.state").Scan(&total); err != nil {
@@ -122,7 +127,12 @@ func TestFaults(t *testing.T) {
 	// Admissions the callers saw, plus those whose reply was lost, are
 	// what the rows counted: nothing admitted was lost or counted twice.
 	if total < admitted.Load() || total > admitted.Load()+maybe.Load() {
-		t.Fatalf("the keys counted %d admissions; callers saw %d, and %d outcomes are unknown", total, admitted.Load(), maybe.Load())
+		t.Fatalf(
+			"the keys counted %d admissions; callers saw %d, and %d outcomes are unknown",
+			total,
+			admitted.Load(),
+			maybe.Load(),
+		)
 	}
 }
 
@@ -238,6 +248,11 @@ func TestSilentServer(t *testing.T) {
 	if duringOK > 16 {
 		t.Fatalf("%d decisions while the server was silent", duringOK)
 	}
-	t.Logf("before the stall %d decisions; while silent for 2s, %d calls failed by their deadline; the first decision %v after the server spoke again; %d decisions in all",
-		before, failedStalled, recovered.Round(time.Millisecond), admitted.Load())
+	t.Logf(
+		"before the stall %d decisions; while silent for 2s, %d calls failed by their deadline; the first decision %v after the server spoke again; %d decisions in all",
+		before,
+		failedStalled,
+		recovered.Round(time.Millisecond),
+		admitted.Load(),
+	)
 }

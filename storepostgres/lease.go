@@ -22,7 +22,14 @@ func markKey(rkey []byte) []byte {
 // in one statement: as Reserve books for the token bucket and GCRA, and as
 // Decide decides for the fixed window, and on admission copies the key's
 // row to its mark, which Reset puts back.
-func (s *Store) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Lease(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = s.orNow(now)
 	if err := checkKind(alg); err != nil {
 		return algorithms.Result{}, 0, err

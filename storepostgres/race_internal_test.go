@@ -64,7 +64,11 @@ func TestSetLocksEveryRow(t *testing.T) {
 	pool := sharedPool(t)
 	s := New(pool, WithCoalescing(0))
 	k := store.Key{Name: fmt.Sprint("set-locks-", time.Now().UnixNano())}
-	lo, hi := inKeyOrder(k, algorithms.FixedWindow{Limit: 100, Window: time.Hour}, algorithms.FixedWindow{Limit: 100, Window: 2 * time.Hour})
+	lo, hi := inKeyOrder(
+		k,
+		algorithms.FixedWindow{Limit: 100, Window: time.Hour},
+		algorithms.FixedWindow{Limit: 100, Window: 2 * time.Hour},
+	)
 	algs := []algorithms.Algorithm{lo, hi}
 	if _, err := s.DecideSet(ctx, k, algs, time.Now(), 1); err != nil {
 		t.Fatal(err)
@@ -115,7 +119,11 @@ func TestSetAndBatchShareALockOrder(t *testing.T) {
 	s := New(pool, WithCoalescing(0))
 	s.lockTimeout = "30s" // the batch waits for the row, as the set does
 	k := store.Key{Name: fmt.Sprint("lock-order-", time.Now().UnixNano())}
-	lo, hi := inKeyOrder(k, algorithms.FixedWindow{Limit: 100, Window: time.Minute}, algorithms.FixedWindow{Limit: 100, Window: time.Hour})
+	lo, hi := inKeyOrder(
+		k,
+		algorithms.FixedWindow{Limit: 100, Window: time.Minute},
+		algorithms.FixedWindow{Limit: 100, Window: time.Hour},
+	)
 	if _, err := s.Decide(ctx, k, lo, time.Now(), 1); err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +139,10 @@ func TestSetAndBatchShareALockOrder(t *testing.T) {
 	var batchErrs []error
 	var setErr error
 	wg.Go(func() {
-		_, batchErrs = s.SendBatch(ctx, []Batch{{Key: k.Name, Alg: lo, Now: time.Now(), Cost: 1}, {Key: k.Name, Alg: hi, Now: time.Now(), Cost: 1}})
+		_, batchErrs = s.SendBatch(
+			ctx,
+			[]Batch{{Key: k.Name, Alg: lo, Now: time.Now(), Cost: 1}, {Key: k.Name, Alg: hi, Now: time.Now(), Cost: 1}},
+		)
 	})
 	waitForLockWaits(t, pool, 1)
 	wg.Go(func() {

@@ -12,7 +12,13 @@ import (
 
 // Refund gives back n units that a request admitted at time at was
 // charged, with one function call in one round trip (see store.Store.Refund).
-func (s *Store) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *Store) Refund(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	now = s.orNow(now)
 	if err := checkKind(alg); err != nil {
 		return algorithms.Result{}, err

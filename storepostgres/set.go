@@ -14,7 +14,13 @@ import (
 // DecideSet decides cost for key under every algorithm of algs, all or
 // nothing, with one function call in one round trip (see
 // store.Store.DecideSet).
-func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *Store) DecideSet(
+	ctx context.Context,
+	k store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	now = s.orNow(now)
 	for _, alg := range algs {
 		if err := checkKind(alg); err != nil {

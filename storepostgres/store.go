@@ -103,7 +103,13 @@ func WithUnlogged() Option {
 // New returns a store on pool. The store creates its schema on first use;
 // call Migrate to create it, or to learn that it cannot, before then.
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
-	s := &Store{pool: pool, coalesce: DefaultCoalescing, lockTimeout: batchLockTimeout, bg: newBackground(), migrating: make(chan struct{}, 1)}
+	s := &Store{
+		pool:        pool,
+		coalesce:    DefaultCoalescing,
+		lockTimeout: batchLockTimeout,
+		bg:          newBackground(),
+		migrating:   make(chan struct{}, 1),
+	}
 	s.sweep.init()
 	for _, o := range opts {
 		o.apply(s)

@@ -123,14 +123,22 @@ func (s *Store) sweepOnce(parent context.Context) (int64, error) {
 	for i, table := range [2]string{"ratewise.state", "ratewise.once"} {
 		from := s.sweep.page[i].Load()
 		var deleted, pages int64
-		err := s.pool.QueryRow(ctx, fmt.Sprintf(`WITH gone AS (
+		err := s.pool.QueryRow(
+			ctx,
+			fmt.Sprintf(`WITH gone AS (
 			DELETE FROM %[1]s WHERE ctid = ANY (ARRAY(
 				SELECT ctid FROM %[1]s WHERE ctid >= $1::tid AND ctid < $2::tid AND expires < ratewise.now_us() - $3::bigint
 				FOR UPDATE SKIP LOCKED))
 			AND expires < ratewise.now_us() - $3::bigint
 			RETURNING 1)
 			SELECT count(*), pg_relation_size('%[1]s') / current_setting('block_size')::bigint FROM gone`, table),
-			fmt.Sprintf("(%d,0)", from), fmt.Sprintf("(%d,0)", from+sweepPages), sweepMargin.Microseconds()).Scan(&deleted, &pages)
+			fmt.Sprintf(
+				"(%d,0)",
+				from,
+			),
+			fmt.Sprintf("(%d,0)", from+sweepPages),
+			sweepMargin.Microseconds(),
+		).Scan(&deleted, &pages)
 		if err != nil {
 			return total, err
 		}

@@ -55,7 +55,14 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	if left != keys/2 || odd != 0 || deleted == 0 {
-		t.Fatalf("after sweeps over %d pages that deleted %d rows, %d rows are left, %d of them expired; want the %d that count", pages, deleted, left, odd, keys/2)
+		t.Fatalf(
+			"after sweeps over %d pages that deleted %d rows, %d rows are left, %d of them expired; want the %d that count",
+			pages,
+			deleted,
+			left,
+			odd,
+			keys/2,
+		)
 	}
 	for i := range 4 {
 		res, err := s.Decide(ctx, store.Key{Name: fmt.Sprint("k", i)}, alg, time.Now(), 0)

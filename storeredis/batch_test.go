@@ -64,8 +64,18 @@ func TestDifferentialBatches(t *testing.T) {
 				var seqs []*sequence
 				for i := range sequencesPerBatch {
 					lim := difftest.Scope(rng, kinds[rng.IntN(len(kinds))])
-					start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
-					seqs = append(seqs, &sequence{key: fmt.Sprintf("%s:%d:%d", testKey(t), b, i), alg: lim.Alg, relimit: lim.Relimit, now: start, left: stepsPerSequence})
+					start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).
+						Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
+					seqs = append(
+						seqs,
+						&sequence{
+							key:     fmt.Sprintf("%s:%d:%d", testKey(t), b, i),
+							alg:     lim.Alg,
+							relimit: lim.Relimit,
+							now:     start,
+							left:    stepsPerSequence,
+						},
+					)
 				}
 				var ds []storeredis.BatchDecision
 				var want []algorithms.Result
@@ -91,7 +101,9 @@ func TestDifferentialBatches(t *testing.T) {
 						q.now = q.now.Add(-time.Duration(rng.Int64N(int64(scale))).Truncate(time.Microsecond)) // stale
 					case r == 1: // the same microsecond
 					default:
-						q.now = q.now.Add(time.Duration(rng.Int64N(max(int64(scale)/max(algo.MaxCost(q.alg), 1)*2, 1))).Truncate(time.Microsecond))
+						q.now = q.now.Add(
+							time.Duration(rng.Int64N(max(int64(scale)/max(algo.MaxCost(q.alg), 1)*2, 1))).Truncate(time.Microsecond),
+						)
 					}
 					q.now = maxTime(q.now, time.Unix(0, 0))
 					if rng.IntN(30) == 0 {
@@ -113,16 +125,38 @@ func TestDifferentialBatches(t *testing.T) {
 				for i := range ds {
 					if foreign >= 0 && i == 0 {
 						if !errors.Is(errs[i], store.ErrUnavailable) || !strings.Contains(errs[i].Error(), "WRONGTYPE") {
-							t.Fatalf("batch %d: the decision on a list returned %+v, %v; want store.ErrUnavailable with Redis's WRONGTYPE", b, got[i], errs[i])
+							t.Fatalf(
+								"batch %d: the decision on a list returned %+v, %v; want store.ErrUnavailable with Redis's WRONGTYPE",
+								b,
+								got[i],
+								errs[i],
+							)
 						}
 						foreignFailed++
 						continue
 					}
 					if errs[i] != nil {
-						t.Fatalf("batch %d, decision %d (%v cost %d at %s): %v", b, i, ds[i].Alg, ds[i].Cost, ds[i].Now.Format(time.RFC3339Nano), errs[i])
+						t.Fatalf(
+							"batch %d, decision %d (%v cost %d at %s): %v",
+							b,
+							i,
+							ds[i].Alg,
+							ds[i].Cost,
+							ds[i].Now.Format(time.RFC3339Nano),
+							errs[i],
+						)
 					}
 					if got[i] != want[i] {
-						t.Fatalf("batch %d, decision %d (%#v cost %d at %s):\n  lua %+v\n  go  %+v", b, i, ds[i].Alg, ds[i].Cost, ds[i].Now.Format(time.RFC3339Nano), got[i], want[i])
+						t.Fatalf(
+							"batch %d, decision %d (%#v cost %d at %s):\n  lua %+v\n  go  %+v",
+							b,
+							i,
+							ds[i].Alg,
+							ds[i].Cost,
+							ds[i].Now.Format(time.RFC3339Nano),
+							got[i],
+							want[i],
+						)
 					}
 				}
 			}
@@ -214,7 +248,11 @@ func TestCoalescedFailureReachesEveryCaller(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Stop()
-	ds := []storeredis.BatchDecision{{Key: "a", Alg: alg, Cost: 1}, {Key: "b", Alg: algorithms.FixedWindow{Limit: 1, Window: time.Second}, Cost: 1}, {Key: "a", Alg: alg, Cost: 1}}
+	ds := []storeredis.BatchDecision{
+		{Key: "a", Alg: alg, Cost: 1},
+		{Key: "b", Alg: algorithms.FixedWindow{Limit: 1, Window: time.Second}, Cost: 1},
+		{Key: "a", Alg: alg, Cost: 1},
+	}
 	res, errs := storeredis.DecideBatch(context.Background(), s, ds)
 	for i := range ds {
 		if !errors.Is(errs[i], store.ErrUnavailable) || res[i] != (algorithms.Result{}) {
@@ -346,13 +384,27 @@ func TestCoalescedStallStaysOnItsNode(t *testing.T) {
 				return
 			}
 			if time.Since(start) > pause/4 {
-				t.Fatalf("the paused master's decisions did not reach %s: alone=%d queued=%d senders=%d", until, alone, queued, senders)
+				t.Fatalf(
+					"the paused master's decisions did not reach %s: alone=%d queued=%d senders=%d",
+					until,
+					alone,
+					queued,
+					senders,
+				)
 			}
 		}
 	}
 	decideStalled(stalledKeys[0], "one in flight alone", func(alone, queued, senders int) bool { return alone == 1 })
-	decideStalled(stalledKeys[1], "one sender", func(alone, queued, senders int) bool { return senders == 1 && queued == 0 })
-	decideStalled(stalledKeys[2], "two senders", func(alone, queued, senders int) bool { return senders == 2 && queued == 0 })
+	decideStalled(
+		stalledKeys[1],
+		"one sender",
+		func(alone, queued, senders int) bool { return senders == 1 && queued == 0 },
+	)
+	decideStalled(
+		stalledKeys[2],
+		"two senders",
+		func(alone, queued, senders int) bool { return senders == 2 && queued == 0 },
+	)
 
 	const each = 8
 	var slowest atomic.Int64
@@ -375,12 +427,25 @@ func TestCoalescedStallStaysOnItsNode(t *testing.T) {
 	wg.Wait()
 	live := time.Since(pausedAt)
 	alone, _, _ := storeredis.Coalescing(s)
-	t.Logf("%d decisions on %d live masters' keys in %v of a %v pause, the slowest %v (bound %v)",
-		len(liveKeys)*each, len(liveMasters), live.Round(time.Millisecond), pause, time.Duration(slowest.Load()).Round(time.Microsecond), bound)
+	t.Logf(
+		"%d decisions on %d live masters' keys in %v of a %v pause, the slowest %v (bound %v)",
+		len(
+			liveKeys,
+		)*each,
+		len(liveMasters),
+		live.Round(time.Millisecond),
+		pause,
+		time.Duration(slowest.Load()).Round(time.Microsecond),
+		bound,
+	)
 	if got := time.Duration(slowest.Load()); got > bound {
 		t.Fatalf("a decision on a live master's key took %v while another master was paused, want at most %v", got, bound)
 	}
 	if n := stalledDone.Load(); n > 0 || alone != 1 {
-		t.Fatalf("%d decisions on the paused master returned and %d were in flight alone by the end, want 0 and 1: the pause did not cover the live decisions", n, alone)
+		t.Fatalf(
+			"%d decisions on the paused master returned and %d were in flight alone by the end, want 0 and 1: the pause did not cover the live decisions",
+			n,
+			alone,
+		)
 	}
 }

@@ -79,7 +79,13 @@ func resendHorizon(c Client) time.Duration {
 		}
 	}
 	dialRetries := time.Duration(max(s.dialRetries, 0))
-	attempt := s.poolWait + (dialRetries+1)*s.dial + dialRetries*max(s.dialRetryWait, 0) + s.write + s.read + max(s.backoff, 0)
+	attempt := s.poolWait + (dialRetries+1)*s.dial + dialRetries*max(
+		s.dialRetryWait,
+		0,
+	) + s.write + s.read + max(
+		s.backoff,
+		0,
+	)
 	return min(time.Duration(attempts-1)*attempt, unboundedResends)
 }
 
@@ -102,7 +108,10 @@ func CheckClient(client Client, budget time.Duration) []error {
 		out = append(out, fmt.Errorf("%w: "+format, append([]any{ErrUnsafeClient}, args...)...))
 	}
 	if !s.contextTimeout {
-		warn("ContextTimeoutEnabled is false: go-redis ignores a context's deadline on the socket, so a decision waits for ReadTimeout (%v), not for its caller's deadline", s.read)
+		warn(
+			"ContextTimeoutEnabled is false: go-redis ignores a context's deadline on the socket, so a decision waits for ReadTimeout (%v), not for its caller's deadline",
+			s.read,
+		)
 	}
 	for _, t := range []struct {
 		name string
@@ -115,16 +124,30 @@ func CheckClient(client Client, budget time.Duration) []error {
 			warn("%s is %v, over the budget of %v: a caller without a deadline of its own waits that long", t.name, t.d, budget)
 		}
 	}
-	if s.dialRetries > 0 && time.Duration(s.dialRetries+1)*max(s.dial, 0)+time.Duration(s.dialRetries)*s.dialRetryWait > budget {
-		warn("DialerRetries is %d: with DialTimeout %v and DialerRetryTimeout %v, reaching a server that is down takes up to %v, over the budget of %v",
-			s.dialRetries, s.dial, s.dialRetryWait, time.Duration(s.dialRetries+1)*s.dial+time.Duration(s.dialRetries)*s.dialRetryWait, budget)
+	if s.dialRetries > 0 &&
+		time.Duration(s.dialRetries+1)*max(s.dial, 0)+time.Duration(s.dialRetries)*s.dialRetryWait > budget {
+		warn(
+			"DialerRetries is %d: with DialTimeout %v and DialerRetryTimeout %v, reaching a server that is down takes up to %v, over the budget of %v",
+			s.dialRetries,
+			s.dial,
+			s.dialRetryWait,
+			time.Duration(s.dialRetries+1)*s.dial+time.Duration(s.dialRetries)*s.dialRetryWait,
+			budget,
+		)
 	}
 	if s.retries > 0 {
-		warn("MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, so a decision can take %d attempts' time; the store then gives every write an ID it keeps in Redis for %v, the longest go-redis may resend it, so that it is applied once; -1 turns retries off and needs neither",
-			s.retries, s.retries+1, resendHorizon(client).Round(time.Millisecond))
+		warn(
+			"MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, so a decision can take %d attempts' time; the store then gives every write an ID it keeps in Redis for %v, the longest go-redis may resend it, so that it is applied once; -1 turns retries off and needs neither",
+			s.retries,
+			s.retries+1,
+			resendHorizon(client).Round(time.Millisecond),
+		)
 	}
 	if s.cluster && (s.clusterReloads <= 0 || s.clusterReloads > clusterReloadBound) {
-		warn("ClusterStateReloadInterval is %v: the client learns of a failover only from a MOVED or ASK reply or at that interval, and a dead master answers neither; about 1s finds a promoted replica within a second", s.clusterReloads)
+		warn(
+			"ClusterStateReloadInterval is %v: the client learns of a failover only from a MOVED or ASK reply or at that interval, and a dead master answers neither; about 1s finds a promoted replica within a second",
+			s.clusterReloads,
+		)
 	}
 	return out
 }

@@ -44,18 +44,23 @@ func TestCheckClient(t *testing.T) {
 		t.Errorf("recommended settings warned:\n%s", got)
 	}
 
-	cluster := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
-		DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond})
+	cluster := redis.NewClusterClient(
+		&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1,
+			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+			DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond},
+	)
 	defer cluster.Close()
-	if got := warned(cluster); !strings.Contains(got, "ClusterStateReloadInterval is 1m0s") || strings.Count(got, "\n") != 0 {
+	if got := warned(cluster); !strings.Contains(got, "ClusterStateReloadInterval is 1m0s") ||
+		strings.Count(got, "\n") != 0 {
 		t.Errorf("a cluster client reloading its slots every minute: got\n%s", got)
 	}
 
 	cluster.Close()
-	reloading := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
-		DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond, ClusterStateReloadInterval: time.Second})
+	reloading := redis.NewClusterClient(
+		&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1,
+			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+			DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond, ClusterStateReloadInterval: time.Second},
+	)
 	defer reloading.Close()
 	// A ClusterClient resends on MaxRedirects whatever MaxRetries says; the
 	// store gives every write an ID, so that is nothing to warn of.
@@ -66,7 +71,11 @@ func TestCheckClient(t *testing.T) {
 	var heard []error
 	storeredis.New(defaults, storeredis.WithWarnings(budget, func(err error) { heard = append(heard, err) }))
 	if len(heard) != len(storeredis.CheckClient(defaults, budget)) {
-		t.Errorf("WithWarnings reported %d warnings, CheckClient %d", len(heard), len(storeredis.CheckClient(defaults, budget)))
+		t.Errorf(
+			"WithWarnings reported %d warnings, CheckClient %d",
+			len(heard),
+			len(storeredis.CheckClient(defaults, budget)),
+		)
 	}
 	if o := defaults.Options(); o.ContextTimeoutEnabled || o.MaxRetries != 3 {
 		t.Errorf("New changed the client's options: %+v", o)

@@ -39,7 +39,17 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 				window := time.Duration(1_000+rng.Int64N(3_000_000)) * time.Microsecond
 				limits := []int64{1 + rng.Int64N(4), 1 + rng.Int64N(30), 1 + rng.Int64N(300)}
 				limit := limits[0]
-				logKey, ringKey := fmt.Sprintf("%s:%d:%d:log", testKey(t), run, seq), fmt.Sprintf("%s:%d:%d:ring", testKey(t), run, seq)
+				logKey, ringKey := fmt.Sprintf(
+					"%s:%d:%d:log",
+					testKey(t),
+					run,
+					seq,
+				), fmt.Sprintf(
+					"%s:%d:%d:ring",
+					testKey(t),
+					run,
+					seq,
+				)
 				clock := difftest.NewClock(rng)
 				var charges []algorithms.Result
 				for step := range 200 {
@@ -57,7 +67,16 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 						want, werr := rf.Refund(ctx, store.Key{Name: logKey}, log, now, c.At, n)
 						got, gerr := rf.Refund(ctx, store.Key{Name: ringKey}, ring, now, c.At, n)
 						if werr != nil || gerr != nil || got != want {
-							t.Fatalf("sequence %d step %d, a refund of %d: compact %+v (%v), log %+v (%v)", seq, step, n, got, gerr, want, werr)
+							t.Fatalf(
+								"sequence %d step %d, a refund of %d: compact %+v (%v), log %+v (%v)",
+								seq,
+								step,
+								n,
+								got,
+								gerr,
+								want,
+								werr,
+							)
 						}
 						continue
 					}
@@ -69,7 +88,17 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 					got, gerr := s.Decide(ctx, store.Key{Name: ringKey}, ring, now, cost)
 					// The same decision; what each charged names its own kind.
 					if werr != nil || gerr != nil || decision(got) != decision(want) {
-						t.Fatalf("sequence %d step %d, %s cost %d: compact %+v (%v), log %+v (%v)", seq, step, ring, cost, got, gerr, want, werr)
+						t.Fatalf(
+							"sequence %d step %d, %s cost %d: compact %+v (%v), log %+v (%v)",
+							seq,
+							step,
+							ring,
+							cost,
+							got,
+							gerr,
+							want,
+							werr,
+						)
 					}
 					if want.Allowed && cost > 0 {
 						charges = append(charges, want)
@@ -87,5 +116,12 @@ func TestCompactLogMatchesSlidingLog(t *testing.T) {
 // decision returns r without what it charged (Result.Charged), which names
 // the algorithm, to compare two algorithms' decisions.
 func decision(r algorithms.Result) algorithms.Result {
-	return algorithms.Result{Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining, RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter, At: r.At}
+	return algorithms.Result{
+		Allowed:    r.Allowed,
+		Limit:      r.Limit,
+		Remaining:  r.Remaining,
+		RetryAfter: r.RetryAfter,
+		ResetAfter: r.ResetAfter,
+		At:         r.At,
+	}
 }

@@ -16,7 +16,13 @@ import (
 // Decide runs alg's script for key in one round trip, which it may share
 // with concurrent decisions (see WithCoalescing), or denies at once a
 // request that a recent denial still covers (see WithDenyCache).
-func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) Decide(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	now = s.orNow(now)
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, err
@@ -46,7 +52,13 @@ func (s *Store) Decide(ctx context.Context, k store.Key, alg algorithms.Algorith
 }
 
 // send runs a decision on the state at rkey.
-func (s *Store) send(ctx context.Context, rkey string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) send(
+	ctx context.Context,
+	rkey string,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	d := newDecision(rkey, alg, now, cost)
 	if err := s.do(ctx, d); err != nil {
 		return algorithms.Result{}, err

@@ -68,7 +68,13 @@ func (s *Store) denyClock(now time.Time) int64 {
 // nothing (rkey is in the caller's buffer); any other goes to Redis, and
 // its outcome updates what the cache remembers. The cache's clock is read
 // before the request is sent, so a denial never outlives Redis's.
-func (s *Store) decideCached(ctx context.Context, rkey []byte, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *Store) decideCached(
+	ctx context.Context,
+	rkey []byte,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	t := s.denyClock(now)
 	if cost == 1 {
 		if res, ok := s.deny.Deny(rkey, alg, t); ok {

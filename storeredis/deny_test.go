@@ -182,7 +182,12 @@ func TestDenyCacheAfterARequestWithAnID(t *testing.T) {
 	ctx := context.Background()
 	addr := redistest.Standalone(t).Addr
 	s := storeredis.New(newClient(t, addr), storeredis.WithClientTime(), storeredis.WithWarnings(0, nil))
-	plain := storeredis.New(newClient(t, addr), storeredis.WithClientTime(), storeredis.WithDenyCache(0), storeredis.WithWarnings(0, nil))
+	plain := storeredis.New(
+		newClient(t, addr),
+		storeredis.WithClientTime(),
+		storeredis.WithDenyCache(0),
+		storeredis.WithWarnings(0, nil),
+	)
 	alg := algorithms.SlidingLog{Limit: 2, Window: 10 * time.Second}
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	for _, st := range []*storeredis.Store{s, plain} {

@@ -148,7 +148,13 @@ func (s *Store) replicated(ctx context.Context, sc *redis.Script, keys []string,
 		return nil, storecheck.MaybeDecided(s.failure(ctx, err))
 	}
 	if acked < int64(s.replicas.n) {
-		err := fmt.Errorf("%w: %d of %d replicas acknowledged it within %v", ErrNotReplicated, acked, s.replicas.n, s.replicas.timeout)
+		err := fmt.Errorf(
+			"%w: %d of %d replicas acknowledged it within %v",
+			ErrNotReplicated,
+			acked,
+			s.replicas.n,
+			s.replicas.timeout,
+		)
 		return nil, storecheck.MaybeDecided(s.failure(ctx, err))
 	}
 	return reply, nil

@@ -48,7 +48,8 @@ func startReplicated(t testing.TB) *replicated {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		info, err := r.mc.Info(context.Background(), "replication").Result()
-		if err == nil && redisinfo.Field(info, "connected_slaves") == "1" && strings.Contains(redisinfo.Field(info, "slave0"), "state=online") {
+		if err == nil && redisinfo.Field(info, "connected_slaves") == "1" &&
+			strings.Contains(redisinfo.Field(info, "slave0"), "state=online") {
 			return r
 		}
 		if time.Now().After(deadline) {
@@ -148,7 +149,12 @@ func TestReplicasWaitForTheReplica(t *testing.T) {
 				rkey := s.Key(key, alg)
 				onReplica := r.rc.Dump(ctx, rkey).Val()
 				if want := r.mc.Dump(ctx, rkey).Val(); onReplica != want {
-					t.Errorf("%s: right after the write returned, the replica's copy differs from the master's (%q, want %q)", rkey, onReplica, want)
+					t.Errorf(
+						"%s: right after the write returned, the replica's copy differs from the master's (%q, want %q)",
+						rkey,
+						onReplica,
+						want,
+					)
 				}
 				if onReplica == before[i] {
 					t.Errorf("%s: the write changed nothing on the replica", rkey)
@@ -201,7 +207,8 @@ func TestReplicasNotReplicated(t *testing.T) {
 					t.Errorf("error %v does not wrap %q", err, want)
 				}
 			}
-			if err != nil && !strings.Contains(err.Error(), fmt.Sprintf("of %d replicas acknowledged it within %v", tc.n, tc.wait)) {
+			if err != nil &&
+				!strings.Contains(err.Error(), fmt.Sprintf("of %d replicas acknowledged it within %v", tc.n, tc.wait)) {
 				t.Errorf("error %q does not name the count and the wait of %v", err, tc.wait)
 			}
 			if elapsed < tc.wait || elapsed > tc.wait+time.Second {
@@ -219,7 +226,11 @@ func TestReplicasNotReplicated(t *testing.T) {
 			retry := storeredis.New(r.mc, storeredis.WithReplicas(1, 5*time.Second))
 			again, err := retry.Decide(ratewise.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
 			if err != nil || !again.Allowed || again.Remaining != 9 {
-				t.Errorf("the retry with the request ID once the replica is back: %+v, %v; want the first outcome, admitted with 9 remaining", again, err)
+				t.Errorf(
+					"the retry with the request ID once the replica is back: %+v, %v; want the first outcome, admitted with 9 remaining",
+					again,
+					err,
+				)
 			}
 			if got, err := inspect.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 0); err != nil || got.Remaining != 9 {
 				t.Errorf("after the retry: %+v, %v; want 9 remaining (charged once)", got, err)
@@ -263,7 +274,10 @@ func TestReplicasReplayWaits(t *testing.T) {
 			}
 			other := storeredis.New(newClient(t, r.master.Addr), storeredis.WithReplicas(1, 100*time.Millisecond))
 			if err := tc.write(other, withID, key); !errors.Is(err, storeredis.ErrNotReplicated) {
-				t.Fatalf("the write sent again from another connection, the replica still held back: %v, want ErrNotReplicated", err)
+				t.Fatalf(
+					"the write sent again from another connection, the replica still held back: %v, want ErrNotReplicated",
+					err,
+				)
 			}
 			r.rc.Do(ctx, "CLIENT", "UNPAUSE")
 			again := storeredis.New(newClient(t, r.master.Addr), storeredis.WithReplicas(1, 5*time.Second))
@@ -332,7 +346,11 @@ func TestReplicasUnsupportedClient(t *testing.T) {
 	alg := algorithms.GCRA{Rate: algorithms.PerHour(10), Burst: 10}
 	res, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, time.Time{}, 1)
 	if !errors.Is(err, store.ErrUnsupported) || errors.Is(err, store.ErrUnavailable) || res != (algorithms.Result{}) {
-		t.Fatalf("a decision on a Ring with WithReplicas: %+v, %v; want the zero Result and store.ErrUnsupported alone", res, err)
+		t.Fatalf(
+			"a decision on a Ring with WithReplicas: %+v, %v; want the zero Result and store.ErrUnsupported alone",
+			res,
+			err,
+		)
 	}
 	if err := s.Reset(context.Background(), store.Key{Name: testKey(t)}, alg); !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("a reset on a Ring with WithReplicas: %v; want store.ErrUnsupported", err)
@@ -386,8 +404,14 @@ func TestReplicasClusterMoved(t *testing.T) {
 		}
 	}
 	res, err := s.Decide(ctx, store.Key{Name: key}, alg, time.Time{}, 1)
-	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, storeredis.ErrNotReplicated) || !strings.Contains(err.Error(), "MOVED") || res != (algorithms.Result{}) {
-		t.Fatalf("a decision sent to a master that moved the slot: %+v, %v; want the zero Result and store.ErrUnavailable for MOVED", res, err)
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, storeredis.ErrNotReplicated) ||
+		!strings.Contains(err.Error(), "MOVED") ||
+		res != (algorithms.Result{}) {
+		t.Fatalf(
+			"a decision sent to a master that moved the slot: %+v, %v; want the zero Result and store.ErrUnavailable for MOVED",
+			res,
+			err,
+		)
 	}
 	deadline := time.Now().Add(2 * time.Second)
 	for {
@@ -396,7 +420,10 @@ func TestReplicasClusterMoved(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("2s after MOVED, the decision still fails with %v; want it to reach its master (ErrNotReplicated with no replicas)", err)
+			t.Fatalf(
+				"2s after MOVED, the decision still fails with %v; want it to reach its master (ErrNotReplicated with no replicas)",
+				err,
+			)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

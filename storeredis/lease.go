@@ -22,7 +22,14 @@ const markSuffix = ":mark"
 // Decide decides for the fixed window. An admission also writes the state
 // it leaves to the key's mark (the state's key followed by ":mark"), with
 // the state's TTL; Reset puts the mark back.
-func (s *Store) Lease(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Lease(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = s.orNow(now)
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, 0, err

@@ -24,7 +24,12 @@ func TestLongKeysBounded(t *testing.T) {
 	ctx := context.Background()
 	rdb := newClient(t, redistest.Standalone(t).Addr)
 	prefix := "bounded:" + runID + ":"
-	s := storeredis.New(rdb, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(
+		rdb,
+		storeredis.WithClientTime(),
+		storeredis.WithKeyPrefix(prefix),
+		storeredis.WithWarnings(0, nil),
+	)
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 5}
 	now := time.Now()
 	for _, n := range []int{longkey.Threshold, longkey.Threshold + 1, 10_000, 65_536} {

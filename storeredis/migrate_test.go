@@ -25,7 +25,14 @@ import (
 func TestSlotMigration(t *testing.T) {
 	ctx := context.Background()
 	cl := redistest.SharedCluster(t)
-	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs(), MaxRedirects: 1, MinRetryBackoff: time.Millisecond, MaxRetryBackoff: 2 * time.Millisecond})
+	cc := redis.NewClusterClient(
+		&redis.ClusterOptions{
+			Addrs:           cl.Addrs(),
+			MaxRedirects:    1,
+			MinRetryBackoff: time.Millisecond,
+			MaxRetryBackoff: 2 * time.Millisecond,
+		},
+	)
 	t.Cleanup(func() { cc.Close() })
 	s := storeredis.New(cc, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))
 	alg := algorithms.FixedWindow{Limit: 10, Window: time.Minute}

@@ -152,7 +152,11 @@ func TestLostReplyChargesOnce(t *testing.T) {
 			t.Fatalf("Decide: %+v, %v; want the first outcome, Remaining %d", res, err, alg.Limit-1)
 		}
 		if evals, n := p.evals.Load(), used(t, s); n != 1 || evals != 3 {
-			t.Fatalf("one request with its reply lost used %d (with %d EVALSHAs, warm-up included); want 1: retried, charged once", n, evals)
+			t.Fatalf(
+				"one request with its reply lost used %d (with %d EVALSHAs, warm-up included); want 1: retried, charged once",
+				n,
+				evals,
+			)
 		}
 	})
 
@@ -164,8 +168,15 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		}
 		t.Logf("the error: %v", err)
 		again, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, now.Add(time.Second), 1)
-		if err != nil || !again.Allowed || again.Remaining != alg.Limit-1 || !again.At.Equal(now.Truncate(time.Microsecond)) {
-			t.Fatalf("the retry with the request's ID: %+v, %v; want the first outcome (Remaining %d, At %v)", again, err, alg.Limit-1, now)
+		if err != nil || !again.Allowed || again.Remaining != alg.Limit-1 ||
+			!again.At.Equal(now.Truncate(time.Microsecond)) {
+			t.Fatalf(
+				"the retry with the request's ID: %+v, %v; want the first outcome (Remaining %d, At %v)",
+				again,
+				err,
+				alg.Limit-1,
+				now,
+			)
 		}
 		if n := used(t, s); n != 1 {
 			t.Fatalf("one request, retried by its caller, used %d; want 1", n)
@@ -186,10 +197,14 @@ func TestLostReplyChargesOnce(t *testing.T) {
 		p.refuse.Store(true)
 		_, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, now, 1)
 		if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, store.ErrMaybeDecided) {
-			t.Fatalf("Decide whose reply was lost and whose resend was refused: %v; want ErrUnavailable and ErrMaybeDecided", err)
+			t.Fatalf(
+				"Decide whose reply was lost and whose resend was refused: %v; want ErrUnavailable and ErrMaybeDecided",
+				err,
+			)
 		}
 		direct := storeredis.New(newClient(t, srv.Addr), storeredis.WithClientTime(), storeredis.WithCoalescing(0))
-		if res, err := direct.Decide(ctx, store.Key{Name: testKey(t)}, alg, now, 0); err != nil || res.Remaining != alg.Limit-1 {
+		if res, err := direct.Decide(ctx, store.Key{Name: testKey(t)}, alg, now, 0); err != nil ||
+			res.Remaining != alg.Limit-1 {
 			t.Fatalf("the key after it: %+v, %v; want the first attempt's charge", res, err)
 		}
 	})
@@ -230,7 +245,9 @@ func TestRefundOnceKeyLifetime(t *testing.T) {
 		t.Fatal(err)
 	}
 	window := algo.QuotaOf(alg).Window
-	if ttl, err := c.PTTL(ctx, storeredis.RefundOnceKey(s, key, alg, id)).Result(); err != nil || ttl < window-time.Second || ttl > window+time.Millisecond {
+	if ttl, err := c.PTTL(ctx, storeredis.RefundOnceKey(s, key, alg, id)).Result(); err != nil ||
+		ttl < window-time.Second ||
+		ttl > window+time.Millisecond {
 		t.Fatalf("the refund's once key lives %v (%v), want the quota's window, %v", ttl, err, window)
 	}
 }
@@ -275,12 +292,15 @@ func TestOnceKeyLifetime(t *testing.T) {
 		if _, err := resending.Decide(ratewise.WithRequestID(ctx, id2), store.Key{Name: key2}, alg, time.Time{}, 1); err != nil {
 			t.Fatal(err)
 		}
-		if ttl, err := c.PTTL(ctx, storeredis.OnceKey(resending, key2, alg, id2)).Result(); err != nil || ttl < 142*time.Second || ttl > 143500*time.Millisecond {
+		if ttl, err := c.PTTL(ctx, storeredis.OnceKey(resending, key2, alg, id2)).Result(); err != nil ||
+			ttl < 142*time.Second ||
+			ttl > 143500*time.Millisecond {
 			t.Fatalf("%s: with a client that resends, the once key lives %v (%v), want go-redis's 142.5s", alg, ttl, err)
 		}
 
 		denyID := ratewise.NewRequestID()
-		if res, err := s.Decide(ratewise.WithRequestID(ctx, denyID), store.Key{Name: key}, alg, time.Time{}, 1); err != nil || res.Allowed {
+		if res, err := s.Decide(ratewise.WithRequestID(ctx, denyID), store.Key{Name: key}, alg, time.Time{}, 1); err != nil ||
+			res.Allowed {
 			t.Fatalf("%s: a second request: %+v, %v; want a denial", alg, res, err)
 		}
 		if n, err := c.Exists(ctx, storeredis.OnceKey(s, key, alg, denyID)).Result(); err != nil || n != 0 {

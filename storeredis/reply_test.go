@@ -25,9 +25,41 @@ func TestParseReply(t *testing.T) {
 		want  algorithms.Result
 		ok    bool
 	}{
-		{"admitted", i(1, 4, 0, 1500, at), algorithms.Result{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 1500 * time.Microsecond, At: time.UnixMicro(at)}, true},
-		{"denied", i(0, 0, 7, 9, at), algorithms.Result{Limit: 5, RetryAfter: 7 * time.Microsecond, ResetAfter: 9 * time.Microsecond, At: time.UnixMicro(at)}, true},
-		{"decided after now", i(1, 4, 0, 1500, at+5), algorithms.Result{Allowed: true, Limit: 5, Remaining: 4, ResetAfter: 1500 * time.Microsecond, At: time.UnixMicro(at + 5)}, true},
+		{
+			"admitted",
+			i(1, 4, 0, 1500, at),
+			algorithms.Result{
+				Allowed:    true,
+				Limit:      5,
+				Remaining:  4,
+				ResetAfter: 1500 * time.Microsecond,
+				At:         time.UnixMicro(at),
+			},
+			true,
+		},
+		{
+			"denied",
+			i(0, 0, 7, 9, at),
+			algorithms.Result{
+				Limit:      5,
+				RetryAfter: 7 * time.Microsecond,
+				ResetAfter: 9 * time.Microsecond,
+				At:         time.UnixMicro(at),
+			},
+			true,
+		},
+		{
+			"decided after now",
+			i(1, 4, 0, 1500, at+5),
+			algorithms.Result{
+				Allowed:    true,
+				Limit:      5,
+				Remaining:  4,
+				ResetAfter: 1500 * time.Microsecond,
+				At:         time.UnixMicro(at + 5),
+			},
+			true,
+		},
 		{"nil", nil, algorithms.Result{}, false},
 		{"not an array", "OK", algorithms.Result{}, false},
 		{"four fields", i(1, 4, 0, 0), algorithms.Result{}, false},

@@ -16,7 +16,14 @@ import (
 
 // Reserve books a request for key under alg, in one round trip (see
 // store.Store.Reserve): the token bucket and GCRA.
-func (s *Store) Reserve(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (s *Store) Reserve(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	now = s.orNow(now)
 	if _, err := scriptFor(alg); err != nil {
 		return algorithms.Result{}, 0, err

@@ -20,7 +20,13 @@ import (
 // it may share with concurrent decisions (see WithCoalescing). The
 // algorithms' keys share key's hash tag, so on Redis Cluster they live in
 // one slot and one script can reach them all.
-func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) ([]algorithms.Result, error) {
+func (s *Store) DecideSet(
+	ctx context.Context,
+	k store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	now = s.orNow(now)
 	d, err := s.newSetDecision(k, algs, now, cost)
 	if err != nil {
@@ -34,7 +40,12 @@ func (s *Store) DecideSet(ctx context.Context, k store.Key, algs []algorithms.Al
 
 // newSetDecision returns the op of a set's decision, or what is wrong with
 // its input.
-func (s *Store) newSetDecision(k store.Key, algs []algorithms.Algorithm, now time.Time, cost int64) (*setDecision, error) {
+func (s *Store) newSetDecision(
+	k store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (*setDecision, error) {
 	for _, alg := range algs {
 		if _, err := scriptFor(alg); err != nil {
 			return nil, err

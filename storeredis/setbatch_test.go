@@ -199,7 +199,14 @@ func TestSetBatchRequestIDs(t *testing.T) {
 		}
 		for i, res := range peek {
 			if used := algo.MaxCost(big[i]) - res.Remaining; used != ids {
-				t.Errorf("limit %s: %d charged by %d sets each sent %d times with its ID, want %d", big[i], used, ids, retries, ids)
+				t.Errorf(
+					"limit %s: %d charged by %d sets each sent %d times with its ID, want %d",
+					big[i],
+					used,
+					ids,
+					retries,
+					ids,
+				)
 			}
 		}
 		if n, rt := decisions.Load(), trips.Load(); rt >= n {
@@ -282,14 +289,24 @@ func TestCoalescedSetsAreExact(t *testing.T) {
 			wg.Wait()
 			sets, singles := setsAdmitted.Load(), singlesAdmitted.Load()
 			if sets > 150 || sets+singles != 400 {
-				t.Fatalf("sets admitted %d units and single decisions %d; want at most 150 by sets and exactly 400 in all", sets, singles)
+				t.Fatalf(
+					"sets admitted %d units and single decisions %d; want at most 150 by sets and exactly 400 in all",
+					sets,
+					singles,
+				)
 			}
 			peek, err := s.DecideSet(context.Background(), store.Key{Name: key}, set, now, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if peek[0].Remaining != 150-sets || peek[1].Remaining != 0 {
-				t.Fatalf("the states after sets admitted %d units and single decisions %d: %+v; want %d left in the log and none in the GCRA", sets, singles, peek, 150-sets)
+				t.Fatalf(
+					"the states after sets admitted %d units and single decisions %d: %+v; want %d left in the log and none in the GCRA",
+					sets,
+					singles,
+					peek,
+					150-sets,
+				)
 			}
 			if n, rt := decisions.Load(), trips.Load(); rt >= n {
 				t.Fatalf("%d decisions took %d round trips: nothing was coalesced", n, rt)

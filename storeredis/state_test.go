@@ -82,7 +82,13 @@ func TestSlidingLogMembersUnique(t *testing.T) {
 		s := storeredis.New(newClient(t, addr), storeredis.WithClientTime())
 		wg.Go(func() {
 			for i := range 25 {
-				res, err := s.Decide(context.Background(), store.Key{Name: key}, alg, now.Add(time.Duration(i*8+c)*time.Microsecond), 1)
+				res, err := s.Decide(
+					context.Background(),
+					store.Key{Name: key},
+					alg,
+					now.Add(time.Duration(i*8+c)*time.Microsecond),
+					1,
+				)
 				if err != nil {
 					t.Error(err)
 					return
@@ -124,11 +130,26 @@ func TestStateOfOtherVersions(t *testing.T) {
 			now := time.Now()
 			tat := fmt.Sprint(now.Add(time.Minute).UnixMicro())
 			states := map[string][]any{
-				"fixed_window":   {"garbage", "1 2 3", "-5 7", fmt.Sprint(now.UnixMicro()) + " 99999"},
-				"token_bucket":   {"6000000 " + fmt.Sprint(now.UnixMicro()), tat, tat + " 7", tat + " 1 2", "x", "-1 -1 -1 -1"},
-				"gcra":           {tat, tat + " 3", tat + " 3 " + fmt.Sprint(now.Add(time.Hour).UnixMicro()) + " 1", "9999999999999999 0 0 5", "", tat + " 0 99999999999999999999 5"},
-				"sliding_log":    {[]redis.Z{{Score: float64(now.UnixMicro()), Member: "abc"}}, []redis.Z{{Score: -5, Member: "T"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "7"}, {Score: float64(now.UnixMicro() + 1), Member: "3"}}},
-				"sliding_window": {[]redis.Z{{Score: 1, Member: "x"}, {Score: -1e15, Member: "L"}}, []redis.Z{{Score: float64(now.UnixMicro()), Member: "100"}}, []redis.Z{{Score: -1e20, Member: "L"}}},
+				"fixed_window": {"garbage", "1 2 3", "-5 7", fmt.Sprint(now.UnixMicro()) + " 99999"},
+				"token_bucket": {"6000000 " + fmt.Sprint(now.UnixMicro()), tat, tat + " 7", tat + " 1 2", "x", "-1 -1 -1 -1"},
+				"gcra": {
+					tat,
+					tat + " 3",
+					tat + " 3 " + fmt.Sprint(now.Add(time.Hour).UnixMicro()) + " 1",
+					"9999999999999999 0 0 5",
+					"",
+					tat + " 0 99999999999999999999 5",
+				},
+				"sliding_log": {
+					[]redis.Z{{Score: float64(now.UnixMicro()), Member: "abc"}},
+					[]redis.Z{{Score: -5, Member: "T"}},
+					[]redis.Z{{Score: float64(now.UnixMicro()), Member: "7"}, {Score: float64(now.UnixMicro() + 1), Member: "3"}},
+				},
+				"sliding_window": {
+					[]redis.Z{{Score: 1, Member: "x"}, {Score: -1e15, Member: "L"}},
+					[]redis.Z{{Score: float64(now.UnixMicro()), Member: "100"}},
+					[]redis.Z{{Score: -1e20, Member: "L"}},
+				},
 				"compact_log": {"garbage", strings.Repeat("\xff", 40),
 					ring(2, 5, 1, 0) + strings.Repeat("\x00", 16),                               // head past the ring
 					ring(2, 0, 2, 1<<60) + strings.Repeat("\x00", 16),                           // a latest time past 2^52
@@ -159,7 +180,8 @@ func TestStateOfOtherVersions(t *testing.T) {
 					}
 					for cost := int64(0); cost <= algo.MaxCost(alg); cost++ {
 						res, err := s.Decide(ctx, store.Key{Name: k}, alg, now, cost)
-						if err != nil || res.Remaining < 0 || res.Remaining > algo.MaxCost(alg) || res.RetryAfter < 0 || res.ResetAfter < 0 ||
+						if err != nil || res.Remaining < 0 || res.Remaining > algo.MaxCost(alg) || res.RetryAfter < 0 ||
+							res.ResetAfter < 0 ||
 							res.Allowed != (res.RetryAfter == 0) {
 							t.Fatalf("%s on the state %v, cost %d: %+v, %v", alg.Kind().Name(), st, cost, res, err)
 						}
@@ -195,7 +217,13 @@ func TestExpiredRecordsAreRemovedInBoundedSteps(t *testing.T) {
 	for i, want := range []int64{1_501, 502, 3} {
 		res, err := s.Decide(ctx, store.Key{Name: key}, alg, later.Add(time.Duration(i)*time.Microsecond), 1)
 		if err != nil || !res.Allowed || res.Remaining != alg.Limit-int64(i)-1 {
-			t.Fatalf("decision %d after the window: %+v, %v; want admitted with Remaining %d", i, res, err, alg.Limit-int64(i)-1)
+			t.Fatalf(
+				"decision %d after the window: %+v, %v; want admitted with Remaining %d",
+				i,
+				res,
+				err,
+				alg.Limit-int64(i)-1,
+			)
 		}
 		if got := records(); got != want {
 			t.Fatalf("after decision %d: %d records, want %d (at most 1,000 removed per call)", i, got, want)

@@ -95,11 +95,16 @@ func TestClientTimeNeverMeansServerTime(t *testing.T) {
 		}
 	}
 	before := time.Now().Truncate(time.Microsecond)
-	if res, err := s.Decide(context.Background(), store.Key{Name: testKey(t) + ":zero"}, alg, time.Time{}, 1); err != nil || res.At.Before(before) || res.At.After(time.Now()) {
+	if res, err := s.Decide(context.Background(), store.Key{Name: testKey(t) + ":zero"}, alg, time.Time{}, 1); err != nil ||
+		res.At.Before(before) ||
+		res.At.After(time.Now()) {
 		t.Fatalf("decided at %v for the zero now (%v), want the system clock's, from %v", res.At, err, before)
 	}
 	for _, at := range []time.Time{time.Unix(0, -1000)} {
-		if _, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, at, 1); !errors.Is(err, algorithms.ErrInvalidTime) {
+		if _, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, at, 1); !errors.Is(
+			err,
+			algorithms.ErrInvalidTime,
+		) {
 			t.Fatalf("a now of %v: %v, want ErrInvalidTime", at, err)
 		}
 	}

@@ -118,7 +118,12 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				set, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, partner}, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+				set, err := ratewise.NewStack(
+					s,
+					[]algorithms.Algorithm{gcra, partner},
+					ratewise.WithClock(clock),
+					ratewise.WithNamespace(namespace),
+				)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -173,7 +178,14 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 						got, err := l.Peek(ctx, key)
 						want, werr := l.Peek(ctx, twin)
 						if err != nil || werr != nil || got != want {
-							t.Fatalf("%s after the write with its reply lost: %+v (%v); the twin, written once: %+v (%v)", l.Algorithm(), got, err, want, werr)
+							t.Fatalf(
+								"%s after the write with its reply lost: %+v (%v); the twin, written once: %+v (%v)",
+								l.Algorithm(),
+								got,
+								err,
+								want,
+								werr,
+							)
 						}
 					}
 				})

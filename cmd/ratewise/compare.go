@@ -35,22 +35,67 @@ type compareFlags struct {
 }
 
 func (f *compareFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.workloads, "workload", "all", "comma-separated workloads: "+strings.Join(workload.Names, ", ")+", custom; or all")
-	fs.StringVar(&f.algs, "alg", "all", "comma-separated algorithms: "+strings.Join(replay.AlgorithmNames, ", ")+"; or all")
-	fs.StringVar(&f.trace, "trace", "", "replay this file as well: one request per line, `<time> [<key> [<cost>]]`, time in RFC 3339 or seconds")
+	fs.StringVar(
+		&f.workloads,
+		"workload",
+		"all",
+		"comma-separated workloads: "+strings.Join(workload.Names, ", ")+", custom; or all",
+	)
+	fs.StringVar(
+		&f.algs,
+		"alg",
+		"all",
+		"comma-separated algorithms: "+strings.Join(replay.AlgorithmNames, ", ")+"; or all",
+	)
+	fs.StringVar(
+		&f.trace,
+		"trace",
+		"",
+		"replay this file as well: one request per line, `<time> [<key> [<cost>]]`, time in RFC 3339 or seconds",
+	)
 	fs.Uint64Var(&f.seed, "seed", 1, "seed of the random workloads; the same seed gives the same traces")
 	fs.Int64Var(&f.limit, "limit", 100, "limit per window, for the custom workload, --trace and the timed phase")
-	fs.DurationVar(&f.window, "window", time.Minute, "window of the limit, for the custom workload, --trace and the timed phase")
-	fs.StringVar(&f.rate, "rate", "150/min", "custom workload: each key's average request rate, such as 150/min, 2/s or 2.5 (per second); bursts send it compressed into their on-periods")
+	fs.DurationVar(
+		&f.window,
+		"window",
+		time.Minute,
+		"window of the limit, for the custom workload, --trace and the timed phase",
+	)
+	fs.StringVar(
+		&f.rate,
+		"rate",
+		"150/min",
+		"custom workload: each key's average request rate, such as 150/min, 2/s or 2.5 (per second); bursts send it compressed into their on-periods",
+	)
 	fs.StringVar(&f.shape, "shape", "poisson", "custom workload: steady, poisson or bursts")
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "custom workload: simulated duration")
 	fs.DurationVar(&f.on, "on", 10*time.Second, "custom workload with --shape bursts: how long each burst lasts")
 	fs.DurationVar(&f.off, "off", 50*time.Second, "custom workload with --shape bursts: the pause between bursts")
-	fs.IntVar(&f.keys, "keys", 1, "custom workload: number of keys, each sending at --rate; when given, also the keys of the timed phase (else 10,000)")
-	fs.Int64Var(&f.subWindows, "subwindows", 0, "sub-windows of the sliding window counter, which must split every window evenly; 0 means 10, or the largest smaller count that splits the window")
-	fs.Int64Var(&f.burst, "burst", 0, "capacity of the token bucket and burst of GCRA, for every workload; 0 means each workload's limit")
+	fs.IntVar(
+		&f.keys,
+		"keys",
+		1,
+		"custom workload: number of keys, each sending at --rate; when given, also the keys of the timed phase (else 10,000)",
+	)
+	fs.Int64Var(
+		&f.subWindows,
+		"subwindows",
+		0,
+		"sub-windows of the sliding window counter, which must split every window evenly; 0 means 10, or the largest smaller count that splits the window",
+	)
+	fs.Int64Var(
+		&f.burst,
+		"burst",
+		0,
+		"capacity of the token bucket and burst of GCRA, for every workload; 0 means each workload's limit",
+	)
 	f.store.register(fs, "run beside the in-memory store", forCompare)
-	fs.DurationVar(&f.timed, "time", 500*time.Millisecond, "how long the timed phase runs each algorithm on each store, with --limit per --window; 0 skips it")
+	fs.DurationVar(
+		&f.timed,
+		"time",
+		500*time.Millisecond,
+		"how long the timed phase runs each algorithm on each store, with --limit per --window; 0 skips it",
+	)
 	fs.IntVar(&f.concurrency, "concurrency", runtime.GOMAXPROCS(0), "goroutines of the timed phase on the memory store")
 	fs.IntVar(&f.redisWorkers, "redis-concurrency", 16, "goroutines of the timed phase on a Redis or PostgreSQL store")
 	fs.StringVar(&f.format, "format", "table", "output: "+strings.Join(report.Formats, ", "))
@@ -59,7 +104,11 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 
 func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var f compareFlags
-	fs := newCommand("compare", "Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a throwaway redis-server (or --redis, --cluster, --postgres, --start-postgres, or\nthe embedded miniredis when redis-server is not installed), and prints what each algorithm admitted, how far it\nstrayed from an exact sliding log, and what it cost.", stdout)
+	fs := newCommand(
+		"compare",
+		"Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a throwaway redis-server (or --redis, --cluster, --postgres, --start-postgres, or\nthe embedded miniredis when redis-server is not installed), and prints what each algorithm admitted, how far it\nstrayed from an exact sliding log, and what it cost.",
+		stdout,
+	)
 	f.register(fs.FlagSet)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -96,7 +145,10 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*r
 	// ParseAlgorithms reads "" as every algorithm; an empty --alg is more
 	// likely a variable that was not set.
 	if strings.TrimSpace(f.algs) == "" {
-		return nil, "", usagef("--alg is empty: give comma-separated algorithms (%s) or all", strings.Join(replay.AlgorithmNames, ", "))
+		return nil, "", usagef(
+			"--alg is empty: give comma-separated algorithms (%s) or all",
+			strings.Join(replay.AlgorithmNames, ", "),
+		)
 	}
 	algs, err := replay.ParseAlgorithms(f.algs)
 	if err != nil {
@@ -173,7 +225,14 @@ func checkWritable(dir string) error {
 }
 
 // compareOn compares on the given targets.
-func (f *compareFlags) compareOn(ctx context.Context, workloads []*workload.Workload, algs []string, targets []replay.Target, stderr io.Writer, live bool) (*replay.Report, error) {
+func (f *compareFlags) compareOn(
+	ctx context.Context,
+	workloads []*workload.Workload,
+	algs []string,
+	targets []replay.Target,
+	stderr io.Writer,
+	live bool,
+) (*replay.Report, error) {
 	p := newProgress(stderr, live)
 	defer p.finish()
 	timedKeys := 10_000

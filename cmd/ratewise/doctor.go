@@ -38,10 +38,29 @@ var errCheckFailed = errors.New("a check failed")
 func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := newCommand("doctor", doctorSummary, stdout)
 	var addr, cluster, postgres string
-	fs.StringVar(&addr, "redis", "", "check the Redis at this address: host:port, or a URL such as redis://user:password@host:6379/0 (rediss:// for TLS)")
-	fs.StringVar(&cluster, "cluster", "", "check the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as redis://user:password@host:6379?addr=host2:6379")
-	fs.StringVar(&postgres, "postgres", "", "check the database at this URL for the PostgreSQL store, as the role it names: postgres://user:password@host:5432/db (or key=value settings, as pgx takes them)")
-	budget := fs.Duration("budget", 100*time.Millisecond, "the longest a request may wait for a decision; the doctor's client settings and the round-trip check follow it (Redis only)")
+	fs.StringVar(
+		&addr,
+		"redis",
+		"",
+		"check the Redis at this address: host:port, or a URL such as redis://user:password@host:6379/0 (rediss:// for TLS)",
+	)
+	fs.StringVar(
+		&cluster,
+		"cluster",
+		"",
+		"check the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as redis://user:password@host:6379?addr=host2:6379",
+	)
+	fs.StringVar(
+		&postgres,
+		"postgres",
+		"",
+		"check the database at this URL for the PostgreSQL store, as the role it names: postgres://user:password@host:5432/db (or key=value settings, as pgx takes them)",
+	)
+	budget := fs.Duration(
+		"budget",
+		100*time.Millisecond,
+		"the longest a request may wait for a decision; the doctor's client settings and the round-trip check follow it (Redis only)",
+	)
 	if err := fs.parse(args); err != nil {
 		return err
 	}
@@ -73,7 +92,11 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 			rep.Findings[i].Found = "the doctor's own client, not your app's (see below): " + f.Found
 		}
 	}
-	writeWrapped(stdout, "", fmt.Sprintf("Checked %s for ratewise's Redis store, with a budget of %v per decision.", where, *budget))
+	writeWrapped(
+		stdout,
+		"",
+		fmt.Sprintf("Checked %s for ratewise's Redis store, with a budget of %v per decision.", where, *budget),
+	)
 	fmt.Fprintln(stdout)
 	var rows []finding
 	for _, f := range rep.Findings {
@@ -81,9 +104,13 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	writeReport(stdout, rows)
 	fmt.Fprintln(stdout)
-	writeWrapped(stdout, "", fmt.Sprintf("The doctor's client: %s, the settings docs/redis.md recommends for a budget of %v. "+
-		"The client-settings check is about this client, not your app's: check your app's own client at start-up with "+
-		"redisprobe.Run(ctx, rdb, budget), which runs these checks on it, or storeredis.CheckClient(rdb, budget).", describeSettings(*budget), *budget))
+	writeWrapped(
+		stdout,
+		"",
+		fmt.Sprintf("The doctor's client: %s, the settings docs/redis.md recommends for a budget of %v. "+
+			"The client-settings check is about this client, not your app's: check your app's own client at start-up with "+
+			"redisprobe.Run(ctx, rdb, budget), which runs these checks on it, or storeredis.CheckClient(rdb, budget).", describeSettings(*budget), *budget),
+	)
 	fmt.Fprintln(stdout)
 	return tally(stdout, rows)
 }
@@ -144,8 +171,13 @@ func doctorClient(addr, cluster string, budget time.Duration) (redis.UniversalCl
 
 // describeSettings says what doctorClient sets, for the output.
 func describeSettings(budget time.Duration) string {
-	return fmt.Sprintf("ContextTimeoutEnabled true, DialTimeout %v, DialerRetries 1, DialerRetryTimeout %v, ReadTimeout, WriteTimeout and PoolTimeout %v, "+
-		"MaxRetries -1 (and for a cluster ClusterStateReloadInterval 1s)", budget*3/10, budget/10, budget/2)
+	return fmt.Sprintf(
+		"ContextTimeoutEnabled true, DialTimeout %v, DialerRetries 1, DialerRetryTimeout %v, ReadTimeout, WriteTimeout and PoolTimeout %v, "+
+			"MaxRetries -1 (and for a cluster ClusterStateReloadInterval 1s)",
+		budget*3/10,
+		budget/10,
+		budget/2,
+	)
 }
 
 // doctorWidth is the width the report is wrapped to.

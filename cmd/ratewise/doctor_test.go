@@ -53,7 +53,11 @@ func TestDoctor(t *testing.T) {
 	}{
 		{"warnings only", []string{"doctor", "--redis", plain.Addr}, 0, []any{
 			"Checked the Redis at " + plain.Addr + " for ratewise's Redis store, with a budget of 100ms",
-			row("server", "ok", "Redis "), row("scripts", "ok", "EVAL and EVALSHA"), row("server time", "ok", "a script reads TIME"),
+			row(
+				"server",
+				"ok",
+				"Redis ",
+			), row("scripts", "ok", "EVAL and EVALSHA"), row("server time", "ok", "a script reads TIME"),
 			row("persistence", "warning", "no AOF"), "change: if a reset limit is costly",
 			row("client settings", "ok", "the doctor's own client, not your app's"),
 			"redisprobe.Run(ctx, rdb, budget)", "DialTimeout 30ms", "no failure, 1 warning.",
@@ -124,25 +128,47 @@ func TestDoctorUsage(t *testing.T) {
 		says string
 	}{
 		{"no server", []string{"doctor"}, "ratewise doctor: give --redis, --cluster or --postgres: the store to check"},
-		{"redis and postgres", []string{"doctor", "--redis", "127.0.0.1:1", "--postgres", "postgres://127.0.0.1:2/db"}, "--redis and --postgres: give only one"},
-		{"budget on postgres", []string{"doctor", "--postgres", "postgres://127.0.0.1:2/db", "--budget", "1s"}, "--budget is for --redis and --cluster"},
-		{"postgres password", []string{"doctor", "--postgres", "postgres://:hunter2@127.0.0.1:port/db"}, "--postgres: not a valid URL"},
-		{"two servers", []string{"doctor", "--redis", "127.0.0.1:1", "--cluster", "127.0.0.1:2"}, "--redis and --cluster: give only one"},
+		{
+			"redis and postgres",
+			[]string{"doctor", "--redis", "127.0.0.1:1", "--postgres", "postgres://127.0.0.1:2/db"},
+			"--redis and --postgres: give only one",
+		},
+		{
+			"budget on postgres",
+			[]string{"doctor", "--postgres", "postgres://127.0.0.1:2/db", "--budget", "1s"},
+			"--budget is for --redis and --cluster",
+		},
+		{
+			"postgres password",
+			[]string{"doctor", "--postgres", "postgres://:hunter2@127.0.0.1:port/db"},
+			"--postgres: not a valid URL",
+		},
+		{
+			"two servers",
+			[]string{"doctor", "--redis", "127.0.0.1:1", "--cluster", "127.0.0.1:2"},
+			"--redis and --cluster: give only one",
+		},
 		{"zero budget", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "0s"}, "--budget must be > 0, got 0s"},
-		{"budget without a unit", []string{"doctor", "--redis", "127.0.0.1:1", "--budget", "100"}, `--budget "100": want a duration with a unit`},
+		{
+			"budget without a unit",
+			[]string{"doctor", "--redis", "127.0.0.1:1", "--budget", "100"},
+			`--budget "100": want a duration with a unit`,
+		},
 		{"redis without a port", []string{"doctor", "--redis", "localhost"}, `--redis "localhost": want host:port or a URL`},
 		{"password", []string{"doctor", "--redis", "redis://:hunter2@127.0.0.1:port"}, "--redis: not a valid URL"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			code, stdout, stderr := runCLI(t, c.args...)
-			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.says) || strings.Contains(stderr, "hunter2") {
+			if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, c.says) ||
+				strings.Contains(stderr, "hunter2") {
 				t.Errorf("exit %d, stdout %q, stderr %q; want 2 and one line saying %q", code, stdout, stderr, c.says)
 			}
 		})
 	}
 	code, stdout, _ := runCLI(t, "doctor", "help")
-	if code != 0 || !strings.Contains(stdout, "redisprobe.Run(ctx, rdb, budget)") || !strings.Contains(stdout, "--budget duration") {
+	if code != 0 || !strings.Contains(stdout, "redisprobe.Run(ctx, rdb, budget)") ||
+		!strings.Contains(stdout, "--budget duration") {
 		t.Errorf("doctor help: exit %d:\n%s", code, stdout)
 	}
 }

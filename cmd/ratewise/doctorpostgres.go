@@ -27,7 +27,11 @@ func doctorPostgres(ctx context.Context, s string, stdout io.Writer) error {
 	defer cancel()
 	rep := pgprobe.Run(ctx, pool)
 
-	writeWrapped(stdout, "", fmt.Sprintf("Checked the PostgreSQL at %s for ratewise's PostgreSQL store, as the role it connects as.", where))
+	writeWrapped(
+		stdout,
+		"",
+		fmt.Sprintf("Checked the PostgreSQL at %s for ratewise's PostgreSQL store, as the role it connects as.", where),
+	)
 	fmt.Fprintln(stdout)
 	var rows []finding
 	for _, f := range rep.Findings {
@@ -35,8 +39,12 @@ func doctorPostgres(ctx context.Context, s string, stdout io.Writer) error {
 	}
 	writeReport(stdout, rows)
 	fmt.Fprintln(stdout)
-	writeWrapped(stdout, "", "The privileges are the role's: check as the role your app connects as, or call pgprobe.Run(ctx, pool) "+
-		"at start-up on the pool it passes to storepostgres.New, which runs these checks.")
+	writeWrapped(
+		stdout,
+		"",
+		"The privileges are the role's: check as the role your app connects as, or call pgprobe.Run(ctx, pool) "+
+			"at start-up on the pool it passes to storepostgres.New, which runs these checks.",
+	)
 	fmt.Fprintln(stdout)
 	return tally(stdout, rows)
 }

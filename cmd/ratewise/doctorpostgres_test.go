@@ -46,7 +46,10 @@ func TestDoctorPostgres(t *testing.T) {
 		}
 		err = storepostgres.New(p).Migrate(ctx)
 		if err == nil && db == newer {
-			_, err = p.Exec(ctx, "UPDATE ratewise.meta SET version = version + 1, compatible = version + 1") // a newer schema that no longer serves this version
+			_, err = p.Exec(
+				ctx,
+				"UPDATE ratewise.meta SET version = version + 1, compatible = version + 1",
+			) // a newer schema that no longer serves this version
 		}
 		p.Close()
 		if err != nil {
@@ -68,12 +71,20 @@ func TestDoctorPostgres(t *testing.T) {
 	}{
 		{"good", url("ratewise", good), 0, []any{
 			"Checked the PostgreSQL at " + url("ratewise", good) + " for ratewise's PostgreSQL store",
-			row("server", "ok", "PostgreSQL "), row("schema", "ok", "ratewise at version "), row("permissions", "ok", "role ratewise in database "+good+" may use"),
+			row(
+				"server",
+				"ok",
+				"PostgreSQL ",
+			), row("schema", "ok", "ratewise at version "), row("permissions", "ok", "role ratewise in database "+good+" may use"),
 			"pgprobe.Run(ctx, pool)", "no failure, no warning.",
 		}},
 		{"role without privileges", url(app, good), 1, []any{
 			row("schema", "warning", "ratewise exists, owned by ratewise; its version cannot be read as this role"),
-			row("permissions", "failure", "role "+app+" in database "), "in database " + good + " lacks USAGE on the schema ratewise;",
+			row(
+				"permissions",
+				"failure",
+				"role "+app+" in database ",
+			), "in database " + good + " lacks USAGE on the schema ratewise;",
 			"change: as ratewise, the schema's owner: GRANT USAGE ON SCHEMA ratewise TO " + app, "1 failure, 1 warning.",
 		}},
 		{"schema at another version", url("ratewise", newer), 1, []any{

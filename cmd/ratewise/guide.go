@@ -34,7 +34,11 @@ var guideExamples = [][]string{
 }
 
 func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newCommand("guide", "Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. It runs on a throwaway redis-server\nwhen one is on the PATH, so that its memory figures are Redis's.", stdout)
+	fs := newCommand(
+		"guide",
+		"Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. It runs on a throwaway redis-server\nwhen one is on the PATH, so that its memory figures are Redis's.",
+		stdout,
+	)
 	var out string
 	var timed time.Duration
 	var rf storeFlags
@@ -95,9 +99,12 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprint(&b, guideAlgorithms)
 	fmt.Fprint(&b, "## The window-boundary attack\n\n")
-	fmt.Fprint(&b, "The window-boundary problem, measured: a fixed window admits up to twice its limit across a window boundary. "+
-		"Here the limit is 100 per minute, and 100 requests arrive in the second before a minute boundary and 100 in the second after, three times. "+
-		"The chart shows, for each algorithm, how many requests it had admitted in the trailing minute at every instant; the dashed black line is the limit.\n\n")
+	fmt.Fprint(
+		&b,
+		"The window-boundary problem, measured: a fixed window admits up to twice its limit across a window boundary. "+
+			"Here the limit is 100 per minute, and 100 requests arrive in the second before a minute boundary and 100 in the second after, three times. "+
+			"The chart shows, for each algorithm, how many requests it had admitted in the trailing minute at every instant; the dashed black line is the limit.\n\n",
+	)
 	fmt.Fprint(&b, "![admitted in the trailing minute on the boundary attack](img/choosing/boundary.svg)\n\n")
 	var one bytes.Buffer
 	if err := report.Write(&one, onlyWorkload(rep, "boundary"), "markdown"); err != nil {
@@ -124,7 +131,12 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if code := run(ctx, args, &out, &errOut); code != 0 {
 			return fmt.Errorf("%s: %s", strings.Join(args, " "), strings.TrimSpace(errOut.String()))
 		}
-		fmt.Fprintf(&b, "```console\n$ go run ./cmd/ratewise %s\n%s\n```\n\n", strings.Join(redacted(args), " "), bytes.TrimRight(out.Bytes(), "\n"))
+		fmt.Fprintf(
+			&b,
+			"```console\n$ go run ./cmd/ratewise %s\n%s\n```\n\n",
+			strings.Join(redacted(args), " "),
+			bytes.TrimRight(out.Bytes(), "\n"),
+		)
 	}
 
 	fmt.Fprint(&b, guideWorkloads)

@@ -31,18 +31,28 @@ func TestChoosingDocIsGenerated(t *testing.T) {
 	// Only the decisions are compared: a target that measures no memory
 	// replays them fastest.
 	memory := replay.StoreTarget("memory", func() store.Store { return storememory.New() })
-	rep, err := replay.Compare(context.Background(), replay.Config{Workloads: ws, Algorithms: replay.AlgorithmNames, Targets: []replay.Target{memory}})
+	rep, err := replay.Compare(
+		context.Background(),
+		replay.Config{Workloads: ws, Algorithms: replay.AlgorithmNames, Targets: []replay.Target{memory}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rep.Rows {
 		// The row's leading, store-independent cells, as the guide prints
 		// them.
-		want := strings.Join([]string{"| " + r.Algorithm, report.Int(r.Admitted), report.Int(r.Denied), report.Int(r.MaxInWindow),
-			report.Fixed2(r.Overshoot), report.Int(r.FalseAdmits), report.Int(r.FalseDenials)}, " | ") + " | "
+		want := strings.Join(
+			[]string{"| " + r.Algorithm, report.Int(r.Admitted), report.Int(r.Denied), report.Int(r.MaxInWindow),
+				report.Fixed2(r.Overshoot), report.Int(r.FalseAdmits), report.Int(r.FalseDenials)},
+			" | ",
+		) + " | "
 		section := sectionOf(string(doc), "#### "+r.Workload+"\n")
 		if !strings.Contains(section, want) {
-			t.Errorf("docs/choosing.md, workload %s: no row starting %q; regenerate with go run ./cmd/ratewise guide", r.Workload, want)
+			t.Errorf(
+				"docs/choosing.md, workload %s: no row starting %q; regenerate with go run ./cmd/ratewise guide",
+				r.Workload,
+				want,
+			)
 		}
 	}
 	for _, name := range workload.Names {

@@ -159,7 +159,11 @@ func oneLine(msg string) string {
 }
 
 func versionCmd(args []string, stdout io.Writer) error {
-	fs := newCommand("version", "Prints ratewise's module version, the VCS revision and commit time it was built from,\nand the Go version that built it.", stdout)
+	fs := newCommand(
+		"version",
+		"Prints ratewise's module version, the VCS revision and commit time it was built from,\nand the Go version that built it.",
+		stdout,
+	)
 	if err := fs.parse(args); err != nil {
 		return err
 	}

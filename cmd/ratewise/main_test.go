@@ -46,48 +46,154 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 		says string
 	}{
 		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
-		{"sub-windows that do not split the window", []string{"compare", "--memory-store", "--workload", "boundary", "--subwindows", "7"}, "--subwindows 7, workload boundary: 7 sub-windows do not split"},
-		{"custom workload without a request", []string{"compare", "--memory-store", "--workload", "custom", "--rate", "1/h", "--shape", "poisson", "--duration", "1m"}, "sends no request"},
-		{"recommend burst above the limit", []string{"recommend", "--memory-store", "--qps", "600/min", "--precision", "approx", "--burst", "100000"}, "recommend: --burst 100000 exceeds the limit of 600 per 1m"},
-		{"recommend limit not whole", []string{"recommend", "--memory-store", "--qps", "1.4", "--window", "1s", "--precision", "approx"}, "a limit is a whole count"},
+		{
+			"sub-windows that do not split the window",
+			[]string{"compare", "--memory-store", "--workload", "boundary", "--subwindows", "7"},
+			"--subwindows 7, workload boundary: 7 sub-windows do not split",
+		},
+		{
+			"custom workload without a request",
+			[]string{
+				"compare",
+				"--memory-store",
+				"--workload",
+				"custom",
+				"--rate",
+				"1/h",
+				"--shape",
+				"poisson",
+				"--duration",
+				"1m",
+			},
+			"sends no request",
+		},
+		{
+			"recommend burst above the limit",
+			[]string{"recommend", "--memory-store", "--qps", "600/min", "--precision", "approx", "--burst", "100000"},
+			"recommend: --burst 100000 exceeds the limit of 600 per 1m",
+		},
+		{
+			"recommend limit not whole",
+			[]string{"recommend", "--memory-store", "--qps", "1.4", "--window", "1s", "--precision", "approx"},
+			"a limit is a whole count",
+		},
 		{"unknown workload", []string{"compare", "--workload", "tsunami"}, `unknown workload "tsunami"`},
 		{"unknown algorithm", []string{"compare", "--alg", "leaky_sieve"}, `unknown algorithm "leaky_sieve"`},
 		{"empty algorithm list", []string{"compare", "--workload", "boundary", "--time", "0", "--alg", ""},
 			"--alg is empty: give comma-separated algorithms (" + strings.Join(replay.AlgorithmNames, ", ") + ") or all"},
-		{"bad duration", []string{"compare", "--window", "soon"}, `--window "soon": want a duration with a unit, such as 500ms or 2s`},
-		{"duration without a unit", []string{"compare", "--time", "5"}, `--time "5": want a duration with a unit, such as 500ms or 2s`},
-		{"recommend duration without a unit", []string{"recommend", "--latency", "1"}, `--latency "1": want a duration with a unit`},
+		{
+			"bad duration",
+			[]string{"compare", "--window", "soon"},
+			`--window "soon": want a duration with a unit, such as 500ms or 2s`,
+		},
+		{
+			"duration without a unit",
+			[]string{"compare", "--time", "5"},
+			`--time "5": want a duration with a unit, such as 500ms or 2s`,
+		},
+		{
+			"recommend duration without a unit",
+			[]string{"recommend", "--latency", "1"},
+			`--latency "1": want a duration with a unit`,
+		},
 		{"guide duration without a unit", []string{"guide", "--time", "5"}, `--time "5": want a duration with a unit`},
 		{"negative timed phase", []string{"compare", "--time", "-1s"}, "--time must be >= 0, got -1s"},
 		{"zero concurrency", []string{"compare", "--concurrency", "0"}, "--concurrency must be >= 1, got 0"},
-		{"zero redis concurrency", []string{"compare", "--redis-concurrency", "0"}, "--redis-concurrency must be >= 1, got 0"},
-		{"unwritable chart directory", append(quick, "--svg", filepath.Join(notADir, "charts")), `--svg "` + filepath.Join(notADir, "charts") + `": cannot write charts there`},
+		{
+			"zero redis concurrency",
+			[]string{"compare", "--redis-concurrency", "0"},
+			"--redis-concurrency must be >= 1, got 0",
+		},
+		{
+			"unwritable chart directory",
+			append(quick, "--svg", filepath.Join(notADir, "charts")),
+			`--svg "` + filepath.Join(notADir, "charts") + `": cannot write charts there`,
+		},
 		{"bad rate", []string{"compare", "--workload", "custom", "--rate", "lots"}, `rate "lots"`},
 		{"zero limit", []string{"compare", "--workload", "custom", "--limit", "0"}, "limit must be > 0"},
 		{"missing trace", []string{"compare", "--trace", "/nonexistent/trace.log"}, "cannot read the trace"},
 		{"malformed trace", []string{"compare", "--trace", badTrace}, "bad.log:2"},
 		{"unreachable redis", []string{"compare", "--redis", closed}, "ratewise compare: store unavailable: " + closed},
-		{"redis without a port", []string{"compare", "--redis", "localhost"}, `--redis "localhost": want host:port or a URL`},
-		{"malformed redis URL", []string{"compare", "--redis", "redis://:hunter2@127.0.0.1:port"}, "--redis: not a valid URL"},
-		{"redis URL with a bad database", []string{"compare", "--redis", "redis://127.0.0.1:6379/first"}, `--redis redis://127.0.0.1:6379/first: invalid database number: "first"`},
-		{"malformed cluster URL", []string{"compare", "--cluster", "redis://:hunter2@127.0.0.1:port"}, "--cluster: not a valid URL"},
+		{
+			"redis without a port",
+			[]string{"compare", "--redis", "localhost"},
+			`--redis "localhost": want host:port or a URL`,
+		},
+		{
+			"malformed redis URL",
+			[]string{"compare", "--redis", "redis://:hunter2@127.0.0.1:port"},
+			"--redis: not a valid URL",
+		},
+		{
+			"redis URL with a bad database",
+			[]string{"compare", "--redis", "redis://127.0.0.1:6379/first"},
+			`--redis redis://127.0.0.1:6379/first: invalid database number: "first"`,
+		},
+		{
+			"malformed cluster URL",
+			[]string{"compare", "--cluster", "redis://:hunter2@127.0.0.1:port"},
+			"--cluster: not a valid URL",
+		},
 		{"unreachable cluster", []string{"compare", "--cluster", closed}, closed},
 		{"unknown format", []string{"compare", "--format", "xml"}, `unknown format "xml"`},
-		{"two redises", []string{"compare", "--start-redis", "--redis", closed}, "--redis and --start-redis: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres, --memory-store or --miniredis"},
-		{"two in-process stores", []string{"compare", "--memory-store", "--miniredis"}, "--memory-store and --miniredis: give only one of"},
+		{
+			"two redises",
+			[]string{"compare", "--start-redis", "--redis", closed},
+			"--redis and --start-redis: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres, --memory-store or --miniredis",
+		},
+		{
+			"two in-process stores",
+			[]string{"compare", "--memory-store", "--miniredis"},
+			"--memory-store and --miniredis: give only one of",
+		},
 		{"redis and postgres", []string{"compare", "--redis", closed, "--start-postgres"},
 			"--redis and --start-postgres: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres, --memory-store or --miniredis"},
-		{"unreachable postgres", []string{"compare", "--postgres", "postgres://ann:hunter2@" + closed + "/app"}, "ratewise compare: store unavailable: postgres://ann:xxxxx@" + closed + "/app: "},
-		{"malformed postgres URL", []string{"compare", "--postgres", "postgres://:hunter2@127.0.0.1:port/app"}, "--postgres: not a valid URL"},
-		{"postgres URL with a bad setting", []string{"compare", "--postgres", "postgres://ann:hunter2@127.0.0.1/app?sslmode=sometimes"}, "--postgres postgres://ann:xxxxx@127.0.0.1/app?sslmode=sometimes: sslmode is invalid"},
-		{"postgres settings with a bad port", []string{"compare", "--postgres", "host=127.0.0.1 port=none password=hunter2"}, "--postgres: cannot parse"},
-		{"recommend on two stores", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory-store", "--start-redis"},
-			"--start-redis and --memory-store: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres or --memory-store"},
+		{
+			"unreachable postgres",
+			[]string{"compare", "--postgres", "postgres://ann:hunter2@" + closed + "/app"},
+			"ratewise compare: store unavailable: postgres://ann:xxxxx@" + closed + "/app: ",
+		},
+		{
+			"malformed postgres URL",
+			[]string{"compare", "--postgres", "postgres://:hunter2@127.0.0.1:port/app"},
+			"--postgres: not a valid URL",
+		},
+		{
+			"postgres URL with a bad setting",
+			[]string{"compare", "--postgres", "postgres://ann:hunter2@127.0.0.1/app?sslmode=sometimes"},
+			"--postgres postgres://ann:xxxxx@127.0.0.1/app?sslmode=sometimes: sslmode is invalid",
+		},
+		{
+			"postgres settings with a bad port",
+			[]string{"compare", "--postgres", "host=127.0.0.1 port=none password=hunter2"},
+			"--postgres: cannot parse",
+		},
+		{
+			"recommend on two stores",
+			[]string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory-store", "--start-redis"},
+			"--start-redis and --memory-store: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres or --memory-store",
+		},
 		{"stray argument", []string{"compare", "boundary"}, `unexpected argument "boundary"`},
-		{"recommend without precision", []string{"recommend", "--qps", "10", "--window", "1m"}, "--precision must be exact or approx"},
-		{"recommend bad qps", []string{"recommend", "--qps", "-3", "--window", "1m", "--precision", "exact"}, "--qps must be > 0"},
-		{"recommend bad memory", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory", "much"}, `--memory "much"`},
-		{"recommend unreachable redis", []string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--redis", closed}, closed},
+		{
+			"recommend without precision",
+			[]string{"recommend", "--qps", "10", "--window", "1m"},
+			"--precision must be exact or approx",
+		},
+		{
+			"recommend bad qps",
+			[]string{"recommend", "--qps", "-3", "--window", "1m", "--precision", "exact"},
+			"--qps must be > 0",
+		},
+		{
+			"recommend bad memory",
+			[]string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory", "much"},
+			`--memory "much"`,
+		},
+		{
+			"recommend unreachable redis",
+			[]string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--redis", closed},
+			closed,
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -121,7 +227,17 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 }
 
 func TestCompareCSVAndJSON(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "compare", "--workload", "boundary", "--time", "0", "--format", "csv", "--miniredis")
+	code, stdout, stderr := runCLI(
+		t,
+		"compare",
+		"--workload",
+		"boundary",
+		"--time",
+		"0",
+		"--format",
+		"csv",
+		"--miniredis",
+	)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -146,7 +262,29 @@ func TestCompareCSVAndJSON(t *testing.T) {
 		t.Errorf("stderr (not a terminal) should carry plain progress lines, got %q", stderr)
 	}
 
-	code, stdout, stderr = runCLI(t, "compare", "--workload", "custom", "--shape", "steady", "--rate", "3/s", "--limit", "100", "--keys", "3", "--duration", "2m", "--alg", "gcra,sliding_log", "--time", "0", "--format", "json", "--miniredis")
+	code, stdout, stderr = runCLI(
+		t,
+		"compare",
+		"--workload",
+		"custom",
+		"--shape",
+		"steady",
+		"--rate",
+		"3/s",
+		"--limit",
+		"100",
+		"--keys",
+		"3",
+		"--duration",
+		"2m",
+		"--alg",
+		"gcra,sliding_log",
+		"--time",
+		"0",
+		"--format",
+		"json",
+		"--miniredis",
+	)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -160,14 +298,27 @@ func TestCompareCSVAndJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 		t.Fatalf("json: %v\n%s", err, stdout)
 	}
-	if len(rep.Workloads) != 1 || rep.Workloads[0].Name != "custom" || len(rep.Results) != 2 || rep.Results[0].Requests != 3*3*120 {
+	if len(rep.Workloads) != 1 || rep.Workloads[0].Name != "custom" || len(rep.Results) != 2 ||
+		rep.Results[0].Requests != 3*3*120 {
 		t.Fatalf("json report: %+v", rep)
 	}
 }
 
 func TestCompareWritesCharts(t *testing.T) {
 	dir := t.TempDir()
-	code, _, stderr := runCLI(t, "compare", "--workload", "boundary,steady-at", "--alg", "fixed_window", "--time", "0", "--svg", dir, "--memory-store")
+	code, _, stderr := runCLI(
+		t,
+		"compare",
+		"--workload",
+		"boundary,steady-at",
+		"--alg",
+		"fixed_window",
+		"--time",
+		"0",
+		"--svg",
+		dir,
+		"--memory-store",
+	)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -226,8 +377,25 @@ func TestVersionAndCommandHelp(t *testing.T) {
 // The timed phase enforces --limit per --window over --keys keys, when --keys
 // is given.
 func TestCompareTimedPhaseHonoursTheLimit(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "compare", "--workload", "steady-at", "--alg", "gcra", "--limit", "7", "--window", "2s", "--keys", "3",
-		"--time", "50ms", "--format", "json", "--memory-store")
+	code, stdout, stderr := runCLI(
+		t,
+		"compare",
+		"--workload",
+		"steady-at",
+		"--alg",
+		"gcra",
+		"--limit",
+		"7",
+		"--window",
+		"2s",
+		"--keys",
+		"3",
+		"--time",
+		"50ms",
+		"--format",
+		"json",
+		"--memory-store",
+	)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

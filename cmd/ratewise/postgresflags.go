@@ -83,7 +83,11 @@ func startPostgres(ctx context.Context, conns int) (replay.Target, string, error
 		srv.Stop()
 		return nil, "", err
 	}
-	about := fmt.Sprintf("a throwaway PostgreSQL started for this run (%s at %s, fsync off)", postgresVersion(ctx, p.Pool()), addr)
+	about := fmt.Sprintf(
+		"a throwaway PostgreSQL started for this run (%s at %s, fsync off)",
+		postgresVersion(ctx, p.Pool()),
+		addr,
+	)
 	return &startedPostgres{Postgres: p, srv: srv}, about, nil
 }
 

@@ -21,8 +21,10 @@ func TestPostgresFlagTakesURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := cfg.ConnConfig
-	if c.Host != "db.example" || c.Port != 6432 || c.Database != "app" || c.User != "ann" || c.Password != "s3cret" || c.TLSConfig == nil ||
-		c.ConnectTimeout != 5*time.Second || cfg.MaxConns != 30 {
+	if c.Host != "db.example" || c.Port != 6432 || c.Database != "app" || c.User != "ann" || c.Password != "s3cret" ||
+		c.TLSConfig == nil ||
+		c.ConnectTimeout != 5*time.Second ||
+		cfg.MaxConns != 30 {
 		t.Errorf("--postgres postgres://...: got %+v, %d connections", c, cfg.MaxConns)
 	}
 	if want := "postgres://ann:xxxxx@db.example:6432/app?sslmode=require&connect_timeout=5"; where != want {
@@ -39,7 +41,12 @@ func TestPostgresFlagTakesURLs(t *testing.T) {
 		t.Errorf("--postgres key=value shows as %q, want %q", where, want)
 	}
 	if cfg, _, err := postgresConfig("postgres://127.0.0.1/app", 0); err != nil || cfg.MaxConns != defaultConns {
-		t.Errorf("--postgres without pool_max_conns, for a command that gives no size: got %v connections, %v; want %d", cfg.MaxConns, err, defaultConns)
+		t.Errorf(
+			"--postgres without pool_max_conns, for a command that gives no size: got %v connections, %v; want %d",
+			cfg.MaxConns,
+			err,
+			defaultConns,
+		)
 	}
 }
 
@@ -51,7 +58,10 @@ func TestCompareOnPostgres(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if want := "Measured on: the in-memory store and the PostgreSQL at " + srv.URL + " (PostgreSQL "; !strings.HasPrefix(stdout, want) {
+	if want := "Measured on: the in-memory store and the PostgreSQL at " + srv.URL + " (PostgreSQL "; !strings.HasPrefix(
+		stdout,
+		want,
+	) {
 		t.Errorf("stdout does not start %q:\n%s", want, stdout)
 	}
 	if !strings.Contains(stdout, "postgres B/key") || strings.Contains(stdout, "postgres cmds") {
@@ -63,7 +73,10 @@ func TestCompareOnPostgres(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	first, _, _ := strings.Cut(stdout, "\n")
-	if want := "Measured on: the in-memory store and a throwaway PostgreSQL started for this run (PostgreSQL "; !strings.HasPrefix(first, want) {
+	if want := "Measured on: the in-memory store and a throwaway PostgreSQL started for this run (PostgreSQL "; !strings.HasPrefix(
+		first,
+		want,
+	) {
 		t.Errorf("first line %q does not start %q", first, want)
 	}
 }
@@ -75,8 +88,10 @@ func TestPostgresErrors(t *testing.T) {
 	missing := strings.Replace(srv.URL, "ratewise@", "ratewise:hunter2@", 1)
 	missing = strings.Replace(missing, "/ratewise?", "/nosuchdb?", 1)
 	code, stdout, stderr := runCLI(t, append(quickCompare, "--postgres", missing)...)
-	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "ratewise compare: store unavailable: postgres://ratewise:xxxxx@") ||
-		!strings.Contains(stderr, `database "nosuchdb" does not exist`) || strings.Contains(stderr, "hunter2") {
+	if code != 2 || stdout != "" || strings.Count(stderr, "\n") != 1 ||
+		!strings.Contains(stderr, "ratewise compare: store unavailable: postgres://ratewise:xxxxx@") ||
+		!strings.Contains(stderr, `database "nosuchdb" does not exist`) ||
+		strings.Contains(stderr, "hunter2") {
 		t.Errorf("missing database: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 }
@@ -85,7 +100,17 @@ func TestPostgresErrors(t *testing.T) {
 // deployment of the one it recommends: bytes per key at the table's fill
 // factor, and the decisions per second the database served.
 func TestRecommendSizesPostgres(t *testing.T) {
-	code, stdout, stderr := runCLI(t, "recommend", "--qps", "100/min", "--precision", "approx", "--keys", "100000", "--start-postgres")
+	code, stdout, stderr := runCLI(
+		t,
+		"recommend",
+		"--qps",
+		"100/min",
+		"--precision",
+		"approx",
+		"--keys",
+		"100000",
+		"--start-postgres",
+	)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -27,13 +27,38 @@ type question struct {
 }
 
 func (q *question) register(fs *command) {
-	fs.StringVar(&q.qps, "qps", "", "the rate each key may reach: requests per second (0.5), or a count per period as the library reads it (5/15m, 100/min, 10000/day, 10000/month) (required)")
-	fs.DurationVar(&q.in.Window, "window", 0, "the window the limit is counted over, such as 1m; defaults to the period of a --qps written as count/period")
+	fs.StringVar(
+		&q.qps,
+		"qps",
+		"",
+		"the rate each key may reach: requests per second (0.5), or a count per period as the library reads it (5/15m, 100/min, 10000/day, 10000/month) (required)",
+	)
+	fs.DurationVar(
+		&q.in.Window,
+		"window",
+		0,
+		"the window the limit is counted over, such as 1m; defaults to the period of a --qps written as count/period",
+	)
 	fs.StringVar(&q.in.Precision, "precision", "", "exact or approx (required, except with --calendar)")
 	fs.Int64Var(&q.in.Keys, "keys", 1, "keys active at once")
-	fs.Int64Var(&q.in.Burst, "burst", 0, "the most requests a key may send at once, at most the window's limit; 0 means a whole window's limit")
-	fs.StringVar(&q.in.Calendar, "calendar", "", "day or month: a quota that resets at the start of each calendar day (UTC) or month, rather than counting any window")
-	fs.StringVar(&q.memory, "memory", "1GB", "memory budget for all keys' state, such as 512MB, 4GB or 1GiB (on PostgreSQL, the disk its table takes)")
+	fs.Int64Var(
+		&q.in.Burst,
+		"burst",
+		0,
+		"the most requests a key may send at once, at most the window's limit; 0 means a whole window's limit",
+	)
+	fs.StringVar(
+		&q.in.Calendar,
+		"calendar",
+		"",
+		"day or month: a quota that resets at the start of each calendar day (UTC) or month, rather than counting any window",
+	)
+	fs.StringVar(
+		&q.memory,
+		"memory",
+		"1GB",
+		"memory budget for all keys' state, such as 512MB, 4GB or 1GiB (on PostgreSQL, the disk its table takes)",
+	)
 	fs.DurationVar(&q.in.LatencyBudget, "latency", time.Millisecond, "budget for the store's time per decision")
 }
 
@@ -128,7 +153,13 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 // measureDeployment measures what a deployment of the recommended
 // algorithm, or of the closest one when nothing fits, needs: one Redis's
 // capacity, or a PostgreSQL database's disk and decisions per second.
-func measureDeployment(ctx context.Context, in recommend.Input, d recommend.Decision, target replay.Target, onRedis bool) (recommend.Deployment, error) {
+func measureDeployment(
+	ctx context.Context,
+	in recommend.Input,
+	d recommend.Decision,
+	target replay.Target,
+	onRedis bool,
+) (recommend.Deployment, error) {
 	alg, err := recommend.Configured(in, strings.Split(d.Answer(), " + ")[0])
 	if err != nil {
 		return nil, err

@@ -21,8 +21,21 @@ import (
 // phrase what that tree is, and lists where the measurements disagree with
 // the classic thresholds, on synthetic figures so that nothing is measured.
 func TestRecommendationStatesTheClassicTree(t *testing.T) {
-	in := recommend.Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	m := &recommend.Measurements{Figures: map[string]recommend.Figures{}, Store: "memory", Records: in.Limit(), Measured: in.Limit(), AccuracyLimit: in.Limit()}
+	in := recommend.Input{
+		QPS:           5000,
+		Window:        time.Minute,
+		Precision:     "exact",
+		Keys:          10,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
+	m := &recommend.Measurements{
+		Figures:       map[string]recommend.Figures{},
+		Store:         "memory",
+		Records:       in.Limit(),
+		Measured:      in.Limit(),
+		AccuracyLimit: in.Limit(),
+	}
 	for _, name := range replay.AlgorithmNames {
 		bytes := 200.0
 		if name == "sliding_log" || name == "compact_log" {
@@ -122,7 +135,15 @@ func TestRecommendationsAreStable(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := recommend.Headline(in, d2); got != want {
-				t.Errorf("%s: run %d recommends\n%s\nrun 1\n%s\n(close to a budget: %q, then %q)", name, run+1, got, want, d.Close, d2.Close)
+				t.Errorf(
+					"%s: run %d recommends\n%s\nrun 1\n%s\n(close to a budget: %q, then %q)",
+					name,
+					run+1,
+					got,
+					want,
+					d.Close,
+					d2.Close,
+				)
 			}
 		}
 		// The guide's transcript says what this run says, up to the
@@ -134,7 +155,11 @@ func TestRecommendationsAreStable(t *testing.T) {
 		_, shown, found := strings.Cut(string(doc), command)
 		shown, _, _ = strings.Cut(shown, "\nCapacity:")
 		if !found || masked(shown) != masked(got) {
-			t.Errorf("docs/choosing.md does not show what %s recommends now:\n%s\nregenerate it with go run ./cmd/ratewise guide", command, got)
+			t.Errorf(
+				"docs/choosing.md does not show what %s recommends now:\n%s\nregenerate it with go run ./cmd/ratewise guide",
+				command,
+				got,
+			)
 		}
 	}
 }
@@ -159,7 +184,11 @@ func TestReadmeRecommendIsAnExample(t *testing.T) {
 		}
 	}
 	if found == 0 || bytes.Count(readme, []byte("ratewise recommend --")) != found {
-		t.Errorf("README.md shows a recommend example that is not in guideExamples (%d of %d found)", found, bytes.Count(readme, []byte("ratewise recommend --")))
+		t.Errorf(
+			"README.md shows a recommend example that is not in guideExamples (%d of %d found)",
+			found,
+			bytes.Count(readme, []byte("ratewise recommend --")),
+		)
 	}
 }
 
@@ -196,7 +225,10 @@ func TestQuestionOf(t *testing.T) {
 // The guide prints command lines without the Redis address, which may
 // hold a password.
 func TestGuideRedactsRedisAddresses(t *testing.T) {
-	got := strings.Join(redacted([]string{"recommend", "--redis", "redis://:secret@h:6379/0", "--cluster=redis://:pw@h:1", "--keys", "3"}), " ")
+	got := strings.Join(
+		redacted([]string{"recommend", "--redis", "redis://:secret@h:6379/0", "--cluster=redis://:pw@h:1", "--keys", "3"}),
+		" ",
+	)
 	if want := "recommend --redis ADDR --cluster=ADDR --keys 3"; got != want {
 		t.Fatalf("got %q, want %q", got, want)
 	}

@@ -54,7 +54,10 @@ func clusterOptions(s string) (opts *redis.ClusterOptions, where string, err err
 		for i, seed := range seeds {
 			seeds[i] = strings.TrimSpace(seed)
 			if _, _, err := net.SplitHostPort(seeds[i]); err != nil {
-				return nil, "", usagef("--cluster %q: want comma-separated host:port seeds, or a URL such as redis://user:password@host:6379?addr=host2:6379", s)
+				return nil, "", usagef(
+					"--cluster %q: want comma-separated host:port seeds, or a URL such as redis://user:password@host:6379?addr=host2:6379",
+					s,
+				)
 			}
 		}
 		return &redis.ClusterOptions{Addrs: seeds, DialTimeout: defaultDialTimeout}, strings.Join(seeds, ","), nil

@@ -30,10 +30,13 @@ func TestRedisFlagsTakeURLs(t *testing.T) {
 	if want := "rediss://ann:xxxxx@cache.example:6380/3?read_timeout=5s"; where != want {
 		t.Errorf("--redis rediss://... shows as %q, want %q", where, want)
 	}
-	if opts, _, err := redisOptions("redis://127.0.0.1:6379?dial_timeout=5s"); err != nil || opts.DialTimeout != 5*time.Second {
+	if opts, _, err := redisOptions("redis://127.0.0.1:6379?dial_timeout=5s"); err != nil ||
+		opts.DialTimeout != 5*time.Second {
 		t.Errorf("--redis with dial_timeout=5s: got %v, %v", opts, err)
 	}
-	if opts, where, err := redisOptions("127.0.0.1:6379"); err != nil || opts.Addr != "127.0.0.1:6379" || where != "127.0.0.1:6379" || opts.DialTimeout != 2*time.Second {
+	if opts, where, err := redisOptions("127.0.0.1:6379"); err != nil || opts.Addr != "127.0.0.1:6379" ||
+		where != "127.0.0.1:6379" ||
+		opts.DialTimeout != 2*time.Second {
 		t.Errorf("--redis host:port: got %+v, %q, %v", opts, where, err)
 	}
 
@@ -41,13 +44,16 @@ func TestRedisFlagsTakeURLs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(copts.Addrs, ",") != "node1:7000,node2:7001" || copts.Password != "s3cret" || copts.TLSConfig == nil || copts.DialTimeout != 2*time.Second {
+	if strings.Join(copts.Addrs, ",") != "node1:7000,node2:7001" || copts.Password != "s3cret" ||
+		copts.TLSConfig == nil ||
+		copts.DialTimeout != 2*time.Second {
 		t.Errorf("--cluster rediss://...: got %+v", copts)
 	}
 	if strings.Contains(where, "s3cret") {
 		t.Errorf("--cluster shows as %q, with the password", where)
 	}
-	if copts, _, err := clusterOptions("node1:7000, node2:7001"); err != nil || strings.Join(copts.Addrs, ",") != "node1:7000,node2:7001" {
+	if copts, _, err := clusterOptions("node1:7000, node2:7001"); err != nil ||
+		strings.Join(copts.Addrs, ",") != "node1:7000,node2:7001" {
 		t.Errorf("--cluster seeds: got %v, %v", copts, err)
 	}
 
@@ -68,14 +74,19 @@ func TestRedisFlagsTakeURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := runCLI(t, append(quickCompare, "--redis", "redis://:hunter2@"+srv.Addr)...)
-	if code != 2 || stdout != "" || !strings.Contains(stderr, "ratewise compare: store unavailable: redis://:xxxxx@"+srv.Addr+": WRONGPASS") || strings.Contains(stderr, "hunter2") {
+	if code != 2 || stdout != "" ||
+		!strings.Contains(stderr, "ratewise compare: store unavailable: redis://:xxxxx@"+srv.Addr+": WRONGPASS") ||
+		strings.Contains(stderr, "hunter2") {
 		t.Errorf("wrong password: exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
 	code, stdout, stderr = runCLI(t, append(quickCompare, "--redis", "redis://:s3cret@"+srv.Addr+"/2")...)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if want := "Measured on: the in-memory store and the Redis at redis://:xxxxx@" + srv.Addr + "/2 (redis "; !strings.HasPrefix(stdout, want) {
+	if want := "Measured on: the in-memory store and the Redis at redis://:xxxxx@" + srv.Addr + "/2 (redis "; !strings.HasPrefix(
+		stdout,
+		want,
+	) {
 		t.Errorf("stdout does not start %q:\n%s", want, stdout)
 	}
 	if !strings.Contains(stdout, "redis B/key") {
@@ -92,7 +103,10 @@ func TestCompareStartsRedisByDefault(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	first, _, _ := strings.Cut(stdout, "\n")
-	if want := "Measured on: the in-memory store and a throwaway redis-server started for this run (redis "; !strings.HasPrefix(first, want) {
+	if want := "Measured on: the in-memory store and a throwaway redis-server started for this run (redis "; !strings.HasPrefix(
+		first,
+		want,
+	) {
 		t.Errorf("first line %q does not start %q", first, want)
 	}
 	if !strings.Contains(stdout, "redis B/key") {
@@ -128,11 +142,44 @@ func TestStoreFallbackWithoutRedisServer(t *testing.T) {
 		// says are phrases the description must hold.
 		says []string
 	}{
-		{"recommend", forRecommend, nil, replay.Memory{}, []string{"the in-memory store's Go heap (redis-server not found on PATH", "a sorted-set record costs several times more"}},
-		{"recommend --memory-store", forRecommend, []string{"--memory-store"}, replay.Memory{}, []string{"the in-memory store's Go heap (--memory-store)"}},
-		{"compare --memory-store", forCompare, []string{"--memory-store"}, replay.Memory{}, []string{"the in-memory store alone (--memory-store)"}},
-		{"compare --miniredis", forCompare, []string{"--miniredis"}, replay.Miniredis{}, []string{"the embedded miniredis (--miniredis)"}},
-		{"guide", forGuide, nil, nil, []string{"the in-memory store and the embedded miniredis (redis-server not found on PATH"}},
+		{
+			"recommend",
+			forRecommend,
+			nil,
+			replay.Memory{},
+			[]string{
+				"the in-memory store's Go heap (redis-server not found on PATH",
+				"a sorted-set record costs several times more",
+			},
+		},
+		{
+			"recommend --memory-store",
+			forRecommend,
+			[]string{"--memory-store"},
+			replay.Memory{},
+			[]string{"the in-memory store's Go heap (--memory-store)"},
+		},
+		{
+			"compare --memory-store",
+			forCompare,
+			[]string{"--memory-store"},
+			replay.Memory{},
+			[]string{"the in-memory store alone (--memory-store)"},
+		},
+		{
+			"compare --miniredis",
+			forCompare,
+			[]string{"--miniredis"},
+			replay.Miniredis{},
+			[]string{"the embedded miniredis (--miniredis)"},
+		},
+		{
+			"guide",
+			forGuide,
+			nil,
+			nil,
+			[]string{"the in-memory store and the embedded miniredis (redis-server not found on PATH"},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

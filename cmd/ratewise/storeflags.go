@@ -47,26 +47,66 @@ type storeFlags struct {
 func (f *storeFlags) register(fs *flag.FlagSet, what string, use storeUse) {
 	f.use = use
 	f.names = []string{"redis", "cluster", "start-redis"}
-	fs.StringVar(&f.addr, "redis", "", what+" on the Redis at this address: host:port, or a URL such as redis://user:password@host:6379/0 (rediss:// for TLS)")
-	fs.StringVar(&f.cluster, "cluster", "", what+" on the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as redis://user:password@host:6379?addr=host2:6379")
-	fs.BoolVar(&f.start, "start-redis", false, what+" on a throwaway redis-server started on a free loopback port and stopped at exit; the default when redis-server is on the PATH")
+	fs.StringVar(
+		&f.addr,
+		"redis",
+		"",
+		what+" on the Redis at this address: host:port, or a URL such as redis://user:password@host:6379/0 (rediss:// for TLS)",
+	)
+	fs.StringVar(
+		&f.cluster,
+		"cluster",
+		"",
+		what+" on the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as redis://user:password@host:6379?addr=host2:6379",
+	)
+	fs.BoolVar(
+		&f.start,
+		"start-redis",
+		false,
+		what+" on a throwaway redis-server started on a free loopback port and stopped at exit; the default when redis-server is on the PATH",
+	)
 	if use != forGuide {
 		f.names = append(f.names, "postgres", "start-postgres")
-		fs.StringVar(&f.postgres, "postgres", "", what+" on the PostgreSQL store in this database, a URL such as postgres://user:password@host:5432/db?sslmode=require "+
-			"(or key=value settings, as pgx takes them); it creates the schema ratewise if it is missing, and deletes the keys it writes")
-		fs.BoolVar(&f.startPostgres, "start-postgres", false, what+" on the PostgreSQL store in a throwaway PostgreSQL server (initdb and postgres from the PATH or /usr/lib/postgresql) started on a free loopback port and stopped at exit")
+		fs.StringVar(
+			&f.postgres,
+			"postgres",
+			"",
+			what+" on the PostgreSQL store in this database, a URL such as postgres://user:password@host:5432/db?sslmode=require "+
+				"(or key=value settings, as pgx takes them); it creates the schema ratewise if it is missing, and deletes the keys it writes",
+		)
+		fs.BoolVar(
+			&f.startPostgres,
+			"start-postgres",
+			false,
+			what+" on the PostgreSQL store in a throwaway PostgreSQL server (initdb and postgres from the PATH or /usr/lib/postgresql) started on a free loopback port and stopped at exit",
+		)
 	}
 	switch use {
 	case forCompare:
 		f.names = append(f.names, "memory-store", "miniredis")
 		fs.BoolVar(&f.memory, "memory-store", false, "run the in-memory store alone")
-		fs.BoolVar(&f.miniredis, "miniredis", false, "run the embedded miniredis beside the in-memory store, even when redis-server is on the PATH; the default when it is not")
+		fs.BoolVar(
+			&f.miniredis,
+			"miniredis",
+			false,
+			"run the embedded miniredis beside the in-memory store, even when redis-server is on the PATH; the default when it is not",
+		)
 	case forRecommend:
 		f.names = append(f.names, "memory-store")
-		fs.BoolVar(&f.memory, "memory-store", false, "measure the in-memory store's Go heap, even when redis-server is on the PATH; the default when it is not")
+		fs.BoolVar(
+			&f.memory,
+			"memory-store",
+			false,
+			"measure the in-memory store's Go heap, even when redis-server is on the PATH; the default when it is not",
+		)
 	case forGuide:
 		f.names = append(f.names, "miniredis")
-		fs.BoolVar(&f.miniredis, "miniredis", false, "run compare on the in-memory store and the embedded miniredis, and recommend's examples on the in-memory store, even when redis-server is on the PATH; the default when it is not")
+		fs.BoolVar(
+			&f.miniredis,
+			"miniredis",
+			false,
+			"run compare on the in-memory store and the embedded miniredis, and recommend's examples on the in-memory store, even when redis-server is on the PATH; the default when it is not",
+		)
 	}
 }
 

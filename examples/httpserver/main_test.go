@@ -76,7 +76,14 @@ func TestDocsTranscripts(t *testing.T) {
 			}
 			out = append(out, want...)
 			if strings.Join(got, "\n") != strings.Join(want, "\n") {
-				t.Errorf("%s:%d: %s\ngot:\n%s\nthe doc says:\n%s", path, i+1, cmd, strings.Join(got, "\n"), strings.Join(want, "\n"))
+				t.Errorf(
+					"%s:%d: %s\ngot:\n%s\nthe doc says:\n%s",
+					path,
+					i+1,
+					cmd,
+					strings.Join(got, "\n"),
+					strings.Join(want, "\n"),
+				)
 			}
 		}
 	}
@@ -158,7 +165,11 @@ func TestServerOnRedis(t *testing.T) {
 	t.Cleanup(func() { rdb.Close() })
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 30, 0, time.UTC))
 	// A prefix of the test's own keeps reruns on the shared server apart.
-	s := storeredis.New(rdb, storeredis.WithKeyPrefix(fmt.Sprintf("httpserver-test-%d:", time.Now().UnixNano())), storeredis.WithClientTime())
+	s := storeredis.New(
+		rdb,
+		storeredis.WithKeyPrefix(fmt.Sprintf("httpserver-test-%d:", time.Now().UnixNano())),
+		storeredis.WithClientTime(),
+	)
 	var instances []http.Handler
 	for range 2 {
 		h, err := newServer(s, clock, nil)

@@ -43,7 +43,11 @@ func main() {
 	burst := flag.Int64("burst", 10_000, "the burst, for -alg gcra")
 	algName := flag.String("alg", "fixed_window", "fixed_window (rate per 1s window) or gcra (rate per second, -burst)")
 	d := flag.Duration("d", 3*time.Second, "how long each run lasts")
-	addr := flag.String("redis", "", "a Redis to use (keys go under a prefix of their own); empty: start a throwaway redis-server, or use memory without one")
+	addr := flag.String(
+		"redis",
+		"",
+		"a Redis to use (keys go under a prefix of their own); empty: start a throwaway redis-server, or use memory without one",
+	)
 	memory := flag.Bool("memory", false, "use one memory store instead of Redis")
 	flag.Parse()
 
@@ -109,7 +113,12 @@ func redisStores(addr string) (func(string) stores, string, func(), error) {
 			make: func() store.Store {
 				rdb := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 32, MaxRetries: -1})
 				counters = append(counters, roundtrips.Count(rdb))
-				return storeredis.New(rdb, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
+				return storeredis.New(
+					rdb,
+					storeredis.WithClientTime(),
+					storeredis.WithKeyPrefix(prefix),
+					storeredis.WithWarnings(0, nil),
+				)
 			},
 			trips: func() int64 {
 				var n int64
@@ -128,17 +137,36 @@ type counted struct {
 	calls atomic.Int64
 }
 
-func (c *counted) Decide(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (c *counted) Decide(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	c.calls.Add(1)
 	return c.Store.Decide(ctx, key, alg, now, cost)
 }
 
-func (c *counted) Reserve(ctx context.Context, key store.Key, alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Duration) (algorithms.Result, time.Duration, error) {
+func (c *counted) Reserve(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (algorithms.Result, time.Duration, error) {
 	c.calls.Add(1)
 	return c.Store.Reserve(ctx, key, alg, now, cost, maxWait)
 }
 
-func (c *counted) Refund(ctx context.Context, key store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (c *counted) Refund(
+	ctx context.Context,
+	key store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	c.calls.Add(1)
 	return c.Store.Refund(ctx, key, alg, now, at, n)
 }
@@ -156,7 +184,13 @@ func (r result) perSecond() float64 { return float64(r.decisions) / r.elapsed.Se
 
 // run runs instances × callers goroutines on one key for d, each deciding
 // as fast as it can through a Limiter on its instance's store.
-func run(newStores func(string) stores, alg algorithms.Algorithm, instances, callers int, d time.Duration, leased bool) result {
+func run(
+	newStores func(string) stores,
+	alg algorithms.Algorithm,
+	instances, callers int,
+	d time.Duration,
+	leased bool,
+) result {
 	ss := newStores(fmt.Sprintf("leases-demo:%v:%d:", leased, time.Now().UnixNano()))
 	var ws []*lease.Store
 	var limiters []*ratewise.Limiter
@@ -228,8 +262,16 @@ func (r result) print(alg algorithms.Algorithm, leased bool) {
 	if leased {
 		name = "with leases"
 	}
-	fmt.Printf("%s: %d decisions in %v: %.0f decisions/s; %d admitted; %d store round trips (%.1f decisions each)\n",
-		name, r.decisions, r.elapsed.Round(time.Millisecond), r.perSecond(), len(r.admissions), r.trips, float64(r.decisions)/float64(max(r.trips, 1)))
+	fmt.Printf(
+		"%s: %d decisions in %v: %.0f decisions/s; %d admitted; %d store round trips (%.1f decisions each)\n",
+		name,
+		r.decisions,
+		r.elapsed.Round(time.Millisecond),
+		r.perSecond(),
+		len(r.admissions),
+		r.trips,
+		float64(r.decisions)/float64(max(r.trips, 1)),
+	)
 	if len(r.admissions) == 0 {
 		return
 	}
@@ -254,9 +296,21 @@ func (r result) print(alg algorithms.Algorithm, leased bool) {
 			}
 			u := min(limit, n+denied[k]) - n
 			under += max(u, 0)
-			fmt.Printf("  window %v: %d admitted of a limit of %d, %d denied; under-admission %d\n", time.UnixMicro(k*w).UTC().Format("15:04:05"), n, limit, denied[k], max(u, 0))
+			fmt.Printf(
+				"  window %v: %d admitted of a limit of %d, %d denied; under-admission %d\n",
+				time.UnixMicro(k*w).UTC().Format("15:04:05"),
+				n,
+				limit,
+				denied[k],
+				max(u, 0),
+			)
 		}
-		fmt.Printf("  windows over the limit: %d; under-admission: %d (%.3f%% of admissions)\n", over, under, 100*float64(under)/float64(len(r.admissions)))
+		fmt.Printf(
+			"  windows over the limit: %d; under-admission: %d (%.3f%% of admissions)\n",
+			over,
+			under,
+			100*float64(under)/float64(len(r.admissions)),
+		)
 		return
 	}
 	// The bucket: every span [a, b] of the admissions by At holds at most
@@ -266,7 +320,14 @@ func (r result) print(alg algorithms.Algorithm, leased bool) {
 	most := min(limit+int64(float64(p.Limit)*span.Seconds()/p.Window.Seconds()), int64(len(r.admissions)+len(r.denials)))
 	under := most - int64(len(r.admissions))
 	fmt.Printf("  admissions over the bucket's bound (Burst + span/T over any span): %d\n", over)
-	fmt.Printf("  over %v: %d admitted of at most %d (the bound, or the requests if fewer): under-admission %d (%.3f%%)\n", span.Round(time.Millisecond), len(r.admissions), most, under, 100*float64(under)/float64(max(most, 1)))
+	fmt.Printf(
+		"  over %v: %d admitted of at most %d (the bound, or the requests if fewer): under-admission %d (%.3f%%)\n",
+		span.Round(time.Millisecond),
+		len(r.admissions),
+		most,
+		under,
+		100*float64(under)/float64(max(most, 1)),
+	)
 }
 
 func fail(err error) {

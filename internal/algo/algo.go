@@ -203,7 +203,13 @@ func Reserves(a algorithms.Algorithm) bool {
 // the key: Remaining is 0 and later requests wait behind it. maxWait must
 // pass CheckMaxWait; with 0, Reserve decides as Decide does. a must be an
 // algorithm that Reserves, unless maxWait is 0.
-func Reserve(a algorithms.Algorithm, state State, now time.Time, cost int64, maxWait time.Duration) (State, algorithms.Result, time.Duration) {
+func Reserve(
+	a algorithms.Algorithm,
+	state State,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (State, algorithms.Result, time.Duration) {
 	var b bucket
 	switch a := a.(type) {
 	case algorithms.TokenBucket:
@@ -322,7 +328,13 @@ func Clone(a algorithms.Algorithm, state State) State {
 // stores can inspect a packed state under a read lock without sharing a
 // scratch state; one that does not keep the state must be decided under
 // the write lock, and written.
-func Inspect(a algorithms.Algorithm, w Words, tag int64, now time.Time, cost int64) (res algorithms.Result, keeps bool) {
+func Inspect(
+	a algorithms.Algorithm,
+	w Words,
+	tag int64,
+	now time.Time,
+	cost int64,
+) (res algorithms.Result, keeps bool) {
 	switch a := a.(type) {
 	case algorithms.FixedWindow:
 		return fixedWindow(a).inspect(w, tag, now, cost)
@@ -346,7 +358,14 @@ func Derive(a algorithms.Algorithm) Derived { return derive(a) }
 // least 1. ok is false when the decision leaves no state, or one that has
 // no packed form; the store then decides with Decide instead, on the same
 // input, with the same Result. a must pack (Packs).
-func DecidePacked(a algorithms.Algorithm, d *Derived, w *Words, tag int64, now time.Time, cost int64) (_ Words, _ int64, res algorithms.Result, ok bool) {
+func DecidePacked(
+	a algorithms.Algorithm,
+	d *Derived,
+	w *Words,
+	tag int64,
+	now time.Time,
+	cost int64,
+) (_ Words, _ int64, res algorithms.Result, ok bool) {
 	switch alg := a.(type) {
 	case algorithms.GCRA, algorithms.TokenBucket:
 		nw, ntag, ok := derivedBucket(d).stepPacked(w, tag, now, cost, &res)
@@ -554,7 +573,8 @@ func CheckKind(a algorithms.Algorithm) error {
 	case nil:
 		return fmt.Errorf("%w: nil", algorithms.ErrUnknownAlgorithm)
 	}
-	if t := reflect.TypeOf(a); t.Kind() == reflect.Pointer && t.Elem().PkgPath() == reflect.TypeOf(algorithms.Params{}).PkgPath() {
+	if t := reflect.TypeOf(a); t.Kind() == reflect.Pointer &&
+		t.Elem().PkgPath() == reflect.TypeOf(algorithms.Params{}).PkgPath() {
 		return fmt.Errorf("%w: %T is a pointer: pass the algorithm by value", algorithms.ErrUnknownAlgorithm, a)
 	}
 	return fmt.Errorf("%w: %T is not one of package algorithms' types", algorithms.ErrUnknownAlgorithm, a)
@@ -594,9 +614,21 @@ func CheckCost(a algorithms.Algorithm, cost int64) error {
 	limit := MaxCost(a)
 	switch {
 	case cost > limit:
-		return fmt.Errorf("%w: a cost of %d, over the %d that %s takes at once", algorithms.ErrCostExceedsLimit, cost, limit, a)
+		return fmt.Errorf(
+			"%w: a cost of %d, over the %d that %s takes at once",
+			algorithms.ErrCostExceedsLimit,
+			cost,
+			limit,
+			a,
+		)
 	case cost < -limit:
-		return fmt.Errorf("%w: an inspection for a cost of %d, over the %d that %s takes at once", algorithms.ErrCostExceedsLimit, -cost, limit, a)
+		return fmt.Errorf(
+			"%w: an inspection for a cost of %d, over the %d that %s takes at once",
+			algorithms.ErrCostExceedsLimit,
+			-cost,
+			limit,
+			a,
+		)
 	}
 	return nil
 }

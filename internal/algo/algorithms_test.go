@@ -24,39 +24,131 @@ func TestValidate(t *testing.T) {
 		{"fixed window window 0", algorithms.FixedWindow{Limit: 1, Window: 0}, algorithms.ErrInvalidWindow},
 		{"fixed window window -1s", algorithms.FixedWindow{Limit: 1, Window: -time.Second}, algorithms.ErrInvalidWindow},
 		{"fixed window window 1500ns", algorithms.FixedWindow{Limit: 1, Window: 1500}, algorithms.ErrInvalidWindow},
-		{"fixed window limit above 2^50", algorithms.FixedWindow{Limit: 1<<50 + 1, Window: time.Second}, algorithms.ErrOutOfRange},
-		{"fixed window window above 2^50µs", algorithms.FixedWindow{Limit: 1, Window: (1<<50 + 1) * time.Microsecond}, algorithms.ErrOutOfRange},
-		{"token bucket rate count above 2^50", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.PerSecond(1<<50 + 1)}, algorithms.ErrOutOfRange},
+		{
+			"fixed window limit above 2^50",
+			algorithms.FixedWindow{Limit: 1<<50 + 1, Window: time.Second},
+			algorithms.ErrOutOfRange,
+		},
+		{
+			"fixed window window above 2^50µs",
+			algorithms.FixedWindow{Limit: 1, Window: (1<<50 + 1) * time.Microsecond},
+			algorithms.ErrOutOfRange,
+		},
+		{
+			"token bucket rate count above 2^50",
+			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.PerSecond(1<<50 + 1)},
+			algorithms.ErrOutOfRange,
+		},
 		{"sliding log limit 0", algorithms.SlidingLog{Limit: 0, Window: time.Second}, algorithms.ErrInvalidLimit},
 		{"sliding log window 0", algorithms.SlidingLog{Limit: 1, Window: 0}, algorithms.ErrInvalidWindow},
-		{"sliding window limit 0", algorithms.SlidingWindow{Limit: 0, Window: time.Second, SubWindows: 10}, algorithms.ErrInvalidLimit},
-		{"sliding window window 0", algorithms.SlidingWindow{Limit: 1, Window: 0, SubWindows: 10}, algorithms.ErrInvalidWindow},
-		{"sliding window 0 sub-windows", algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 0}, algorithms.ErrInvalidSubWindows},
-		{"sliding window -2 sub-windows", algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: -2}, algorithms.ErrInvalidSubWindows},
-		{"sliding window sub-window under 1ms", algorithms.SlidingWindow{Limit: 1, Window: 10 * time.Millisecond, SubWindows: 20}, algorithms.ErrInvalidSubWindows},
-		{"sliding window uneven split", algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 7}, algorithms.ErrInvalidSubWindows},
-		{"sliding window sub-window not whole µs", algorithms.SlidingWindow{Limit: 1, Window: 2001 * time.Microsecond, SubWindows: 2}, algorithms.ErrInvalidSubWindows},
-		{"token bucket capacity 0", algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)}, algorithms.ErrInvalidLimit},
-		{"token bucket rate 0", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.PerSecond(0)}, algorithms.ErrInvalidLimit},
+		{
+			"sliding window limit 0",
+			algorithms.SlidingWindow{Limit: 0, Window: time.Second, SubWindows: 10},
+			algorithms.ErrInvalidLimit,
+		},
+		{
+			"sliding window window 0",
+			algorithms.SlidingWindow{Limit: 1, Window: 0, SubWindows: 10},
+			algorithms.ErrInvalidWindow,
+		},
+		{
+			"sliding window 0 sub-windows",
+			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 0},
+			algorithms.ErrInvalidSubWindows,
+		},
+		{
+			"sliding window -2 sub-windows",
+			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: -2},
+			algorithms.ErrInvalidSubWindows,
+		},
+		{
+			"sliding window sub-window under 1ms",
+			algorithms.SlidingWindow{Limit: 1, Window: 10 * time.Millisecond, SubWindows: 20},
+			algorithms.ErrInvalidSubWindows,
+		},
+		{
+			"sliding window uneven split",
+			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 7},
+			algorithms.ErrInvalidSubWindows,
+		},
+		{
+			"sliding window sub-window not whole µs",
+			algorithms.SlidingWindow{Limit: 1, Window: 2001 * time.Microsecond, SubWindows: 2},
+			algorithms.ErrInvalidSubWindows,
+		},
+		{
+			"token bucket capacity 0",
+			algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)},
+			algorithms.ErrInvalidLimit,
+		},
+		{
+			"token bucket rate 0",
+			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.PerSecond(0)},
+			algorithms.ErrInvalidLimit,
+		},
 		{"token bucket zero rate", algorithms.TokenBucket{Capacity: 1}, algorithms.ErrInvalidLimit},
-		{"token bucket period 0", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1}}, algorithms.ErrInvalidPeriod},
-		{"token bucket period -1s", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}}, algorithms.ErrInvalidPeriod},
-		{"token bucket refills in over 2^50µs", algorithms.TokenBucket{Capacity: 1 << 19, Refill: algorithms.PerHour(1)}, algorithms.ErrOutOfRange},
-		{"token bucket capacity above 2^50", algorithms.TokenBucket{Capacity: 1<<50 + 1, Refill: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}}, algorithms.ErrOutOfRange},
-		{"token bucket period above 2^50µs", algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: (1<<50 + 1) * time.Microsecond}}, algorithms.ErrOutOfRange},
+		{
+			"token bucket period 0",
+			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1}},
+			algorithms.ErrInvalidPeriod,
+		},
+		{
+			"token bucket period -1s",
+			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}},
+			algorithms.ErrInvalidPeriod,
+		},
+		{
+			"token bucket refills in over 2^50µs",
+			algorithms.TokenBucket{Capacity: 1 << 19, Refill: algorithms.PerHour(1)},
+			algorithms.ErrOutOfRange,
+		},
+		{
+			"token bucket capacity above 2^50",
+			algorithms.TokenBucket{Capacity: 1<<50 + 1, Refill: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}},
+			algorithms.ErrOutOfRange,
+		},
+		{
+			"token bucket period above 2^50µs",
+			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: (1<<50 + 1) * time.Microsecond}},
+			algorithms.ErrOutOfRange,
+		},
 		{"gcra burst 0", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidBurst},
 		{"gcra burst -1", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: -1}, algorithms.ErrInvalidBurst},
 		{"gcra rate 0", algorithms.GCRA{Rate: algorithms.PerSecond(0), Burst: 1}, algorithms.ErrInvalidLimit},
 		{"gcra period 0", algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidPeriod},
-		{"gcra drains in over 2^50µs", algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 19}, algorithms.ErrOutOfRange},
-		{"gcra burst above 2^50", algorithms.GCRA{Rate: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}, Burst: 1<<50 + 1}, algorithms.ErrOutOfRange},
+		{
+			"gcra drains in over 2^50µs",
+			algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 19},
+			algorithms.ErrOutOfRange,
+		},
+		{
+			"gcra burst above 2^50",
+			algorithms.GCRA{Rate: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}, Burst: 1<<50 + 1},
+			algorithms.ErrOutOfRange,
+		},
 		{"valid fixed window", algorithms.FixedWindow{Limit: 1, Window: time.Microsecond}, nil},
 		{"valid sliding window", algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 1000}, nil},
 		{"valid token bucket", algorithms.TokenBucket{Capacity: 1 << 18, Refill: algorithms.PerHour(1)}, nil},
-		{"valid token bucket 10^9 per second", algorithms.TokenBucket{Capacity: 1e9, Refill: algorithms.PerSecond(1e9)}, nil},
-		{"valid gcra 10,000 per 30 days", algorithms.GCRA{Rate: algorithms.Rate{Count: 10_000, Period: 30 * 24 * time.Hour}, Burst: 10_000}, nil},
-		{"valid gcra 2^50 per 2^50µs", algorithms.GCRA{Rate: algorithms.Rate{Count: 1 << 50, Period: (1 << 50) * time.Microsecond}, Burst: 1 << 50}, nil},
-		{"valid fixed window 2^50 per 2^50µs", algorithms.FixedWindow{Limit: 1 << 50, Window: (1 << 50) * time.Microsecond}, nil},
+		{
+			"valid token bucket 10^9 per second",
+			algorithms.TokenBucket{Capacity: 1e9, Refill: algorithms.PerSecond(1e9)},
+			nil,
+		},
+		{
+			"valid gcra 10,000 per 30 days",
+			algorithms.GCRA{Rate: algorithms.Rate{Count: 10_000, Period: 30 * 24 * time.Hour}, Burst: 10_000},
+			nil,
+		},
+		{
+			"valid gcra 2^50 per 2^50µs",
+			algorithms.GCRA{Rate: algorithms.Rate{Count: 1 << 50, Period: (1 << 50) * time.Microsecond}, Burst: 1 << 50},
+			nil,
+		},
+		{
+			"valid fixed window 2^50 per 2^50µs",
+			algorithms.FixedWindow{Limit: 1 << 50, Window: (1 << 50) * time.Microsecond},
+			nil,
+		},
 		{"valid gcra", algorithms.GCRA{Rate: algorithms.PerSecond(3), Burst: 1}, nil},
 	}
 	for _, tt := range tests {
@@ -83,7 +175,14 @@ func TestRate(t *testing.T) {
 // decision returns r without what it charged (Result.Charged), which
 // names the algorithm, to compare two algorithms' decisions.
 func decision(r algorithms.Result) algorithms.Result {
-	return algorithms.Result{Allowed: r.Allowed, Limit: r.Limit, Remaining: r.Remaining, RetryAfter: r.RetryAfter, ResetAfter: r.ResetAfter, At: r.At}
+	return algorithms.Result{
+		Allowed:    r.Allowed,
+		Limit:      r.Limit,
+		Remaining:  r.Remaining,
+		RetryAfter: r.RetryAfter,
+		ResetAfter: r.ResetAfter,
+		At:         r.At,
+	}
 }
 
 type run struct {
@@ -155,7 +254,16 @@ func TestTokenBucketEqualsGCRA(t *testing.T) {
 			cost := rng.Int64N(capacity + 1)
 			a, b := decision(tb.decide(now, cost)), decision(gc.decide(now, cost))
 			if a != b {
-				t.Fatalf("trial %d step %d (capacity %d, rate %v, cost %d): token bucket %+v, GCRA %+v", trial, step, capacity, rate, cost, a, b)
+				t.Fatalf(
+					"trial %d step %d (capacity %d, rate %v, cost %d): token bucket %+v, GCRA %+v",
+					trial,
+					step,
+					capacity,
+					rate,
+					cost,
+					a,
+					b,
+				)
 			}
 		}
 	}

@@ -190,14 +190,23 @@ func (b bucket) refundState(st *bucketState, now, at time.Time, n int64) *bucket
 // returns st, updated when cost > 0, or a new state if st was nil. slack is
 // 0 for a decision; for a reservation it is the longest wait in µs the
 // caller accepts, and delay is the wait until the booked request's turn.
-func (b bucket) step(st *bucketState, now time.Time, cost, slack int64) (_ *bucketState, res algorithms.Result, delay time.Duration) {
+func (b bucket) step(
+	st *bucketState,
+	now time.Time,
+	cost, slack int64,
+) (_ *bucketState, res algorithms.Result, delay time.Duration) {
 	st, delay = b.stepInto(st, nil, now, cost, slack, &res)
 	return st, res, delay
 }
 
 // stepInto is step, writing a new state into spare, if not nil, rather
 // than a new allocation, and the Result into res, which it overwrites.
-func (b bucket) stepInto(st, spare *bucketState, now time.Time, cost, slack int64, res *algorithms.Result) (_ *bucketState, delay time.Duration) {
+func (b bucket) stepInto(
+	st, spare *bucketState,
+	now time.Time,
+	cost, slack int64,
+	res *algorithms.Result,
+) (_ *bucketState, delay time.Duration) {
 	t := micros(now)
 	// used: the time until the key is full again, from eff.
 	eff, used, converted := b.usedAt(st, now)
@@ -340,7 +349,12 @@ func (b bucket) decide(state keyState, now time.Time, cost int64) (keyState, alg
 }
 
 // reserve books a request; see Reserve.
-func (b bucket) reserve(state keyState, now time.Time, cost int64, maxWait time.Duration) (keyState, algorithms.Result, time.Duration) {
+func (b bucket) reserve(
+	state keyState,
+	now time.Time,
+	cost int64,
+	maxWait time.Duration,
+) (keyState, algorithms.Result, time.Duration) {
 	st, res, delay := b.step(bucketStateOf(state), now, cost, int64(maxWait/time.Microsecond))
 	if st == nil {
 		return nil, res, delay

@@ -56,7 +56,13 @@ func TestCompactLogIsSlidingLog(t *testing.T) {
 				logState, logChanged = algo.Refund(log, logState, clock, c.at, n)
 				ringState, ringChanged = algo.Refund(ring, ringState, clock, c.at, n)
 				if logChanged != ringChanged {
-					t.Fatalf("sequence %d step %d: a refund changed the compact log: %v, the sliding log: %v", seq, step, ringChanged, logChanged)
+					t.Fatalf(
+						"sequence %d step %d: a refund changed the compact log: %v, the sliding log: %v",
+						seq,
+						step,
+						ringChanged,
+						logChanged,
+					)
 				}
 			}
 			cost := rng.Int64N(limit+1) - rng.Int64N(2)*limit
@@ -67,7 +73,16 @@ func TestCompactLogIsSlidingLog(t *testing.T) {
 			logState, want = algo.Decide(log, logState, clock, cost)
 			ringState, got = algo.Decide(ring, ringState, clock, cost)
 			if decision(got) != decision(want) {
-				t.Fatalf("sequence %d step %d, %s at %v cost %d:\n  compact %+v\n  log     %+v", seq, step, ring, clock.Sub(t0), cost, got, want)
+				t.Fatalf(
+					"sequence %d step %d, %s at %v cost %d:\n  compact %+v\n  log     %+v",
+					seq,
+					step,
+					ring,
+					clock.Sub(t0),
+					cost,
+					got,
+					want,
+				)
 			}
 			if want.Allowed && cost > 0 {
 				charges = append(charges, charge{want.At, cost})

@@ -8,14 +8,16 @@ func (fixedWindow) keeps(keyState, time.Time, int64) bool { return true }
 // keeps is true for an inspection; for a denial, it reports whether no
 // record has expired at now.
 func (a slidingLog) keeps(state keyState, now time.Time, cost int64) bool {
-	return cost <= 0 || logKeepsDenied(stateAs[*slidingLogState](a.name(), state), int64(a.Window/time.Microsecond), 1, now)
+	return cost <= 0 ||
+		logKeepsDenied(stateAs[*slidingLogState](a.name(), state), int64(a.Window/time.Microsecond), 1, now)
 }
 
 // keeps is true for an inspection; for a denial, it reports whether no
 // sub-window's record has expired at now.
 func (a slidingWindow) keeps(state keyState, now time.Time, cost int64) bool {
 	w := int64(a.Window / time.Microsecond)
-	return cost <= 0 || logKeepsDenied((*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)), w, w/a.SubWindows, now)
+	return cost <= 0 ||
+		logKeepsDenied((*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)), w, w/a.SubWindows, now)
 }
 
 // keeps is true for an inspection; for a denial, it reports whether no

@@ -29,7 +29,13 @@ func derivedBucket(d *Derived) bucket {
 
 // stepPacked is stepPacked for a token bucket or GCRA, writing the
 // Result into res.
-func (b bucket) stepPacked(w *Words, tag int64, now time.Time, cost int64, res *algorithms.Result) (Words, int64, bool) {
+func (b bucket) stepPacked(
+	w *Words,
+	tag int64,
+	now time.Time,
+	cost int64,
+	res *algorithms.Result,
+) (Words, int64, bool) {
 	var st, spare bucketState
 	var in *bucketState
 	if w != nil {

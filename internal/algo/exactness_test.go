@@ -76,7 +76,15 @@ func TestStaleTimeIsTheHeldClock(t *testing.T) {
 				}
 				got.At, want.At = time.Time{}, time.Time{}
 				if got != want {
-					t.Fatalf("step %d, cost %d, now %v behind the latest %v:\n stale %+v\n held  %+v", step, cost, gap, latest.Format(time.RFC3339Nano), got, want)
+					t.Fatalf(
+						"step %d, cost %d, now %v behind the latest %v:\n stale %+v\n held  %+v",
+						step,
+						cost,
+						gap,
+						latest.Format(time.RFC3339Nano),
+						got,
+						want,
+					)
 				}
 			}
 		})
@@ -185,7 +193,8 @@ func TestRateChanges(t *testing.T) {
 			// 99.01 hours, and full again after 100.
 			r.alg = free
 			res := r.decide(t0, 1)
-			if wait := 99*time.Hour + 36*time.Second; res.Allowed || res.Remaining != 0 || res.RetryAfter != wait || res.ResetAfter != 100*time.Hour {
+			if wait := 99*time.Hour + 36*time.Second; res.Allowed || res.Remaining != 0 || res.RetryAfter != wait ||
+				res.ResetAfter != 100*time.Hour {
 				t.Fatalf("downgraded after using 10,000: %+v, want denied, RetryAfter %v, full again in 100h", res, wait)
 			}
 			if res := r.decide(t0.Add(99*time.Hour+36*time.Second-time.Microsecond), 1); res.Allowed {
@@ -264,7 +273,11 @@ func TestScopes(t *testing.T) {
 			t.Errorf("%#v and %#v have the same scope %v", pair[0], pair[1], algo.ScopeOf(pair[0]))
 		}
 	}
-	if a, b := (algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 2}), (algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 40}); algo.ScopeOf(a) != algo.ScopeOf(b) {
+	if a, b := (algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 2}), (algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 40}); algo.ScopeOf(
+		a,
+	) != algo.ScopeOf(
+		b,
+	) {
 		t.Errorf("a changed rate count and burst changed the scope: %v, %v", algo.ScopeOf(a), algo.ScopeOf(b))
 	}
 	for _, tt := range []struct {
@@ -375,7 +388,12 @@ func TestLogTotalsWrap(t *testing.T) {
 				}
 				admitted = kept
 				res := r.decide(now, cost)
-				want := algorithms.Result{Allowed: inWindow+cost <= limit, Limit: limit, Remaining: max(0, limit-inWindow), At: res.At}
+				want := algorithms.Result{
+					Allowed:   inWindow+cost <= limit,
+					Limit:     limit,
+					Remaining: max(0, limit-inWindow),
+					At:        res.At,
+				}
 				if want.Allowed {
 					want.Remaining -= cost
 					want.ResetAfter = time.Duration(stamp+window-now.UnixMicro()) * time.Microsecond

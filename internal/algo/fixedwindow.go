@@ -44,13 +44,22 @@ func (a fixedWindow) decide(state keyState, now time.Time, cost int64) (keyState
 
 // step is Decide on the state's own type. It returns st, updated when a
 // request is admitted, or a new state if st was nil.
-func (a fixedWindow) step(st *fixedWindowState, now time.Time, cost int64) (_ *fixedWindowState, res algorithms.Result) {
+func (a fixedWindow) step(
+	st *fixedWindowState,
+	now time.Time,
+	cost int64,
+) (_ *fixedWindowState, res algorithms.Result) {
 	return a.stepInto(st, nil, now, cost, &res), res
 }
 
 // stepInto is step, writing a new state into spare, if not nil, rather
 // than a new allocation, and the Result into res, which it overwrites.
-func (a fixedWindow) stepInto(st, spare *fixedWindowState, now time.Time, cost int64, res *algorithms.Result) *fixedWindowState {
+func (a fixedWindow) stepInto(
+	st, spare *fixedWindowState,
+	now time.Time,
+	cost int64,
+	res *algorithms.Result,
+) *fixedWindowState {
 	w := int64(a.Window / time.Microsecond)
 	t := micros(now)
 	start, at := t-floorMod(t, w), t

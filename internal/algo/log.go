@@ -47,7 +47,12 @@ type logRecord struct {
 // sub-window for the sliding window counter. limit is the limit and w the
 // window in µs. It costs O(log n) time for a state of n records, and at most
 // one new record per request whatever its cost.
-func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost int64) (*slidingLogState, algorithms.Result) {
+func logStep(
+	st *slidingLogState,
+	limit, w, quantum int64,
+	now time.Time,
+	cost int64,
+) (*slidingLogState, algorithms.Result) {
 	t := micros(now)
 	eff := t
 	var records []logRecord
@@ -61,7 +66,11 @@ func logStep(st *slidingLogState, limit, w, quantum int64, now time.Time, cost i
 
 	// Records stamped at or before stamp-w have expired, as ZREMRANGEBYSCORE
 	// key -inf now-window removes them; they are a prefix.
-	first, _ := slices.BinarySearchFunc(records, stamp-w+1, func(r logRecord, at int64) int { return cmp.Compare(r.At, at) })
+	first, _ := slices.BinarySearchFunc(
+		records,
+		stamp-w+1,
+		func(r logRecord, at int64) int { return cmp.Compare(r.At, at) },
+	)
 	live := records[first:]
 	var count int64
 	if len(live) > 0 {
@@ -128,7 +137,11 @@ func logRefund(st *slidingLogState, w, quantum int64, now, at time.Time, n int64
 	stamp := eff - floorMod(eff, quantum)
 	a := micros(at)
 	charged := a - floorMod(a, quantum)
-	first, _ := slices.BinarySearchFunc(st.Records, stamp-w+1, func(r logRecord, at int64) int { return cmp.Compare(r.At, at) })
+	first, _ := slices.BinarySearchFunc(
+		st.Records,
+		stamp-w+1,
+		func(r logRecord, at int64) int { return cmp.Compare(r.At, at) },
+	)
 	live := st.Records[first:]
 	if charged <= stamp-w || len(live) == 0 {
 		return st, false // the charge counts no more

@@ -15,7 +15,12 @@ import (
 // requests, under two limits of one scope that take turns in runs, with a
 // clock that sometimes steps back, and calls probe before each request with
 // both copies, equal. probe may decide on them, the same on each.
-func history(t *testing.T, k *algorithms.Kind, limit int64, probe func(alg algorithms.Algorithm, a, b *algo.State, now time.Time)) {
+func history(
+	t *testing.T,
+	k *algorithms.Kind,
+	limit int64,
+	probe func(alg algorithms.Algorithm, a, b *algo.State, now time.Time),
+) {
 	t.Helper()
 	var algs []algorithms.Algorithm
 	for _, l := range []int64{limit, 3 * limit} {
@@ -68,17 +73,37 @@ func TestKeeps(t *testing.T) {
 						before := reflect.ValueOf(*b).Elem().Interface()
 						kept, _ := algo.Decide(alg, *b, now, cost)
 						if changed := !reflect.DeepEqual(kept, *b); algo.Keeps(alg, *b, now, cost) == changed {
-							t.Fatalf("at %v: Keeps for cost %d is %v, and the inspection returned %+v for %+v", now, cost, !changed, kept, *b)
+							t.Fatalf(
+								"at %v: Keeps for cost %d is %v, and the inspection returned %+v for %+v",
+								now,
+								cost,
+								!changed,
+								kept,
+								*b,
+							)
 						}
 						if after := reflect.ValueOf(*b).Elem().Interface(); !reflect.DeepEqual(after, before) {
-							t.Fatalf("at %v: an inspection of cost %d changed the state it was given: %+v, was %+v", now, cost, after, before)
+							t.Fatalf(
+								"at %v: an inspection of cost %d changed the state it was given: %+v, was %+v",
+								now,
+								cost,
+								after,
+								before,
+							)
 						}
 					}
 					_, inspected := algo.Decide(alg, *b, now, -1)
 					after, res := algo.Decide(alg, *a, now, 1)
 					unchanged := reflect.DeepEqual(after, *b)
 					if !res.Allowed && keeps != unchanged {
-						t.Fatalf("at %v: Keeps %v, but the denial left the state unchanged: %v (%+v, was %+v)", now, keeps, unchanged, after, *b)
+						t.Fatalf(
+							"at %v: Keeps %v, but the denial left the state unchanged: %v (%+v, was %+v)",
+							now,
+							keeps,
+							unchanged,
+							after,
+							*b,
+						)
 					}
 					*a = after
 					*b, _ = algo.Decide(alg, *b, now, 1)
@@ -148,7 +173,17 @@ func TestPackRoundTrip(t *testing.T) {
 						}
 						ww, wtag, wok := algo.Pack(alg, after)
 						if ok != wok || ok && (gw != ww || gtag != wtag) {
-							t.Fatalf("DecidePacked(%v, cost %d) packed %v %d %v, Decide then Pack %v %d %v", now, cost, gw, gtag, ok, ww, wtag, wok)
+							t.Fatalf(
+								"DecidePacked(%v, cost %d) packed %v %d %v, Decide then Pack %v %d %v",
+								now,
+								cost,
+								gw,
+								gtag,
+								ok,
+								ww,
+								wtag,
+								wok,
+							)
 						}
 						checkedPacked++
 					}
@@ -163,7 +198,17 @@ func TestPackRoundTrip(t *testing.T) {
 					gw, gtag, got, ok := algo.DecidePacked(alg, &d, nil, 0, now, 1)
 					ww, wtag, wok := algo.Pack(alg, after)
 					if got != want || ok != wok || gw != ww || gtag != wtag {
-						t.Fatalf("DecidePacked on no state = %v %d %+v %v, Decide then Pack %v %d %+v %v", gw, gtag, got, ok, ww, wtag, want, wok)
+						t.Fatalf(
+							"DecidePacked on no state = %v %d %+v %v, Decide then Pack %v %d %+v %v",
+							gw,
+							gtag,
+							got,
+							ok,
+							ww,
+							wtag,
+							want,
+							wok,
+						)
 					}
 				}
 				if algo.Packs(mustNominal(t, k)) && checkedPacked == 0 {

@@ -95,7 +95,12 @@ type ratBucket struct {
 }
 
 func newRatBucket(burst int64, rate algorithms.Rate) *ratBucket {
-	return &ratBucket{burst: burst, perUs: big.NewRat(rate.Count, rate.Period.Microseconds()), tokens: new(big.Rat).SetInt64(burst), last: -1}
+	return &ratBucket{
+		burst:  burst,
+		perUs:  big.NewRat(rate.Count, rate.Period.Microseconds()),
+		tokens: new(big.Rat).SetInt64(burst),
+		last:   -1,
+	}
 }
 
 // usUntil returns how long, rounded up to the µs, the bucket takes to gain

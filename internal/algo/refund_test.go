@@ -87,8 +87,13 @@ func TestRefundNeverLetsMoreThrough(t *testing.T) {
 					var res algorithms.Result
 					replay, res = algo.Decide(alg, replay, c.act, c.cost)
 					if !res.Allowed {
-						t.Fatalf("seed %d: request %d (cost %d at %v) was admitted and kept, but the kept history has no room for it: a refund gave back too much",
-							seed, i, c.cost, c.act.Sub(t0))
+						t.Fatalf(
+							"seed %d: request %d (cost %d at %v) was admitted and kept, but the kept history has no room for it: a refund gave back too much",
+							seed,
+							i,
+							c.cost,
+							c.act.Sub(t0),
+						)
 					}
 				}
 			}
@@ -288,10 +293,21 @@ func (r plannedRequest) String() string {
 func TestRefundAcrossLimitChanges(t *testing.T) {
 	sec := time.Second
 	variants := [][]algorithms.Algorithm{
-		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 10}, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}, algorithms.GCRA{Rate: algorithms.Rate{Count: 7, Period: sec}, Burst: 4}},
-		{algorithms.TokenBucket{Capacity: 10, Refill: algorithms.PerSecond(10)}, algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(1)}, algorithms.TokenBucket{Capacity: 6, Refill: algorithms.Rate{Count: 3, Period: sec}}},
+		{
+			algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 10},
+			algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10},
+			algorithms.GCRA{Rate: algorithms.Rate{Count: 7, Period: sec}, Burst: 4},
+		},
+		{
+			algorithms.TokenBucket{Capacity: 10, Refill: algorithms.PerSecond(10)},
+			algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(1)},
+			algorithms.TokenBucket{Capacity: 6, Refill: algorithms.Rate{Count: 3, Period: sec}},
+		},
 		{algorithms.SlidingLog{Limit: 10, Window: 10 * sec}, algorithms.SlidingLog{Limit: 3, Window: 10 * sec}},
-		{algorithms.SlidingWindow{Limit: 10, Window: 10 * sec, SubWindows: 5}, algorithms.SlidingWindow{Limit: 4, Window: 10 * sec, SubWindows: 5}},
+		{
+			algorithms.SlidingWindow{Limit: 10, Window: 10 * sec, SubWindows: 5},
+			algorithms.SlidingWindow{Limit: 4, Window: 10 * sec, SubWindows: 5},
+		},
 		{algorithms.FixedWindow{Limit: 10, Window: 10 * sec}, algorithms.FixedWindow{Limit: 2, Window: 10 * sec}},
 	}
 	type op = plannedRequest
@@ -328,7 +344,13 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				n := 1 + rng.Int64N(algo.MaxCost(charge))
 				var res algorithms.Result
 				if algo.Reserves(charge) && rng.IntN(3) == 0 {
-					with, res, _ = algo.Reserve(charge, with, clock, n, time.Duration(rng.Int64N(int64(5*sec))).Truncate(time.Microsecond))
+					with, res, _ = algo.Reserve(
+						charge,
+						with,
+						clock,
+						n,
+						time.Duration(rng.Int64N(int64(5*sec))).Truncate(time.Microsecond),
+					)
 				} else {
 					with, res = algo.Decide(charge, with, clock, n)
 				}
@@ -365,8 +387,18 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				with, _ = algo.Refund(charge, with, clock, res.At, n)
 				dbg += fmt.Sprintf(" refunded %+v, never %+v", with, without)
 				if got, want := burst(plan, with, clock), burst(plan, without, clock); got > want {
-					t.Fatalf("after %v, %s charged %d at %v and refunded at %v, under %s: a burst gets %d through, %d had it never been charged (%s)",
-						ops, charge, n, res.At.Sub(t0), clock.Sub(t0), plan, got, want, dbg)
+					t.Fatalf(
+						"after %v, %s charged %d at %v and refunded at %v, under %s: a burst gets %d through, %d had it never been charged (%s)",
+						ops,
+						charge,
+						n,
+						res.At.Sub(t0),
+						clock.Sub(t0),
+						plan,
+						got,
+						want,
+						dbg,
+					)
 				}
 				checked++
 			}

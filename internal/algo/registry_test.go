@@ -158,7 +158,9 @@ func TestInspectionPredictsAdmission(t *testing.T) {
 				t.Fatal(err)
 			}
 			if algo.TakesSubWindows(k) {
-				alg, _ = k.New(algorithms.Params{Limit: limit, Window: window / time.Millisecond * 5 * time.Millisecond, SubWindows: 5})
+				alg, _ = k.New(
+					algorithms.Params{Limit: limit, Window: window / time.Millisecond * 5 * time.Millisecond, SubWindows: 5},
+				)
 			}
 			if algo.TakesBurst(k) && rng.IntN(2) == 0 {
 				p := algo.ParamsOf(alg)

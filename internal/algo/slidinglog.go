@@ -31,7 +31,14 @@ func (slidingLog) name() string { return algorithms.SlidingLog{}.Kind().Name() }
 
 // decide runs one sliding-log step; see Decide.
 func (a slidingLog) decide(state keyState, now time.Time, cost int64) (keyState, algorithms.Result) {
-	st, res := logStep(stateAs[*slidingLogState](a.name(), state), a.Limit, int64(a.Window/time.Microsecond), 1, now, cost)
+	st, res := logStep(
+		stateAs[*slidingLogState](a.name(), state),
+		a.Limit,
+		int64(a.Window/time.Microsecond),
+		1,
+		now,
+		cost,
+	)
 	if st == nil {
 		return nil, res
 	}

@@ -33,7 +33,14 @@ func (a slidingWindow) refund(state keyState, now, at time.Time, n int64) (keySt
 // decide runs one sliding-window-counter step; see Decide.
 func (a slidingWindow) decide(state keyState, now time.Time, cost int64) (keyState, algorithms.Result) {
 	w := int64(a.Window / time.Microsecond)
-	st, res := logStep((*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)), a.Limit, w, w/a.SubWindows, now, cost)
+	st, res := logStep(
+		(*slidingLogState)(stateAs[*slidingWindowState](a.name(), state)),
+		a.Limit,
+		w,
+		w/a.SubWindows,
+		now,
+		cost,
+	)
 	if st == nil {
 		return nil, res
 	}

@@ -76,7 +76,13 @@ type batch[C any] struct {
 // latest of the calls' deadlines, if every one has one. queueOf, if not
 // nil, names the queue a call joins: each queue has goroutines of its own.
 func New[C any](limit, maxBatch int, send func(ctx context.Context, calls []C), queueOf func(C) string) *Coalescer[C] {
-	return &Coalescer[C]{send: send, queueOf: queueOf, limit: limit, maxBatch: max(maxBatch, 0), queues: map[string]*queue[C]{}}
+	return &Coalescer[C]{
+		send:     send,
+		queueOf:  queueOf,
+		limit:    limit,
+		maxBatch: max(maxBatch, 0),
+		queues:   map[string]*queue[C]{},
+	}
 }
 
 // Ticket is a queued call's place in its batch.

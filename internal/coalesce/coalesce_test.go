@@ -135,7 +135,12 @@ func TestQueuedCallsShareARoundTrip(t *testing.T) {
 		}
 		tickets = append(tickets, tk)
 	}
-	waitFor(t, co, "five queued behind two senders", func(_, queued, senders int) bool { return queued == 5 && senders == 2 })
+	waitFor(
+		t,
+		co,
+		"five queued behind two senders",
+		func(_, queued, senders int) bool { return queued == 5 && senders == 2 },
+	)
 	s.release("")
 	for _, tk := range append([]Ticket[call]{first, second}, tickets...) {
 		if _, err := tk.Wait(context.Background()); err != nil {
@@ -271,7 +276,12 @@ func TestBatchesAreBounded(t *testing.T) {
 			<-s.started // each of the two senders holds a batch of one
 		}
 	}
-	waitFor(t, co, "five queued behind two senders", func(_, queued, senders int) bool { return queued == 5 && senders == 2 })
+	waitFor(
+		t,
+		co,
+		"five queued behind two senders",
+		func(_, queued, senders int) bool { return queued == 5 && senders == 2 },
+	)
 	s.release("")
 	for _, tk := range tickets {
 		if _, err := tk.Wait(context.Background()); err != nil {

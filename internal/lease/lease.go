@@ -185,7 +185,12 @@ func (l *Lease) Spend(now time.Time) (algorithms.Result, bool) {
 		}
 		if s < earliest {
 			// The key's TAT is at least c, so it is full again no sooner.
-			return algorithms.Result{Limit: l.burst, RetryAfter: time.Duration(earliest-s) * time.Microsecond, ResetAfter: time.Duration(max(l.c-s, 0)) * time.Microsecond, At: now}, true
+			return algorithms.Result{
+				Limit:      l.burst,
+				RetryAfter: time.Duration(earliest-s) * time.Microsecond,
+				ResetAfter: time.Duration(max(l.c-s, 0)) * time.Microsecond,
+				At:         now,
+			}, true
 		}
 		res := l.result(l.next, s)
 		l.next++

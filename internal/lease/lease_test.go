@@ -63,7 +63,8 @@ func TestResultsMatchDirect(t *testing.T) {
 				if exact && got != want {
 					t.Fatalf("unit %d at %v:\n lease  %+v\n direct %+v", i, s, got, want)
 				}
-				if !exact && (got.Remaining > want.Remaining || want.Remaining-got.Remaining > 1 || got.ResetAfter < want.ResetAfter || got.ResetAfter-want.ResetAfter > time.Microsecond || !got.At.Equal(want.At)) {
+				if !exact &&
+					(got.Remaining > want.Remaining || want.Remaining-got.Remaining > 1 || got.ResetAfter < want.ResetAfter || got.ResetAfter-want.ResetAfter > time.Microsecond || !got.At.Equal(want.At)) {
 					t.Fatalf("unit %d at %v:\n lease  %+v\n direct %+v", i, s, got, want)
 				}
 			}
@@ -101,11 +102,19 @@ func TestNotYetAndExpired(t *testing.T) {
 	for i, want := range [][2]time.Duration{{1, 10}, {2, 11}, {3, 12}, {4, 13}} {
 		e, d := l.Window(int64(i))
 		if !e.Equal(now.Add(want[0]*time.Millisecond)) || !d.Equal(now.Add(want[1]*time.Millisecond)) {
-			t.Fatalf("unit %d: [%v, %v], want [%v, %v]", i, e.Sub(now), d.Sub(now), want[0]*time.Millisecond, want[1]*time.Millisecond)
+			t.Fatalf(
+				"unit %d: [%v, %v], want [%v, %v]",
+				i,
+				e.Sub(now),
+				d.Sub(now),
+				want[0]*time.Millisecond,
+				want[1]*time.Millisecond,
+			)
 		}
 	}
 	got, ok := l.Spend(now)
-	if !ok || got.Allowed || got.RetryAfter != time.Millisecond || got.ResetAfter != 14*time.Millisecond || got.Remaining != 0 {
+	if !ok || got.Allowed || got.RetryAfter != time.Millisecond || got.ResetAfter != 14*time.Millisecond ||
+		got.Remaining != 0 {
 		t.Fatalf("before the first turn: %+v, %v", got, ok)
 	}
 	// At 10.5ms unit 0 has expired; unit 1 is spent.

@@ -71,7 +71,19 @@ type instance struct {
 func newSim(t *testing.T, alg algorithms.Algorithm, instances int, leases bool, policy Policy) *sim {
 	t.Helper()
 	clk := &clock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := &sim{t: t, alg: alg, clk: clk, st: storememory.New(storememory.WithClock(clk)), key: store.Key{Name: "global"}, leases: leases, policy: policy, idle: 2 * policy.RoundTrip, spikes: 2000, spike: algo.MaxCost(alg) / 4, heldAtDenial: map[int64]int64{}}
+	s := &sim{
+		t:            t,
+		alg:          alg,
+		clk:          clk,
+		st:           storememory.New(storememory.WithClock(clk)),
+		key:          store.Key{Name: "global"},
+		leases:       leases,
+		policy:       policy,
+		idle:         2 * policy.RoundTrip,
+		spikes:       2000,
+		spike:        algo.MaxCost(alg) / 4,
+		heldAtDenial: map[int64]int64{},
+	}
 	for range instances {
 		sz, err := NewSizer(policy)
 		if err != nil {
@@ -181,7 +193,11 @@ func (s *sim) perWindow() map[int64]int64 {
 func (s *sim) checkLocal(res algorithms.Result, now time.Time) {
 	limit := algo.MaxCost(s.alg)
 	a, c := res.Charged()
-	if !res.Allowed || res.Limit != limit || res.Remaining < 0 || res.Remaining > limit-1 || res.RetryAfter != 0 || res.ResetAfter <= 0 || !res.At.Equal(now) || a != s.alg || c != 1 {
+	if !res.Allowed || res.Limit != limit || res.Remaining < 0 || res.Remaining > limit-1 || res.RetryAfter != 0 ||
+		res.ResetAfter <= 0 ||
+		!res.At.Equal(now) ||
+		a != s.alg ||
+		c != 1 {
 		s.t.Fatalf("local admission at %v: %+v", now, res)
 	}
 }
@@ -269,7 +285,8 @@ func (s *sim) run(seed uint64, step time.Duration, phases []phase) {
 					continue
 				}
 				fixed := algo.FamilyOf(s.alg.Kind()) == algo.FamilyFixedWindow
-				if in.lease.Done(s.clk.now) || s.clk.now.Sub(in.lastWant) >= s.idle || fixed && !s.clk.now.Add(step).Before(in.lease.ReturnBy()) {
+				if in.lease.Done(s.clk.now) || s.clk.now.Sub(in.lastWant) >= s.idle ||
+					fixed && !s.clk.now.Add(step).Before(in.lease.ReturnBy()) {
 					s.end(in)
 					continue
 				}
@@ -325,9 +342,23 @@ func (s *sim) check() string {
 	}
 	e := ex[0]
 	if algo.FamilyOf(s.alg.Kind()) == algo.FamilyFixedWindow {
-		return fmt.Sprintf("admission %d (local %v) at %d µs makes its window hold %.0f, over %d", e.Index, s.log[e.Index].local, e.At, e.Used, algo.MaxCost(s.alg))
+		return fmt.Sprintf(
+			"admission %d (local %v) at %d µs makes its window hold %.0f, over %d",
+			e.Index,
+			s.log[e.Index].local,
+			e.At,
+			e.Used,
+			algo.MaxCost(s.alg),
+		)
 	}
-	return fmt.Sprintf("admission %d (local %v) at %d µs: %.3f tokens used of a burst of %d", e.Index, s.log[e.Index].local, e.At, e.Used, algo.MaxCost(s.alg))
+	return fmt.Sprintf(
+		"admission %d (local %v) at %d µs: %.3f tokens used of a burst of %d",
+		e.Index,
+		s.log[e.Index].local,
+		e.At,
+		e.Used,
+		algo.MaxCost(s.alg),
+	)
 }
 
 func (s *sim) admitted() int64 { return int64(len(s.log)) }
@@ -395,14 +426,43 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 					d, l := direct.perWindow(), leased.perWindow()
 					for w, n := range d {
 						if n-l[w] > leased.heldAtDenial[w] {
-							t.Fatalf("seed %d, window %d: %d admitted directly, %d leased, %d held at a denial", seed, w, n, l[w], leased.heldAtDenial[w])
+							t.Fatalf(
+								"seed %d, window %d: %d admitted directly, %d leased, %d held at a denial",
+								seed,
+								w,
+								n,
+								l[w],
+								leased.heldAtDenial[w],
+							)
 						}
 					}
 				} else if deficit > lost+leased.maxHeld {
 					t.Fatalf("seed %d: %d fewer admitted than directly, more than the %d lost and %d most held", seed, deficit, lost, leased.maxHeld)
 				}
-				t.Logf("seed %d: shift %v; %d requests; under-admission %d (%.2f%%); direct-only fleet admitted %d; leased fleet admitted %d (%d local, %d direct) in %d leases of %d units: %d expired, %d returned of which %d came back; %d lost; held at leases' ends %d; most held at once %d; %d round trips (%d denied), %d directly (%d denied)",
-					seed, leased.shift, leased.requests, deficit, 100*float64(deficit)/float64(direct.admitted()), direct.admitted(), leased.admitted(), local, leased.direct, leased.leasesTaken, leased.leased, leased.expired, leased.returned, leased.givenBack, lost, leased.wasteBound, leased.maxHeld, leased.trips, leased.denials, direct.trips, direct.denials)
+				t.Logf(
+					"seed %d: shift %v; %d requests; under-admission %d (%.2f%%); direct-only fleet admitted %d; leased fleet admitted %d (%d local, %d direct) in %d leases of %d units: %d expired, %d returned of which %d came back; %d lost; held at leases' ends %d; most held at once %d; %d round trips (%d denied), %d directly (%d denied)",
+					seed,
+					leased.shift,
+					leased.requests,
+					deficit,
+					100*float64(deficit)/float64(direct.admitted()),
+					direct.admitted(),
+					leased.admitted(),
+					local,
+					leased.direct,
+					leased.leasesTaken,
+					leased.leased,
+					leased.expired,
+					leased.returned,
+					leased.givenBack,
+					lost,
+					leased.wasteBound,
+					leased.maxHeld,
+					leased.trips,
+					leased.denials,
+					direct.trips,
+					direct.denials,
+				)
 			}
 		})
 	}

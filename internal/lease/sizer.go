@@ -105,7 +105,11 @@ func (s *Sizer) perMicro() float64 {
 // it about j/r from now, so j(1/r - T) <= u - T - shift must hold for the
 // last unit. For the fixed window the units must be spent before the
 // window ends.
-func (s *Sizer) Size(alg algorithms.Algorithm, now time.Time, ahead, shift time.Duration) (n int64, maxWait time.Duration) {
+func (s *Sizer) Size(
+	alg algorithms.Algorithm,
+	now time.Time,
+	ahead, shift time.Duration,
+) (n int64, maxWait time.Duration) {
 	if algo.CheckKind(alg) != nil {
 		return 0, 0
 	}

@@ -40,7 +40,12 @@ func Builtin(name string, seed uint64) (*Workload, error) {
 	case "zipf":
 		return Zipf(Limit{Count: 10, Window: time.Minute}, 100_000, 15_000, 10*time.Minute, 1.1, seed)
 	}
-	return nil, fmt.Errorf("%w: unknown workload %q (known: %s, custom, or a trace file)", ErrInvalid, name, strings.Join(Names, ", "))
+	return nil, fmt.Errorf(
+		"%w: unknown workload %q (known: %s, custom, or a trace file)",
+		ErrInvalid,
+		name,
+		strings.Join(Names, ", "),
+	)
 }
 
 // All returns every built-in workload, generated from seed, in the order of
@@ -98,7 +103,12 @@ func Custom(spec Spec) (*Workload, error) {
 		return nil, fmt.Errorf("%w: bursts need --on > 0 and --off >= 0, got %v and %v", ErrInvalid, spec.On, spec.Off)
 	}
 	if n := spec.Rate * spec.Duration.Seconds() * float64(spec.Keys); n > maxRequests {
-		return nil, fmt.Errorf("%w: %.0f requests is more than the %d a trace may hold; lower the rate, duration or keys", ErrInvalid, n, maxRequests)
+		return nil, fmt.Errorf(
+			"%w: %.0f requests is more than the %d a trace may hold; lower the rate, duration or keys",
+			ErrInvalid,
+			n,
+			maxRequests,
+		)
 	}
 	desc := fmt.Sprintf("%d key(s), %s at %s each", spec.Keys, spec.Shape, perMinute(spec.Rate))
 	// A burst sends perBurst on average: each sends the whole part of
@@ -108,8 +118,14 @@ func Custom(spec Spec) (*Workload, error) {
 	if spec.Shape == "bursts" {
 		period = spec.On + spec.Off
 		perBurst = spec.Rate * period.Seconds()
-		desc = fmt.Sprintf("%d key(s), bursts: %s on average, %s for %s every %s",
-			spec.Keys, perMinute(spec.Rate), perMinute(perBurst/spec.On.Seconds()), shortDuration(spec.On), shortDuration(period))
+		desc = fmt.Sprintf(
+			"%d key(s), bursts: %s on average, %s for %s every %s",
+			spec.Keys,
+			perMinute(spec.Rate),
+			perMinute(perBurst/spec.On.Seconds()),
+			shortDuration(spec.On),
+			shortDuration(period),
+		)
 	}
 	b := newBuilder("custom", desc, spec.Limit, spec.Duration, spec.Keys, spec.Seed)
 	if spec.Shape == "bursts" {
@@ -142,7 +158,12 @@ func Custom(spec Spec) (*Workload, error) {
 		}
 	}
 	if len(b.w.Requests) == 0 {
-		return nil, fmt.Errorf("%w: %s for %v sends no request; raise the rate, the duration or the keys", ErrInvalid, perMinute(spec.Rate), spec.Duration)
+		return nil, fmt.Errorf(
+			"%w: %s for %v sends no request; raise the rate, the duration or the keys",
+			ErrInvalid,
+			perMinute(spec.Rate),
+			spec.Duration,
+		)
 	}
 	return b.done(), nil
 }

@@ -49,7 +49,13 @@ func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 			continue
 		}
 		if len(fields) > 3 {
-			return nil, fmt.Errorf("%w: %s:%d: want <time> [<key> [<cost>]], got %d fields", ErrInvalid, name, line, len(fields))
+			return nil, fmt.Errorf(
+				"%w: %s:%d: want <time> [<key> [<cost>]], got %d fields",
+				ErrInvalid,
+				name,
+				line,
+				len(fields),
+			)
 		}
 		at, err := parseTime(fields[0])
 		if err != nil {
@@ -64,7 +70,14 @@ func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 				return nil, fmt.Errorf("%w: %s:%d: cost must be a positive integer, got %q", ErrInvalid, name, line, fields[2])
 			}
 			if row.cost > l.Count {
-				return nil, fmt.Errorf("%w: %s:%d: cost %d exceeds the limit %d and could never be admitted", ErrInvalid, name, line, row.cost, l.Count)
+				return nil, fmt.Errorf(
+					"%w: %s:%d: cost %d exceeds the limit %d and could never be admitted",
+					ErrInvalid,
+					name,
+					line,
+					row.cost,
+					l.Count,
+				)
 			}
 		}
 		rows = append(rows, row)
@@ -103,7 +116,13 @@ func ReadTrace(r io.Reader, name string, l Limit) (*Workload, error) {
 		}
 		b.add(r.at.Sub(start), k, r.cost)
 	}
-	b.w.Description = fmt.Sprintf("%s: %d requests from %d key(s) over %v", name, len(rows), len(b.w.Keys), last.Sub(first).Round(time.Millisecond))
+	b.w.Description = fmt.Sprintf(
+		"%s: %d requests from %d key(s) over %v",
+		name,
+		len(rows),
+		len(b.w.Keys),
+		last.Sub(first).Round(time.Millisecond),
+	)
 	return b.done(), nil
 }
 

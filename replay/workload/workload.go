@@ -190,7 +190,14 @@ func OnOff(l Limit, factor float64, on, off, phase time.Duration, windows int) (
 		return nil, fmt.Errorf("%w: on/off bursts need on > 0, off >= 0, rate factor > 0 and windows > 0", ErrInvalid)
 	}
 	d := time.Duration(windows) * l.Window
-	b := newBuilder("bursts", fmt.Sprintf("one key, on for %v at %.2g× the limit's rate, off for %v", on, factor, off), l, d, 1, 0)
+	b := newBuilder(
+		"bursts",
+		fmt.Sprintf("one key, on for %v at %.2g× the limit's rate, off for %v", on, factor, off),
+		l,
+		d,
+		1,
+		0,
+	)
 	for start := phase; start < d; start += on + off {
 		b.even(0, start, min(start+on, d), factor*l.perSecond())
 	}
@@ -215,7 +222,21 @@ func Boundary(l Limit, boundaries int) (*Workload, error) {
 	// such multiple after it otherwise.
 	w := l.Window.Microseconds()
 	offset := time.Duration((w-Start.UnixMicro()%w)%w) * time.Microsecond
-	b := newBuilder("boundary", fmt.Sprintf("one key, %d requests in the %v before each of %d window boundaries and %d in the %v after", l.Count, edge, boundaries, l.Count, edge), l, offset+time.Duration(2*boundaries)*l.Window, 1, 0)
+	b := newBuilder(
+		"boundary",
+		fmt.Sprintf(
+			"one key, %d requests in the %v before each of %d window boundaries and %d in the %v after",
+			l.Count,
+			edge,
+			boundaries,
+			l.Count,
+			edge,
+		),
+		l,
+		offset+time.Duration(2*boundaries)*l.Window,
+		1,
+		0,
+	)
 	rate := float64(l.Count) / edge.Seconds()
 	for i := range boundaries {
 		at := offset + time.Duration(2*i+1)*l.Window
@@ -251,7 +272,18 @@ func Diurnal(l Limit, low, high float64, seed uint64) (*Workload, error) {
 		return nil, fmt.Errorf("%w: diurnal rates need 0 <= low < high, got %g and %g", ErrInvalid, low, high)
 	}
 	const day = 24 * time.Hour
-	b := newBuilder("diurnal", fmt.Sprintf("one key over a day, Poisson, rising from %.2g× the limit's rate at midnight to %.2g× at noon", low, high), l, day, 1, seed)
+	b := newBuilder(
+		"diurnal",
+		fmt.Sprintf(
+			"one key over a day, Poisson, rising from %.2g× the limit's rate at midnight to %.2g× at noon",
+			low,
+			high,
+		),
+		l,
+		day,
+		1,
+		seed,
+	)
 	base := l.perSecond()
 	b.poisson(0, 0, day, high*base, func(t time.Duration) float64 {
 		phase := (1 - math.Cos(2*math.Pi*float64(t)/float64(day))) / 2 // 0 at midnight, 1 at noon
@@ -270,7 +302,14 @@ func Zipf(l Limit, keys, requests int, duration time.Duration, s float64, seed u
 	if keys <= 0 || requests <= 0 || duration <= 0 || s <= 1 {
 		return nil, fmt.Errorf("%w: zipf needs keys, requests and duration > 0 and exponent > 1", ErrInvalid)
 	}
-	b := newBuilder("zipf", fmt.Sprintf("%d users, %d requests in %v, users drawn by Zipf (s=%g)", keys, requests, duration, s), l, duration, keys, seed)
+	b := newBuilder(
+		"zipf",
+		fmt.Sprintf("%d users, %d requests in %v, users drawn by Zipf (s=%g)", keys, requests, duration, s),
+		l,
+		duration,
+		keys,
+		seed,
+	)
 	z := rand.NewZipf(b.rng, s, 1, uint64(keys-1))
 	rate := float64(requests) / duration.Seconds()
 	at := time.Duration(0)
@@ -291,7 +330,14 @@ func Fill(l Limit, keys int) (*Workload, error) {
 	if keys <= 0 {
 		return nil, fmt.Errorf("%w: keys must be > 0, got %d", ErrInvalid, keys)
 	}
-	b := newBuilder("fill", fmt.Sprintf("%d key(s), each sending %d requests evenly over %v", keys, l.Count, l.Window), l, l.Window, keys, 0)
+	b := newBuilder(
+		"fill",
+		fmt.Sprintf("%d key(s), each sending %d requests evenly over %v", keys, l.Count, l.Window),
+		l,
+		l.Window,
+		keys,
+		0,
+	)
 	gap := l.Window / time.Duration(l.Count)
 	if gap < time.Microsecond {
 		return nil, fmt.Errorf("%w: %d requests do not fit in %v at microsecond resolution", ErrInvalid, l.Count, l.Window)

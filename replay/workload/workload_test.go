@@ -113,7 +113,12 @@ func TestReadTrace(t *testing.T) {
 	for _, r := range w.Requests {
 		got = append(got, req{w.Start.Add(r.At).Format("15:04:05.000"), w.Keys[r.Key], r.Cost})
 	}
-	want := []req{{"10:00:00.250", "alice", 1}, {"10:00:00.500", "bob", 1}, {"10:00:01.000", "alice", 2}, {"10:00:02.000", "trace", 1}}
+	want := []req{
+		{"10:00:00.250", "alice", 1},
+		{"10:00:00.500", "bob", 1},
+		{"10:00:01.000", "alice", 2},
+		{"10:00:02.000", "trace", 1},
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("requests:\ngot  %v\nwant %v", got, want)
 	}

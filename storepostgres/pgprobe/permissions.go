@@ -32,7 +32,12 @@ func (p *prober) permissions(ctx context.Context) {
 	}
 	if !p.schema.exists {
 		if dbCreate {
-			p.add("permissions", StatusOK, fmt.Sprintf("%s may create the schema ratewise (CREATE on the database), as the store does on first use", p.who), "")
+			p.add(
+				"permissions",
+				StatusOK,
+				fmt.Sprintf("%s may create the schema ratewise (CREATE on the database), as the store does on first use", p.who),
+				"",
+			)
 		} else {
 			p.add("permissions", StatusFailure, fmt.Sprintf("%s may not create the schema ratewise (no CREATE on the database), which the store does on first use", p.who),
 				fmt.Sprintf("GRANT CREATE ON DATABASE %s TO %s; or call storepostgres.Store.Migrate once as a role that may, then grant %s the schema's use",
@@ -98,13 +103,25 @@ func (p *prober) permissions(ctx context.Context) {
 			lacks = append(lacks, "CREATE on the schema ratewise, to migrate it")
 		}
 		if len(notOwned) > 0 {
-			lacks = append(lacks, fmt.Sprintf("ownership of %d of its %d functions, to replace them as it migrates (%s)", len(notOwned), funcs, some(notOwned)))
+			lacks = append(
+				lacks,
+				fmt.Sprintf(
+					"ownership of %d of its %d functions, to replace them as it migrates (%s)",
+					len(notOwned),
+					funcs,
+					some(notOwned),
+				),
+			)
 		}
 	}
 
 	if len(lacks) == 0 {
-		found := fmt.Sprintf("%s may use the schema ratewise: USAGE on it, SELECT, INSERT, UPDATE and DELETE on ratewise.state and ratewise.once, "+
-			"SELECT on ratewise.meta, EXECUTE on its %d functions", p.who, funcs)
+		found := fmt.Sprintf(
+			"%s may use the schema ratewise: USAGE on it, SELECT, INSERT, UPDATE and DELETE on ratewise.state and ratewise.once, "+
+				"SELECT on ratewise.meta, EXECUTE on its %d functions",
+			p.who,
+			funcs,
+		)
 		if migrating {
 			found += ", and migrate it"
 		}
@@ -149,9 +166,12 @@ func (p *prober) tables(ctx context.Context) (map[string]bool, error) {
 // functions counts the schema's functions and lists those the role may not
 // execute, and those it does not own (nor inherits from their owner).
 func (p *prober) functions(ctx context.Context) (n int, noExecute, notOwned []string, err error) {
-	rows, err := p.pool.Query(ctx, `SELECT n.nspname || '.' || f.proname, has_function_privilege(f.oid, 'EXECUTE'), pg_has_role(f.proowner, 'USAGE')
+	rows, err := p.pool.Query(
+		ctx,
+		`SELECT n.nspname || '.' || f.proname, has_function_privilege(f.oid, 'EXECUTE'), pg_has_role(f.proowner, 'USAGE')
 		FROM pg_proc f JOIN pg_namespace n ON n.oid = f.pronamespace
-		WHERE n.nspname = 'ratewise' ORDER BY 1, f.oid`)
+		WHERE n.nspname = 'ratewise' ORDER BY 1, f.oid`,
+	)
 	if err != nil {
 		return 0, nil, nil, err
 	}

@@ -85,7 +85,12 @@ func (p *prober) server(ctx context.Context) bool {
 		current_user, current_database(), quote_ident(current_user), quote_ident(current_database())`).
 		Scan(&num, &version, &user, &db, &p.role, &p.database)
 	if err != nil {
-		p.add("server", StatusFailure, "unreachable: "+oneLine(err.Error()), "check the URL, the network and the server's pg_hba.conf")
+		p.add(
+			"server",
+			StatusFailure,
+			"unreachable: "+oneLine(err.Error()),
+			"check the URL, the network and the server's pg_hba.conf",
+		)
 		return false
 	}
 	p.who = fmt.Sprintf("role %s in database %s", user, db)
@@ -119,12 +124,21 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 	s.exists = s.owner != ""
 	switch {
 	case !s.exists:
-		p.add("schema", StatusOK, "absent: the store creates the schema ratewise on first use, or when Migrate is called, if the role may (see permissions)", "")
+		p.add(
+			"schema",
+			StatusOK,
+			"absent: the store creates the schema ratewise on first use, or when Migrate is called, if the role may (see permissions)",
+			"",
+		)
 		return true
 	case !s.hasMeta:
-		p.add("schema", StatusWarning, "ratewise exists, owned by "+s.owner+", without the table ratewise.meta, so not as the store made it: "+
-			"the store will create its tables and functions in it on first use, if the role may (see permissions)",
-			"if the schema ratewise is another program's, give the store a database of its own")
+		p.add(
+			"schema",
+			StatusWarning,
+			"ratewise exists, owned by "+s.owner+", without the table ratewise.meta, so not as the store made it: "+
+				"the store will create its tables and functions in it on first use, if the role may (see permissions)",
+			"if the schema ratewise is another program's, give the store a database of its own",
+		)
 		return true
 	}
 	// A schema of version 4 or older has no column compatible, and serves
@@ -134,23 +148,41 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 		// The store reads it on first use, so the role's privileges fail
 		// too, which the permissions check reports.
 		s.version = -1
-		p.add("schema", StatusWarning, "ratewise exists, owned by "+s.owner+"; its version cannot be read as this role: "+oneLine(err.Error()), "see permissions")
+		p.add(
+			"schema",
+			StatusWarning,
+			"ratewise exists, owned by "+s.owner+"; its version cannot be read as this role: "+oneLine(err.Error()),
+			"see permissions",
+		)
 		return true
 	}
 	switch {
 	case s.version == pgsql.Version:
 		p.add("schema", StatusOK, fmt.Sprintf("ratewise at version %d, this store's, owned by %s", s.version, s.owner), "")
 	case s.version < pgsql.Version:
-		p.add("schema", StatusWarning, fmt.Sprintf("ratewise at version %d, older than this store's %d: the store migrates it on its first use, "+
-			"in one transaction, if the role may (see permissions)", s.version, pgsql.Version),
-			"call storepostgres.Store.Migrate once as the schema's owner before the new version serves")
+		p.add(
+			"schema",
+			StatusWarning,
+			fmt.Sprintf("ratewise at version %d, older than this store's %d: the store migrates it on its first use, "+
+				"in one transaction, if the role may (see permissions)", s.version, pgsql.Version),
+			"call storepostgres.Store.Migrate once as the schema's owner before the new version serves",
+		)
 	case s.compatible <= pgsql.Version:
-		p.add("schema", StatusOK, fmt.Sprintf("ratewise at version %d, newer than this store's %d, which it still serves, owned by %s",
-			s.version, pgsql.Version, s.owner), "")
+		p.add(
+			"schema",
+			StatusOK,
+			fmt.Sprintf("ratewise at version %d, newer than this store's %d, which it still serves, owned by %s",
+				s.version, pgsql.Version, s.owner),
+			"",
+		)
 	default:
-		p.add("schema", StatusFailure, fmt.Sprintf("ratewise at version %d, newer than this store's %d: the store refuses it, and every decision fails",
-			s.version, pgsql.Version),
-			fmt.Sprintf("run a ratewise whose schema is at version %d, or give this one a database of its own", s.version))
+		p.add(
+			"schema",
+			StatusFailure,
+			fmt.Sprintf("ratewise at version %d, newer than this store's %d: the store refuses it, and every decision fails",
+				s.version, pgsql.Version),
+			fmt.Sprintf("run a ratewise whose schema is at version %d, or give this one a database of its own", s.version),
+		)
 	}
 	return true
 }

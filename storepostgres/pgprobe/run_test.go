@@ -39,20 +39,31 @@ type fixture struct {
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
-	f := &fixture{srv: pgtest.Shared(t), db: "probe_" + runID + "_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_")), noPriv: "app_" + runID}
+	f := &fixture{
+		srv:    pgtest.Shared(t),
+		db:     "probe_" + runID + "_" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_")),
+		noPriv: "app_" + runID,
+	}
 	if len(f.db) > 63 {
 		f.db = f.db[:63]
 	}
 	admin := f.pool(t, "ratewise", "ratewise")
 	f.exec(t, admin, "CREATE DATABASE "+f.db)
-	f.exec(t, admin, fmt.Sprintf("DO $$ BEGIN CREATE ROLE %s LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$", f.noPriv))
+	f.exec(
+		t,
+		admin,
+		fmt.Sprintf("DO $$ BEGIN CREATE ROLE %s LOGIN; EXCEPTION WHEN duplicate_object THEN NULL; END $$", f.noPriv),
+	)
 	return f
 }
 
 // pool connects to database db as role.
 func (f *fixture) pool(t *testing.T, role, db string) *pgxpool.Pool {
 	t.Helper()
-	p, err := pgxpool.New(context.Background(), fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", role, f.srv.Port, db))
+	p, err := pgxpool.New(
+		context.Background(),
+		fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", role, f.srv.Port, db),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +120,8 @@ func expect(t *testing.T, rep Report, check string, st Status, says ...string) F
 
 // decide makes one decision on the store, as the store's own first use.
 func decide(p *pgxpool.Pool) error {
-	_, err := storepostgres.New(p).Decide(context.Background(), store.Key{Name: "probe"}, algorithms.FixedWindow{Limit: 5, Window: time.Minute}, time.Now(), 1)
+	_, err := storepostgres.New(p).
+		Decide(context.Background(), store.Key{Name: "probe"}, algorithms.FixedWindow{Limit: 5, Window: time.Minute}, time.Now(), 1)
 	return err
 }
 
@@ -138,8 +150,14 @@ func TestRoleWithoutPrivileges(t *testing.T) {
 	app := f.pool(t, f.noPriv, f.db)
 
 	rep := Run(ctx, app)
-	p := expect(t, rep, "permissions", StatusFailure, "role "+f.noPriv+" in database "+f.db+" may not create the schema ratewise",
-		"GRANT CREATE ON DATABASE "+f.db+" TO "+f.noPriv)
+	p := expect(
+		t,
+		rep,
+		"permissions",
+		StatusFailure,
+		"role "+f.noPriv+" in database "+f.db+" may not create the schema ratewise",
+		"GRANT CREATE ON DATABASE "+f.db+" TO "+f.noPriv,
+	)
 	if err := decide(app); err == nil {
 		t.Errorf("the store decided as a role that may not create its schema, which the probe calls a failure: %v", p)
 	}
@@ -148,33 +166,73 @@ func TestRoleWithoutPrivileges(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = Run(ctx, app)
-	expect(t, rep, "schema", StatusWarning, "ratewise exists, owned by ratewise; its version cannot be read as this role: ERROR: permission denied for schema ratewise")
-	p = expect(t, rep, "permissions", StatusFailure, "lacks USAGE on the schema ratewise; SELECT, INSERT, UPDATE, DELETE on ratewise.state and ratewise.once; "+
-		"SELECT on ratewise.meta",
-		"as ratewise, the schema's owner: GRANT USAGE ON SCHEMA ratewise TO "+f.noPriv+"; GRANT SELECT, INSERT, UPDATE, DELETE ON ratewise.state, ratewise.once TO "+f.noPriv)
+	expect(
+		t,
+		rep,
+		"schema",
+		StatusWarning,
+		"ratewise exists, owned by ratewise; its version cannot be read as this role: ERROR: permission denied for schema ratewise",
+	)
+	p = expect(
+		t,
+		rep,
+		"permissions",
+		StatusFailure,
+		"lacks USAGE on the schema ratewise; SELECT, INSERT, UPDATE, DELETE on ratewise.state and ratewise.once; "+
+			"SELECT on ratewise.meta",
+		"as ratewise, the schema's owner: GRANT USAGE ON SCHEMA ratewise TO "+f.noPriv+"; GRANT SELECT, INSERT, UPDATE, DELETE ON ratewise.state, ratewise.once TO "+f.noPriv,
+	)
 	if err := decide(app); err == nil {
 		t.Errorf("the store decided as a role the probe says lacks privileges: %v", p)
 	}
 
 	// Some privileges held: only those lacking are named, each asked on
 	// its own (has_table_privilege, given several, says whether any is).
-	f.exec(t, admin, fmt.Sprintf("GRANT USAGE ON SCHEMA ratewise TO %[1]s; GRANT SELECT ON ALL TABLES IN SCHEMA ratewise TO %[1]s", f.noPriv))
-	p = expect(t, Run(ctx, app), "permissions", StatusFailure, "lacks INSERT, UPDATE, DELETE on ratewise.state and ratewise.once",
-		"the schema's owner: GRANT INSERT, UPDATE, DELETE ON ratewise.state, ratewise.once TO "+f.noPriv)
+	f.exec(
+		t,
+		admin,
+		fmt.Sprintf(
+			"GRANT USAGE ON SCHEMA ratewise TO %[1]s; GRANT SELECT ON ALL TABLES IN SCHEMA ratewise TO %[1]s",
+			f.noPriv,
+		),
+	)
+	p = expect(
+		t,
+		Run(ctx, app),
+		"permissions",
+		StatusFailure,
+		"lacks INSERT, UPDATE, DELETE on ratewise.state and ratewise.once",
+		"the schema's owner: GRANT INSERT, UPDATE, DELETE ON ratewise.state, ratewise.once TO "+f.noPriv,
+	)
 	if strings.Contains(p.Found, "USAGE") || strings.Contains(p.Found, "meta") {
 		t.Errorf("privileges held are called lacking: %v", p)
 	}
 
 	// Functions run by anyone by default; revoked, they are named.
 	f.exec(t, admin, "REVOKE EXECUTE ON ALL FUNCTIONS IN SCHEMA ratewise FROM PUBLIC")
-	p = expect(t, Run(ctx, app), "permissions", StatusFailure, "EXECUTE on ", " of its ", "functions (ratewise.", "GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ratewise TO "+f.noPriv)
+	p = expect(
+		t,
+		Run(ctx, app),
+		"permissions",
+		StatusFailure,
+		"EXECUTE on ",
+		" of its ",
+		"functions (ratewise.",
+		"GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ratewise TO "+f.noPriv,
+	)
 
 	_, grants, _ := strings.Cut(p.Change, "the schema's owner: ")
 	for _, g := range strings.Split(grants, "; ") {
 		f.exec(t, admin, g)
 	}
 	rep = Run(ctx, app)
-	expect(t, rep, "schema", StatusOK, fmt.Sprintf("ratewise at version %d, this store's, owned by ratewise", pgsql.Version))
+	expect(
+		t,
+		rep,
+		"schema",
+		StatusOK,
+		fmt.Sprintf("ratewise at version %d, this store's, owned by ratewise", pgsql.Version),
+	)
 	expect(t, rep, "permissions", StatusOK, "may use the schema ratewise")
 	if rep.Worst() != StatusOK {
 		t.Errorf("after the grants: %v", rep.Findings)
@@ -192,28 +250,75 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 	ctx := context.Background()
 	admin := f.admin(t, true)
 	app := f.pool(t, f.noPriv, f.db)
-	f.exec(t, admin, fmt.Sprintf("GRANT USAGE ON SCHEMA ratewise TO %[1]s; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ratewise TO %[1]s", f.noPriv))
+	f.exec(
+		t,
+		admin,
+		fmt.Sprintf(
+			"GRANT USAGE ON SCHEMA ratewise TO %[1]s; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ratewise TO %[1]s",
+			f.noPriv,
+		),
+	)
 	expect(t, Run(ctx, app), "permissions", StatusOK, "may use the schema ratewise")
 
 	// A newer schema that still serves this store's statements.
-	f.exec(t, admin, fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version))
-	expect(t, Run(ctx, admin), "schema", StatusOK, fmt.Sprintf("ratewise at version %d, newer than this store's %d, which it still serves", pgsql.Version+1, pgsql.Version))
+	f.exec(
+		t,
+		admin,
+		fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version),
+	)
+	expect(
+		t,
+		Run(ctx, admin),
+		"schema",
+		StatusOK,
+		fmt.Sprintf(
+			"ratewise at version %d, newer than this store's %d, which it still serves",
+			pgsql.Version+1,
+			pgsql.Version,
+		),
+	)
 	if err := decide(admin); err != nil {
 		t.Errorf("the store refused a newer schema that serves it: %v", err)
 	}
 
-	f.exec(t, admin, fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version+1))
+	f.exec(
+		t,
+		admin,
+		fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version+1),
+	)
 	rep := Run(ctx, admin)
-	expect(t, rep, "schema", StatusFailure, fmt.Sprintf("ratewise at version %d, newer than this store's %d: the store refuses it", pgsql.Version+1, pgsql.Version))
+	expect(
+		t,
+		rep,
+		"schema",
+		StatusFailure,
+		fmt.Sprintf(
+			"ratewise at version %d, newer than this store's %d: the store refuses it",
+			pgsql.Version+1,
+			pgsql.Version,
+		),
+	)
 	if err := decide(admin); err == nil {
 		t.Error("the store decided on a newer schema, which the probe calls a failure")
 	}
 
 	f.exec(t, admin, "UPDATE ratewise.meta SET version = 0")
-	expect(t, Run(ctx, admin), "schema", StatusWarning, fmt.Sprintf("ratewise at version 0, older than this store's %d: the store migrates it", pgsql.Version))
+	expect(
+		t,
+		Run(ctx, admin),
+		"schema",
+		StatusWarning,
+		fmt.Sprintf("ratewise at version 0, older than this store's %d: the store migrates it", pgsql.Version),
+	)
 	expect(t, Run(ctx, admin), "permissions", StatusOK, "and migrate it")
-	p := expect(t, Run(ctx, app), "permissions", StatusFailure, "CREATE on the database, to migrate the schema; CREATE on the schema ratewise, to migrate it; ownership of ",
-		"call storepostgres.Store.Migrate once as ratewise, the schema's owner")
+	p := expect(
+		t,
+		Run(ctx, app),
+		"permissions",
+		StatusFailure,
+		"CREATE on the database, to migrate the schema; CREATE on the schema ratewise, to migrate it; ownership of ",
+		"call storepostgres.Store.Migrate once as ratewise, the schema's owner",
+	)
 	if err := decide(app); err == nil {
 		t.Errorf("the store migrated as a role the probe says may not: %v", p)
 	}
@@ -232,7 +337,8 @@ func TestUnreachable(t *testing.T) {
 	}
 	defer p.Close()
 	rep := Run(context.Background(), p)
-	if len(rep.Findings) != 1 || rep.Worst() != StatusFailure || !strings.Contains(rep.Findings[0].Found, "unreachable: ") {
+	if len(rep.Findings) != 1 || rep.Worst() != StatusFailure ||
+		!strings.Contains(rep.Findings[0].Found, "unreachable: ") {
 		t.Errorf("nothing listening: got %v, want one failure, unreachable", rep.Findings)
 	}
 }
@@ -250,7 +356,8 @@ func TestVersionFinding(t *testing.T) {
 	}
 	for _, c := range cases {
 		st, found, change := versionFinding(c.num, c.version)
-		if st != c.want || !strings.HasPrefix(found, "PostgreSQL "+strings.Fields(c.version)[0]) || (st == StatusFailure) != (change != "") {
+		if st != c.want || !strings.HasPrefix(found, "PostgreSQL "+strings.Fields(c.version)[0]) ||
+			(st == StatusFailure) != (change != "") {
 			t.Errorf("%d %q: got %v %q, change %q; want %v", c.num, c.version, st, found, change, c.want)
 		}
 	}

@@ -20,7 +20,15 @@ func (p *prober) clientSettings() {
 		return
 	}
 	if len(warnings) == 0 {
-		p.add("client settings", StatusOK, fmt.Sprintf("no setting lets a decision outlast the budget of %v, take several attempts or miss a failover", p.budget), "")
+		p.add(
+			"client settings",
+			StatusOK,
+			fmt.Sprintf(
+				"no setting lets a decision outlast the budget of %v, take several attempts or miss a failover",
+				p.budget,
+			),
+			"",
+		)
 		return
 	}
 	for _, w := range warnings {

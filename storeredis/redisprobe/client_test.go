@@ -27,8 +27,14 @@ func TestClientSettings(t *testing.T) {
 		if f.Check != "client settings" {
 			continue
 		}
-		if f.Status != redisprobe.StatusWarning || f.Change == "" || strings.Contains(f.Change, "see docs") || strings.HasPrefix(f.Found, "storeredis:") {
-			t.Errorf("client setting %q: status %v, change %q; want a warning naming the setting to use", f.Found, f.Status, f.Change)
+		if f.Status != redisprobe.StatusWarning || f.Change == "" || strings.Contains(f.Change, "see docs") ||
+			strings.HasPrefix(f.Found, "storeredis:") {
+			t.Errorf(
+				"client setting %q: status %v, change %q; want a warning naming the setting to use",
+				f.Found,
+				f.Status,
+				f.Change,
+			)
 		}
 	}
 	for _, w := range []string{"ContextTimeoutEnabled: true", "MaxRetries: -1", "ReadTimeout: 50ms", "DialTimeout: 30ms"} {

@@ -16,8 +16,17 @@ func (p *prober) clock(offset, unc time.Duration, timeErr error) {
 	if timeErr == nil {
 		// Decisions follow Redis's clock: however large, the offset moves
 		// none of them.
-		p.add("clock", StatusOK, fmt.Sprintf("Redis's clock is %v %s this host's (±%v); decisions follow Redis's clock, so it moves none (it would with WithClientTime)",
-			round(offset.Abs()), aheadOrBehind(offset), round(unc)), "")
+		p.add(
+			"clock",
+			StatusOK,
+			fmt.Sprintf(
+				"Redis's clock is %v %s this host's (±%v); decisions follow Redis's clock, so it moves none (it would with WithClientTime)",
+				round(offset.Abs()),
+				aheadOrBehind(offset),
+				round(unc),
+			),
+			"",
+		)
 		return
 	}
 	for _, n := range p.nodes {
@@ -26,9 +35,19 @@ func (p *prober) clock(offset, unc time.Duration, timeErr error) {
 			continue
 		}
 		offset, unc = time.UnixMicro(usec).Sub(n.sent.Add(n.rtt/2)), n.rtt/2
-		found := fmt.Sprintf("INFO's server_time_usec is %v %s this host's clock (±%v)", round(offset.Abs()), aheadOrBehind(offset), round(unc))
+		found := fmt.Sprintf(
+			"INFO's server_time_usec is %v %s this host's clock (±%v)",
+			round(offset.Abs()),
+			aheadOrBehind(offset),
+			round(unc),
+		)
 		if offset.Abs() > clockWarning+unc {
-			p.add("clock", StatusWarning, found+": with WithClientTime the app servers' clocks decide, and this one is far from Redis's", "sync this host's clock (NTP), and every app server's")
+			p.add(
+				"clock",
+				StatusWarning,
+				found+": with WithClientTime the app servers' clocks decide, and this one is far from Redis's",
+				"sync this host's clock (NTP), and every app server's",
+			)
 			return
 		}
 		p.add("clock", StatusOK, found, "")

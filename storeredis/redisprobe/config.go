@@ -78,6 +78,10 @@ func eviction(info map[string]string) (Status, string, string) {
 		return StatusWarning, "maxmemory-policy " + policy + " with no maxmemory: nothing is evicted now, but with a maxmemory ratewise's keys would be, resetting their limits",
 			"set maxmemory-policy noeviction"
 	}
-	return StatusFailure, fmt.Sprintf("maxmemory-policy %s (maxmemory %s): when memory runs short Redis evicts ratewise's keys, which resets their limits; every ratewise key has a TTL, so volatile-* policies evict them too", policy, limit),
+	return StatusFailure, fmt.Sprintf(
+			"maxmemory-policy %s (maxmemory %s): when memory runs short Redis evicts ratewise's keys, which resets their limits; every ratewise key has a TTL, so volatile-* policies evict them too",
+			policy,
+			limit,
+		),
 		"set maxmemory-policy noeviction, or give the limiter a Redis of its own, sized for its keys"
 }

@@ -30,11 +30,18 @@ import (
 func TestRedis4(t *testing.T) {
 	addr := fakeRedis(t, fake{version: "4.0.14"})
 	rep := redisprobe.Run(context.Background(), safeClient(t, addr), time.Second)
-	expect(t, rep,
+	expect(
+		t,
+		rep,
 		want{"server", redisprobe.StatusFailure, "Redis 4.0.14", "upgrade to Redis 5.0 or later"},
 		want{"scripts", redisprobe.StatusOK, "", ""},
 		want{"keys", redisprobe.StatusOK, "", ""},
-		want{"server time", redisprobe.StatusFailure, "a script that read TIME cannot write: ERR Error running script", "storeredis.WithClientTime()"},
+		want{
+			"server time",
+			redisprobe.StatusFailure,
+			"a script that read TIME cannot write: ERR Error running script",
+			"storeredis.WithClientTime()",
+		},
 		want{"clock", redisprobe.StatusOK, "Redis's clock is", ""},
 	)
 }
@@ -43,7 +50,9 @@ func TestRedis4(t *testing.T) {
 // says which.
 func TestContext(t *testing.T) {
 	addr := fakeRedis(t, fake{version: "4.0.14", stall: true})
-	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, ReadTimeout: 10 * time.Second, MaxRetries: -1})
+	c := redis.NewClient(
+		&redis.Options{Addr: addr, ContextTimeoutEnabled: true, ReadTimeout: 10 * time.Second, MaxRetries: -1},
+	)
 	t.Cleanup(func() { c.Close() })
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -69,10 +78,18 @@ func TestContext(t *testing.T) {
 // would fail there.
 func TestProxyRefusesCrossSlot(t *testing.T) {
 	addr := fakeRedis(t, fake{version: "7.2.4", crossSlot: true})
-	expect(t, redisprobe.Run(context.Background(), safeClient(t, addr), time.Second),
+	expect(
+		t,
+		redisprobe.Run(context.Background(), safeClient(t, addr), time.Second),
 		want{"server", redisprobe.StatusOK, "Redis 7.2.4", ""},
-		want{"keys", redisprobe.StatusFailure, "cannot write keys of different hash slots, as a coalesced batch", "storeredis.WithCoalescing(0)"},
-		want{"server time", redisprobe.StatusOK, "", ""})
+		want{
+			"keys",
+			redisprobe.StatusFailure,
+			"cannot write keys of different hash slots, as a coalesced batch",
+			"storeredis.WithCoalescing(0)",
+		},
+		want{"server time", redisprobe.StatusOK, "", ""},
+	)
 }
 
 // fake is how fakeRedis answers: the version INFO gives; with stall, a
@@ -121,7 +138,9 @@ func fakeRedis(t *testing.T, f fake) string {
 			return "-CROSSSLOT Keys in request don't hash to the same slot\r\n"
 		case strings.Contains(src, "redis.call('TIME')") && strings.Contains(src, "'SET'") && f.version < "5":
 			sha := sha1.Sum([]byte(src))
-			return "-ERR Error running script (call to f_" + hex.EncodeToString(sha[:]) + "): @user_script:1: @user_script: 1: " +
+			return "-ERR Error running script (call to f_" + hex.EncodeToString(
+				sha[:],
+			) + "): @user_script:1: @user_script: 1: " +
 				"Write commands not allowed after non deterministic commands. Call redis.replicate_commands() at the start of your script " +
 				"in order to switch to single commands replication mode.\r\n"
 		case strings.Contains(src, "redis.call('TIME')") && !strings.Contains(src, "'SET'"):

@@ -80,7 +80,16 @@ func expect(t *testing.T, rep redisprobe.Report, wants ...want) {
 			continue
 		}
 		if g.status != w.status || !strings.Contains(g.found, w.found) || !strings.Contains(g.change, w.change) {
-			t.Errorf("%s: got %v, found %q, change %q; want %v, found ~%q, change ~%q", w.check, g.status, g.found, g.change, w.status, w.found, w.change)
+			t.Errorf(
+				"%s: got %v, found %q, change %q; want %v, found ~%q, change ~%q",
+				w.check,
+				g.status,
+				g.found,
+				g.change,
+				w.status,
+				w.found,
+				w.change,
+			)
 		}
 	}
 }

@@ -84,7 +84,12 @@ func (p *prober) ended(ctx context.Context, check string) bool {
 	if err == nil {
 		return false
 	}
-	p.add(check, StatusFailure, fmt.Sprintf("not checked: the probe's context ended (%v); later checks skipped", err), "give the probe more time")
+	p.add(
+		check,
+		StatusFailure,
+		fmt.Sprintf("not checked: the probe's context ended (%v); later checks skipped", err),
+		"give the probe more time",
+	)
 	return true
 }
 
@@ -93,7 +98,11 @@ func (p *prober) probe(ctx context.Context) {
 		return
 	}
 	p.cluster()
-	p.perNode("persistence", "allow INFO (ACL +info), or check persistence in the provider's console: without it a restart resets every limit", persistence)
+	p.perNode(
+		"persistence",
+		"allow INFO (ACL +info), or check persistence in the provider's console: without it a restart resets every limit",
+		persistence,
+	)
 	p.perNode("eviction", "allow INFO (ACL +info), or make sure maxmemory-policy is noeviction", eviction)
 	if p.ended(ctx, "scripts") || !p.scripts(ctx) {
 		return
@@ -104,7 +113,8 @@ func (p *prober) probe(ctx context.Context) {
 	if p.ended(ctx, "server time") {
 		return
 	}
-	offset, unc, timeErr := storeredis.New(p.client, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)).ClockOffset(ctx)
+	offset, unc, timeErr := storeredis.New(p.client, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)).
+		ClockOffset(ctx)
 	if p.ended(ctx, "server time") {
 		return
 	}

@@ -38,7 +38,12 @@ func (p *prober) scripts(ctx context.Context) bool {
 		switch {
 		case p.ended(ctx, "scripts"):
 		case redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK"):
-			p.add("scripts", StatusFailure, "a key lives on another node: "+err.Error()+"; nothing that runs a script was checked", "use a *redis.ClusterClient")
+			p.add(
+				"scripts",
+				StatusFailure,
+				"a key lives on another node: "+err.Error()+"; nothing that runs a script was checked",
+				"use a *redis.ClusterClient",
+			)
 		default:
 			p.add("scripts", StatusFailure, "EVAL refused: "+err.Error()+"; nothing that runs a script was checked",
 				"use a Redis that runs Lua scripts: every decision is one")
@@ -56,8 +61,12 @@ func (p *prober) scripts(ctx context.Context) bool {
 		case p.ended(ctx, "scripts"):
 			return false
 		case redis.HasErrorPrefix(err, "NOSCRIPT"):
-			p.add("scripts", StatusWarning, "EVALSHA answers NOSCRIPT right after EVAL ran the script: the server does not keep scripts cached",
-				"every decision will take two round trips (EVALSHA, then EVAL): use an endpoint that keeps its script cache")
+			p.add(
+				"scripts",
+				StatusWarning,
+				"EVALSHA answers NOSCRIPT right after EVAL ran the script: the server does not keep scripts cached",
+				"every decision will take two round trips (EVALSHA, then EVAL): use an endpoint that keeps its script cache",
+			)
 			return true
 		default:
 			p.add("scripts", StatusFailure, "EVAL runs scripts, but EVALSHA is refused: "+err.Error(),
@@ -68,13 +77,26 @@ func (p *prober) scripts(ctx context.Context) bool {
 	p.add("scripts", StatusOK, "EVAL and EVALSHA run scripts", "")
 	switch {
 	case fastest > p.budget:
-		p.add("round trip", StatusFailure, fmt.Sprintf("the fastest of 3 EVALSHAs took %v, over the budget of %v", round(fastest), p.budget),
-			"run the app nearer Redis, or allow decisions more time")
+		p.add(
+			"round trip",
+			StatusFailure,
+			fmt.Sprintf("the fastest of 3 EVALSHAs took %v, over the budget of %v", round(fastest), p.budget),
+			"run the app nearer Redis, or allow decisions more time",
+		)
 	case fastest > p.budget/2:
-		p.add("round trip", StatusWarning, fmt.Sprintf("the fastest of 3 EVALSHAs took %v, over half the budget of %v", round(fastest), p.budget),
-			"run the app nearer Redis, or allow decisions more time")
+		p.add(
+			"round trip",
+			StatusWarning,
+			fmt.Sprintf("the fastest of 3 EVALSHAs took %v, over half the budget of %v", round(fastest), p.budget),
+			"run the app nearer Redis, or allow decisions more time",
+		)
 	default:
-		p.add("round trip", StatusOK, fmt.Sprintf("the fastest of 3 EVALSHAs took %v (budget %v)", round(fastest), p.budget), "")
+		p.add(
+			"round trip",
+			StatusOK,
+			fmt.Sprintf("the fastest of 3 EVALSHAs took %v (budget %v)", round(fastest), p.budget),
+			"",
+		)
 	}
 	return true
 }
@@ -97,11 +119,21 @@ func (p *prober) keys(ctx context.Context) bool {
 				"use a server or proxy that honours hash tags: ratewise.NewStack's decisions fail here")
 			return true
 		case redis.HasErrorPrefix(err, "READONLY"):
-			p.add("keys", StatusFailure, "scripts cannot write: "+err.Error(), "point the client at the primary (writer) endpoint, not a replica")
+			p.add(
+				"keys",
+				StatusFailure,
+				"scripts cannot write: "+err.Error(),
+				"point the client at the primary (writer) endpoint, not a replica",
+			)
 		case redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK"):
 			p.add("keys", StatusFailure, "a key lives on another node: "+err.Error(), "use a *redis.ClusterClient")
 		default:
-			p.add("keys", StatusFailure, "scripts cannot write: "+err.Error(), "let scripts write keys with a TTL (SET … PX): every admission does")
+			p.add(
+				"keys",
+				StatusFailure,
+				"scripts cannot write: "+err.Error(),
+				"let scripts write keys with a TTL (SET … PX): every admission does",
+			)
 		}
 		return false
 	}
@@ -117,11 +149,20 @@ func (p *prober) keys(ctx context.Context) bool {
 		if p.ended(ctx, "keys") {
 			return false
 		}
-		p.add("keys", StatusFailure, "a script cannot write keys of different hash slots, as a coalesced batch on a *redis.Client does: "+err.Error(),
-			"use a *redis.ClusterClient if the offering speaks the cluster protocol, or else storeredis.WithCoalescing(0)")
+		p.add(
+			"keys",
+			StatusFailure,
+			"a script cannot write keys of different hash slots, as a coalesced batch on a *redis.Client does: "+err.Error(),
+			"use a *redis.ClusterClient if the offering speaks the cluster protocol, or else storeredis.WithCoalescing(0)",
+		)
 		return true
 	}
-	p.add("keys", StatusOK, "a script writes keys that share a hash tag (ratewise.NewStack) and keys of different hash slots (coalesced batches)", "")
+	p.add(
+		"keys",
+		StatusOK,
+		"a script writes keys that share a hash tag (ratewise.NewStack) and keys of different hash slots (coalesced batches)",
+		"",
+	)
 	return true
 }
 

@@ -64,13 +64,26 @@ func (p *prober) server(ctx context.Context) bool {
 		}
 		switch {
 		case authError(err):
-			p.add("server", StatusFailure, "authentication failed: "+err.Error(), "give the user name and password the server expects")
+			p.add(
+				"server",
+				StatusFailure,
+				"authentication failed: "+err.Error(),
+				"give the user name and password the server expects",
+			)
 		case redis.HasErrorPrefix(err, "This instance has cluster support disabled"):
-			p.add("cluster", StatusFailure, "a *redis.ClusterClient on a server that is not a Redis Cluster: "+err.Error()+"; nothing else checked",
-				"use a *redis.Client for a standalone server or a proxy")
+			p.add(
+				"cluster",
+				StatusFailure,
+				"a *redis.ClusterClient on a server that is not a Redis Cluster: "+err.Error()+"; nothing else checked",
+				"use a *redis.Client for a standalone server or a proxy",
+			)
 		default:
-			p.add("server", StatusFailure, "unreachable: "+err.Error()+"; nothing else checked",
-				"check the address, the credentials, TLS (rediss://) and that this host reaches the server within the client's timeouts")
+			p.add(
+				"server",
+				StatusFailure,
+				"unreachable: "+err.Error()+"; nothing else checked",
+				"check the address, the credentials, TLS (rediss://) and that this host reaches the server within the client's timeouts",
+			)
 		}
 		return false
 	}
@@ -81,8 +94,12 @@ func (p *prober) server(ctx context.Context) bool {
 			answered = append(answered, n)
 			continue
 		}
-		p.add("cluster", StatusFailure, fmt.Sprintf("%s %s does not answer: %v", p.members, n.addr, n.err),
-			"its keys fail (store.ErrUnavailable) until it answers: fix it, and check that this host reaches every node at the address the cluster announces")
+		p.add(
+			"cluster",
+			StatusFailure,
+			fmt.Sprintf("%s %s does not answer: %v", p.members, n.addr, n.err),
+			"its keys fail (store.ErrUnavailable) until it answers: fix it, and check that this host reaches every node at the address the cluster announces",
+		)
 	}
 	p.nodes = answered
 	p.version()
@@ -133,7 +150,12 @@ func (p *prober) version() {
 		}
 		v := n.info["redis_version"]
 		if v == "" {
-			p.add("server", StatusWarning, p.on(n)+"INFO gives no redis_version", "make sure the server is Redis 5.0 or later, or compatible with it")
+			p.add(
+				"server",
+				StatusWarning,
+				p.on(n)+"INFO gives no redis_version",
+				"make sure the server is Redis 5.0 or later, or compatible with it",
+			)
 			continue
 		}
 		if older(v, minVersion) {
@@ -200,12 +222,21 @@ func (p *prober) cluster() {
 	default:
 		switch p.nodes[0].info["cluster_enabled"] {
 		case "1":
-			p.add("cluster", StatusFailure, "a Redis Cluster node (cluster_enabled:1) behind a single-node client: keys in other nodes' slots fail with MOVED",
-				"use a *redis.ClusterClient")
+			p.add(
+				"cluster",
+				StatusFailure,
+				"a Redis Cluster node (cluster_enabled:1) behind a single-node client: keys in other nodes' slots fail with MOVED",
+				"use a *redis.ClusterClient",
+			)
 		case "0":
 			p.add("cluster", StatusOK, "standalone, not a Redis Cluster (cluster_enabled:0)", "")
 		default:
-			p.add("cluster", StatusOK, "INFO does not say whether this is a Redis Cluster node; the key checks below tell whether keys reach it", "")
+			p.add(
+				"cluster",
+				StatusOK,
+				"INFO does not say whether this is a Redis Cluster node; the key checks below tell whether keys reach it",
+				"",
+			)
 		}
 	}
 }

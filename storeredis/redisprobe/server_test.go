@@ -35,14 +35,17 @@ func TestStandalone(t *testing.T) {
 	if got, want := rep.Worst(), redisprobe.StatusWarning; got != want {
 		t.Errorf("worst status: got %v, want %v:\n%s", got, want, report(rep))
 	}
-	if keys, err := c.Keys(context.Background(), storeredis.DefaultKeyPrefix+"probe:*").Result(); err != nil || len(keys) > 0 {
+	if keys, err := c.Keys(context.Background(), storeredis.DefaultKeyPrefix+"probe:*").Result(); err != nil ||
+		len(keys) > 0 {
 		t.Errorf("the probe left keys %v (%v)", keys, err)
 	}
 
 	// A Ring asks each shard; its keys share a hash tag as on a cluster.
-	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
-		DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond})
+	ring := redis.NewRing(
+		&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}, ContextTimeoutEnabled: true, MaxRetries: -1,
+			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+			DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond},
+	)
 	t.Cleanup(func() { ring.Close() })
 	expect(t, redisprobe.Run(context.Background(), ring, time.Second),
 		want{"cluster", redisprobe.StatusOK, "a Ring: 1 live shard, each answers", ""},
@@ -72,18 +75,34 @@ func TestFollowsTheServersConfig(t *testing.T) {
 		{"rdb snapshot", []string{`save "3600 1"`}, bgsave,
 			[]want{{"persistence", redisprobe.StatusOK, "RDB snapshots", ""}}},
 		{"allkeys-lru", []string{"maxmemory 100mb", "maxmemory-policy allkeys-lru"}, nil,
-			[]want{{"eviction", redisprobe.StatusFailure, "maxmemory-policy allkeys-lru (maxmemory 100.00M)", "set maxmemory-policy noeviction"}}},
+			[]want{
+				{
+					"eviction",
+					redisprobe.StatusFailure,
+					"maxmemory-policy allkeys-lru (maxmemory 100.00M)",
+					"set maxmemory-policy noeviction",
+				},
+			}},
 		{"volatile-ttl", []string{"maxmemory 100mb", "maxmemory-policy volatile-ttl"}, nil,
-			[]want{{"eviction", redisprobe.StatusFailure, "volatile-* policies evict them too", "set maxmemory-policy noeviction"}}},
+			[]want{
+				{"eviction", redisprobe.StatusFailure, "volatile-* policies evict them too", "set maxmemory-policy noeviction"},
+			}},
 		{"allkeys-lru without maxmemory", []string{"maxmemory-policy allkeys-lru"}, nil,
 			[]want{{"eviction", redisprobe.StatusWarning, "nothing is evicted now", "set maxmemory-policy noeviction"}}},
 		{"TIME refused", []string{`rename-command TIME ""`}, nil, []want{
-			{"server time", redisprobe.StatusFailure, "a script cannot read TIME: ERR Unknown Redis command called from script", "storeredis.WithClientTime()"},
+			{
+				"server time",
+				redisprobe.StatusFailure,
+				"a script cannot read TIME: ERR Unknown Redis command called from script",
+				"storeredis.WithClientTime()",
+			},
 			{"clock", redisprobe.StatusOK, "INFO's server_time_usec is", ""},
 			{"keys", redisprobe.StatusOK, "", ""},
 		}},
 		{"EVALSHA refused", []string{`rename-command EVALSHA ""`}, nil,
-			[]want{{"scripts", redisprobe.StatusFailure, "EVALSHA is refused: ERR unknown command 'evalsha'", "allow EVALSHA"}}},
+			[]want{
+				{"scripts", redisprobe.StatusFailure, "EVALSHA is refused: ERR unknown command 'evalsha'", "allow EVALSHA"},
+			}},
 		{"INFO refused", []string{`rename-command INFO ""`}, nil, []want{
 			{"server", redisprobe.StatusWarning, "INFO refused", "ACL +info"},
 			{"persistence", redisprobe.StatusWarning, "unknown: INFO refused", ""},

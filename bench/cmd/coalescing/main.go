@@ -106,14 +106,21 @@ func run(d time.Duration, callers, modes []int) error {
 	if denyCacheSize > 0 {
 		cache = "on"
 	}
-	fmt.Printf("Redis %s, %d cores, %v per cell, GCRA 1000 per minute burst 1000, deny cache %s; `go run ./bench/cmd/coalescing`\n\n",
-		redisinfo.Field(info, "redis_version"), runtime.NumCPU(), d, cache)
+	fmt.Printf(
+		"Redis %s, %d cores, %v per cell, GCRA 1000 per minute burst 1000, deny cache %s; `go run ./bench/cmd/coalescing`\n\n",
+		redisinfo.Field(info, "redis_version"),
+		runtime.NumCPU(),
+		d,
+		cache,
+	)
 
 	keys := make([]string, manyKeys)
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
 	}
-	fmt.Println("| keys | callers | coalescing | decisions/s | × off | p50 | p99 | round trips/decision | Redis µs/decision |")
+	fmt.Println(
+		"| keys | callers | coalescing | decisions/s | × off | p50 | p99 | round trips/decision | Redis µs/decision |",
+	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, set := range []struct {
 		name string
@@ -129,8 +136,15 @@ func run(d time.Duration, callers, modes []int) error {
 					return err
 				}
 				admin.ConfigResetStat(ctx)
-				l, err := ratewise.New(storeredis.New(rdb, storeredis.WithCoalescing(mode), storeredis.WithDenyCache(denyCacheSize), storeredis.WithWarnings(0, nil)),
-					algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000})
+				l, err := ratewise.New(
+					storeredis.New(
+						rdb,
+						storeredis.WithCoalescing(mode),
+						storeredis.WithDenyCache(denyCacheSize),
+						storeredis.WithWarnings(0, nil),
+					),
+					algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
+				)
 				if err != nil {
 					return err
 				}
@@ -179,7 +193,12 @@ func run(d time.Duration, callers, modes []int) error {
 func overDenial(ctx context.Context, rdb *redis.Client) error {
 	const trials = 50
 	cached := storeredis.New(rdb, storeredis.WithCoalescing(0), storeredis.WithWarnings(0, nil))
-	plain := storeredis.New(rdb, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0), storeredis.WithWarnings(0, nil))
+	plain := storeredis.New(
+		rdb,
+		storeredis.WithCoalescing(0),
+		storeredis.WithDenyCache(0),
+		storeredis.WithWarnings(0, nil),
+	)
 	var alg algorithms.Algorithm = algorithms.GCRA{Rate: algorithms.PerSecond(50), Burst: 1}
 	var lags []time.Duration
 	for i := range trials {
@@ -223,8 +242,12 @@ func overDenial(ctx context.Context, rdb *redis.Client) error {
 	}
 	slices.Sort(lags)
 	fmt.Println()
-	fmt.Printf("Deny cache: when a denied key is let through by a store with the cache, minus when Redis admits it (a store without the cache, polled alternately), %d keys of 50 per second, burst 1, on Redis's clock: median %v, largest %v. Each poll of the two stores takes about one round trip, which bounds what this can resolve.\n",
-		trials, lags[len(lags)/2].Round(time.Microsecond), lags[len(lags)-1].Round(time.Microsecond))
+	fmt.Printf(
+		"Deny cache: when a denied key is let through by a store with the cache, minus when Redis admits it (a store without the cache, polled alternately), %d keys of 50 per second, burst 1, on Redis's clock: median %v, largest %v. Each poll of the two stores takes about one round trip, which bounds what this can resolve.\n",
+		trials,
+		lags[len(lags)/2].Round(time.Microsecond),
+		lags[len(lags)-1].Round(time.Microsecond),
+	)
 	return nil
 }
 

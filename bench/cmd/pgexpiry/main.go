@@ -30,7 +30,11 @@ func main() {
 	keys := flag.Int("keys", 1_000_000, "distinct keys to pass through")
 	callers := flag.Int("callers", 16, "concurrent callers")
 	window := flag.Duration("window", time.Second, "the fixed window's length: how long a key counts after its decision")
-	idle := flag.Duration("idle", 10*time.Second, "how long to go on deciding on 1,000 keys of a working set after the last new key")
+	idle := flag.Duration(
+		"idle",
+		10*time.Second,
+		"how long to go on deciding on 1,000 keys of a working set after the last new key",
+	)
 	unlogged := flag.Bool("unlogged", false, "create the tables UNLOGGED")
 	flag.Parse()
 	if err := run(*keys, *callers, *window, *idle, *unlogged); err != nil {
@@ -69,9 +73,18 @@ func run(keys, callers int, window, idle time.Duration, unlogged bool) error {
 		return err
 	}
 	alg := algorithms.FixedWindow{Limit: 100, Window: window}
-	fmt.Printf("PostgreSQL %s (throwaway, fsync off, autovacuum on by default), %s table; %d distinct keys of %s, each decided once by %d callers, then %v on a working set of 1,000 keys\n\n",
-		version, map[bool]string{false: "logged", true: "UNLOGGED"}[unlogged], keys, alg, callers, idle)
-	fmt.Println("| keys passed | elapsed | rows | rows still counting | table + index size | bytes per row | dead rows | vacuums (the store's + autovacuum's) |")
+	fmt.Printf(
+		"PostgreSQL %s (throwaway, fsync off, autovacuum on by default), %s table; %d distinct keys of %s, each decided once by %d callers, then %v on a working set of 1,000 keys\n\n",
+		version,
+		map[bool]string{false: "logged", true: "UNLOGGED"}[unlogged],
+		keys,
+		alg,
+		callers,
+		idle,
+	)
+	fmt.Println(
+		"| keys passed | elapsed | rows | rows still counting | table + index size | bytes per row | dead rows | vacuums (the store's + autovacuum's) |",
+	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 
 	start := time.Now()

@@ -205,7 +205,17 @@ func run(d time.Duration, callers []int) error {
 		base := results[len(ways)-1].perSecond
 		for i, w := range ways {
 			r := results[i]
-			fmt.Printf("| %s | %d | %.0f | %.0f%% | %v | %v | %d | %.2f× |\n", w.name, n, r.perSecond, 100*r.admitted, r.p50, r.p99, w.trips, r.perSecond/base)
+			fmt.Printf(
+				"| %s | %d | %.0f | %.0f%% | %v | %v | %d | %.2f× |\n",
+				w.name,
+				n,
+				r.perSecond,
+				100*r.admitted,
+				r.p50,
+				r.p99,
+				w.trips,
+				r.perSecond/base,
+			)
 		}
 	}
 	return nil

@@ -60,9 +60,13 @@ func run(addr string) error {
 
 	fmt.Println("## Commands per decision")
 	fmt.Println()
-	fmt.Println("Redis time is the script's own time inside Redis per decision (INFO commandstats, EVALSHA usec per call), the median of 15 rounds of 200 decisions each.")
+	fmt.Println(
+		"Redis time is the script's own time inside Redis per decision (INFO commandstats, EVALSHA usec per call), the median of 15 rounds of 200 decisions each.",
+	)
 	fmt.Println()
-	fmt.Println("| algorithm | round trips | commands in the script, admitted | which | Redis µs, admitted | commands, denied | which | Redis µs, denied |")
+	fmt.Println(
+		"| algorithm | round trips | commands in the script, admitted | which | Redis µs, admitted | commands, denied | which | Redis µs, denied |",
+	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, alg := range algs {
 		row, err := commandsPerDecision(ctx, c, s, alg, roundTrips)
@@ -75,7 +79,9 @@ func run(addr string) error {
 	fmt.Println()
 	fmt.Println("## Memory per key")
 	fmt.Println()
-	fmt.Println("Key `user:1001`, stored as `ratewise:<algorithm>:[v<layout>:]<scope>:{user:1001}` (the default prefix, the state's layout version for the kinds that have one, then the window or period, such as `1m`); state after requests as described.")
+	fmt.Println(
+		"Key `user:1001`, stored as `ratewise:<algorithm>:[v<layout>:]<scope>:{user:1001}` (the default prefix, the state's layout version for the kinds that have one, then the window or period, such as `1m`); state after requests as described.",
+	)
 	fmt.Println()
 	fmt.Println("| algorithm | state | bytes (MEMORY USAGE) | encoding |")
 	fmt.Println("| --- | --- | --- | --- |")
@@ -100,7 +106,9 @@ func run(addr string) error {
 	fmt.Println()
 	fmt.Println("## Sliding log: memory per record")
 	fmt.Println()
-	fmt.Println("N requests of cost 1 at distinct microseconds, all within the window, against the common estimate of ~100 B per sorted-set record.")
+	fmt.Println(
+		"N requests of cost 1 at distinct microseconds, all within the window, against the common estimate of ~100 B per sorted-set record.",
+	)
 	fmt.Println()
 	fmt.Println("| records N | bytes (MEMORY USAGE) | bytes per record | encoding | the common estimate |")
 	fmt.Println("| --- | --- | --- | --- | --- |")
@@ -129,7 +137,9 @@ func setCosts(ctx context.Context, c *redis.Client, s *storeredis.Store, roundTr
 	fmt.Println()
 	fmt.Println("## Sets of limits")
 	fmt.Println()
-	fmt.Println("A decision over the first k algorithms above at 1,000 per minute, all on one key, all or nothing: 200 decisions 1ms apart, all admitted; Redis time is the median of 15 rounds.")
+	fmt.Println(
+		"A decision over the first k algorithms above at 1,000 per minute, all on one key, all or nothing: 200 decisions 1ms apart, all admitted; Redis time is the median of 15 rounds.",
+	)
 	fmt.Println()
 	fmt.Println("| limits k | round trips per decision | Redis µs per decision |")
 	fmt.Println("| --- | --- | --- |")
@@ -180,7 +190,9 @@ func memberLengths(ctx context.Context, c *redis.Client, prefix string) error {
 	fmt.Println()
 	fmt.Println("## Sorted sets: bytes per record by member length")
 	fmt.Println()
-	fmt.Println("Plain ZADD of N distinct members of one length (binary), scores as ratewise writes them (microseconds since the Unix epoch), to show what the member costs: ratewise's members are the running total of admitted cost in decimal, 1 to 6 bytes for the first million units, a binary ULID is 16 bytes, a text ULID 26.")
+	fmt.Println(
+		"Plain ZADD of N distinct members of one length (binary), scores as ratewise writes them (microseconds since the Unix epoch), to show what the member costs: ratewise's members are the running total of admitted cost in decimal, 1 to 6 bytes for the first million units, a binary ULID is 16 bytes, a text ULID 26.",
+	)
 	fmt.Println()
 	lengths := []int{4, 6, 10, 16, 26}
 	fmt.Print("| records N |")
@@ -250,13 +262,33 @@ func memoryCases() []memoryCase {
 		case algo.FamilyOf(k) == algo.FamilyFixedWindow:
 			add(algorithms.Params{Limit: 100, Window: time.Minute}, "3 requests in the window", []int64{1, 1, 1}, time.Second)
 		case algo.TakesSubWindows(k):
-			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 6}, "6 sub-windows in use", repeat(1, 6), 10*time.Second)
-			add(algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 60}, "60 sub-windows in use", repeat(1, 60), time.Second)
+			add(
+				algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 6},
+				"6 sub-windows in use",
+				repeat(1, 6),
+				10*time.Second,
+			)
+			add(
+				algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 60},
+				"60 sub-windows in use",
+				repeat(1, 60),
+				time.Second,
+			)
 		case algo.FamilyOf(k) == algo.FamilyLog:
 			add(algorithms.Params{Limit: 100, Window: time.Minute}, "1 record", []int64{1}, time.Second)
 		case algo.TakesBurst(k):
-			add(algorithms.Params{Limit: 10, Window: time.Second, Burst: 100}, "3 taken at 10/s (a whole µs)", []int64{1, 1, 1}, time.Millisecond)
-			add(algorithms.Params{Limit: 3, Window: time.Second, Burst: 100}, "1 taken at 3/s (with a remainder)", []int64{1}, time.Millisecond)
+			add(
+				algorithms.Params{Limit: 10, Window: time.Second, Burst: 100},
+				"3 taken at 10/s (a whole µs)",
+				[]int64{1, 1, 1},
+				time.Millisecond,
+			)
+			add(
+				algorithms.Params{Limit: 3, Window: time.Second, Burst: 100},
+				"1 taken at 3/s (with a remainder)",
+				[]int64{1},
+				time.Millisecond,
+			)
 		default:
 			add(algorithms.Params{Limit: 100, Window: time.Minute}, "3 requests", []int64{1, 1, 1}, time.Second)
 		}
@@ -275,7 +307,13 @@ func repeat(v int64, n int) []int64 {
 // commandsPerDecision measures admitted and denied decisions on one key:
 // the commands they run, from the first round, and the script's time inside
 // Redis, the median over rounds.
-func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, roundTrips *redistest.RoundTrips) (string, error) {
+func commandsPerDecision(
+	ctx context.Context,
+	c *redis.Client,
+	s *storeredis.Store,
+	alg algorithms.Algorithm,
+	roundTrips *redistest.RoundTrips,
+) (string, error) {
 	key := "commands:" + alg.Kind().Name()
 	const n, rounds = 200, 15
 	// Warm the script cache so NOSCRIPT does not count.
@@ -352,7 +390,17 @@ func commandsPerDecision(ctx context.Context, c *redis.Client, s *storeredis.Sto
 		return v[len(v)/2]
 	}
 	a, d := admitted[0], denied[0]
-	return fmt.Sprintf("| %s | %.2f | %.2f | %s | %.1f | %.2f | %s | %.1f |", alg.Kind().Name(), a.trips, a.commands, a.which, median(admitted), d.commands, d.which, median(denied)), nil
+	return fmt.Sprintf(
+		"| %s | %.2f | %.2f | %s | %.1f | %.2f | %s | %.1f |",
+		alg.Kind().Name(),
+		a.trips,
+		a.commands,
+		a.which,
+		median(admitted),
+		d.commands,
+		d.which,
+		median(denied),
+	), nil
 }
 
 func usage(ctx context.Context, c *redis.Client, key string) (int64, string, error) {

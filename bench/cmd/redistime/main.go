@@ -58,15 +58,27 @@ func run(addr string, d time.Duration) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("Redis %s, %d callers, %v per cell, %d per minute per key, measured by `go run ./bench/cmd/redistime`.\n\n",
-		redisinfo.Field(info, "redis_version"), callers, d, perMinute)
-	fmt.Println("| algorithm | Redis µs/decision, 100,000 keys | Redis µs/decision, hot key | decisions per script call, 100,000 keys |")
+	fmt.Printf(
+		"Redis %s, %d callers, %v per cell, %d per minute per key, measured by `go run ./bench/cmd/redistime`.\n\n",
+		redisinfo.Field(info, "redis_version"),
+		callers,
+		d,
+		perMinute,
+	)
+	fmt.Println(
+		"| algorithm | Redis µs/decision, 100,000 keys | Redis µs/decision, hot key | decisions per script call, 100,000 keys |",
+	)
 	fmt.Println("| --- | --- | --- | --- |")
 	keys := make([]string, manyKeys)
 	for i := range keys {
 		keys[i] = fmt.Sprint("user:", i)
 	}
-	s := storeredis.New(c, storeredis.WithKeyPrefix(session.Prefix), storeredis.WithDenyCache(0), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(
+		c,
+		storeredis.WithKeyPrefix(session.Prefix),
+		storeredis.WithDenyCache(0),
+		storeredis.WithWarnings(0, nil),
+	)
 	for _, alg := range redisinfo.Algorithms(perMinute, time.Minute, 6) {
 		l, err := ratewise.New(s, alg)
 		if err != nil {

@@ -56,7 +56,8 @@ func countAll(root string) (map[string]count, error) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		name := d.Name()
-		if rel != "." && (name == "internal" || name == "testdata" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, "_test")) {
+		if rel != "." &&
+			(name == "internal" || name == "testdata" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, "_test")) {
 			return filepath.SkipDir
 		}
 		if rel != "." {
@@ -194,7 +195,17 @@ func report(counts map[string]count, check bool) bool {
 			coreTotal += c.total()
 		}
 		all += c.total()
-		fmt.Printf("| %s | %d | %d | %d | %d | %d | %d | %d |\n", label, c.consts, c.vars, c.funcs, c.types, c.methods, c.fields, c.total())
+		fmt.Printf(
+			"| %s | %d | %d | %d | %d | %d | %d | %d |\n",
+			label,
+			c.consts,
+			c.vars,
+			c.funcs,
+			c.types,
+			c.methods,
+			c.fields,
+			c.total(),
+		)
 	}
 	fmt.Printf("\ncore: %d (budget %d); algorithms: %d (budget %d); all public packages: %d\n",
 		coreTotal, coreBudget, counts["algorithms"].total(), algorithmsBudget, all)

@@ -34,7 +34,11 @@ func TestReadBoundsOnlyFromTheBoundsSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []bound{{"gcra.bytes_per_key", "<=", 80}, {"round_trips_per_decision", "<=", 1}, {"x.decisions_per_second", ">=", 1000}}
+	want := []bound{
+		{"gcra.bytes_per_key", "<=", 80},
+		{"round_trips_per_decision", "<=", 1},
+		{"x.decisions_per_second", ">=", 1000},
+	}
 	if len(bounds) != len(want) {
 		t.Fatalf("got %v, want %v", bounds, want)
 	}

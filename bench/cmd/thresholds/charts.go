@@ -11,7 +11,13 @@ func writeCharts(dir string, mem []memoryRow, lat []latencyRow) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	memory := svgplot.Chart{Title: "Redis memory per key against QPS × window", XLabel: "records in the window (QPS × window)", YLabel: "bytes per key", LogX: true, LogY: true}
+	memory := svgplot.Chart{
+		Title:  "Redis memory per key against QPS × window",
+		XLabel: "records in the window (QPS × window)",
+		YLabel: "bytes per key",
+		LogX:   true,
+		LogY:   true,
+	}
 	log := svgplot.Series{Name: "sliding log (measured)", Colour: "#d62728", Markers: true}
 	estimate := svgplot.Series{Name: "common estimate (100 B per record)", Colour: "#d62728", Dashed: true, Markers: true}
 	window := svgplot.Series{Name: "sliding window counter, 60 sub-windows", Colour: "#1f77b4", Markers: true}
@@ -29,7 +35,12 @@ func writeCharts(dir string, mem []memoryRow, lat []latencyRow) error {
 	}
 	memory.Series = []svgplot.Series{estimate, log, window, bucket, gcra}
 
-	latency := svgplot.Chart{Title: "Sliding-log decision latency against records N", XLabel: "records N in the log", YLabel: "µs per decision", LogX: true}
+	latency := svgplot.Chart{
+		Title:  "Sliding-log decision latency against records N",
+		XLabel: "records N in the log",
+		YLabel: "µs per decision",
+		LogX:   true,
+	}
 	server := svgplot.Series{Name: "Redis server time", Colour: "#1f77b4", Markers: true}
 	p50 := svgplot.Series{Name: "client p50", Colour: "#2ca02c", Markers: true}
 	p99 := svgplot.Series{Name: "client p99", Colour: "#d62728", Markers: true}

@@ -95,8 +95,13 @@ func run(cfg config) (bool, error) {
 	if cfg.quick {
 		mode = "-quick"
 	}
-	fmt.Printf("Redis %s on %d cores (%s), client and server on one machine; `go run ./bench/cmd/thresholds` (%s run).\n\n",
-		redisinfo.Field(info, "redis_version"), runtime.NumCPU(), cpuModel(), mode)
+	fmt.Printf(
+		"Redis %s on %d cores (%s), client and server on one machine; `go run ./bench/cmd/thresholds` (%s run).\n\n",
+		redisinfo.Field(info, "redis_version"),
+		runtime.NumCPU(),
+		cpuModel(),
+		mode,
+	)
 
 	m := measured{}
 	start := time.Now()
@@ -111,7 +116,14 @@ func run(cfg config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	lat, err := latencyTable(ctx, c, prefix, cfg.quick, m, algorithms.SlidingLog{Limit: 2_000_000, Window: 24 * time.Hour})
+	lat, err := latencyTable(
+		ctx,
+		c,
+		prefix,
+		cfg.quick,
+		m,
+		algorithms.SlidingLog{Limit: 2_000_000, Window: 24 * time.Hour},
+	)
 	if err != nil {
 		return false, err
 	}
@@ -157,14 +169,29 @@ type memoryRow struct {
 	measuredLog                                                 bool
 }
 
-func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string, quick bool, m measured) ([]memoryRow, error) {
+func memoryTable(
+	ctx context.Context,
+	c *redis.Client,
+	prefix, keyPrefix string,
+	quick bool,
+	m measured,
+) ([]memoryRow, error) {
 	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
-	ks := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(keyPrefix), storeredis.WithWarnings(0, nil))
+	ks := storeredis.New(
+		c,
+		storeredis.WithClientTime(),
+		storeredis.WithKeyPrefix(keyPrefix),
+		storeredis.WithWarnings(0, nil),
+	)
 	fmt.Println("## Memory: the common estimate, measured")
 	fmt.Println()
-	fmt.Println("A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key), and the compact log (`compact_log`, the same decisions from a ring of 8-byte timestamps) filled the same way. The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).")
+	fmt.Println(
+		"A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key), and the compact log (`compact_log`, the same decisions from a ring of 8-byte timestamps) filled the same way. The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).",
+	)
 	fmt.Println()
-	fmt.Println("| QPS × window | records | sliding log: measured | per record | common estimate | compact log | per record | sliding window (60) | token bucket | GCRA |")
+	fmt.Println(
+		"| QPS × window | records | sliding log: measured | per record | common estimate | compact log | per record | sliding window (60) | token bucket | GCRA |",
+	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	var rows []memoryRow
 	for _, sc := range scenarios {
@@ -219,8 +246,20 @@ func memoryTable(ctx context.Context, c *redis.Client, prefix, keyPrefix string,
 			compactCell = human(row.compactBytes)
 			compactPer = fmt.Sprintf("%.1f B", float64(row.compactBytes)/float64(n))
 		}
-		fmt.Printf("| %d × %d s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", sc.qps, sc.window/time.Second, thousands(n), logCell, perCell,
-			human(n*100), compactCell, compactPer, human(row.windowBytes), human(row.bucketBytes), human(row.gcraBytes))
+		fmt.Printf(
+			"| %d × %d s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			sc.qps,
+			sc.window/time.Second,
+			thousands(n),
+			logCell,
+			perCell,
+			human(n*100),
+			compactCell,
+			compactPer,
+			human(row.windowBytes),
+			human(row.bucketBytes),
+			human(row.gcraBytes),
+		)
 		rows = append(rows, row)
 	}
 	fmt.Println()
@@ -237,7 +276,13 @@ type traffic struct {
 
 // keyBytes decides tr on a fresh key under alg and returns its MEMORY
 // USAGE.
-func keyBytes(ctx context.Context, c *redis.Client, s *storeredis.Store, alg algorithms.Algorithm, tr traffic) (int64, error) {
+func keyBytes(
+	ctx context.Context,
+	c *redis.Client,
+	s *storeredis.Store,
+	alg algorithms.Algorithm,
+	tr traffic,
+) (int64, error) {
 	every, count, cost := tr.every, tr.count, tr.cost
 	const key = "user:1001"
 	if err := alg.Validate(); err != nil {
@@ -275,7 +320,14 @@ type latencyRow struct {
 }
 
 // latencyTable measures one decision of alg, a log, as its key grows.
-func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick bool, m measured, alg algorithms.Algorithm) ([]latencyRow, error) {
+func latencyTable(
+	ctx context.Context,
+	c *redis.Client,
+	prefix string,
+	quick bool,
+	m measured,
+	alg algorithms.Algorithm,
+) ([]latencyRow, error) {
 	sizes := []int64{1_000, 10_000, 100_000, 300_000, 600_000, 864_000}
 	if quick {
 		sizes = sizes[:3]
@@ -289,7 +341,14 @@ func latencyTable(ctx context.Context, c *redis.Client, prefix string, quick boo
 	key := "latency"
 	fmt.Printf("## Latency: one %s decision as the log grows\n", alg.Kind().Name())
 	fmt.Println()
-	fmt.Printf("Admitted decisions, one caller, %d per size. Server µs is Redis's own time per EVALSHA (INFO commandstats), the median of %d rounds of %d; p50/p99 are measured by the client over all of them, round trip included. Budget: %v on the server and %v p99 at the client.\n\n", samples, rounds, samples/rounds, serverBudget, p99Budget)
+	fmt.Printf(
+		"Admitted decisions, one caller, %d per size. Server µs is Redis's own time per EVALSHA (INFO commandstats), the median of %d rounds of %d; p50/p99 are measured by the client over all of them, round trip included. Budget: %v on the server and %v p99 at the client.\n\n",
+		samples,
+		rounds,
+		samples/rounds,
+		serverBudget,
+		p99Budget,
+	)
 	fmt.Println("| records N | server µs per decision | client p50 | client p99 | within budget |")
 	fmt.Println("| --- | --- | --- | --- | --- |")
 	var rows []latencyRow
@@ -367,7 +426,14 @@ func scriptMicros(ctx context.Context, c *redis.Client) (float64, error) {
 
 var throughputAlgorithms = redisinfo.Algorithms(1000, time.Minute, 10)
 
-func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick bool, trips *redistest.RoundTrips, m measured) error {
+func throughputTable(
+	ctx context.Context,
+	c *redis.Client,
+	prefix string,
+	quick bool,
+	trips *redistest.RoundTrips,
+	m measured,
+) error {
 	d := 2 * time.Second
 	if quick {
 		d = 300 * time.Millisecond
@@ -380,7 +446,10 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 	}
 	fmt.Println("## Throughput: decisions per second on one Redis")
 	fmt.Println()
-	fmt.Printf("Each cell runs %v of decisions from that many goroutines, limit 1,000 per minute per key, Redis's clock, the store as configured by default: concurrent decisions share round trips, and repeated denials are answered from the deny cache. On a hot key most decisions are denied once the limit is used up; on 100,000 keys most are admitted.\n\n", d)
+	fmt.Printf(
+		"Each cell runs %v of decisions from that many goroutines, limit 1,000 per minute per key, Redis's clock, the store as configured by default: concurrent decisions share round trips, and repeated denials are answered from the deny cache. On a hot key most decisions are denied once the limit is used up; on 100,000 keys most are admitted.\n\n",
+		d,
+	)
 	var serverTimes []string
 	fmt.Println("| algorithm | keys | 1 caller | 16 callers | 64 callers | round trips per decision |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- |")
@@ -444,10 +513,21 @@ func throughputTable(ctx context.Context, c *redis.Client, prefix string, quick 
 			}
 			rt := float64(tripsUsed) / float64(decisions)
 			m["round_trips_per_decision"] = max(m["round_trips_per_decision"], rt)
-			fmt.Printf("| %s | %s | %s | %s | %s | %.2f |\n", alg.Kind().Name(), thousands(int64(keys)), cells[0], cells[1], cells[2], rt)
+			fmt.Printf(
+				"| %s | %s | %s | %s | %s | %.2f |\n",
+				alg.Kind().Name(),
+				thousands(int64(keys)),
+				cells[0],
+				cells[1],
+				cells[2],
+				rt,
+			)
 		}
 	}
-	fmt.Printf("\nRedis's own time per decision (INFO commandstats, every command but the harness's, over the decisions; in brackets Redis's CPU time, user and system, from INFO cpu), 100,000 keys and 64 callers, µs: %s.\n", strings.Join(serverTimes, ", "))
+	fmt.Printf(
+		"\nRedis's own time per decision (INFO commandstats, every command but the harness's, over the decisions; in brackets Redis's CPU time, user and system, from INFO cpu), 100,000 keys and 64 callers, µs: %s.\n",
+		strings.Join(serverTimes, ", "),
+	)
 	return nil
 }
 

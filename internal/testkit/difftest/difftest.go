@@ -109,7 +109,8 @@ func Sequence(t testing.TB, s store.Store, rng *rand.Rand, lim Limits, key strin
 	var state algo.State
 	// The scale of the sequence's time steps: the window or period.
 	scale := algo.ScopeOf(alg).Window
-	fake := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
+	fake := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).
+		Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 	// Never step fake time back below this, so that real expiry implies the
 	// Go state is full too (see below).
 	floor := fake
@@ -203,7 +204,16 @@ func Sequence(t testing.TB, s store.Store, rng *rand.Rand, lim Limits, key strin
 			t.Fatalf("%#v step %d: %v", alg, step, err)
 		}
 		if got != want {
-			t.Fatalf("%#v step %d at %s, cost %d:\n  got %+v\n  go  %+v\n  go state before %s", alg, step, fake.Format(time.RFC3339Nano), cost, got, want, before)
+			t.Fatalf(
+				"%#v step %d at %s, cost %d:\n  got %+v\n  go  %+v\n  go state before %s",
+				alg,
+				step,
+				fake.Format(time.RFC3339Nano),
+				cost,
+				got,
+				want,
+				before,
+			)
 		}
 		// The key lives at least ResetAfter of real time from now, and
 		// until its At, whether this decision wrote it (an admission, a

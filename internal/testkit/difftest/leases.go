@@ -58,7 +58,18 @@ func Leases(t *testing.T, ls store.Store, prefix string, n int) {
 		var history []string // what happened, for a failure's message
 		fail := func(step int, now time.Time, what string, got, want any, gerr, werr error) {
 			t.Helper()
-			t.Fatalf("%s step %d at %s, %s:\n  got %+v (%v)\n  go  %+v (%v)\n%s", alg, step, now.Format(time.RFC3339Nano), what, got, gerr, want, werr, strings.Join(history, "\n"))
+			t.Fatalf(
+				"%s step %d at %s, %s:\n  got %+v (%v)\n  go  %+v (%v)\n%s",
+				alg,
+				step,
+				now.Format(time.RFC3339Nano),
+				what,
+				got,
+				gerr,
+				want,
+				werr,
+				strings.Join(history, "\n"),
+			)
 		}
 		for step := range 200 {
 			now := clock.Step(rng, window)
@@ -83,7 +94,10 @@ func Leases(t *testing.T, ls store.Store, prefix string, n int) {
 				n := 1 + rng.Int64N(algo.MaxCost(l.alg))
 				want, werr := ms.Refund(ctx, key, l.alg, now, l.res.At, n)
 				got, gerr := ls.Refund(ctx, key, l.alg, now, l.res.At, n)
-				history = append(history, fmt.Sprintf("  give back %d of %s under %s: %+v", n, l.res.At.Format("15:04:05.000000"), l.alg, want))
+				history = append(
+					history,
+					fmt.Sprintf("  give back %d of %s under %s: %+v", n, l.res.At.Format("15:04:05.000000"), l.alg, want),
+				)
 				if werr != nil || gerr != nil || got != want {
 					fail(step, now, fmt.Sprintf("a refund of %d", n), got, want, gerr, werr)
 				}
@@ -104,7 +118,15 @@ func Leases(t *testing.T, ls store.Store, prefix string, n int) {
 				got, delay, gerr := ls.Lease(ctx, key, alg, now, cost, maxWait)
 				history = append(history, fmt.Sprintf("  lease %d within %v: %+v delay %v", cost, maxWait, want, wantDelay))
 				if werr != nil || gerr != nil || got != want || delay != wantDelay {
-					fail(step, now, fmt.Sprintf("a lease of %d within %v (delay %v, want %v)", cost, maxWait, delay, wantDelay), got, want, gerr, werr)
+					fail(
+						step,
+						now,
+						fmt.Sprintf("a lease of %d within %v (delay %v, want %v)", cost, maxWait, delay, wantDelay),
+						got,
+						want,
+						gerr,
+						werr,
+					)
 				}
 				if want.Allowed {
 					leases = append(leases, lease{alg, want})

@@ -100,7 +100,16 @@ func SetBatches(t *testing.T, decide SetBatcher, prefix string, n int) {
 					denied++
 				}
 				if errs[i] != nil {
-					t.Fatalf("sequence %d batch %d decision %d (set %v cost %d at %s): %v", seq, b, i, d.Algs, d.Cost, d.Now.Format(time.RFC3339Nano), errs[i])
+					t.Fatalf(
+						"sequence %d batch %d decision %d (set %v cost %d at %s): %v",
+						seq,
+						b,
+						i,
+						d.Algs,
+						d.Cost,
+						d.Now.Format(time.RFC3339Nano),
+						errs[i],
+					)
 				}
 				for j := range d.Algs {
 					if got[i][j] != want[i][j] {
@@ -115,7 +124,14 @@ func SetBatches(t *testing.T, decide SetBatcher, prefix string, n int) {
 	if n > 0 && (admitted == 0 || denied == 0) {
 		t.Fatalf("%d decisions: %d charges admitted, %d denied; want both", decisions, admitted, denied)
 	}
-	t.Logf("%d sets' decisions in %d batches (%d lists of kinds a batch on average): %d charges admitted, %d denied", decisions, 12*n, calls/max(12*n, 1), admitted, denied)
+	t.Logf(
+		"%d sets' decisions in %d batches (%d lists of kinds a batch on average): %d charges admitted, %d denied",
+		decisions,
+		12*n,
+		calls/max(12*n, 1),
+		admitted,
+		denied,
+	)
 }
 
 // kindsOf returns the kinds of set's limits, each once, in order of first

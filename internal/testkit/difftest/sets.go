@@ -43,7 +43,17 @@ func Sets(t *testing.T, rs store.Store, prefix string, n int) {
 			}
 			for i := range algs {
 				if got[i] != want[i] {
-					t.Fatalf("set %v step %d at %s, cost %d, limit %d (%s):\n  got %+v\n  go  %+v", algs, step, now.Format(time.RFC3339Nano), cost, i, algs[i], got[i], want[i])
+					t.Fatalf(
+						"set %v step %d at %s, cost %d, limit %d (%s):\n  got %+v\n  go  %+v",
+						algs,
+						step,
+						now.Format(time.RFC3339Nano),
+						cost,
+						i,
+						algs[i],
+						got[i],
+						want[i],
+					)
 				}
 			}
 		}
@@ -65,7 +75,11 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 			}
 			if algo.TakesSubWindows(k) {
 				p.SubWindows = 1 + rng.Int64N(5)
-				p.Window = p.Window / time.Duration(p.SubWindows) / time.Millisecond * time.Millisecond * time.Duration(p.SubWindows)
+				p.Window = p.Window / time.Duration(
+					p.SubWindows,
+				) / time.Millisecond * time.Millisecond * time.Duration(
+					p.SubWindows,
+				)
 			}
 			if alg, err := k.New(p); err == nil {
 				algs = append(algs, alg)
@@ -122,9 +136,24 @@ func Reservations(t *testing.T, rs store.Store, prefix string, n int) {
 				n := 1 + rng.Int64N(algo.MaxCost(b.alg))
 				want, werr := ms.Refund(ctx, store.Key{Name: key}, b.alg, now, b.res.At, n)
 				got, gerr := rs.Refund(ctx, store.Key{Name: key}, b.alg, now, b.res.At, n)
-				history = append(history, fmt.Sprintf("  refund %d of %s under %s: %+v", n, b.res.At.Format("15:04:05.000000"), b.alg, want))
+				history = append(
+					history,
+					fmt.Sprintf("  refund %d of %s under %s: %+v", n, b.res.At.Format("15:04:05.000000"), b.alg, want),
+				)
 				if werr != nil || gerr != nil || got != want {
-					t.Fatalf("%s step %d at %s, a refund of %d booked at %s:\n  got %+v (%v)\n  go  %+v (%v)\n%s", b.alg, step, now.Format(time.RFC3339Nano), n, b.res.At.Format(time.RFC3339Nano), got, gerr, want, werr, strings.Join(history, "\n"))
+					t.Fatalf(
+						"%s step %d at %s, a refund of %d booked at %s:\n  got %+v (%v)\n  go  %+v (%v)\n%s",
+						b.alg,
+						step,
+						now.Format(time.RFC3339Nano),
+						n,
+						b.res.At.Format(time.RFC3339Nano),
+						got,
+						gerr,
+						want,
+						werr,
+						strings.Join(history, "\n"),
+					)
 				}
 				continue
 			}
@@ -136,7 +165,21 @@ func Reservations(t *testing.T, rs store.Store, prefix string, n int) {
 			want, wantDelay, werr := ms.Reserve(ctx, store.Key{Name: key}, alg, now, cost, maxWait)
 			got, delay, gerr := rs.Reserve(ctx, store.Key{Name: key}, alg, now, cost, maxWait)
 			if werr != nil || gerr != nil || got != want || delay != wantDelay {
-				t.Fatalf("%s step %d at %s, cost %d, longest wait %v:\n  got %+v delay %v (%v)\n  go  %+v delay %v (%v)\n%s", alg, step, now.Format(time.RFC3339Nano), cost, maxWait, got, delay, gerr, want, wantDelay, werr, strings.Join(history, "\n"))
+				t.Fatalf(
+					"%s step %d at %s, cost %d, longest wait %v:\n  got %+v delay %v (%v)\n  go  %+v delay %v (%v)\n%s",
+					alg,
+					step,
+					now.Format(time.RFC3339Nano),
+					cost,
+					maxWait,
+					got,
+					delay,
+					gerr,
+					want,
+					wantDelay,
+					werr,
+					strings.Join(history, "\n"),
+				)
 			}
 			history = append(history, fmt.Sprintf("  book %d within %v: %+v delay %v", cost, maxWait, want, wantDelay))
 			if want.Allowed {
@@ -147,7 +190,15 @@ func Reservations(t *testing.T, rs store.Store, prefix string, n int) {
 				got, gerr := rs.Decide(ctx, store.Key{Name: key}, alg, now, 1)
 				history = append(history, fmt.Sprintf("  decide 1: %+v", want))
 				if werr != nil || gerr != nil || got != want {
-					t.Fatalf("%s step %d, a decision after bookings:\n  got %+v (%v)\n  go  %+v (%v)", alg, step, got, gerr, want, werr)
+					t.Fatalf(
+						"%s step %d, a decision after bookings:\n  got %+v (%v)\n  go  %+v (%v)",
+						alg,
+						step,
+						got,
+						gerr,
+						want,
+						werr,
+					)
 				}
 			}
 		}
@@ -163,7 +214,8 @@ type Clock struct{ now, floor, realPrev time.Time }
 
 // NewClock returns a Clock at a random time.
 func NewClock(rng *rand.Rand) *Clock {
-	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).
+		Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 	return &Clock{now: now, floor: now, realPrev: time.Now()}
 }
 

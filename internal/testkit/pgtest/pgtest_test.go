@@ -31,7 +31,8 @@ func TestStartAndStop(t *testing.T) {
 	}
 	var port int
 	var db, superuser string
-	err = conn.QueryRow(ctx, "SELECT current_setting('port')::int, current_database(), current_user").Scan(&port, &db, &superuser)
+	err = conn.QueryRow(ctx, "SELECT current_setting('port')::int, current_database(), current_user").
+		Scan(&port, &db, &superuser)
 	conn.Close(ctx)
 	if err != nil || port != s.Port || db != "ratewise" || superuser != "ratewise" {
 		s.Stop()

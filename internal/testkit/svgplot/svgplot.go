@@ -108,7 +108,12 @@ func (c Chart) SVG() string {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
+	fmt.Fprintf(
+		&b,
+		`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n",
+		w,
+		h,
+	)
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
 	fmt.Fprintf(&b, `<text x="%d" y="22" font-size="15">%s</text>`+"\n", left, esc(c.Title))
 	xTicks := c.XTicks
@@ -117,16 +122,39 @@ func (c Chart) SVG() string {
 	}
 	for _, v := range xTicks {
 		x := px(v)
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
-			x, top, x, h-bottom, x, h-bottom+16, esc(xTick(v)))
+		fmt.Fprintf(
+			&b,
+			`<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/><text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n",
+			x,
+			top,
+			x,
+			h-bottom,
+			x,
+			h-bottom+16,
+			esc(xTick(v)),
+		)
 	}
 	for _, v := range ay.ticks() {
 		y := py(v)
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
-			left, y, w-right, y, left-6, y+4, Compact(v))
+		fmt.Fprintf(
+			&b,
+			`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n",
+			left,
+			y,
+			w-right,
+			y,
+			left-6,
+			y+4,
+			Compact(v),
+		)
 	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`+"\n", left+pw/2, h-18, esc(c.XLabel))
-	fmt.Fprintf(&b, `<text transform="translate(18,%.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n", top+ph/2, esc(c.YLabel))
+	fmt.Fprintf(
+		&b,
+		`<text transform="translate(18,%.1f) rotate(-90)" text-anchor="middle">%s</text>`+"\n",
+		top+ph/2,
+		esc(c.YLabel),
+	)
 	for i, s := range c.Series {
 		points := append([][2]float64(nil), s.Points...)
 		sort.SliceStable(points, func(a, b int) bool { return points[a][0] < points[b][0] })
@@ -142,7 +170,14 @@ func (c Chart) SVG() string {
 		if width == 0 {
 			width = 2
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="%g"%s points="%s"/>`+"\n", s.Colour, width, dash, strings.Join(pts, " "))
+		fmt.Fprintf(
+			&b,
+			`<polyline fill="none" stroke="%s" stroke-width="%g"%s points="%s"/>`+"\n",
+			s.Colour,
+			width,
+			dash,
+			strings.Join(pts, " "),
+		)
 		if s.Markers {
 			for _, p := range points {
 				fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, px(p[0]), py(p[1]), s.Colour)
@@ -150,8 +185,19 @@ func (c Chart) SVG() string {
 			b.WriteString("\n")
 		}
 		ly := top + 10 + i*20
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`+"\n",
-			w-right+12, ly, w-right+36, ly, s.Colour, dash, w-right+42, ly+4, esc(s.Name))
+		fmt.Fprintf(
+			&b,
+			`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"%s/><text x="%d" y="%d">%s</text>`+"\n",
+			w-right+12,
+			ly,
+			w-right+36,
+			ly,
+			s.Colour,
+			dash,
+			w-right+42,
+			ly+4,
+			esc(s.Name),
+		)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

@@ -89,7 +89,8 @@ func TestMetricsEndpoint(t *testing.T) {
 	got := map[string]float64{}
 	for _, m := range decisions.GetMetric() {
 		l := labels(m)
-		if l["ratewise_algorithm"] != "gcra" || l["ratewise_source"] != "limiter" || l["ratewise_peek"] != "false" || l["ratewise_binding"] != "0" {
+		if l["ratewise_algorithm"] != "gcra" || l["ratewise_source"] != "limiter" || l["ratewise_peek"] != "false" ||
+			l["ratewise_binding"] != "0" {
 			t.Errorf("unexpected series %v", l)
 		}
 		got[l["ratewise_outcome"]] += m.GetCounter().GetValue()

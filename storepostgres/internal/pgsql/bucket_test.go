@@ -48,7 +48,10 @@ func TestBucketBookings(t *testing.T) {
 // among those the test runs, and skips t when there are none.
 func bucketKinds(t *testing.T, kinds []*algorithms.Kind) []*algorithms.Kind {
 	t.Helper()
-	kinds = slices.DeleteFunc(slices.Clone(kinds), func(k *algorithms.Kind) bool { return algo.FamilyOf(k) != algo.FamilyBucket })
+	kinds = slices.DeleteFunc(
+		slices.Clone(kinds),
+		func(k *algorithms.Kind) bool { return algo.FamilyOf(k) != algo.FamilyBucket },
+	)
 	if len(kinds) == 0 {
 		t.Skip("no bucket kind among RATEWISE_PG_KINDS")
 	}
@@ -73,7 +76,8 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, lim difftest.
 	ctx := context.Background()
 	var goState algo.State
 	var sqlState []int64
-	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).
+		Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 	var booked []bucketBooking
 	var history []string // what happened, for a failure's message
 	fail := func(format string, args ...any) {
@@ -95,7 +99,10 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, lim difftest.
 			if rng.IntN(4) == 0 {
 				n = 1 + rng.Int64N(limit)
 			}
-			history = append(history, fmt.Sprintf("step %d at %d under %s: refund %d charged at %d", step, now.UnixMicro(), alg, n, b.at.UnixMicro()))
+			history = append(
+				history,
+				fmt.Sprintf("step %d at %d under %s: refund %d charged at %d", step, now.UnixMicro(), alg, n, b.at.UnixMicro()),
+			)
 			var next []int64
 			var keep *int64
 			if err := p.QueryRow(ctx, "SELECT * FROM "+pgsql.Refund(alg.Kind())+"($1, $2, $3, $4, $5, $6, $7)",
@@ -119,7 +126,10 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, lim difftest.
 		}
 
 		cost, maxWait := bucketRequest(rng, alg)
-		history = append(history, fmt.Sprintf("step %d at %d under %s: cost %d within %v", step, now.UnixMicro(), alg, cost, maxWait))
+		history = append(
+			history,
+			fmt.Sprintf("step %d at %d under %s: cost %d within %v", step, now.UnixMicro(), alg, cost, maxWait),
+		)
 		var f fields
 		var next []int64
 		var keep, delayUS int64
@@ -196,7 +206,14 @@ func bucketPack(alg algorithms.Algorithm, state algo.State) (algo.Words, int64, 
 // bucketSame checks a state the SQL wrote, and its keep, against the Go
 // state: the same words when Go's packs (whole µs, no rate count change),
 // and in any case kept exactly until it stops counting.
-func bucketSame(alg algorithms.Algorithm, goState algo.State, next []int64, keep int64, now time.Time, fail func(string, ...any)) {
+func bucketSame(
+	alg algorithms.Algorithm,
+	goState algo.State,
+	next []int64,
+	keep int64,
+	now time.Time,
+	fail func(string, ...any),
+) {
 	w, tag, ok := bucketPack(alg, goState)
 	if ok && !slices.Equal(next, []int64{w[0], 0, w[1], tag}) {
 		fail("state %v, go's packs as %v tag %d", next, w, tag)

@@ -95,7 +95,12 @@ type compactKept struct {
 	checked     int
 }
 
-func (s *compactKept) step(ctx context.Context, state []int64, alg algorithms.Algorithm, now, cost int64) (f fields, next []int64, keep *int64, err error) {
+func (s *compactKept) step(
+	ctx context.Context,
+	state []int64,
+	alg algorithms.Algorithm,
+	now, cost int64,
+) (f fields, next []int64, keep *int64, err error) {
 	p1, p2, p3 := pgsql.Params(alg)
 	var delay int64
 	err = s.pool.QueryRow(ctx, "SELECT * FROM ratewise.compact_log_step($1, $2, $3, 0, $4, $5, $6)",
@@ -109,7 +114,13 @@ func (s *compactKept) step(ctx context.Context, state []int64, alg algorithms.Al
 
 // decide runs a step on key's state, first checking that a state the store
 // may have dropped decides as none, and returns its fields and keep.
-func (s *compactKept) decide(ctx context.Context, key string, alg algorithms.Algorithm, now, cost int64, write bool) (fields, error) {
+func (s *compactKept) decide(
+	ctx context.Context,
+	key string,
+	alg algorithms.Algorithm,
+	now, cost int64,
+	write bool,
+) (fields, error) {
 	f, next, keep, err := s.step(ctx, s.states[key], alg, now, cost)
 	if err != nil {
 		return f, err
@@ -133,7 +144,13 @@ func (s *compactKept) decide(ctx context.Context, key string, alg algorithms.Alg
 	return f, nil
 }
 
-func (s *compactKept) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *compactKept) Decide(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	f, err := s.decide(ctx, k.String(), alg, now.UnixMicro(), cost, true)
 	if err != nil {
 		return algorithms.Result{}, err
@@ -146,7 +163,13 @@ func (s *compactKept) Decide(ctx context.Context, k store.Key, alg algorithms.Al
 // Refund runs the refund, then the inspection, and keeps a changed state as
 // the store does: for the inspection's reset_after, until its at, and at
 // least as long as the refund asks.
-func (s *compactKept) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *compactKept) Refund(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	key, us := k.String(), now.UnixMicro()
 	p1, p2, p3 := pgsql.Params(alg)
 	var next []int64

@@ -19,7 +19,13 @@ type logStep struct {
 // logScript runs steps on a fresh key of s and on the Go step, with the
 // algorithm mk returns for each step's limit, and fails t at the first
 // Result that differs. It returns the key's SQL state.
-func logScript(t *testing.T, s *steps, key string, mk func(limit int64) algorithms.Algorithm, steps []logStep) []int64 {
+func logScript(
+	t *testing.T,
+	s *steps,
+	key string,
+	mk func(limit int64) algorithms.Algorithm,
+	steps []logStep,
+) []int64 {
 	t.Helper()
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	var state algo.State

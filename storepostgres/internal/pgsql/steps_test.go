@@ -65,7 +65,13 @@ type steps struct {
 
 // step runs the kind's step on key's state, keeps what it writes, and
 // returns its Result under alg's limit.
-func (s *steps) step(ctx context.Context, key string, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *steps) step(
+	ctx context.Context,
+	key string,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	p1, p2, p3 := pgsql.Params(alg)
 	var allowed bool
 	var remaining, retry, reset, at, keep, delay int64
@@ -86,14 +92,26 @@ func (s *steps) step(ctx context.Context, key string, alg algorithms.Algorithm, 
 	return storecheck.Result([5]int64{a, remaining, retry, reset, at}, algo.MaxCost(alg), 0)
 }
 
-func (s *steps) Decide(ctx context.Context, k store.Key, alg algorithms.Algorithm, now time.Time, cost int64) (algorithms.Result, error) {
+func (s *steps) Decide(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) (algorithms.Result, error) {
 	res, err := s.step(ctx, k.String(), alg, now, cost)
 	res.SetCharged(alg, cost)
 	return res, err
 }
 
 // Refund runs the refund, then an inspection, which writes nothing.
-func (s *steps) Refund(ctx context.Context, k store.Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error) {
+func (s *steps) Refund(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	p1, p2, p3 := pgsql.Params(alg)
 	var next []int64
 	var keep *int64

@@ -122,7 +122,12 @@ func (c *Cache) Remember(key string, alg algorithms.Algorithm, res algorithms.Re
 		return
 	}
 	// RetryAfter and ResetAfter count from the request's now.
-	d := denial{params: algo.ParamsOf(alg), at: sent, until: sent + res.RetryAfter.Microseconds(), reset: sent + res.ResetAfter.Microseconds()}
+	d := denial{
+		params: algo.ParamsOf(alg),
+		at:     sent,
+		until:  sent + res.RetryAfter.Microseconds(),
+		reset:  sent + res.ResetAfter.Microseconds(),
+	}
 	if c.clientTime {
 		// A now behind the key's latest time is decided at that time, so
 		// only a request at or after the decision's own time is answered

@@ -128,7 +128,14 @@ func TestBounded(t *testing.T) {
 // allocates nothing.
 func TestDenyAllocatesNothing(t *testing.T) {
 	c := New(64, false)
-	c.Remember("ratewise:gcra:1s:{alice}", gcra, denied(1_000, 300, 800), 1, 1_000, c.Generation("ratewise:gcra:1s:{alice}"))
+	c.Remember(
+		"ratewise:gcra:1s:{alice}",
+		gcra,
+		denied(1_000, 300, 800),
+		1,
+		1_000,
+		c.Generation("ratewise:gcra:1s:{alice}"),
+	)
 	var buf [64]byte
 	key := append(buf[:0], "ratewise:gcra:1s:{alice}"...)
 	var ok bool

@@ -4,7 +4,8 @@
 // requires, its step file (<name>.lua, named after its algorithms.Kind) and
 // a driver: decide.lua for one decision, decide_batch.lua for a batch of
 // them, reserve.lua for a booking, lease.lua for a lease's booking, refund.lua for a refund, decide_set.lua
-// for a set of kinds and decide_set_batch.lua for a batch of such sets. reset.lua, ttl.lua and time.lua stand alone. Each
+// for a set of kinds and decide_set_batch.lua for a batch of such sets. reset.lua, ttl.lua and time.lua stand alone.
+// Each
 // file's header documents its KEYS, ARGV and reply. Every script is
 // assembled once, on first use, and kept: a *redis.Script computes its SHA
 // once, and its Run sends EVALSHA and falls back on EVAL.
@@ -167,7 +168,9 @@ func scriptSource(name, driver string) (string, error) {
 			return "", err
 		}
 	}
-	a.WriteString(fmt.Sprintf("local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name))
+	a.WriteString(
+		fmt.Sprintf("local read, step, write, refund = %[1]s_read, %[1]s_step, %[1]s_write, %[1]s_refund\n", name),
+	)
 	if err := a.Include(driver); err != nil {
 		return "", err
 	}

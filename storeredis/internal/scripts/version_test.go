@@ -63,7 +63,13 @@ func TestScriptsRunOnTheMinimumRedis(t *testing.T) {
 				continue
 			}
 			if newer(since, minRedisVersion) {
-				t.Errorf("%s calls %s, which needs Redis %s, newer than the documented minimum %s", name, cmd, since, minRedisVersion)
+				t.Errorf(
+					"%s calls %s, which needs Redis %s, newer than the documented minimum %s",
+					name,
+					cmd,
+					since,
+					minRedisVersion,
+				)
 			}
 		}
 	}

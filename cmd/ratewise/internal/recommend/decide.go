@@ -29,8 +29,10 @@ const (
 
 // ClassicTree states, in a phrase, the classic decision tree that
 // Decision.Classic follows.
-var ClassicTree = fmt.Sprintf("calendar quotas: a fixed window; exact: a sliding log; approximate: a sliding window counter up to QPS %s, a token bucket or GCRA above",
-	report.Int(classicCounterQPS))
+var ClassicTree = fmt.Sprintf(
+	"calendar quotas: a fixed window; exact: a sliding log; approximate: a sliding window counter up to QPS %s, a token bucket or GCRA above",
+	report.Int(classicCounterQPS),
+)
 
 // Decision is a recommendation with its reasons.
 type Decision struct {
@@ -164,9 +166,23 @@ func check(in Input, c candidate, figs map[string]Figures) verdict {
 	mem := v.bytes / float64(in.MemoryBudget)
 	tm := float64(v.time.Median) / float64(in.LatencyBudget)
 	v.over = max(mem, tm)
-	memText := fmt.Sprintf("%s for %s (%s per key on %s%s) against the %s budget",
-		Bytes(v.bytes), report.Keys(in.Keys), Bytes(v.perKey), v.store, extrapolatedText(v.extrapolated), Bytes(float64(in.MemoryBudget)))
-	timeText := fmt.Sprintf("a decision takes %s in %s against the %s budget", v.time, v.store, report.Latency(in.LatencyBudget))
+	memText := fmt.Sprintf(
+		"%s for %s (%s per key on %s%s) against the %s budget",
+		Bytes(
+			v.bytes,
+		),
+		report.Keys(in.Keys),
+		Bytes(v.perKey),
+		v.store,
+		extrapolatedText(v.extrapolated),
+		Bytes(float64(in.MemoryBudget)),
+	)
+	timeText := fmt.Sprintf(
+		"a decision takes %s in %s against the %s budget",
+		v.time,
+		v.store,
+		report.Latency(in.LatencyBudget),
+	)
 	if mem > 1 {
 		v.failed = append(v.failed, "memory: "+memText)
 	}
@@ -174,10 +190,21 @@ func check(in Input, c candidate, figs map[string]Figures) verdict {
 		v.failed = append(v.failed, "time: "+timeText)
 	}
 	if math.Abs(mem-1) <= memoryMargin {
-		v.close_ = append(v.close_, fmt.Sprintf("%s's memory, %s, is within %.0f%% of the budget", c.name(), memText, 100*memoryMargin))
+		v.close_ = append(
+			v.close_,
+			fmt.Sprintf("%s's memory, %s, is within %.0f%% of the budget", c.name(), memText, 100*memoryMargin),
+		)
 	}
 	if math.Abs(tm-1) <= timeMargin || (v.time.Min <= in.LatencyBudget && in.LatencyBudget <= v.time.Max) {
-		v.close_ = append(v.close_, fmt.Sprintf("%s's time, %s, is within %.0f%% of the budget or its samples straddle it", c.name(), timeText, 100*timeMargin))
+		v.close_ = append(
+			v.close_,
+			fmt.Sprintf(
+				"%s's time, %s, is within %.0f%% of the budget or its samples straddle it",
+				c.name(),
+				timeText,
+				100*timeMargin,
+			),
+		)
 	}
 	return v
 }
@@ -214,8 +241,14 @@ func (cat catalog) choose(in Input, figs map[string]Figures) (Decision, error) {
 			}
 		}
 		d.Closest, d.ClosestOver = best.c.name(), best.over
-		d.Reasons = append(d.Reasons, fmt.Sprintf("budget: no candidate fits both the memory and the time budget; the closest, %s, is at %.2f× its tightest budget. Raise a budget, or lower the rate, window or keys",
-			best.c.name(), best.over))
+		d.Reasons = append(
+			d.Reasons,
+			fmt.Sprintf(
+				"budget: no candidate fits both the memory and the time budget; the closest, %s, is at %.2f× its tightest budget. Raise a budget, or lower the rate, window or keys",
+				best.c.name(),
+				best.over,
+			),
+		)
 		d.Config = configOf(in, best.c)
 		d.Disagreements = cat.disagreements(in, figs)
 		return d, nil

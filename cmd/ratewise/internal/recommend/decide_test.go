@@ -42,17 +42,77 @@ func TestDecide(t *testing.T) {
 		disagree string
 	}{
 		{"exact and small", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000}, 60e3, "sliding_log", ""},
-		{"exact with a burst", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20}, 60e3, "sliding_log + gcra", ""},
-		{"exact with a burst of the whole limit", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 6000}, 60e3, "sliding_log", ""},
-		{"calendar day", Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000}, 60e3, "fixed_window", ""},
-		{"calendar month", Input{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1000}, 60e3, "sliding_window", "no fixed window follows the months"},
-		{"exact over the memory budget", Input{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000}, 8e6, "sliding_window", "ignores the number of keys"},
-		{"exact above the classic QPS threshold, within budget", Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10}, 3e6, "sliding_log", "rule the sorted set out"},
-		{"exact above the classic QPS threshold but a short window", Input{QPS: 5000, Window: 10 * time.Second, Precision: "exact", Keys: 10}, 5e5, "sliding_log", ""},
+		{
+			"exact with a burst",
+			Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20},
+			60e3,
+			"sliding_log + gcra",
+			"",
+		},
+		{
+			"exact with a burst of the whole limit",
+			Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 6000},
+			60e3,
+			"sliding_log",
+			"",
+		},
+		{
+			"calendar day",
+			Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000},
+			60e3,
+			"fixed_window",
+			"",
+		},
+		{
+			"calendar month",
+			Input{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1000},
+			60e3,
+			"sliding_window",
+			"no fixed window follows the months",
+		},
+		{
+			"exact over the memory budget",
+			Input{QPS: 10, Window: 24 * time.Hour, Precision: "exact", Keys: 100_000},
+			8e6,
+			"sliding_window",
+			"ignores the number of keys",
+		},
+		{
+			"exact above the classic QPS threshold, within budget",
+			Input{QPS: 5000, Window: time.Minute, Precision: "exact", Keys: 10},
+			3e6,
+			"sliding_log",
+			"rule the sorted set out",
+		},
+		{
+			"exact above the classic QPS threshold but a short window",
+			Input{QPS: 5000, Window: 10 * time.Second, Precision: "exact", Keys: 10},
+			5e5,
+			"sliding_log",
+			"",
+		},
 		{"approx", Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1000}, 60e3, "sliding_window", ""},
-		{"approx above the classic counter QPS", Input{QPS: 20000, Window: 10 * time.Second, Precision: "approx", Keys: 1000}, 2e6, "sliding_window", "QPS alone does not rule it out"},
-		{"approx with a burst", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20}, 1e3, "gcra", ""},
-		{"approx, counter over the budget", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 3_000_000}, 1e3, "gcra", ""},
+		{
+			"approx above the classic counter QPS",
+			Input{QPS: 20000, Window: 10 * time.Second, Precision: "approx", Keys: 1000},
+			2e6,
+			"sliding_window",
+			"QPS alone does not rule it out",
+		},
+		{
+			"approx with a burst",
+			Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20},
+			1e3,
+			"gcra",
+			"",
+		},
+		{
+			"approx, counter over the budget",
+			Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 3_000_000},
+			1e3,
+			"gcra",
+			"",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -89,7 +149,14 @@ func TestDecideSlowLogFallsBack(t *testing.T) {
 	slow := figs["sliding_log"]
 	slow.Time = Spread{Median: 5 * time.Millisecond, Min: 4 * time.Millisecond, Max: 6 * time.Millisecond, Samples: 5}
 	figs["sliding_log"] = slow
-	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	in := Input{
+		QPS:           100,
+		Window:        time.Minute,
+		Precision:     "exact",
+		Keys:          1,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
 	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +164,8 @@ func TestDecideSlowLogFallsBack(t *testing.T) {
 	if d.Algorithm != "sliding_window" || !strings.Contains(d.Reasons[0], "not exact") {
 		t.Fatalf("a log over the latency budget: got %s, %q", d.Algorithm, d.Reasons)
 	}
-	if len(d.Rejected) != 1 || !strings.Contains(d.Rejected[0], "sliding_log: time: a decision takes 5ms") || !strings.Contains(d.Rejected[0], "against the 1ms budget") {
+	if len(d.Rejected) != 1 || !strings.Contains(d.Rejected[0], "sliding_log: time: a decision takes 5ms") ||
+		!strings.Contains(d.Rejected[0], "against the 1ms budget") {
 		t.Fatalf("the rejection does not name the budget with the figure: %q", d.Rejected)
 	}
 }
@@ -114,7 +182,14 @@ func TestDecideNothingFits(t *testing.T) {
 	gcra := figs["gcra"]
 	gcra.Time.Median = 1500 * time.Microsecond
 	figs["gcra"] = gcra
-	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	in := Input{
+		QPS:           100,
+		Window:        time.Minute,
+		Precision:     "exact",
+		Keys:          1,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
 	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
@@ -132,9 +207,21 @@ func TestDecideNothingFits(t *testing.T) {
 func TestDecideSaysWhenCloseToABudget(t *testing.T) {
 	figs := figures(1e3)
 	log := figs["sliding_log"]
-	log.Time = Spread{Median: 900 * time.Microsecond, Min: 850 * time.Microsecond, Max: 1100 * time.Microsecond, Samples: 5}
+	log.Time = Spread{
+		Median:  900 * time.Microsecond,
+		Min:     850 * time.Microsecond,
+		Max:     1100 * time.Microsecond,
+		Samples: 5,
+	}
 	figs["sliding_log"] = log
-	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	in := Input{
+		QPS:           100,
+		Window:        time.Minute,
+		Precision:     "exact",
+		Keys:          1,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
 	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +237,14 @@ func TestDecidePrefersTheCompactLog(t *testing.T) {
 	c := figs["sliding_log"]
 	c.Algorithm, c.BytesPerKey = "compact_log", 5e3
 	figs["compact_log"] = c
-	in := Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	in := Input{
+		QPS:           100,
+		Window:        time.Minute,
+		Precision:     "exact",
+		Keys:          1000,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
 	d, err := Choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
@@ -161,7 +255,14 @@ func TestDecidePrefersTheCompactLog(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	ok := Input{QPS: 1, Window: time.Second, Precision: "exact", Keys: 1, MemoryBudget: 1, LatencyBudget: time.Millisecond}
+	ok := Input{
+		QPS:           1,
+		Window:        time.Second,
+		Precision:     "exact",
+		Keys:          1,
+		MemoryBudget:  1,
+		LatencyBudget: time.Millisecond,
+	}
 	for name, mutate := range map[string]func(*Input){
 		"qps":       func(in *Input) { in.QPS = 0 },
 		"window":    func(in *Input) { in.Window = 0 },
@@ -197,7 +298,14 @@ func TestBytes(t *testing.T) {
 // year of steady traffic; the fixed window of 31 days it replaces resets
 // inside months and admits more.
 func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
-	in := Input{QPS: 100 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	in := Input{
+		QPS:           100 / MonthWindow.Seconds(),
+		Window:        MonthWindow,
+		Calendar:      Month,
+		Keys:          1,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
 	if err := in.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +317,8 @@ func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := algo.ParamsOf(recommended); p.SubWindows > 0 && !strings.Contains(d.Config, fmt.Sprintf("SubWindows: %d", p.SubWindows)) {
+	if p := algo.ParamsOf(recommended); p.SubWindows > 0 &&
+		!strings.Contains(d.Config, fmt.Sprintf("SubWindows: %d", p.SubWindows)) {
 		t.Fatalf("the printed configuration %s is not the one measured, %v", d.Config, p)
 	}
 	perMonth := func(alg algorithms.Algorithm) map[string]int {

@@ -18,7 +18,13 @@ func (s Spread) String() string {
 	if s.Samples <= 1 {
 		return report.Latency(s.Median)
 	}
-	return fmt.Sprintf("%s (median of %d samples, %s–%s)", report.Latency(s.Median), s.Samples, report.Latency(s.Min), report.Latency(s.Max))
+	return fmt.Sprintf(
+		"%s (median of %d samples, %s–%s)",
+		report.Latency(s.Median),
+		s.Samples,
+		report.Latency(s.Min),
+		report.Latency(s.Max),
+	)
 }
 
 // Figures are what was measured for one algorithm at the input's size.
@@ -59,8 +65,13 @@ func accuracy(f Figures) string {
 			parts = append(parts, fmt.Sprintf("%.2f× on %s", v, wl))
 		}
 	}
-	return fmt.Sprintf("at most %s the limit in any window (%s), %s false admits and %s false denials against an exact log",
-		worst(f.Overshoot), strings.Join(parts, ", "), report.Int(f.FalseAdmits), report.Int(f.FalseDenials))
+	return fmt.Sprintf(
+		"at most %s the limit in any window (%s), %s false admits and %s false denials against an exact log",
+		worst(f.Overshoot),
+		strings.Join(parts, ", "),
+		report.Int(f.FalseAdmits),
+		report.Int(f.FalseDenials),
+	)
 }
 
 func overshootOn(f Figures, wl string) string { return fmt.Sprintf("%.2f×", f.Overshoot[wl]) }

@@ -104,8 +104,14 @@ func TestConfigIsGoThatBuildsTheAlgorithm(t *testing.T) {
 	}
 	program := "package main\n\nimport (\n\t\"fmt\"\n\t\"time\"\n\n\t\"github.com/ratewise/ratewise\"\n\t\"github.com/ratewise/ratewise/algorithms\"\n\t\"github.com/ratewise/ratewise/store\"\n)\n\n" +
 		"var _ = time.Second\n\n" +
-		"func main() {\n\tfor _, a := range []algorithms.Algorithm{\n\t\t" + strings.Join(exprs, ",\n\t\t") + ",\n\t} {\n\t\tfmt.Printf(\"%#v\\n\", a)\n\t}\n}\n\n" +
-		"func sets(store store.Store) {\n\t_, _ = " + strings.Join(sets, "\n\t_, _ = ") + "\n}\n"
+		"func main() {\n\tfor _, a := range []algorithms.Algorithm{\n\t\t" + strings.Join(
+		exprs,
+		",\n\t\t",
+	) + ",\n\t} {\n\t\tfmt.Printf(\"%#v\\n\", a)\n\t}\n}\n\n" +
+		"func sets(store store.Store) {\n\t_, _ = " + strings.Join(
+		sets,
+		"\n\t_, _ = ",
+	) + "\n}\n"
 	// The program is built inside the module, to import its packages; a
 	// directory starting with "_" is left out of ./... patterns.
 	dir, err := os.MkdirTemp(".", "_gocode")

@@ -57,25 +57,51 @@ func (in Input) Validate() error {
 	case in.Limit() < 1:
 		return fmt.Errorf("%w: --qps %g over --window %v is less than one request", ErrInvalid, in.QPS, in.Window)
 	case math.Abs(in.QPS*in.Window.Seconds()-float64(in.Limit())) > 1e-3*float64(in.Limit()):
-		return fmt.Errorf("%w: --qps %g over --window %v is %.4g requests, and a limit is a whole count: give the rate as a count per period, such as --qps %d/%s",
-			ErrInvalid, in.QPS, in.Window, in.QPS*in.Window.Seconds(), max(1, in.Limit()), report.Duration(in.Window))
+		return fmt.Errorf(
+			"%w: --qps %g over --window %v is %.4g requests, and a limit is a whole count: give the rate as a count per period, such as --qps %d/%s",
+			ErrInvalid,
+			in.QPS,
+			in.Window,
+			in.QPS*in.Window.Seconds(),
+			max(1, in.Limit()),
+			report.Duration(in.Window),
+		)
 	case in.Limit() > 1<<40:
-		return fmt.Errorf("%w: --qps %g over --window %v is %d requests, too many to keep a record of", ErrInvalid, in.QPS, in.Window, in.Limit())
+		return fmt.Errorf(
+			"%w: --qps %g over --window %v is %d requests, too many to keep a record of",
+			ErrInvalid,
+			in.QPS,
+			in.Window,
+			in.Limit(),
+		)
 	case in.Calendar == "" && in.Precision != "exact" && in.Precision != "approx":
 		return fmt.Errorf("%w: --precision must be exact or approx, got %q", ErrInvalid, in.Precision)
 	case in.Calendar != "" && in.Calendar != Day && in.Calendar != Month:
 		return fmt.Errorf("%w: --calendar must be day or month, got %q", ErrInvalid, in.Calendar)
 	case in.Calendar == Day && in.Window != 24*time.Hour:
-		return fmt.Errorf("%w: --calendar day counts whole UTC days: give the quota per day, such as --qps 10000/day, and no other --window (got %v)", ErrInvalid, in.Window)
+		return fmt.Errorf(
+			"%w: --calendar day counts whole UTC days: give the quota per day, such as --qps 10000/day, and no other --window (got %v)",
+			ErrInvalid,
+			in.Window,
+		)
 	case in.Calendar == Month && in.Window != MonthWindow:
-		return fmt.Errorf("%w: --calendar month counts whole calendar months: give the quota per month, such as --qps 10000/month, and no other --window (got %v)", ErrInvalid, in.Window)
+		return fmt.Errorf(
+			"%w: --calendar month counts whole calendar months: give the quota per month, such as --qps 10000/month, and no other --window (got %v)",
+			ErrInvalid,
+			in.Window,
+		)
 	case in.Keys < 1:
 		return fmt.Errorf("%w: --keys must be >= 1, got %d", ErrInvalid, in.Keys)
 	case in.Burst < 0:
 		return fmt.Errorf("%w: --burst must be >= 0, got %d", ErrInvalid, in.Burst)
 	case in.Burst > in.Limit():
-		return fmt.Errorf("%w: --burst %d exceeds the limit of %d per %s: a key can never send more at once than a whole window allows; raise the limit or lower the burst",
-			ErrInvalid, in.Burst, in.Limit(), report.Duration(in.Window))
+		return fmt.Errorf(
+			"%w: --burst %d exceeds the limit of %d per %s: a key can never send more at once than a whole window allows; raise the limit or lower the burst",
+			ErrInvalid,
+			in.Burst,
+			in.Limit(),
+			report.Duration(in.Window),
+		)
 	case in.MemoryBudget <= 0:
 		return fmt.Errorf("%w: --memory must be > 0, got %d", ErrInvalid, in.MemoryBudget)
 	case in.LatencyBudget <= 0:

@@ -50,10 +50,13 @@ func catalogOf(ks []*algorithms.Kind) catalog {
 	c := make(catalog, 0, len(ks))
 	for _, k := range ks {
 		name := k.Name()
-		c = append(c, kind{name: name, family: algo.FamilyOf(k), burst: algo.TakesBurst(k), subWindows: algo.TakesSubWindows(k),
-			configure: func(limit int64, window time.Duration, opts replay.Options) (algorithms.Algorithm, error) {
-				return replay.Configure(name, limit, window, opts)
-			}})
+		c = append(
+			c,
+			kind{name: name, family: algo.FamilyOf(k), burst: algo.TakesBurst(k), subWindows: algo.TakesSubWindows(k),
+				configure: func(limit int64, window time.Duration, opts replay.Options) (algorithms.Algorithm, error) {
+					return replay.Configure(name, limit, window, opts)
+				}},
+		)
 	}
 	return c
 }

@@ -74,7 +74,13 @@ func TestANewKindIsConsidered(t *testing.T) {
 				t.Fatalf("no Go code for %s: %q", d.Algorithm, d.Config)
 			}
 			var out bytes.Buffer
-			m := &Measurements{Figures: figs, Store: "memory", Records: c.in.Limit(), Measured: c.in.Limit(), AccuracyLimit: c.in.Limit()}
+			m := &Measurements{
+				Figures:       figs,
+				Store:         "memory",
+				Records:       c.in.Limit(),
+				Measured:      c.in.Limit(),
+				AccuracyLimit: c.in.Limit(),
+			}
 			cat.write(&out, c.in, m, d, nil, "the in-memory store")
 			for _, want := range []string{"Recommendation: " + c.want + ",", "\n" + fresh.name + " ", c.says} {
 				if !strings.Contains(out.String(), want) {
@@ -95,7 +101,15 @@ func TestAKindOfANewFamilyIsListedNotRecommended(t *testing.T) {
 	f := figs["gcra"]
 	f.Algorithm, f.BytesPerKey = fresh.name, 1
 	figs[fresh.name] = f
-	in := Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
+	in := Input{
+		QPS:           50,
+		Window:        time.Second,
+		Precision:     "approx",
+		Keys:          1000,
+		Burst:         20,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
 	d, err := cat.choose(in, figs)
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +118,14 @@ func TestAKindOfANewFamilyIsListedNotRecommended(t *testing.T) {
 		t.Fatalf("got %s, want gcra", d.Algorithm)
 	}
 	var out bytes.Buffer
-	cat.write(&out, in, &Measurements{Figures: figs, Store: "memory", Records: in.Limit(), Measured: in.Limit(), AccuracyLimit: in.Limit()}, d, nil, "")
+	cat.write(
+		&out,
+		in,
+		&Measurements{Figures: figs, Store: "memory", Records: in.Limit(), Measured: in.Limit(), AccuracyLimit: in.Limit()},
+		d,
+		nil,
+		"",
+	)
 	if !strings.Contains(out.String(), "\nstranger ") {
 		t.Fatalf("stranger is not in the table:\n%s", out.String())
 	}
@@ -142,8 +163,16 @@ func TestEveryKindIsACandidate(t *testing.T) {
 func TestDecideNeedsEveryRole(t *testing.T) {
 	figs := figures(1e3)
 	delete(figs, "sliding_window")
-	in := Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	if _, err := Choose(in, figs); err == nil || !strings.Contains(err.Error(), "no figures for a sliding window counter (sliding_window)") {
+	in := Input{
+		QPS:           100,
+		Window:        time.Minute,
+		Precision:     "approx",
+		Keys:          1,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
+	if _, err := Choose(in, figs); err == nil ||
+		!strings.Contains(err.Error(), "no figures for a sliding window counter (sliding_window)") {
 		t.Fatalf("got %v, want an error naming the sliding window counter", err)
 	}
 }

@@ -116,7 +116,14 @@ type redisClient interface {
 // window, measures the memory the key holds, then times timeSamples batches
 // of decisions at the same rate, each of which expires the oldest record
 // and adds one.
-func measureCost(ctx context.Context, target replay.Target, name string, records int64, window time.Duration, opts replay.Options) (Figures, error) {
+func measureCost(
+	ctx context.Context,
+	target replay.Target,
+	name string,
+	records int64,
+	window time.Duration,
+	opts replay.Options,
+) (Figures, error) {
 	alg, err := replay.Configure(name, records, window, opts)
 	if err != nil {
 		return Figures{}, err
@@ -305,9 +312,15 @@ func worstCase(l workload.Limit, n int64) *workload.Workload {
 	at1 := time.Duration(first+sub-1) * time.Microsecond
 	at2 := time.Duration(first)*time.Microsecond + l.Window
 	w := &workload.Workload{
-		Name:        "worst",
-		Description: fmt.Sprintf("one key, %d requests at the end of a sub-window of %v and %d more %v later", l.Count, time.Duration(sub)*time.Microsecond, l.Count, at2-at1),
-		Limit:       l.Count, Window: l.Window, Start: workload.Start, Duration: at2 + time.Microsecond,
+		Name: "worst",
+		Description: fmt.Sprintf(
+			"one key, %d requests at the end of a sub-window of %v and %d more %v later",
+			l.Count,
+			time.Duration(sub)*time.Microsecond,
+			l.Count,
+			at2-at1,
+		),
+		Limit: l.Count, Window: l.Window, Start: workload.Start, Duration: at2 + time.Microsecond,
 		Keys: []string{"user:1"},
 	}
 	for _, at := range []time.Duration{at1, at2} {
@@ -370,7 +383,13 @@ func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.A
 		coalescing, callers int
 		into                *Rate
 	}{{0, 16, &out.OneAtATime}, {storeredis.DefaultCoalescing, 64, &out.Coalesced}} {
-		s := storeredis.New(c, storeredis.WithKeyPrefix(prefix), storeredis.WithDenyCache(0), storeredis.WithCoalescing(mode.coalescing), storeredis.WithWarnings(0, nil))
+		s := storeredis.New(
+			c,
+			storeredis.WithKeyPrefix(prefix),
+			storeredis.WithDenyCache(0),
+			storeredis.WithCoalescing(mode.coalescing),
+			storeredis.WithWarnings(0, nil),
+		)
 		var runs []float64
 		for range 3 {
 			v, err := driveCPU(ctx, c, s, alg, keys, mode.callers)
@@ -387,7 +406,14 @@ func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.A
 
 // driveCPU runs decisions from callers goroutines for capacityRun and
 // returns decisions per second of Redis CPU.
-func driveCPU(ctx context.Context, c redis.UniversalClient, s *storeredis.Store, alg algorithms.Algorithm, keys []string, callers int) (float64, error) {
+func driveCPU(
+	ctx context.Context,
+	c redis.UniversalClient,
+	s *storeredis.Store,
+	alg algorithms.Algorithm,
+	keys []string,
+	callers int,
+) (float64, error) {
 	cpu0, err := redisCPU(ctx, c)
 	if err != nil {
 		return 0, err

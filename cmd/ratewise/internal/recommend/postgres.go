@@ -187,8 +187,13 @@ func (s *Sizing) fill(ctx context.Context, target replay.Target, pool *pgxpool.P
 		return err
 	}
 	if s.Keys != filled || s.Keys == 0 || s.After <= s.Before {
-		return fmt.Errorf("sizing: %d of the %d keys filled were in ratewise.state when it was measured, which grew from %d to %d bytes",
-			s.Keys, filled, s.Before, s.After)
+		return fmt.Errorf(
+			"sizing: %d of the %d keys filled were in ratewise.state when it was measured, which grew from %d to %d bytes",
+			s.Keys,
+			filled,
+			s.Before,
+			s.After,
+		)
 	}
 	s.BytesPerKey = float64(s.After-s.Before) / float64(s.Keys)
 	if s.Scaled {
@@ -205,17 +210,37 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 		fmt.Fprint(w, " (the set's first limit alone; the set decides both in one statement)")
 	}
 	fmt.Fprint(w, ":\n\n")
-	t := &report.Table{Header: []string{"keys filled", "decisions each", "ratewise.state before", "after", "B/key", "fill factor"}}
-	t.Add(report.Int(s.Keys), report.Int(s.Requests), Bytes(float64(s.Before)), Bytes(float64(s.After)), Bytes(s.BytesPerKey), fmt.Sprintf("%d%%", s.FillFactor))
+	t := &report.Table{
+		Header: []string{"keys filled", "decisions each", "ratewise.state before", "after", "B/key", "fill factor"},
+	}
+	t.Add(
+		report.Int(s.Keys),
+		report.Int(s.Requests),
+		Bytes(float64(s.Before)),
+		Bytes(float64(s.After)),
+		Bytes(s.BytesPerKey),
+		fmt.Sprintf("%d%%", s.FillFactor),
+	)
 	t.Write(w, false)
-	fmt.Fprintf(w, "B/key: how much ratewise.state grew (pg_total_relation_size: the table, its index and TOAST) per key filled through the store with a full window's state, "+
-		"at the table's fill factor, which leaves the rest of each page for a key's next row version")
+	fmt.Fprintf(
+		w,
+		"B/key: how much ratewise.state grew (pg_total_relation_size: the table, its index and TOAST) per key filled through the store with a full window's state, "+
+			"at the table's fill factor, which leaves the rest of each page for a key's next row version",
+	)
 	if s.Scaled {
-		fmt.Fprintf(w, "; each key held %s of its log's records, and the figure is scaled linearly to all of them", report.Int(s.Requests))
+		fmt.Fprintf(
+			w,
+			"; each key held %s of its log's records, and the figure is scaled linearly to all of them",
+			report.Int(s.Requests),
+		)
 	}
 	fmt.Fprintln(w, ".")
 	if s.Before > (s.After-s.Before)/10 {
-		fmt.Fprintf(w, "The table held %s before: other keys, and dead rows whose space new rows may take, which makes the growth smaller than the keys' size.\n", Bytes(float64(s.Before)))
+		fmt.Fprintf(
+			w,
+			"The table held %s before: other keys, and dead rows whose space new rows may take, which makes the growth smaller than the keys' size.\n",
+			Bytes(float64(s.Before)),
+		)
 	}
 	fmt.Fprintln(w)
 	t = &report.Table{Header: []string{"callers", "keys", "decisions/s", "range over 3 runs", "p50", "p99"}}
@@ -228,11 +253,20 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 		}
 	}
 	t.Write(w, false)
-	fmt.Fprintf(w, "decisions/s: each caller one decision at a time, one statement each, for %v per run, from this one process; "+
-		"p50 and p99 are each decision's latency as it saw it.\n\n", loadRun)
+	fmt.Fprintf(
+		w,
+		"decisions/s: each caller one decision at a time, one statement each, for %v per run, from this one process; "+
+			"p50 and p99 are each decision's latency as it saw it.\n\n",
+		loadRun,
+	)
 
-	fmt.Fprintf(w, "Disk: %s at %s each is %s for ratewise.state while they all count; a key's row stays until the store's sweeps delete it after it stops counting.\n",
-		report.Keys(in.Keys), Bytes(s.BytesPerKey), Bytes(s.BytesPerKey*float64(in.Keys)))
+	fmt.Fprintf(
+		w,
+		"Disk: %s at %s each is %s for ratewise.state while they all count; a key's row stays until the store's sweeps delete it after it stops counting.\n",
+		report.Keys(in.Keys),
+		Bytes(s.BytesPerKey),
+		Bytes(s.BytesPerKey*float64(in.Keys)),
+	)
 	if best.Callers == 0 {
 		return
 	}
@@ -251,8 +285,13 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 	}
 	if hot := s.Load[len(s.Load)-1]; hot.Keys == 1 && hot.PerSecond.Median > 0 {
 		if share := in.QPS / hot.PerSecond.Median; share > 0.1 {
-			fmt.Fprintf(w, "Hot key: one key at %.6g requests per second is %.0f%% of the %s decisions per second one key took here: its decisions queue on its row's lock.\n",
-				in.QPS, 100*share, perSecond(hot.PerSecond.Median))
+			fmt.Fprintf(
+				w,
+				"Hot key: one key at %.6g requests per second is %.0f%% of the %s decisions per second one key took here: its decisions queue on its row's lock.\n",
+				in.QPS,
+				100*share,
+				perSecond(hot.PerSecond.Median),
+			)
 		}
 	}
 }

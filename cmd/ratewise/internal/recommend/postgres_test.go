@@ -71,8 +71,15 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 			}
 			requests, cost, gap := fillPlan(alg)
 			if s.Keys < minSizingKeys || s.Requests != requests || s.Scaled || s.FillFactor != 70 {
-				t.Errorf("filled %d keys with %d decisions each (scaled %v) at fill factor %d; want at least %d keys, %d decisions, not scaled, the schema's 70",
-					s.Keys, s.Requests, s.Scaled, s.FillFactor, minSizingKeys, requests)
+				t.Errorf(
+					"filled %d keys with %d decisions each (scaled %v) at fill factor %d; want at least %d keys, %d decisions, not scaled, the schema's 70",
+					s.Keys,
+					s.Requests,
+					s.Scaled,
+					s.FillFactor,
+					minSizingKeys,
+					requests,
+				)
 			}
 			// One key with the same state, copied.
 			inst, err := target.Open(ctx)
@@ -90,7 +97,13 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("%d keys of %d decisions: the table grew by %.0f B per key; copies of one key's row take %.0f B", s.Keys, s.Requests, s.BytesPerKey, copied)
+			t.Logf(
+				"%d keys of %d decisions: the table grew by %.0f B per key; copies of one key's row take %.0f B",
+				s.Keys,
+				s.Requests,
+				s.BytesPerKey,
+				copied,
+			)
 			// The two differ by the keys' lengths; by the index: keys that
 			// arrive in no order split its pages in halves, copies of one
 			// key in order fill them; by updates, which fill the room that
@@ -102,7 +115,11 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 			// is why each algorithm has a database of its own. Filled one key
 			// after another, the table grows by 2.4 times.
 			if lo, hi := copied*0.8, copied*1.5; s.BytesPerKey < lo || s.BytesPerKey > hi {
-				t.Errorf("the table grew by %.0f B per key filled; copies of one key's row take %.0f B: want 0.8 to 1.5 times that", s.BytesPerKey, copied)
+				t.Errorf(
+					"the table grew by %.0f B per key filled; copies of one key's row take %.0f B: want 0.8 to 1.5 times that",
+					s.BytesPerKey,
+					copied,
+				)
 			}
 		})
 	}
@@ -112,7 +129,11 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 // last.
 func TestMeasurePostgres(t *testing.T) {
 	target := dialPostgres(t)
-	s, err := MeasurePostgres(context.Background(), target, algorithms.GCRA{Rate: algorithms.Rate{Count: 100, Period: time.Minute}, Burst: 100})
+	s, err := MeasurePostgres(
+		context.Background(),
+		target,
+		algorithms.GCRA{Rate: algorithms.Rate{Count: 100, Period: time.Minute}, Burst: 100},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,25 +143,64 @@ func TestMeasurePostgres(t *testing.T) {
 	var callers []int
 	for _, l := range s.Load {
 		callers = append(callers, l.Callers)
-		if l.PerSecond.Median <= 0 || l.PerSecond.Min > l.PerSecond.Median || l.PerSecond.Median > l.PerSecond.Max || l.P50 <= 0 || l.P99 < l.P50 {
+		if l.PerSecond.Median <= 0 || l.PerSecond.Min > l.PerSecond.Median || l.PerSecond.Median > l.PerSecond.Max ||
+			l.P50 <= 0 ||
+			l.P99 < l.P50 {
 			t.Errorf("%d callers on %d keys: %+v", l.Callers, l.Keys, l)
 		}
 	}
 	if hot := s.Load[len(s.Load)-1]; len(s.Load) != 4 || hot.Keys != 1 {
-		t.Errorf("load with %v callers, the last on %d keys; want 1, 4 and 16 callers, then 16 on one key", callers, hot.Keys)
+		t.Errorf(
+			"load with %v callers, the last on %d keys; want 1, 4 and 16 callers, then 16 on one key",
+			callers,
+			hot.Keys,
+		)
 	}
 }
 
 // The PostgreSQL sizing prints its two tables and says, from the figures,
 // what the question's keys take on disk and whether its peak fits.
 func TestSizingSaysWhatItMeasured(t *testing.T) {
-	in := Input{QPS: 100.0 / 60, Window: time.Minute, Precision: "approx", Keys: 100_000, MemoryBudget: 1e9, LatencyBudget: time.Millisecond}
-	s := &Sizing{Algorithm: "gcra 100/1m burst 100", Keys: 10_000, Requests: 1, Before: 40_000, After: 3_840_000, BytesPerKey: 380, FillFactor: 70,
+	in := Input{
+		QPS:           100.0 / 60,
+		Window:        time.Minute,
+		Precision:     "approx",
+		Keys:          100_000,
+		MemoryBudget:  1e9,
+		LatencyBudget: time.Millisecond,
+	}
+	s := &Sizing{
+		Algorithm:   "gcra 100/1m burst 100",
+		Keys:        10_000,
+		Requests:    1,
+		Before:      40_000,
+		After:       3_840_000,
+		BytesPerKey: 380,
+		FillFactor:  70,
 		Load: []Load{
-			{Callers: 1, Keys: 10_000, PerSecond: Rate{Median: 2000, Min: 1900, Max: 2100}, P50: 400 * time.Microsecond, P99: time.Millisecond},
-			{Callers: 16, Keys: 10_000, PerSecond: Rate{Median: 12_000, Min: 11_000, Max: 13_000}, P50: time.Millisecond, P99: 5 * time.Millisecond},
-			{Callers: 16, Keys: 1, PerSecond: Rate{Median: 3000, Min: 2900, Max: 3100}, P50: 5 * time.Millisecond, P99: 9 * time.Millisecond},
-		}}
+			{
+				Callers:   1,
+				Keys:      10_000,
+				PerSecond: Rate{Median: 2000, Min: 1900, Max: 2100},
+				P50:       400 * time.Microsecond,
+				P99:       time.Millisecond,
+			},
+			{
+				Callers:   16,
+				Keys:      10_000,
+				PerSecond: Rate{Median: 12_000, Min: 11_000, Max: 13_000},
+				P50:       time.Millisecond,
+				P99:       5 * time.Millisecond,
+			},
+			{
+				Callers:   16,
+				Keys:      1,
+				PerSecond: Rate{Median: 3000, Min: 2900, Max: 3100},
+				P50:       5 * time.Millisecond,
+				P99:       9 * time.Millisecond,
+			},
+		},
+	}
 	var out bytes.Buffer
 	writeDeployment(&out, in, &Measurements{}, Decision{Algorithm: "gcra"}, s)
 	got := out.String()
@@ -163,8 +223,14 @@ func TestSizingSaysWhatItMeasured(t *testing.T) {
 	in.QPS, in.Keys = 1000, 1
 	out.Reset()
 	writeDeployment(&out, in, &Measurements{}, Decision{Algorithm: "gcra"}, s)
-	if got := out.String(); !strings.Contains(got, "Hot key: one key at 1000 requests per second is 33% of the 3,000 decisions per second one key took here") ||
-		!strings.Contains(got, "the peak is 8% of the most this database served here, 12,000 per second to 16 callers, within the 50%") {
+	if got := out.String(); !strings.Contains(
+		got,
+		"Hot key: one key at 1000 requests per second is 33% of the 3,000 decisions per second one key took here",
+	) ||
+		!strings.Contains(
+			got,
+			"the peak is 8% of the most this database served here, 12,000 per second to 16 callers, within the 50%",
+		) {
 		t.Errorf("a key at 1,000 requests per second of 3,000 is not hot, or does not fit:\n%s", got)
 	}
 }
@@ -173,9 +239,14 @@ func TestSizingSaysWhatItMeasured(t *testing.T) {
 // second too: the figures CI printed once, when a comparison truncated to
 // an integer left them unsorted and the minimum above the median.
 func TestMedianRunOrdersCloseRates(t *testing.T) {
-	runs := []replay.Timing{{PerSecond: 3352.501679781101}, {PerSecond: 3351.978202192163}, {PerSecond: 3560.105373163479}}
+	runs := []replay.Timing{
+		{PerSecond: 3352.501679781101},
+		{PerSecond: 3351.978202192163},
+		{PerSecond: 3560.105373163479},
+	}
 	m := medianRun(runs)
-	if runs[0].PerSecond != 3351.978202192163 || m.PerSecond != 3352.501679781101 || runs[2].PerSecond != 3560.105373163479 {
+	if runs[0].PerSecond != 3351.978202192163 || m.PerSecond != 3352.501679781101 ||
+		runs[2].PerSecond != 3560.105373163479 {
 		t.Fatalf("runs %+v, median %+v: want them sorted, the median 3352.50", runs, m)
 	}
 }

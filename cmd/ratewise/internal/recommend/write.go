@@ -28,7 +28,15 @@ func Headline(in Input, d Decision) string {
 	case Month:
 		fmt.Fprintf(&b, "Recommendation: %s, for %s requests per calendar month per key", what, report.Int(in.Limit()))
 	default:
-		fmt.Fprintf(&b, "Recommendation: %s, for %s requests per %s per key (QPS %.6g), %s", what, report.Int(in.Limit()), report.Duration(in.Window), in.QPS, in.Precision)
+		fmt.Fprintf(
+			&b,
+			"Recommendation: %s, for %s requests per %s per key (QPS %.6g), %s",
+			what,
+			report.Int(in.Limit()),
+			report.Duration(in.Window),
+			in.QPS,
+			in.Precision,
+		)
 	}
 	fmt.Fprintf(&b, ", %s key(s)", report.Int(in.Keys))
 	if in.Burst > 0 {
@@ -82,7 +90,12 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, dep
 
 	fmt.Fprintf(w, "\nMeasured on %s, with a full window on one key", where)
 	if m.Measured < m.Records {
-		fmt.Fprintf(w, " (the logs filled with %s of their %s records: memory scaled linearly, time measured at that size)", report.Int(m.Measured), report.Int(m.Records))
+		fmt.Fprintf(
+			w,
+			" (the logs filled with %s of their %s records: memory scaled linearly, time measured at that size)",
+			report.Int(m.Measured),
+			report.Int(m.Records),
+		)
 	}
 	switch m.Store {
 	case "memory":
@@ -93,7 +106,12 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, dep
 	default:
 		fmt.Fprint(w, "; time is Redis's own time per EVALSHA (INFO commandstats), without the network round trip")
 	}
-	fmt.Fprintf(w, "; accuracy replayed on the in-memory store with a limit of %s per %s", report.Int(m.AccuracyLimit), report.Duration(in.Window))
+	fmt.Fprintf(
+		w,
+		"; accuracy replayed on the in-memory store with a limit of %s per %s",
+		report.Int(m.AccuracyLimit),
+		report.Duration(in.Window),
+	)
 	var bursts []string
 	for _, k := range cat.with(m.Figures) {
 		if k.burst {
@@ -107,7 +125,10 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, dep
 		}
 	}
 	fmt.Fprint(w, ":\n\n")
-	t := &report.Table{Left: 1, Header: []string{"algorithm", "B/key", "for " + report.Int(in.Keys) + " keys", "time", "spread"}}
+	t := &report.Table{
+		Left:   1,
+		Header: []string{"algorithm", "B/key", "for " + report.Int(in.Keys) + " keys", "time", "spread"},
+	}
 	for _, wl := range WorkloadNames {
 		t.Header = append(t.Header, "× "+wl)
 	}
@@ -157,26 +178,57 @@ func (c *Capacity) write(w io.Writer, in Input, d Decision, need float64) {
 		}
 		return fmt.Sprintf("%d (%d–%d over the runs)", mid, lo, hi)
 	}
-	fmt.Fprintf(w, ". One Redis process served %s at %s decisions per second of its CPU one decision per round trip (%s–%s over 3 runs of %v), and %s coalesced (%s–%s; storeredis.WithCoalescing, on by default), "+
-		"on 10,000 keys filling from empty: a busy key's decision costs Redis more, as the time column shows",
-		c.Algorithm, perSecond(c.OneAtATime.Median), perSecond(c.OneAtATime.Min), perSecond(c.OneAtATime.Max), capacityRun,
-		perSecond(c.Coalesced.Median), perSecond(c.Coalesced.Min), perSecond(c.Coalesced.Max))
+	fmt.Fprintf(
+		w,
+		". One Redis process served %s at %s decisions per second of its CPU one decision per round trip (%s–%s over 3 runs of %v), and %s coalesced (%s–%s; storeredis.WithCoalescing, on by default), "+
+			"on 10,000 keys filling from empty: a busy key's decision costs Redis more, as the time column shows",
+		c.Algorithm,
+		perSecond(c.OneAtATime.Median),
+		perSecond(c.OneAtATime.Min),
+		perSecond(c.OneAtATime.Max),
+		capacityRun,
+		perSecond(c.Coalesced.Median),
+		perSecond(c.Coalesced.Min),
+		perSecond(c.Coalesced.Max),
+	)
 	if strings.Contains(d.Answer(), " + ") {
-		fmt.Fprint(w, "; this is the set's first limit alone, and the set decides both in one round trip, at about the sum of their times")
+		fmt.Fprint(
+			w,
+			"; this is the set's first limit alone, and the set decides both in one round trip, at about the sum of their times",
+		)
 	}
-	fmt.Fprintf(w, ". At %.0f%% utilisation that is %s master(s) one at a time, %s coalesced", 100*utilisation, mastersText(c.OneAtATime), mastersText(c.Coalesced))
+	fmt.Fprintf(
+		w,
+		". At %.0f%% utilisation that is %s master(s) one at a time, %s coalesced",
+		100*utilisation,
+		mastersText(c.OneAtATime),
+		mastersText(c.Coalesced),
+	)
 	if masters(c.Coalesced.Median) > 1 {
 		fmt.Fprint(w, ": a Redis Cluster, whose keys spread over the masters by hash slot")
 	}
 	fmt.Fprintln(w, ".")
 	switch share := in.QPS / c.OneAtATime.Median; {
 	case share > utilisation:
-		fmt.Fprintf(w, "Hot key: one key at %.6g requests per second is %.0f%% of what one Redis process serves one at a time, and a key lives on one master whatever the cluster's size. "+
-			"Split the key (for example per region or per app instance, each with its share of the limit) or limit locally in front of Redis.\n", in.QPS, 100*share)
+		fmt.Fprintf(
+			w,
+			"Hot key: one key at %.6g requests per second is %.0f%% of what one Redis process serves one at a time, and a key lives on one master whatever the cluster's size. "+
+				"Split the key (for example per region or per app instance, each with its share of the limit) or limit locally in front of Redis.\n",
+			in.QPS,
+			100*share,
+		)
 	case share > 0.1:
-		fmt.Fprintf(w, "Hot key: one key at %.6g requests per second takes %.0f%% of one master by itself; every key lives on one master.\n", in.QPS, 100*share)
+		fmt.Fprintf(
+			w,
+			"Hot key: one key at %.6g requests per second takes %.0f%% of one master by itself; every key lives on one master.\n",
+			in.QPS,
+			100*share,
+		)
 	}
-	fmt.Fprintln(w, "Requests beyond the limit are cheaper: a denial is remembered (storeredis.WithDenyCache, on by default), and the same key's requests are answered from it without a round trip until it may be admitted again.")
+	fmt.Fprintln(
+		w,
+		"Requests beyond the limit are cheaper: a denial is remembered (storeredis.WithDenyCache, on by default), and the same key's requests are answered from it without a round trip until it may be admitted again.",
+	)
 }
 
 // perSecond prints a rate to three significant figures with separators.

@@ -36,7 +36,12 @@ func WriteCharts(dir string, rep *replay.Report) ([]string, error) {
 // admissions in the trailing window, against the limit.
 func Chart(wl replay.WorkloadInfo, lines []replay.Line) svgplot.Chart {
 	c := svgplot.Chart{
-		Title:  fmt.Sprintf("%s: admitted in the trailing %s, busiest key (limit %d)", wl.Name, Duration(wl.Window), wl.Limit),
+		Title: fmt.Sprintf(
+			"%s: admitted in the trailing %s, busiest key (limit %d)",
+			wl.Name,
+			Duration(wl.Window),
+			wl.Limit,
+		),
 		XLabel: "simulated time since the start",
 		YLabel: "admitted in the trailing " + Duration(wl.Window),
 		XTick:  func(v float64) string { return Duration(time.Duration(v).Round(time.Second)) },

@@ -13,10 +13,33 @@ import (
 // named in its first column: "replay", one algorithm on one workload on one
 // store, and "timed", one algorithm timed on one store; a column that does
 // not apply to a section is empty.
-var csvHeader = []string{"section", "workload", "limit", "window_seconds", "algorithm", "params", "requests", "admitted", "denied",
-	"max_in_window", "overshoot", "over_limit_admits", "false_admits", "false_denials",
-	"store", "bytes_per_key", "keys_measured", "round_trips_per_decision", "commands_per_decision",
-	"goroutines", "keys", "decisions", "decisions_per_second", "p50_us", "p99_us"}
+var csvHeader = []string{
+	"section",
+	"workload",
+	"limit",
+	"window_seconds",
+	"algorithm",
+	"params",
+	"requests",
+	"admitted",
+	"denied",
+	"max_in_window",
+	"overshoot",
+	"over_limit_admits",
+	"false_admits",
+	"false_denials",
+	"store",
+	"bytes_per_key",
+	"keys_measured",
+	"round_trips_per_decision",
+	"commands_per_decision",
+	"goroutines",
+	"keys",
+	"decisions",
+	"decisions_per_second",
+	"p50_us",
+	"p99_us",
+}
 
 func writeCSV(w io.Writer, rep *replay.Report) error {
 	cw := csv.NewWriter(w)
@@ -53,7 +76,9 @@ func writeCSV(w io.Writer, rep *replay.Report) error {
 			tm.Algorithm, "", "", "", "",
 			"", "", "", "", "",
 			tm.Target, "", "", "", "",
-			strconv.Itoa(tm.Goroutines), strconv.Itoa(tm.Keys), i64(tm.Decisions), strconv.FormatFloat(tm.PerSecond, 'f', 0, 64),
+			strconv.Itoa(
+				tm.Goroutines,
+			), strconv.Itoa(tm.Keys), i64(tm.Decisions), strconv.FormatFloat(tm.PerSecond, 'f', 0, 64),
 			strconv.FormatFloat(float64(tm.P50)/1e3, 'f', 3, 64), strconv.FormatFloat(float64(tm.P99)/1e3, 'f', 3, 64)})
 	}
 	cw.Flush()

@@ -53,7 +53,16 @@ func ptr(v float64) *float64 { return &v }
 // testReport is a comparison of three algorithms on one workload, on the
 // memory store and miniredis, with a timed phase.
 func testReport() *replay.Report {
-	wl := replay.WorkloadInfo{Name: "boundary", Description: "one key", Limit: 100, Window: time.Minute, Duration: 6 * time.Minute, Requests: 600, Keys: 1, ActiveKeys: 1}
+	wl := replay.WorkloadInfo{
+		Name:        "boundary",
+		Description: "one key",
+		Limit:       100,
+		Window:      time.Minute,
+		Duration:    6 * time.Minute,
+		Requests:    600,
+		Keys:        1,
+		ActiveKeys:  1,
+	}
 	stores := func(bytes, cmds float64) []replay.StoreFigures {
 		return []replay.StoreFigures{
 			{Target: "memory", BytesPerKey: ptr(bytes), KeysHeld: replay.FixedStateKeys, RoundTripsPerDecision: 0},
@@ -64,21 +73,87 @@ func testReport() *replay.Report {
 		Workloads: []replay.WorkloadInfo{wl},
 		Targets:   []string{"memory", "miniredis"},
 		Rows: []replay.Row{
-			{Workload: "boundary", Algorithm: "fixed_window", Params: "100/1m", Settings: algorithms.Params{Limit: 100, Window: time.Minute},
-				Accuracy: replay.Accuracy{Requests: 600, Admitted: 400, Denied: 200, MaxInWindow: 200, Overshoot: 2}, Stores: stores(63, 1.67)},
-			{Workload: "boundary", Algorithm: "sliding_window", Params: "100/1m in 10 sub-windows", Settings: algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 10},
-				Accuracy: replay.Accuracy{Requests: 600, Admitted: 300, Denied: 300, MaxInWindow: 100, Overshoot: 1}, Stores: stores(900, 7)},
-			{Workload: "boundary", Algorithm: "token_bucket", Params: "100/1m burst 100", Settings: algorithms.Params{Limit: 100, Window: time.Minute, Burst: 100},
-				Accuracy: replay.Accuracy{Requests: 600, Admitted: 300, Denied: 300, MaxInWindow: 100, Overshoot: 1}, Stores: stores(64, 1.8)},
-			{Workload: "boundary", Algorithm: "gcra", Params: "100/1m burst 100", Settings: algorithms.Params{Limit: 100, Window: time.Minute, Burst: 100},
-				Accuracy: replay.Accuracy{Requests: 600, Admitted: 300, Denied: 300, MaxInWindow: 100, Overshoot: 1}, Stores: stores(63, 1.8)},
+			{
+				Workload:  "boundary",
+				Algorithm: "fixed_window",
+				Params:    "100/1m",
+				Settings:  algorithms.Params{Limit: 100, Window: time.Minute},
+				Accuracy: replay.Accuracy{
+					Requests:    600,
+					Admitted:    400,
+					Denied:      200,
+					MaxInWindow: 200,
+					Overshoot:   2,
+				},
+				Stores: stores(63, 1.67),
+			},
+			{
+				Workload:  "boundary",
+				Algorithm: "sliding_window",
+				Params:    "100/1m in 10 sub-windows",
+				Settings:  algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 10},
+				Accuracy: replay.Accuracy{
+					Requests:    600,
+					Admitted:    300,
+					Denied:      300,
+					MaxInWindow: 100,
+					Overshoot:   1,
+				},
+				Stores: stores(900, 7),
+			},
+			{
+				Workload:  "boundary",
+				Algorithm: "token_bucket",
+				Params:    "100/1m burst 100",
+				Settings:  algorithms.Params{Limit: 100, Window: time.Minute, Burst: 100},
+				Accuracy: replay.Accuracy{
+					Requests:    600,
+					Admitted:    300,
+					Denied:      300,
+					MaxInWindow: 100,
+					Overshoot:   1,
+				},
+				Stores: stores(64, 1.8),
+			},
+			{
+				Workload:  "boundary",
+				Algorithm: "gcra",
+				Params:    "100/1m burst 100",
+				Settings:  algorithms.Params{Limit: 100, Window: time.Minute, Burst: 100},
+				Accuracy: replay.Accuracy{
+					Requests:    600,
+					Admitted:    300,
+					Denied:      300,
+					MaxInWindow: 100,
+					Overshoot:   1,
+				},
+				Stores: stores(63, 1.8),
+			},
 		},
 		Verdicts: []replay.Verdict{{Workload: "boundary", Held: true, Choice: replay.Judged{Algorithm: "gcra"},
 			Text:        "gcra held the limit (max 1.00×) at the least cost (63 B/key on memory, 1.80 cmds on miniredis).",
 			CheaperText: "fixed_window is cheaper (63 B/key, 1.67 cmds) but reached 2.00× the limit."}},
 		Timings: []replay.Timing{
-			{Target: "memory", Algorithm: "gcra", Goroutines: 2, Keys: 10000, Decisions: 1000, PerSecond: 2000, P50: time.Microsecond, P99: 2 * time.Microsecond},
-			{Target: "miniredis", Algorithm: "gcra", Goroutines: 16, Keys: 10000, Decisions: 100, PerSecond: 200, P50: time.Millisecond, P99: 2 * time.Millisecond},
+			{
+				Target:     "memory",
+				Algorithm:  "gcra",
+				Goroutines: 2,
+				Keys:       10000,
+				Decisions:  1000,
+				PerSecond:  2000,
+				P50:        time.Microsecond,
+				P99:        2 * time.Microsecond,
+			},
+			{
+				Target:     "miniredis",
+				Algorithm:  "gcra",
+				Goroutines: 16,
+				Keys:       10000,
+				Decisions:  100,
+				PerSecond:  200,
+				P50:        time.Millisecond,
+				P99:        2 * time.Millisecond,
+			},
 		},
 		TimedLimit: 100, TimedWindow: time.Minute,
 	}
@@ -95,7 +170,10 @@ func TestTablesExplainThemselves(t *testing.T) {
 			}
 			out := b.String()
 			table := strings.Index(out, "algorithm")
-			params := strings.Index(out, "limit 100 per 1m; sliding_window: 10 sub-windows of 6s; token_bucket and gcra: burst 100")
+			params := strings.Index(
+				out,
+				"limit 100 per 1m; sliding_window: 10 sub-windows of 6s; token_bucket and gcra: burst 100",
+			)
 			if params < 0 || params > table {
 				t.Errorf("no parameters line above the table:\n%s", out)
 			}
@@ -144,7 +222,12 @@ func TestPostgresColumns(t *testing.T) {
 	rep := testReport()
 	rep.Targets = []string{"memory", "postgres"}
 	for i := range rep.Rows {
-		rep.Rows[i].Stores[1] = replay.StoreFigures{Target: "postgres", BytesPerKey: ptr(380), KeysHeld: 10_000, RoundTripsPerDecision: 1.01}
+		rep.Rows[i].Stores[1] = replay.StoreFigures{
+			Target:                "postgres",
+			BytesPerKey:           ptr(380),
+			KeysHeld:              10_000,
+			RoundTripsPerDecision: 1.01,
+		}
 	}
 	var b bytes.Buffer
 	if err := Write(&b, rep, "table"); err != nil {

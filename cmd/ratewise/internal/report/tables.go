@@ -17,8 +17,15 @@ import (
 // table: aligned for a terminal, or as Markdown.
 func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 	for _, wl := range rep.Workloads {
-		summary := fmt.Sprintf("limit %d per %s; %s requests from %s active key(s) in %s; %s",
-			wl.Limit, Duration(wl.Window), Int(int64(wl.Requests)), Int(int64(wl.ActiveKeys)), Duration(wl.Duration), wl.Description)
+		summary := fmt.Sprintf(
+			"limit %d per %s; %s requests from %s active key(s) in %s; %s",
+			wl.Limit,
+			Duration(wl.Window),
+			Int(int64(wl.Requests)),
+			Int(int64(wl.ActiveKeys)),
+			Duration(wl.Duration),
+			wl.Description,
+		)
 		var rows []replay.Row
 		for _, r := range rep.Rows {
 			if r.Workload == wl.Name {
@@ -37,7 +44,18 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 				fmt.Fprintf(w, "parameters: %s\n", params)
 			}
 		}
-		t := &Table{Left: 1, Header: []string{"algorithm", "admitted", "denied", "max in " + Duration(wl.Window), "× limit", "false admits", "false denials"}}
+		t := &Table{
+			Left: 1,
+			Header: []string{
+				"algorithm",
+				"admitted",
+				"denied",
+				"max in " + Duration(wl.Window),
+				"× limit",
+				"false admits",
+				"false denials",
+			},
+		}
 		cmds := countsCommands(rows)
 		for _, name := range rep.Targets {
 			t.Header = append(t.Header, name+" B/key")
@@ -107,9 +125,21 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 		} else {
 			fmt.Fprintln(w, title)
 		}
-		t := &Table{Left: 2, Header: []string{"store", "algorithm", "params", "goroutines", "decisions", "decisions/s", "p50", "p99"}}
+		t := &Table{
+			Left:   2,
+			Header: []string{"store", "algorithm", "params", "goroutines", "decisions", "decisions/s", "p50", "p99"},
+		}
 		for _, tm := range rep.Timings {
-			t.Add(tm.Target, tm.Algorithm, tm.Params, strconv.Itoa(tm.Goroutines), Int(tm.Decisions), Int(int64(tm.PerSecond)), Latency(tm.P50), Latency(tm.P99))
+			t.Add(
+				tm.Target,
+				tm.Algorithm,
+				tm.Params,
+				strconv.Itoa(tm.Goroutines),
+				Int(tm.Decisions),
+				Int(int64(tm.PerSecond)),
+				Latency(tm.P50),
+				Latency(tm.P99),
+			)
 		}
 		t.Write(w, markdown)
 		legend := "goroutines decide at once, each on its share of the keys, on the real clock; decisions/s is their total; p50 and p99 are each decision's latency as the caller saw it, " +
@@ -162,7 +192,10 @@ func Params(wl replay.WorkloadInfo, rows []replay.Row) string {
 			shared = true
 		}
 		if p.SubWindows > 0 {
-			what = append(what, fmt.Sprintf("%d sub-windows of %s", p.SubWindows, Duration(p.Window/time.Duration(p.SubWindows))))
+			what = append(
+				what,
+				fmt.Sprintf("%d sub-windows of %s", p.SubWindows, Duration(p.Window/time.Duration(p.SubWindows))),
+			)
 		}
 		if p.Burst > 0 {
 			what = append(what, fmt.Sprintf("burst %d", p.Burst))
@@ -206,13 +239,18 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 		win, span = "W", "W, the workload's window"
 	}
 	lines := []string{
-		fmt.Sprintf("admitted, denied: decisions of each kind. max in %s: the most admitted for one key in any span of %s.", win, span),
+		fmt.Sprintf(
+			"admitted, denied: decisions of each kind. max in %s: the most admitted for one key in any span of %s.",
+			win,
+			span,
+		),
 		fmt.Sprintf("× limit: max in %s over the limit; an exact limiter never exceeds 1.00. "+
 			"false admits, false denials: against an exact sliding log on the same trace.", win),
 	}
 	var logs []string
 	for _, r := range rows {
-		if k, err := algorithms.Lookup(r.Algorithm); err == nil && algo.FamilyOf(k) == algo.FamilyLog && !slices.Contains(logs, r.Algorithm) {
+		if k, err := algorithms.Lookup(r.Algorithm); err == nil && algo.FamilyOf(k) == algo.FamilyLog &&
+			!slices.Contains(logs, r.Algorithm) {
 			logs = append(logs, r.Algorithm)
 		}
 	}
@@ -221,20 +259,36 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 	for _, t := range targets {
 		switch t {
 		case "memory":
-			line := fmt.Sprintf("memory B/key: Go heap growth per key over %s fresh keys after one decision", Int(replay.FixedStateKeys))
+			line := fmt.Sprintf(
+				"memory B/key: Go heap growth per key over %s fresh keys after one decision",
+				Int(replay.FixedStateKeys),
+			)
 			if len(logs) > 0 {
-				line += fmt.Sprintf("; for %s (state grows with traffic), over the workload replayed on copies of its keys", AndList(logs))
+				line += fmt.Sprintf(
+					"; for %s (state grows with traffic), over the workload replayed on copies of its keys",
+					AndList(logs),
+				)
 			}
 			lines = append(lines, line+".")
 		case "redis", "cluster":
-			stores = append(stores, fmt.Sprintf("%s B/key: MEMORY USAGE over ≤%s busiest keys, of the state as the workload left it (a state kept as text grows by a few bytes with its numbers).", t, Int(replay.MaxSampledKeys)))
+			stores = append(
+				stores,
+				fmt.Sprintf(
+					"%s B/key: MEMORY USAGE over ≤%s busiest keys, of the state as the workload left it (a state kept as text grows by a few bytes with its numbers).",
+					t,
+					Int(replay.MaxSampledKeys),
+				),
+			)
 			cmds = true
 		case "miniredis":
 			stores = append(stores, "miniredis B/key: – (cannot measure Redis memory).")
 			cmds = true
 		case "postgres":
-			stores = append(stores, "postgres B/key: bytes on disk per row (pg_total_relation_size: the table, its index and TOAST) of the run's rows as the workload left them, "+
-				"copied into a temporary table laid out as ratewise.state, fill factor included, enough times to fill thousands of rows.")
+			stores = append(
+				stores,
+				"postgres B/key: bytes on disk per row (pg_total_relation_size: the table, its index and TOAST) of the run's rows as the workload left them, "+
+					"copied into a temporary table laid out as ratewise.state, fill factor included, enough times to fill thousands of rows.",
+			)
 		default:
 			stores = append(stores, t+" B/key: – (cannot measure memory).")
 			cmds = true
@@ -290,7 +344,9 @@ func bottomLine(verdicts []replay.Verdict) string {
 	if len(none) > 0 {
 		fmt.Fprintf(&b, " None held it on %s.", strings.Join(none, ", "))
 	}
-	b.WriteString(" No one algorithm fits every workload: for your own traffic, run ratewise recommend --qps N --window W --precision exact (or approx).")
+	b.WriteString(
+		" No one algorithm fits every workload: for your own traffic, run ratewise recommend --qps N --window W --precision exact (or approx).",
+	)
 	return strings.TrimSpace(b.String())
 }
 
