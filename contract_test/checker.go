@@ -109,7 +109,7 @@ const (
 	opReset                 // Reset
 	opTier                  // the key's limit becomes tiers[tier]
 	opSet                   // a Stack of the key's limit and the partner: AllowN(n)
-	opLease                 // the store's Lease(n, maxWait) under the key's limit (store.Leaser)
+	opLease                 // the store's Lease(n, maxWait) under the key's limit (store.Store.Lease)
 	opWait                  // the clock moves on by d
 )
 

@@ -33,7 +33,7 @@ type refStore struct {
 	mu     sync.Mutex
 	states map[refKey]algo.State
 	once   map[refOnce]refRecord
-	marks  map[refKey]algo.State // what the latest lease on each state left (store.Leaser)
+	marks  map[refKey]algo.State // what the latest lease on each state left (store.Store.Lease)
 }
 
 type refKey struct {

@@ -79,7 +79,7 @@ func parseFields(fields []any, limit, notBefore int64) (algorithms.Result, error
 // reports, the parameters it was decided under (the limit or rate count,
 // then the burst or the sub-windows, or 0), then its cost. alg is the
 // request's algorithm, of the same kind and scope. It returns res marked as
-// what that admission charged (algo.Charge).
+// what that admission charged (Result.SetCharged).
 func chargeOf(res algorithms.Result, alg algorithms.Algorithm, tail []any) (algorithms.Result, error) {
 	if len(tail) != 3 {
 		return algorithms.Result{}, fmt.Errorf("want the charge's limit, parameter and cost (reply ends %v)", tail)
