@@ -312,7 +312,8 @@ func (h *history) bucketBound(evs []event2) string {
 		).Sub(used, new(big.Rat).Mul(big.NewRat(count, period), new(big.Rat).SetInt64(ev.at.UnixMicro()-ev.eff.UnixMicro())))
 		if atTurn.Cmp(new(big.Rat).SetInt64(p.Burst)) > 0 {
 			return fmt.Sprintf(
-				"the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds",
+				"the admission of step %d, at %v, makes %s tokens used of the burst of %d then in force: more than the "+
+					"bucket holds",
 				ev.step+1,
 				ev.at.Format(time.StampMicro),
 				atTurn.FloatString(3),
@@ -349,7 +350,8 @@ func (h *history) replay(evs []event2) string {
 		}
 		if !res.Allowed {
 			return fmt.Sprintf(
-				"the admission of step %d (%d not given back, at %v) does not replay on an empty key with what else was admitted before it: more got through than if the refunded units had never been charged",
+				"the admission of step %d (%d not given back, at %v) does not replay on an empty key with what else was "+
+					"admitted before it: more got through than if the refunded units had never been charged",
 				ev.step+1,
 				cost,
 				ev.at.Format(time.StampMicro),

@@ -47,7 +47,11 @@ import (
 // admits more than the store would.
 
 // leasedRule is the model_check rule under Leased, quoted in its failures.
-const leasedRule = "random sequences on three instances leasing on one store, mixing admissions, runs of cost 1, peeks, refunds or bookings, resets, changes of limit, sets, clock readings behind and ahead, request IDs and lost replies: every Result in range; a retried write changes nothing; no window over the limit in force, and no span of a bucket's admissions, each at the time spent, over Burst + span/T"
+const leasedRule = "random sequences on three instances leasing on one store, mixing admissions, runs of " +
+	"cost 1, peeks, refunds or bookings, resets, changes of limit, sets, clock readings behind and " +
+	"ahead, request IDs and lost replies: every Result in range; a retried write changes nothing; no " +
+	"window over the limit in force, and no span of a bucket's admissions, each at the time spent, " +
+	"over Burst + span/T"
 
 // leasedInstances is how many instances share the store in a sequence.
 const leasedInstances = 3
@@ -333,7 +337,8 @@ func (h *history) bucketSpent(evs []event2, limits []int64) string {
 			used.Add(used, new(big.Rat).SetInt64(h.kept[ev.step].cost))
 			if used.Cmp(new(big.Rat).SetInt64(limits[i])) > 0 {
 				return fmt.Sprintf(
-					"the admission of step %d, counted at %v, makes %s tokens used of the burst of %d then in force: more than the bucket holds",
+					"the admission of step %d, counted at %v, makes %s tokens used of the burst of %d then in force: more "+
+						"than the bucket holds",
 					ev.step+1,
 					ev.at.Format(time.StampMicro),
 					used.FloatString(3),

@@ -708,14 +708,16 @@ func modelCheck(e *env) {
 	}
 	if e.cfg.coalesced && batches == 0 {
 		e.fatalf(
-			"%d sequences, %d rounds of %d steps made at once, formed no batch on a store that shares round trips: its default path was not checked",
+			"%d sequences, %d rounds of %d steps made at once, formed no batch on a store that shares round trips: "+
+				"its default path was not checked",
 			sequences,
 			tally.rounds,
 			tally.inRounds,
 		)
 	}
 	e.t.Logf(
-		"%d sequences, %d steps, %d rounds of %d steps at once, %d batches of %d decisions, %d leases, %d replies lost (%d outcomes unknown), the store's expiry clock moved %v, on %s; %s",
+		"%d sequences, %d steps, %d rounds of %d steps at once, %d batches of %d decisions, %d leases, %d replies "+
+			"lost (%d outcomes unknown), the store's expiry clock moved %v, on %s; %s",
 		sequences,
 		steps,
 		tally.rounds,
@@ -763,7 +765,8 @@ func (e *env) modelRNG() (*rand.Rand, string) {
 	}
 	return rand.New(rand.NewPCG(modelSeed, h.Sum64())),
 		fmt.Sprintf(
-			"seed %d (RATEWISE_MODEL_SEED=%d go test -run '%s' ./contract_test draws these sequences again; the steps made at once may interleave otherwise)",
+			"seed %d (RATEWISE_MODEL_SEED=%d go test -run '%s' ./contract_test draws these sequences again; the steps "+
+				"made at once may interleave otherwise)",
 			modelSeed,
 			modelSeed,
 			strings.Join(parts, "/"),

@@ -144,8 +144,11 @@ func Leased() Option { return optionFunc(func(c *config) { c.leased = true }) }
 // leasedSkips are the rules a leasing layer departs from by design
 // (internal/lease/design.md section 7), and why.
 var leasedSkips = map[string]string{
-	"stale_time": "a request behind the key's latest is decided at this instance's latest on the key, which may be behind the store's (others' peeks and decisions), so a local denial may come where the store would admit",
-	"leases":     "a leasing layer books leases for its own decisions from the store it wraps, and books none for a layer above it (store.ErrUnsupported)",
+	"stale_time": "a request behind the key's latest is decided at this instance's latest on the key, which may " +
+		"be behind the store's (others' peeks and decisions), so a local denial may come where the store " +
+		"would admit",
+	"leases": "a leasing layer books leases for its own decisions from the store it wraps, and books none " +
+		"for a layer above it (store.ErrUnsupported)",
 }
 
 // Run checks the store returned by newStore against every rule for every

@@ -15,37 +15,46 @@ import (
 var rules = []rule{
 	{
 		"exact_admission",
-		"at one instant a fresh key admits exactly Limit requests, counting Remaining down to 0, and the algorithm's refill admits exactly what its semantics predict",
+		"at one instant a fresh key admits exactly Limit requests, counting Remaining down to 0, and the " +
+			"algorithm's refill admits exactly what its semantics predict",
 		exactAdmission,
 		false,
 	},
 	{
 		"matches_model",
-		"every decision on traffic that staggers requests over many windows, with parameters whose intervals are not whole microseconds and a limit that changes while the key holds state, admits and reports Remaining exactly as the algorithm's documented semantics say",
+		"every decision on traffic that staggers requests over many windows, with parameters whose intervals are " +
+			"not whole microseconds and a limit that changes while the key holds state, admits and reports " +
+			"Remaining exactly as the algorithm's documented semantics say",
 		matchesModel,
 		false,
 	},
 	{
 		"boundary_burst",
-		"100 requests at 13:59:59 and 100 at 14:00:00 with a limit of 100 per minute admit what the algorithm documents: 200 for the fixed window, 100 for the sliding log",
+		"100 requests at 13:59:59 and 100 at 14:00:00 with a limit of 100 per minute admit what the algorithm " +
+			"documents: 200 for the fixed window, 100 for the sliding log",
 		boundaryBurst,
 		false,
 	},
 	{
 		"window_bound",
-		"no span of length Window ever holds more admitted cost than the algorithm's documented bound (Limit for the sliding log)",
+		"no span of length Window ever holds more admitted cost than the algorithm's documented bound (Limit for " +
+			"the sliding log)",
 		windowBound,
 		false,
 	},
 	{
 		"denied_again",
-		"a key that denied a request, asked again at the same instant and at steps up to the RetryAfter, by requests of cost 1 and 2 and by peeks, decides each exactly as the algorithm does (every Result field), admits nothing before the boundary and admits at it: a store that remembers denials never admits what it would deny nor denies what it would admit",
+		"a key that denied a request, asked again at the same instant and at steps up to the RetryAfter, by " +
+			"requests of cost 1 and 2 and by peeks, decides each exactly as the algorithm does (every Result " +
+			"field), admits nothing before the boundary and admits at it: a store that remembers denials " +
+			"never admits what it would deny nor denies what it would admit",
 		deniedAgain,
 		false,
 	},
 	{
 		"boundaries",
-		"a request is denied 1µs before the refill or expiry boundary and admitted exactly at it, and RetryAfter is that boundary",
+		"a request is denied 1µs before the refill or expiry boundary and admitted exactly at it, and RetryAfter " +
+			"is that boundary",
 		boundaries,
 		false,
 	},
@@ -64,25 +73,31 @@ var rules = []rule{
 	},
 	{
 		"refund_at_once",
-		"an admission refunded before anything else happens on the key leaves it exactly as if the request had never been made",
+		"an admission refunded before anything else happens on the key leaves it exactly as if the request had " +
+			"never been made",
 		refundAtOnce,
 		false,
 	},
 	{
 		"refund_never_more",
-		"after any refunds, what was admitted and not refunded is a history the algorithm admits on its own: a refund never lets more through than if the refunded units had never been charged",
+		"after any refunds, what was admitted and not refunded is a history the algorithm admits on its own: a " +
+			"refund never lets more through than if the refunded units had never been charged",
 		refundNeverMore,
 		false,
 	},
 	{
 		"refund_invalid",
-		"refunding a denial, a cost outside [1, the admission's cost] (a store: [1, limit]) or a time outside the range is an error and changes nothing",
+		"refunding a denial, a cost outside [1, the admission's cost] (a store: [1, limit]) or a time outside the " +
+			"range is an error and changes nothing",
 		refundInvalid,
 		false,
 	},
 	{
 		"refund_bound",
-		"a refund goes into the state its admission charged (Result.Charged), whatever the key's limit or tier is by then; a Peek's Result, a denial or more than the admission's cost is refused; a Stack's admission comes back to every limit; a bucket converted to another rate since, or changed and changed back, gives nothing back",
+		"a refund goes into the state its admission charged (Result.Charged), whatever the key's limit or tier is " +
+			"by then; a Peek's Result, a denial or more than the admission's cost is refused; a Stack's " +
+			"admission comes back to every limit; a bucket converted to another rate since, or changed and " +
+			"changed back, gives nothing back",
 		refundBound,
 		false,
 	},
@@ -101,44 +116,55 @@ var rules = []rule{
 	{"key_isolation", "keys, prefixes and algorithms never share state", keyIsolation, true},
 	{
 		"long_keys",
-		"keys of 1 byte to 64 KiB, of any bytes, decide exactly as the reference store decides them, with and without a request ID of 128 bytes, through refunds, sets, bookings and leases: no two keys share a state, a once record or a mark, however long, however alike, and whatever a store makes of a long one",
+		"keys of 1 byte to 64 KiB, of any bytes, decide exactly as the reference store decides them, with and " +
+			"without a request ID of 128 bytes, through refunds, sets, bookings and leases: no two keys " +
+			"share a state, a once record or a mark, however long, however alike, and whatever a store makes " +
+			"of a long one",
 		longKeys,
 		true,
 	},
 	{
 		"once_spelling",
-		"a request ID applied to one key is never taken for another (key, ID), whatever the key and the ID hold: an admission, a Stack's admission, a refund or a reset with ID p+s+z on key x, then one with ID z on key x+s'+p, with s and s' the separators stores put between parts, each decide as the reference store decides them",
+		"a request ID applied to one key is never taken for another (key, ID), whatever the key and the ID hold: " +
+			"an admission, a Stack's admission, a refund or a reset with ID p+s+z on key x, then one with ID " +
+			"z on key x+s'+p, with s and s' the separators stores put between parts, each decide as the " +
+			"reference store decides them",
 		onceSpelling,
 		true,
 	},
 	{
 		"key_parts",
-		"a store keeps one state per store.Key's String: a namespace and a name are the key namespace:name, however a key is split, for Decide, Reset and Refund alike",
+		"a store keeps one state per store.Key's String: a namespace and a name are the key namespace:name, " +
+			"however a key is split, for Decide, Reset and Refund alike",
 		keyParts,
 		true,
 	},
 	{
 		"scope_isolation",
-		"limiters of one algorithm whose windows or periods differ never share a key's state; limiters that differ only in their limit do",
+		"limiters of one algorithm whose windows or periods differ never share a key's state; limiters that differ " +
+			"only in their limit do",
 		scopeIsolation,
 		true,
 	},
 	{
 		"result_fields",
-		"Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, ResetAfter > 0 after an admission, At is not before now",
+		"Limit is the limit, 0 <= Remaining <= Limit, RetryAfter > 0 exactly when denied and is the shortest wait, " +
+			"ResetAfter > 0 after an admission, At is not before now",
 		resultFields,
 		false,
 	},
 	{
 		"state_expiry",
-		"after ResetAfter the key is back at full capacity and the store keeps its state no longer than ResetAfter (plus the grace it documents)",
+		"after ResetAfter the key is back at full capacity and the store keeps its state no longer than ResetAfter " +
+			"(plus the grace it documents)",
 		stateExpiry,
 		false,
 	},
 	{"concurrency", "64 goroutines on one key admit exactly the limit", concurrency, true},
 	{
 		"hot_key_real_clock",
-		"64 goroutines on one key with the system clock, whose readings reach the store out of order, never admit beyond the algorithm's bound, judged at the times the decisions were made at (Result.At)",
+		"64 goroutines on one key with the system clock, whose readings reach the store out of order, never admit " +
+			"beyond the algorithm's bound, judged at the times the decisions were made at (Result.At)",
 		hotKeyRealClock,
 		true,
 	},
@@ -150,19 +176,24 @@ var rules = []rule{
 	},
 	{
 		"stale_time",
-		"a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is decided exactly as with the clock held at that latest time: the same admission and Remaining, RetryAfter and ResetAfter longer by the gap, and an admission made at the held time",
+		"a request whose now is behind the latest time the key has seen (by up to 50ms, or by whole windows) is " +
+			"decided exactly as with the clock held at that latest time: the same admission and Remaining, " +
+			"RetryAfter and ResetAfter longer by the gap, and an admission made at the held time",
 		staleTime,
 		false,
 	},
 	{
 		"per_key_limits",
-		"one limiter applies each key's own limit (WithTiers) or a call's (AllowWith): a key admits exactly its limit, a key moved to a limit of the same scope keeps what it used, and an error choosing the limit consumes nothing",
+		"one limiter applies each key's own limit (WithTiers) or a call's (AllowWith): a key admits exactly its " +
+			"limit, a key moved to a limit of the same scope keeps what it used, and an error choosing the " +
+			"limit consumes nothing",
 		perKeyLimits,
 		false,
 	},
 	{
 		"set_all_or_nothing",
-		"a set of limits admits a request only if every limit does, then charges each; a denial charges none, names the binding limit and a RetryAfter after which the request is admitted",
+		"a set of limits admits a request only if every limit does, then charges each; a denial charges none, " +
+			"names the binding limit and a RetryAfter after which the request is admitted",
 		setAllOrNothing,
 		false,
 	},
@@ -175,86 +206,114 @@ var rules = []rule{
 	{"set_invalid", "a set with two limits of one kind and scope is refused with ErrSharedState", setInvalid, true},
 	{
 		"two_clocks",
-		"two limiters with clocks minutes apart on one store: the one ahead, deciding beside a key the other spent (the same key under other windows) with readings past that key's lifetime, never drops its state, and the key decides as if alone",
+		"two limiters with clocks minutes apart on one store: the one ahead, deciding beside a key the other spent " +
+			"(the same key under other windows) with readings past that key's lifetime, never drops its " +
+			"state, and the key decides as if alone",
 		twoClocks,
 		false,
 	},
 	{
 		"stale_after_expiry",
-		"a request whose clock reading is behind an inspection that found the key's state expired is still decided with that state",
+		"a request whose clock reading is behind an inspection that found the key's state expired is still decided " +
+			"with that state",
 		staleAfterExpiry,
 		false,
 	},
 	{
 		"reservations",
-		"booking ahead (store.Store.Reserve) decides exactly as the algorithm's Reserve: the burst at once, then one interval more per booking up to the longest wait, nothing charged past it and RetryAfter the wait until its turn, later requests behind the bookings; other algorithms are refused",
+		"booking ahead (store.Store.Reserve) decides exactly as the algorithm's Reserve: the burst at once, then " +
+			"one interval more per booking up to the longest wait, nothing charged past it and RetryAfter " +
+			"the wait until its turn, later requests behind the bookings; other algorithms are refused",
 		reservations,
 		false,
 	},
 	{
 		"leases",
-		"a store books a lease as the algorithm's Reserve (buckets) or Decide (fixed window) and refuses the logs; a Reset puts back the state the latest admitted lease left, in which its units stay charged, and forgets the rest; a denied lease changes nothing; once that state stops counting, a Reset leaves the key full",
+		"a store books a lease as the algorithm's Reserve (buckets) or Decide (fixed window) and refuses the logs; " +
+			"a Reset puts back the state the latest admitted lease left, in which its units stay charged, " +
+			"and forgets the rest; a denied lease changes nothing; once that state stops counting, a Reset " +
+			"leaves the key full",
 		leases,
 		false,
 	},
 	{
 		"limit_change",
-		"lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result stays in range, never an error",
+		"lowering and raising the limit, burst or capacity of a live key keeps what it used, and every result " +
+			"stays in range, never an error",
 		limitChange,
 		true,
 	},
 	{
 		"quota_change",
-		"a key that used u of a limit, burst or capacity lowered to L has Remaining max(0, L-u) and waits exactly until its own expiry or refill frees room under L; raised, it keeps u",
+		"a key that used u of a limit, burst or capacity lowered to L has Remaining max(0, L-u) and waits exactly " +
+			"until its own expiry or refill frees room under L; raised, it keeps u",
 		quotaChange,
 		false,
 	},
 	{
 		"rate_change",
-		"a token bucket's or GCRA's rate changed on a live key keeps the tokens it used, converted at the first decision under the new rate (a peek and a denial included), which then refills them: lowering never hands quota back",
+		"a token bucket's or GCRA's rate changed on a live key keeps the tokens it used, converted at the first " +
+			"decision under the new rate (a peek and a denial included), which then refills them: lowering " +
+			"never hands quota back",
 		rateChange,
 		false,
 	},
 	{
 		"real_quotas",
-		"100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 days, each with its whole count as the limit or burst, decide exactly as the algorithm's semantics say, the whole limit in one request included",
+		"100,000 per day, 1,000,000 per day, 10,000 per 30 days, 10^9 per second, 7 per 1.5s and 999,999 per 30 " +
+			"days, each with its whole count as the limit or burst, decide exactly as the algorithm's " +
+			"semantics say, the whole limit in one request included",
 		realQuotas,
 		false,
 	},
 	{
 		"capabilities",
-		"what a store declares (store.Capabilities) is what it does, and never changes: it says it decides on its own clock exactly when it ignores the now it is given",
+		"what a store declares (store.Capabilities) is what it does, and never changes: it says it decides on its " +
+			"own clock exactly when it ignores the now it is given",
 		capabilities,
 		true,
 	},
 	{
 		"zero_now",
-		"the zero now asks for the current time: a decision, a booking, a refund and a set at it decide at the system clock's time on a store on the caller's time, at the store's own on the others",
+		"the zero now asks for the current time: a decision, a booking, a refund and a set at it decide at the " +
+			"system clock's time on a store on the caller's time, at the store's own on the others",
 		zeroNow,
 		true,
 	},
 	{
 		"invalid_input",
-		"an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time is the error algo.CheckDecision returns, never a panic or a decision",
+		"an invalid algorithm (one that fails Validate, or a type that only embeds a registered one), cost or time " +
+			"is the error algo.CheckDecision returns, never a panic or a decision",
 		invalidInput,
 		true,
 	},
 	{
 		"request_id_once",
-		"a request retried with its request ID (WithRequestID), through Allow, a Stack, a booking, a Refund or a Reset, returns its first outcome and charges (or resets) nothing more, also from 16 goroutines at once; another ID is another request; a denial is decided afresh when retried; a peek ignores the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing",
+		"a request retried with its request ID (WithRequestID), through Allow, a Stack, a booking, a Refund or a " +
+			"Reset, returns its first outcome and charges (or resets) nothing more, also from 16 goroutines " +
+			"at once; another ID is another request; a denial is decided afresh when retried; a peek ignores " +
+			"the ID; an empty or over-long ID is ErrInvalidRequestID and charges nothing",
 		requestIDOnce,
 		false,
 	},
 	{
 		"poisoned_batch",
-		"decisions that share a round trip with decisions that fail (on a key the store was made to fail: a foreign value, a row held elsewhere) decide as alone: every decision on the poisoned key fails, every other is admitted and charged exactly once",
+		"decisions that share a round trip with decisions that fail (on a key the store was made to fail: a " +
+			"foreign value, a row held elsewhere) decide as alone: every decision on the poisoned key fails, " +
+			"every other is admitted and charged exactly once",
 		poisonedBatch,
 		true,
 	},
 	{"context_cancelled", "a cancelled context yields its error and consumes nothing", contextCancelled, true},
 	{
 		"model_check",
-		"random sequences mixing admissions, peeks, refunds of any age and amount, bookings and cancellations, resets, changes of limit, burst, rate, window and kind, sets, clock readings behind and ahead, idle gaps, requests retried with their ID and writes whose reply is lost, with runs of steps made at once so that a store that shares round trips decides them in batches, decide exactly as the reference store in some order of each run, every Result in range; a retried write changes nothing; no window of any limit in force admits more than that limit, and what was admitted and not refunded replays on an empty key",
+		"random sequences mixing admissions, peeks, refunds of any age and amount, bookings and cancellations, " +
+			"resets, changes of limit, burst, rate, window and kind, sets, clock readings behind and ahead, " +
+			"idle gaps, requests retried with their ID and writes whose reply is lost, with runs of steps " +
+			"made at once so that a store that shares round trips decides them in batches, decide exactly as " +
+			"the reference store in some order of each run, every Result in range; a retried write changes " +
+			"nothing; no window of any limit in force admits more than that limit, and what was admitted and " +
+			"not refunded replays on an empty key",
 		modelCheck,
 		true,
 	},

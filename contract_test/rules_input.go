@@ -313,7 +313,8 @@ func hotKeyRealClock(e *env) {
 		e.fatalf("%d admitted within %v, over the documented bound %d", most, window, bound)
 	}
 	e.t.Logf(
-		"%s: %d calls, %d admitted in at least %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 admissions beyond its semantics",
+		"%s: %d calls, %d admitted in at least %v; the most in any %v: %d (limit %d, the algorithm's bound %d); 0 "+
+			"admissions beyond its semantics",
 		e.t.Name(),
 		calls.Load(),
 		len(admitted),

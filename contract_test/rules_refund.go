@@ -49,7 +49,8 @@ func refundAtOnce(e *env) {
 		got, want := e.allowN(with, "k", n), e.allowN(without, "k", n)
 		if got != want {
 			e.fatalf(
-				"decision %d, AllowN(%d) at %s: %+v on the key whose requests were refunded at once, %+v on the key that never had them",
+				"decision %d, AllowN(%d) at %s: %+v on the key whose requests were refunded at once, %+v on the key that "+
+					"never had them",
 				i,
 				n,
 				e.at(),
@@ -144,7 +145,8 @@ func refundNeverMore(e *env) {
 		var res algorithms.Result
 		if replay, res = algo.Decide(e.c.alg, replay, c.res.At, c.cost); !res.Allowed {
 			e.fatalf(
-				"request %d (cost %d at %s) was admitted and not refunded, but the history of what was admitted and not refunded has no room for it: a refund gave back more than it took",
+				"request %d (cost %d at %s) was admitted and not refunded, but the history of what was admitted and not "+
+					"refunded has no room for it: a refund gave back more than it took",
 				i,
 				c.cost,
 				c.res.At.Sub(e.c.start),

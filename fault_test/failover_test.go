@@ -375,7 +375,8 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf(
 		"figures: %s before_kill{%s} formation=%v keys_per_master=%v node_timeout=1s reload=%v "+
 			"promoted_after=%v cluster_fail=%v..%v dead_first_ok=%v first_ok_after_promotion=%v "+
-			"dead_errors=%s dead_errors_window=%v..%v live_errors=%s live_errors_window=%v..%v live_errors_before_cluster_fail=%d "+
+			"dead_errors=%s dead_errors_window=%v..%v live_errors=%s live_errors_window=%v..%v "+
+			"live_errors_before_cluster_fail=%d "+
 			"ok_before_promotion=%d dead_keys_back=%d/%d over_limit=%d admitted_after_spent=%d bound=%v/%v",
 		ty.figures(),
 		before,
@@ -426,7 +427,8 @@ func TestClusterFailover(t *testing.T) {
 	}
 	if n := liveErrsBeforeDown.Load(); n > 0 {
 		t.Errorf(
-			"%d decisions on the surviving masters' keys failed after the kill, before the cluster reported itself down, want 0 (live_errors=%s)",
+			"%d decisions on the surviving masters' keys failed after the kill, before the cluster reported itself "+
+				"down, want 0 (live_errors=%s)",
 			n,
 			&liveErrs,
 		)

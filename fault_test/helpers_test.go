@@ -178,7 +178,8 @@ func (ty *tally) figures() string {
 	slowest := ty.slowestErr
 	ty.mu.Unlock()
 	return fmt.Sprintf(
-		"calls=%d allowed=%d denied=%d err_unavailable=%d err_deadline=%d err_canceled=%d err_other=%d pool_timeouts=%d erred_nonzero=%d max_latency=%v slowest_err=%q",
+		"calls=%d allowed=%d denied=%d err_unavailable=%d err_deadline=%d err_canceled=%d err_other=%d "+
+			"pool_timeouts=%d erred_nonzero=%d max_latency=%v slowest_err=%q",
 		ty.calls.Load(),
 		ty.allowed.Load(),
 		ty.denied.Load(),

@@ -248,7 +248,8 @@ func TestFailoverWithReplicas(t *testing.T) {
 	durableLost, durablePerKey := lost(durableKeys)
 	plainLost, plainPerKey := lost(plainKeys)
 	t.Logf(
-		"figures: formation=%v promotion_after_kill=%v durable{%s acked=%d acked_while_held=%d not_replicated=%d lost=%d keys=%v} "+
+		"figures: formation=%v promotion_after_kill=%v durable{%s acked=%d acked_while_held=%d not_replicated=%d "+
+			"lost=%d keys=%v} "+
 			"plain{%s acked=%d acked_while_held=%d lost=%d keys=%v}",
 		formation.Round(time.Millisecond),
 		promotion.Round(time.Millisecond),
@@ -269,7 +270,8 @@ func TestFailoverWithReplicas(t *testing.T) {
 	plainTy.check(t)
 	if durableLost > 0 {
 		t.Errorf(
-			"with WithReplicas(1, %v), %d acknowledged admissions are not charged on the promoted replica (key:acked,charged): %v",
+			"with WithReplicas(1, %v), %d acknowledged admissions are not charged on the promoted replica "+
+				"(key:acked,charged): %v",
 			timeout,
 			durableLost,
 			durablePerKey,
@@ -283,7 +285,8 @@ func TestFailoverWithReplicas(t *testing.T) {
 	}
 	if plainLost == 0 {
 		t.Errorf(
-			"the control store, without WithReplicas, lost no admission: replication was not held back, so the kill tested nothing (%v)",
+			"the control store, without WithReplicas, lost no admission: replication was not held back, so the kill "+
+				"tested nothing (%v)",
 			plainPerKey,
 		)
 	}

@@ -80,7 +80,8 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 	}
 	if _, ok := m.policy.(fallback); ok {
 		return nil, fmt.Errorf(
-			"%w %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route a Limiter and a Middleware of its own",
+			"%w %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route "+
+				"a Limiter and a Middleware of its own",
 			ErrRoute,
 			name,
 		)

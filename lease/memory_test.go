@@ -119,7 +119,8 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 						t.Fatalf("seed %d: leased fleet admitted %d, direct-only %d: under-admission %d over 3%%", seed, l, d, deficit)
 					}
 					t.Logf(
-						"seed %d: %d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, direct-only %d (%.1f×)",
+						"seed %d: %d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips "+
+							"leased %d, direct-only %d (%.1f×)",
 						seed,
 						leased.requests,
 						l,

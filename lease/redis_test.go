@@ -99,7 +99,8 @@ func TestRedisFleetNeverOverAdmits(t *testing.T) {
 				t.Fatalf("leased fleet admitted %d, direct-only %d: under-admission %d over 3%%", l, d, deficit)
 			}
 			t.Logf(
-				"%d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, direct-only %d (%.1f×)",
+				"%d requests; admitted leased %d, direct-only %d: under-admission %d (%.2f%%); round trips leased %d, "+
+					"direct-only %d (%.1f×)",
 				leased.requests,
 				l,
 				d,

@@ -186,7 +186,8 @@ func TestResetKeepsLeasedUnits(t *testing.T) {
 	}
 	if after.Remaining < before.Remaining || after.Remaining >= gcra.Burst {
 		t.Fatalf(
-			"after Reset the store has %d of %d, before %d: want at least as much as before and less than the burst, the lease's spent units charged",
+			"after Reset the store has %d of %d, before %d: want at least as much as before and less than the burst, "+
+				"the lease's spent units charged",
 			after.Remaining,
 			gcra.Burst,
 			before.Remaining,

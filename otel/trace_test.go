@@ -72,9 +72,12 @@ func TestSpanEvents(t *testing.T) {
 	}
 	// The window starts at testStart, so the denial waits a minute.
 	want := []string{
-		"ratewise.decision ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=allowed,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=0,ratewise.source=limiter",
-		"ratewise.decision ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=denied,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=60,ratewise.source=limiter",
-		"ratewise.degraded ratewise.failure_mode=fail_closed,ratewise.outcome=denied,ratewise.quota=default,ratewise.reason=timeout",
+		"ratewise.decision " +
+			"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=allowed,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=0,ratewise.source=limiter",
+		"ratewise.decision " +
+			"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=denied,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=60,ratewise.source=limiter",
+		"ratewise.degraded " +
+			"ratewise.failure_mode=fail_closed,ratewise.outcome=denied,ratewise.quota=default,ratewise.reason=timeout",
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("events:\n got %q\nwant %q", got, want)

@@ -249,7 +249,8 @@ func TestSilentServer(t *testing.T) {
 		t.Fatalf("%d decisions while the server was silent", duringOK)
 	}
 	t.Logf(
-		"before the stall %d decisions; while silent for 2s, %d calls failed by their deadline; the first decision %v after the server spoke again; %d decisions in all",
+		"before the stall %d decisions; while silent for 2s, %d calls failed by their deadline; the first decision "+
+			"%v after the server spoke again; %d decisions in all",
 		before,
 		failedStalled,
 		recovered.Round(time.Millisecond),

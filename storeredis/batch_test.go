@@ -443,7 +443,8 @@ func TestCoalescedStallStaysOnItsNode(t *testing.T) {
 	}
 	if n := stalledDone.Load(); n > 0 || alone != 1 {
 		t.Fatalf(
-			"%d decisions on the paused master returned and %d were in flight alone by the end, want 0 and 1: the pause did not cover the live decisions",
+			"%d decisions on the paused master returned and %d were in flight alone by the end, want 0 and 1: the "+
+				"pause did not cover the live decisions",
 			n,
 			alone,
 		)

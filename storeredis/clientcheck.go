@@ -109,7 +109,8 @@ func CheckClient(client Client, budget time.Duration) []error {
 	}
 	if !s.contextTimeout {
 		warn(
-			"ContextTimeoutEnabled is false: go-redis ignores a context's deadline on the socket, so a decision waits for ReadTimeout (%v), not for its caller's deadline",
+			"ContextTimeoutEnabled is false: go-redis ignores a context's deadline on the socket, so a decision waits "+
+				"for ReadTimeout (%v), not for its caller's deadline",
 			s.read,
 		)
 	}
@@ -127,7 +128,8 @@ func CheckClient(client Client, budget time.Duration) []error {
 	if s.dialRetries > 0 &&
 		time.Duration(s.dialRetries+1)*max(s.dial, 0)+time.Duration(s.dialRetries)*s.dialRetryWait > budget {
 		warn(
-			"DialerRetries is %d: with DialTimeout %v and DialerRetryTimeout %v, reaching a server that is down takes up to %v, over the budget of %v",
+			"DialerRetries is %d: with DialTimeout %v and DialerRetryTimeout %v, reaching a server that is down takes "+
+				"up to %v, over the budget of %v",
 			s.dialRetries,
 			s.dial,
 			s.dialRetryWait,
@@ -137,7 +139,10 @@ func CheckClient(client Client, budget time.Duration) []error {
 	}
 	if s.retries > 0 {
 		warn(
-			"MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, so a decision can take %d attempts' time; the store then gives every write an ID it keeps in Redis for %v, the longest go-redis may resend it, so that it is applied once; -1 turns retries off and needs neither",
+			"MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, so a decision "+
+				"can take %d attempts' time; the store then gives every write an ID it keeps in Redis for %v, "+
+				"the longest go-redis may resend it, so that it is applied once; -1 turns retries off and needs "+
+				"neither",
 			s.retries,
 			s.retries+1,
 			resendHorizon(client).Round(time.Millisecond),
@@ -145,7 +150,9 @@ func CheckClient(client Client, budget time.Duration) []error {
 	}
 	if s.cluster && (s.clusterReloads <= 0 || s.clusterReloads > clusterReloadBound) {
 		warn(
-			"ClusterStateReloadInterval is %v: the client learns of a failover only from a MOVED or ASK reply or at that interval, and a dead master answers neither; about 1s finds a promoted replica within a second",
+			"ClusterStateReloadInterval is %v: the client learns of a failover only from a MOVED or ASK reply or at "+
+				"that interval, and a dead master answers neither; about 1s finds a promoted replica within a "+
+				"second",
 			s.clusterReloads,
 		)
 	}

@@ -110,7 +110,8 @@ func (s *Store) replicated(ctx context.Context, sc *redis.Script, keys []string,
 		}
 		cluster = c
 	default:
-		return nil, fmt.Errorf("%w: storeredis: WithReplicas needs a *redis.Client or a *redis.ClusterClient, got %T", store.ErrUnsupported, s.client)
+		return nil, fmt.Errorf("%w: storeredis: WithReplicas needs a *redis.Client or a *redis.ClusterClient, got "+
+			"%T", store.ErrUnsupported, s.client)
 	}
 	send := func(eval bool) (*redis.Cmd, *redis.IntCmd) {
 		pipe := node.Pipeline()

@@ -227,7 +227,8 @@ func TestReplicasNotReplicated(t *testing.T) {
 			again, err := retry.Decide(ratewise.WithRequestID(ctx, id), store.Key{Name: key}, alg, time.Time{}, 1)
 			if err != nil || !again.Allowed || again.Remaining != 9 {
 				t.Errorf(
-					"the retry with the request ID once the replica is back: %+v, %v; want the first outcome, admitted with 9 remaining",
+					"the retry with the request ID once the replica is back: %+v, %v; want the first outcome, admitted with "+
+						"9 remaining",
 					again,
 					err,
 				)

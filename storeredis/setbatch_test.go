@@ -301,7 +301,8 @@ func TestCoalescedSetsAreExact(t *testing.T) {
 			}
 			if peek[0].Remaining != 150-sets || peek[1].Remaining != 0 {
 				t.Fatalf(
-					"the states after sets admitted %d units and single decisions %d: %+v; want %d left in the log and none in the GCRA",
+					"the states after sets admitted %d units and single decisions %d: %+v; want %d left in the log and none "+
+						"in the GCRA",
 					sets,
 					singles,
 					peek,

@@ -65,7 +65,8 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 		&f.rate,
 		"rate",
 		"150/min",
-		"custom workload: each key's average request rate, such as 150/min, 2/s or 2.5 (per second); bursts send it compressed into their on-periods",
+		"custom workload: each key's average request rate, such as 150/min, 2/s or 2.5 (per second); bursts send "+
+			"it compressed into their on-periods",
 	)
 	fs.StringVar(&f.shape, "shape", "poisson", "custom workload: steady, poisson or bursts")
 	fs.DurationVar(&f.duration, "duration", 10*time.Minute, "custom workload: simulated duration")
@@ -81,7 +82,8 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 		&f.subWindows,
 		"subwindows",
 		0,
-		"sub-windows of the sliding window counter, which must split every window evenly; 0 means 10, or the largest smaller count that splits the window",
+		"sub-windows of the sliding window counter, which must split every window evenly; 0 means 10, or the "+
+			"largest smaller count that splits the window",
 	)
 	fs.Int64Var(
 		&f.burst,
@@ -106,7 +108,10 @@ func compare(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var f compareFlags
 	fs := newCommand(
 		"compare",
-		"Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a throwaway redis-server (or --redis, --cluster, --postgres, --start-postgres, or\nthe embedded miniredis when redis-server is not installed), and prints what each algorithm admitted, how far it\nstrayed from an exact sliding log, and what it cost.",
+		"Replays seeded workloads on a simulated clock against every algorithm, on the in-memory\nstore and a "+
+			"throwaway redis-server (or --redis, --cluster, --postgres, --start-postgres, or\nthe embedded "+
+			"miniredis when redis-server is not installed), and prints what each algorithm admitted, how far "+
+			"it\nstrayed from an exact sliding log, and what it cost.",
 		stdout,
 	)
 	f.register(fs.FlagSet)

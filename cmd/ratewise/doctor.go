@@ -48,18 +48,21 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 		&cluster,
 		"cluster",
 		"",
-		"check the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as redis://user:password@host:6379?addr=host2:6379",
+		"check the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as "+
+			"redis://user:password@host:6379?addr=host2:6379",
 	)
 	fs.StringVar(
 		&postgres,
 		"postgres",
 		"",
-		"check the database at this URL for the PostgreSQL store, as the role it names: postgres://user:password@host:5432/db (or key=value settings, as pgx takes them)",
+		"check the database at this URL for the PostgreSQL store, as the role it names: "+
+			"postgres://user:password@host:5432/db (or key=value settings, as pgx takes them)",
 	)
 	budget := fs.Duration(
 		"budget",
 		100*time.Millisecond,
-		"the longest a request may wait for a decision; the doctor's client settings and the round-trip check follow it (Redis only)",
+		"the longest a request may wait for a decision; the doctor's client settings and the round-trip check "+
+			"follow it (Redis only)",
 	)
 	if err := fs.parse(args); err != nil {
 		return err
@@ -172,7 +175,8 @@ func doctorClient(addr, cluster string, budget time.Duration) (redis.UniversalCl
 // describeSettings says what doctorClient sets, for the output.
 func describeSettings(budget time.Duration) string {
 	return fmt.Sprintf(
-		"ContextTimeoutEnabled true, DialTimeout %v, DialerRetries 1, DialerRetryTimeout %v, ReadTimeout, WriteTimeout and PoolTimeout %v, "+
+		"ContextTimeoutEnabled true, DialTimeout %v, DialerRetries 1, DialerRetryTimeout %v, ReadTimeout, "+
+			"WriteTimeout and PoolTimeout %v, "+
 			"MaxRetries -1 (and for a cluster ClusterStateReloadInterval 1s)",
 		budget*3/10,
 		budget/10,

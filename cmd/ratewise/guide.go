@@ -36,7 +36,9 @@ var guideExamples = [][]string{
 func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newCommand(
 		"guide",
-		"Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no number in the guide is edited by hand. It runs on a throwaway redis-server\nwhen one is on the PATH, so that its memory figures are Redis's.",
+		"Regenerates docs/choosing.md and its charts from a fresh compare run and from recommend\nruns, so that no "+
+			"number in the guide is edited by hand. It runs on a throwaway redis-server\nwhen one is on the "+
+			"PATH, so that its memory figures are Redis's.",
 		stdout,
 	)
 	var out string
@@ -102,8 +104,10 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprint(
 		&b,
 		"The window-boundary problem, measured: a fixed window admits up to twice its limit across a window boundary. "+
-			"Here the limit is 100 per minute, and 100 requests arrive in the second before a minute boundary and 100 in the second after, three times. "+
-			"The chart shows, for each algorithm, how many requests it had admitted in the trailing minute at every instant; the dashed black line is the limit.\n\n",
+			"Here the limit is 100 per minute, and 100 requests arrive in the second before a minute boundary and 100 "+
+			"in the second after, three times. "+
+			"The chart shows, for each algorithm, how many requests it had admitted in the trailing minute at every "+
+			"instant; the dashed black line is the limit.\n\n",
 	)
 	fmt.Fprint(&b, "![admitted in the trailing minute on the boundary attack](img/choosing/boundary.svg)\n\n")
 	var one bytes.Buffer
@@ -121,8 +125,10 @@ func guide(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(&b, "The examples below run `ratewise recommend` as printed, %s: "+
 			"memory is what Redis reports for a full window, and time is Redis's own time per decision.\n\n", where)
 	} else {
-		fmt.Fprint(&b, "The examples below measure memory and latency on the in-memory store's Go heap; `--redis ADDR` or `--start-redis` measures a real Redis, "+
-			"where a sorted-set record costs many times more ([benchmarks.md](benchmarks.md) has the Redis figures, from `go run ./bench/cmd/thresholds`).\n\n")
+		fmt.Fprint(&b, "The examples below measure memory and latency on the in-memory store's Go heap; `--redis "+
+			"ADDR` or `--start-redis` measures a real Redis, "+
+			"where a sorted-set record costs many times more ([benchmarks.md](benchmarks.md) has the Redis figures, "+
+			"from `go run ./bench/cmd/thresholds`).\n\n")
 	}
 	for _, example := range guideExamples {
 		args := append([]string{"recommend"}, example...)

@@ -161,7 +161,8 @@ func oneLine(msg string) string {
 func versionCmd(args []string, stdout io.Writer) error {
 	fs := newCommand(
 		"version",
-		"Prints ratewise's module version, the VCS revision and commit time it was built from,\nand the Go version that built it.",
+		"Prints ratewise's module version, the VCS revision and commit time it was built from,\nand the Go version "+
+			"that built it.",
 		stdout,
 	)
 	if err := fs.parse(args); err != nil {

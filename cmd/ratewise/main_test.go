@@ -139,7 +139,8 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 		{
 			"two redises",
 			[]string{"compare", "--start-redis", "--redis", closed},
-			"--redis and --start-redis: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres, --memory-store or --miniredis",
+			"--redis and --start-redis: give only one of --redis, --cluster, --start-redis, --postgres, " +
+				"--start-postgres, --memory-store or --miniredis",
 		},
 		{
 			"two in-process stores",
@@ -147,7 +148,8 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 			"--memory-store and --miniredis: give only one of",
 		},
 		{"redis and postgres", []string{"compare", "--redis", closed, "--start-postgres"},
-			"--redis and --start-postgres: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres, --memory-store or --miniredis"},
+			"--redis and --start-postgres: give only one of --redis, --cluster, --start-redis, --postgres, " +
+				"--start-postgres, --memory-store or --miniredis"},
 		{
 			"unreachable postgres",
 			[]string{"compare", "--postgres", "postgres://ann:hunter2@" + closed + "/app"},
@@ -171,7 +173,8 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 		{
 			"recommend on two stores",
 			[]string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory-store", "--start-redis"},
-			"--start-redis and --memory-store: give only one of --redis, --cluster, --start-redis, --postgres, --start-postgres or --memory-store",
+			"--start-redis and --memory-store: give only one of --redis, --cluster, --start-redis, --postgres, " +
+				"--start-postgres or --memory-store",
 		},
 		{"stray argument", []string{"compare", "boundary"}, `unexpected argument "boundary"`},
 		{

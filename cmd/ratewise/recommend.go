@@ -17,7 +17,11 @@ import (
 	"github.com/ratewise/ratewise/replay"
 )
 
-const recommendSummary = "Recommends an algorithm for a rate, a window and a precision, and prints the\nmeasurements behind every reason and every rejection: memory for a full window, the\nstore's time per decision, accuracy on matching workloads, and what one Redis serves, or,\nwith --postgres or --start-postgres when there is no Redis, the disk and decisions per\nsecond a PostgreSQL deployment needs."
+const recommendSummary = "Recommends an algorithm for a rate, a window and a precision, and prints " +
+	"the\nmeasurements behind every reason and every rejection: memory for a full window, the\nstore's " +
+	"time per decision, accuracy on matching workloads, and what one Redis serves, or,\nwith " +
+	"--postgres or --start-postgres when there is no Redis, the disk and decisions per\nsecond a " +
+	"PostgreSQL deployment needs."
 
 // question is recommend's flags that describe the question, as opposed to
 // the store it is measured on.
@@ -31,7 +35,8 @@ func (q *question) register(fs *command) {
 		&q.qps,
 		"qps",
 		"",
-		"the rate each key may reach: requests per second (0.5), or a count per period as the library reads it (5/15m, 100/min, 10000/day, 10000/month) (required)",
+		"the rate each key may reach: requests per second (0.5), or a count per period as the library reads it "+
+			"(5/15m, 100/min, 10000/day, 10000/month) (required)",
 	)
 	fs.DurationVar(
 		&q.in.Window,

@@ -55,7 +55,8 @@ func clusterOptions(s string) (opts *redis.ClusterOptions, where string, err err
 			seeds[i] = strings.TrimSpace(seed)
 			if _, _, err := net.SplitHostPort(seeds[i]); err != nil {
 				return nil, "", usagef(
-					"--cluster %q: want comma-separated host:port seeds, or a URL such as redis://user:password@host:6379?addr=host2:6379",
+					"--cluster %q: want comma-separated host:port seeds, or a URL such as "+
+						"redis://user:password@host:6379?addr=host2:6379",
 					s,
 				)
 			}

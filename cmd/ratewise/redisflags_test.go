@@ -124,7 +124,8 @@ func TestStoreFallbackWithoutRedisServer(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	first, _, _ := strings.Cut(stdout, "\n")
-	for _, want := range []string{"Measured on: the in-memory store and the embedded miniredis (redis-server not found on PATH",
+	for _, want := range []string{"Measured on: the in-memory store and the embedded miniredis (redis-server " +
+		"not found on PATH",
 		"not Redis", "the same Lua scripts", "its memory is not Redis's", "its speed is no guide to Redis's"} {
 		if !strings.Contains(first, want) {
 			t.Errorf("first line %q does not say %q", first, want)

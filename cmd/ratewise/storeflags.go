@@ -51,19 +51,22 @@ func (f *storeFlags) register(fs *flag.FlagSet, what string, use storeUse) {
 		&f.addr,
 		"redis",
 		"",
-		what+" on the Redis at this address: host:port, or a URL such as redis://user:password@host:6379/0 (rediss:// for TLS)",
+		what+" on the Redis at this address: host:port, or a URL such as redis://user:password@host:6379/0 "+
+			"(rediss:// for TLS)",
 	)
 	fs.StringVar(
 		&f.cluster,
 		"cluster",
 		"",
-		what+" on the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as redis://user:password@host:6379?addr=host2:6379",
+		what+" on the Redis Cluster with these comma-separated seed addresses (host:port), or at a URL such as "+
+			"redis://user:password@host:6379?addr=host2:6379",
 	)
 	fs.BoolVar(
 		&f.start,
 		"start-redis",
 		false,
-		what+" on a throwaway redis-server started on a free loopback port and stopped at exit; the default when redis-server is on the PATH",
+		what+" on a throwaway redis-server started on a free loopback port and stopped at exit; the default when "+
+			"redis-server is on the PATH",
 	)
 	if use != forGuide {
 		f.names = append(f.names, "postgres", "start-postgres")
@@ -71,14 +74,17 @@ func (f *storeFlags) register(fs *flag.FlagSet, what string, use storeUse) {
 			&f.postgres,
 			"postgres",
 			"",
-			what+" on the PostgreSQL store in this database, a URL such as postgres://user:password@host:5432/db?sslmode=require "+
-				"(or key=value settings, as pgx takes them); it creates the schema ratewise if it is missing, and deletes the keys it writes",
+			what+" on the PostgreSQL store in this database, a URL such as "+
+				"postgres://user:password@host:5432/db?sslmode=require "+
+				"(or key=value settings, as pgx takes them); it creates the schema ratewise if it is missing, and "+
+				"deletes the keys it writes",
 		)
 		fs.BoolVar(
 			&f.startPostgres,
 			"start-postgres",
 			false,
-			what+" on the PostgreSQL store in a throwaway PostgreSQL server (initdb and postgres from the PATH or /usr/lib/postgresql) started on a free loopback port and stopped at exit",
+			what+" on the PostgreSQL store in a throwaway PostgreSQL server (initdb and postgres from the PATH or "+
+				"/usr/lib/postgresql) started on a free loopback port and stopped at exit",
 		)
 	}
 	switch use {
@@ -89,7 +95,8 @@ func (f *storeFlags) register(fs *flag.FlagSet, what string, use storeUse) {
 			&f.miniredis,
 			"miniredis",
 			false,
-			"run the embedded miniredis beside the in-memory store, even when redis-server is on the PATH; the default when it is not",
+			"run the embedded miniredis beside the in-memory store, even when redis-server is on the PATH; the "+
+				"default when it is not",
 		)
 	case forRecommend:
 		f.names = append(f.names, "memory-store")
@@ -105,7 +112,8 @@ func (f *storeFlags) register(fs *flag.FlagSet, what string, use storeUse) {
 			&f.miniredis,
 			"miniredis",
 			false,
-			"run compare on the in-memory store and the embedded miniredis, and recommend's examples on the in-memory store, even when redis-server is on the PATH; the default when it is not",
+			"run compare on the in-memory store and the embedded miniredis, and recommend's examples on the in-memory "+
+				"store, even when redis-server is on the PATH; the default when it is not",
 		)
 	}
 }
@@ -161,9 +169,11 @@ func (f *storeFlags) inProcess(why string) (replay.Target, string) {
 		return replay.Miniredis{}, "the embedded miniredis (" + why + "), not Redis: it runs the same Lua scripts, " +
 			"but its memory is not Redis's and its speed is no guide to Redis's"
 	case f.use == forRecommend:
-		return replay.Memory{}, "the in-memory store's Go heap (" + why + "), not Redis, where a sorted-set record costs several times more"
+		return replay.Memory{}, "the in-memory store's Go heap (" + why + "), not Redis, where a sorted-set record " +
+			"costs several times more"
 	}
-	return nil, "the in-memory store and the embedded miniredis (" + why + "), not Redis: miniredis runs the same Lua scripts, " +
+	return nil, "the in-memory store and the embedded miniredis (" + why + "), not Redis: miniredis runs the " +
+		"same Lua scripts, " +
 		"but its memory is not Redis's and its speed is no guide to Redis's"
 }
 

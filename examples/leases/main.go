@@ -46,7 +46,8 @@ func main() {
 	addr := flag.String(
 		"redis",
 		"",
-		"a Redis to use (keys go under a prefix of their own); empty: start a throwaway redis-server, or use memory without one",
+		"a Redis to use (keys go under a prefix of their own); empty: start a throwaway redis-server, or use "+
+			"memory without one",
 	)
 	memory := flag.Bool("memory", false, "use one memory store instead of Redis")
 	flag.Parse()

@@ -88,7 +88,8 @@ func TestRefundNeverLetsMoreThrough(t *testing.T) {
 					replay, res = algo.Decide(alg, replay, c.act, c.cost)
 					if !res.Allowed {
 						t.Fatalf(
-							"seed %d: request %d (cost %d at %v) was admitted and kept, but the kept history has no room for it: a refund gave back too much",
+							"seed %d: request %d (cost %d at %v) was admitted and kept, but the kept history has no room for it: "+
+								"a refund gave back too much",
 							seed,
 							i,
 							c.cost,
@@ -388,7 +389,8 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				dbg += fmt.Sprintf(" refunded %+v, never %+v", with, without)
 				if got, want := burst(plan, with, clock), burst(plan, without, clock); got > want {
 					t.Fatalf(
-						"after %v, %s charged %d at %v and refunded at %v, under %s: a burst gets %d through, %d had it never been charged (%s)",
+						"after %v, %s charged %d at %v and refunded at %v, under %s: a burst gets %d through, %d had it never "+
+							"been charged (%s)",
 						ops,
 						charge,
 						n,

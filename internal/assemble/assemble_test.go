@@ -23,7 +23,8 @@ func TestRequiresOnceAndInstances(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := "lib\n-- requires: lib.sql\n-- instance of: tmpl.sql\n-- requires: lib.sql\nf_a\n-- instance of: tmpl.sql\n-- requires: lib.sql\nf_b\n"
+	want := "lib\n-- requires: lib.sql\n-- instance of: tmpl.sql\n-- requires: lib.sql\nf_a\n-- instance of: " +
+		"tmpl.sql\n-- requires: lib.sql\nf_b\n"
 	if got := a.String(); got != want {
 		t.Fatalf("got %q\nwant %q", got, want)
 	}

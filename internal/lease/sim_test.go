@@ -440,7 +440,10 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 					t.Fatalf("seed %d: %d fewer admitted than directly, more than the %d lost and %d most held", seed, deficit, lost, leased.maxHeld)
 				}
 				t.Logf(
-					"seed %d: shift %v; %d requests; under-admission %d (%.2f%%); direct-only fleet admitted %d; leased fleet admitted %d (%d local, %d direct) in %d leases of %d units: %d expired, %d returned of which %d came back; %d lost; held at leases' ends %d; most held at once %d; %d round trips (%d denied), %d directly (%d denied)",
+					"seed %d: shift %v; %d requests; under-admission %d (%.2f%%); direct-only fleet admitted %d; leased "+
+						"fleet admitted %d (%d local, %d direct) in %d leases of %d units: %d expired, %d returned of "+
+						"which %d came back; %d lost; held at leases' ends %d; most held at once %d; %d round trips "+
+						"(%d denied), %d directly (%d denied)",
 					seed,
 					leased.shift,
 					leased.requests,

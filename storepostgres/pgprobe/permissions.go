@@ -39,8 +39,10 @@ func (p *prober) permissions(ctx context.Context) {
 				"",
 			)
 		} else {
-			p.add("permissions", StatusFailure, fmt.Sprintf("%s may not create the schema ratewise (no CREATE on the database), which the store does on first use", p.who),
-				fmt.Sprintf("GRANT CREATE ON DATABASE %s TO %s; or call storepostgres.Store.Migrate once as a role that may, then grant %s the schema's use",
+			p.add("permissions", StatusFailure, fmt.Sprintf("%s may not create the schema ratewise (no CREATE on the "+
+				"database), which the store does on first use", p.who),
+				fmt.Sprintf("GRANT CREATE ON DATABASE %s TO %s; or call storepostgres.Store.Migrate once as a role that "+
+					"may, then grant %s the schema's use",
 					p.database, p.role, p.role))
 		}
 		return
@@ -117,7 +119,8 @@ func (p *prober) permissions(ctx context.Context) {
 
 	if len(lacks) == 0 {
 		found := fmt.Sprintf(
-			"%s may use the schema ratewise: USAGE on it, SELECT, INSERT, UPDATE and DELETE on ratewise.state and ratewise.once, "+
+			"%s may use the schema ratewise: USAGE on it, SELECT, INSERT, UPDATE and DELETE on ratewise.state and "+
+				"ratewise.once, "+
 				"SELECT on ratewise.meta, EXECUTE on its %d functions",
 			p.who,
 			funcs,

@@ -127,7 +127,8 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 		p.add(
 			"schema",
 			StatusOK,
-			"absent: the store creates the schema ratewise on first use, or when Migrate is called, if the role may (see permissions)",
+			"absent: the store creates the schema ratewise on first use, or when Migrate is called, if the role may "+
+				"(see permissions)",
 			"",
 		)
 		return true

@@ -171,7 +171,8 @@ func TestRoleWithoutPrivileges(t *testing.T) {
 		rep,
 		"schema",
 		StatusWarning,
-		"ratewise exists, owned by ratewise; its version cannot be read as this role: ERROR: permission denied for schema ratewise",
+		"ratewise exists, owned by ratewise; its version cannot be read as this role: ERROR: permission denied for "+
+			"schema ratewise",
 	)
 	p = expect(
 		t,
@@ -180,7 +181,8 @@ func TestRoleWithoutPrivileges(t *testing.T) {
 		StatusFailure,
 		"lacks USAGE on the schema ratewise; SELECT, INSERT, UPDATE, DELETE on ratewise.state and ratewise.once; "+
 			"SELECT on ratewise.meta",
-		"as ratewise, the schema's owner: GRANT USAGE ON SCHEMA ratewise TO "+f.noPriv+"; GRANT SELECT, INSERT, UPDATE, DELETE ON ratewise.state, ratewise.once TO "+f.noPriv,
+		"as ratewise, the schema's owner: GRANT USAGE ON SCHEMA ratewise TO "+f.noPriv+"; GRANT SELECT, INSERT, "+
+			"UPDATE, DELETE ON ratewise.state, ratewise.once TO "+f.noPriv,
 	)
 	if err := decide(app); err == nil {
 		t.Errorf("the store decided as a role the probe says lacks privileges: %v", p)
@@ -254,7 +256,8 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 		t,
 		admin,
 		fmt.Sprintf(
-			"GRANT USAGE ON SCHEMA ratewise TO %[1]s; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA ratewise TO %[1]s",
+			"GRANT USAGE ON SCHEMA ratewise TO %[1]s; GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "+
+				"ratewise TO %[1]s",
 			f.noPriv,
 		),
 	)

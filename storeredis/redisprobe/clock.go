@@ -20,7 +20,8 @@ func (p *prober) clock(offset, unc time.Duration, timeErr error) {
 			"clock",
 			StatusOK,
 			fmt.Sprintf(
-				"Redis's clock is %v %s this host's (±%v); decisions follow Redis's clock, so it moves none (it would with WithClientTime)",
+				"Redis's clock is %v %s this host's (±%v); decisions follow Redis's clock, so it moves none (it would "+
+					"with WithClientTime)",
 				round(offset.Abs()),
 				aheadOrBehind(offset),
 				round(unc),

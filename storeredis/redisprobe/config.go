@@ -61,8 +61,10 @@ func persistence(info map[string]string) (Status, string, string) {
 	if last, err := strconv.Atoi(info["rdb_last_bgsave_time_sec"]); saves > 0 || err == nil && last >= 0 {
 		return StatusOK, "RDB snapshots, no AOF: a restart forgets what changed since the last snapshot", ""
 	}
-	return StatusWarning, "no AOF, and no RDB snapshot since the server started: a restart forgets every limit, so each key may spend its whole limit again at once",
-		"if a reset limit is costly (a daily or monthly quota), turn on AOF (appendonly yes, appendfsync everysec); for short windows a reset is usually acceptable"
+	return StatusWarning, "no AOF, and no RDB snapshot since the server started: a restart forgets every limit, " +
+			"so each key may spend its whole limit again at once",
+		"if a reset limit is costly (a daily or monthly quota), turn on AOF (appendonly yes, appendfsync " +
+			"everysec); for short windows a reset is usually acceptable"
 }
 
 func eviction(info map[string]string) (Status, string, string) {
@@ -73,13 +75,16 @@ func eviction(info map[string]string) (Status, string, string) {
 		return StatusWarning, "INFO memory does not give maxmemory_policy",
 			"make sure maxmemory-policy is noeviction: any other evicts ratewise's keys early, which resets their limits"
 	case policy == "noeviction":
-		return StatusOK, "maxmemory-policy noeviction: a full Redis refuses writes, and decisions fail (store.ErrUnavailable) rather than forget limits", ""
+		return StatusOK, "maxmemory-policy noeviction: a full Redis refuses writes, and decisions fail " +
+			"(store.ErrUnavailable) rather than forget limits", ""
 	case info["maxmemory"] == "0":
-		return StatusWarning, "maxmemory-policy " + policy + " with no maxmemory: nothing is evicted now, but with a maxmemory ratewise's keys would be, resetting their limits",
+		return StatusWarning, "maxmemory-policy " + policy + " with no maxmemory: nothing is evicted now, but with " +
+				"a maxmemory ratewise's keys would be, resetting their limits",
 			"set maxmemory-policy noeviction"
 	}
 	return StatusFailure, fmt.Sprintf(
-			"maxmemory-policy %s (maxmemory %s): when memory runs short Redis evicts ratewise's keys, which resets their limits; every ratewise key has a TTL, so volatile-* policies evict them too",
+			"maxmemory-policy %s (maxmemory %s): when memory runs short Redis evicts ratewise's keys, which resets "+
+				"their limits; every ratewise key has a TTL, so volatile-* policies evict them too",
 			policy,
 			limit,
 		),

@@ -125,7 +125,8 @@ func fakeRedis(t *testing.T, f fake) string {
 		mu.Unlock()
 		conns.Wait()
 	})
-	info := "# Server\r\nredis_version:" + f.version + "\r\n\r\n# Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n" +
+	info := "# Server\r\nredis_version:" + f.version + "\r\n\r\n# " +
+		"Memory\r\nmaxmemory:0\r\nmaxmemory_policy:noeviction\r\n\r\n" +
 		"# Persistence\r\naof_enabled:1\r\nrdb_last_bgsave_time_sec:-1\r\n\r\n# Cluster\r\ncluster_enabled:0\r\n"
 	tag := func(key string) string {
 		_, rest, _ := strings.Cut(key, "{")
@@ -141,7 +142,8 @@ func fakeRedis(t *testing.T, f fake) string {
 			return "-ERR Error running script (call to f_" + hex.EncodeToString(
 				sha[:],
 			) + "): @user_script:1: @user_script: 1: " +
-				"Write commands not allowed after non deterministic commands. Call redis.replicate_commands() at the start of your script " +
+				"Write commands not allowed after non deterministic commands. Call redis.replicate_commands() at the " +
+				"start of your script " +
 				"in order to switch to single commands replication mode.\r\n"
 		case strings.Contains(src, "redis.call('TIME')") && !strings.Contains(src, "'SET'"):
 			now := time.Now()

@@ -82,7 +82,8 @@ func (p *prober) server(ctx context.Context) bool {
 				"server",
 				StatusFailure,
 				"unreachable: "+err.Error()+"; nothing else checked",
-				"check the address, the credentials, TLS (rediss://) and that this host reaches the server within the client's timeouts",
+				"check the address, the credentials, TLS (rediss://) and that this host reaches the server within the "+
+					"client's timeouts",
 			)
 		}
 		return false
@@ -98,7 +99,8 @@ func (p *prober) server(ctx context.Context) bool {
 			"cluster",
 			StatusFailure,
 			fmt.Sprintf("%s %s does not answer: %v", p.members, n.addr, n.err),
-			"its keys fail (store.ErrUnavailable) until it answers: fix it, and check that this host reaches every node at the address the cluster announces",
+			"its keys fail (store.ErrUnavailable) until it answers: fix it, and check that this host reaches every "+
+				"node at the address the cluster announces",
 		)
 	}
 	p.nodes = answered

@@ -107,7 +107,8 @@ func run(d time.Duration, callers, modes []int) error {
 		cache = "on"
 	}
 	fmt.Printf(
-		"Redis %s, %d cores, %v per cell, GCRA 1000 per minute burst 1000, deny cache %s; `go run ./bench/cmd/coalescing`\n\n",
+		"Redis %s, %d cores, %v per cell, GCRA 1000 per minute burst 1000, deny cache %s; `go run "+
+			"./bench/cmd/coalescing`\n\n",
 		redisinfo.Field(info, "redis_version"),
 		runtime.NumCPU(),
 		d,
@@ -243,7 +244,10 @@ func overDenial(ctx context.Context, rdb *redis.Client) error {
 	slices.Sort(lags)
 	fmt.Println()
 	fmt.Printf(
-		"Deny cache: when a denied key is let through by a store with the cache, minus when Redis admits it (a store without the cache, polled alternately), %d keys of 50 per second, burst 1, on Redis's clock: median %v, largest %v. Each poll of the two stores takes about one round trip, which bounds what this can resolve.\n",
+		"Deny cache: when a denied key is let through by a store with the cache, minus when Redis admits it (a "+
+			"store without the cache, polled alternately), %d keys of 50 per second, burst 1, on Redis's "+
+			"clock: median %v, largest %v. Each poll of the two stores takes about one round trip, which "+
+			"bounds what this can resolve.\n",
 		trials,
 		lags[len(lags)/2].Round(time.Microsecond),
 		lags[len(lags)-1].Round(time.Microsecond),

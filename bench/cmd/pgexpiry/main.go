@@ -74,7 +74,8 @@ func run(keys, callers int, window, idle time.Duration, unlogged bool) error {
 	}
 	alg := algorithms.FixedWindow{Limit: 100, Window: window}
 	fmt.Printf(
-		"PostgreSQL %s (throwaway, fsync off, autovacuum on by default), %s table; %d distinct keys of %s, each decided once by %d callers, then %v on a working set of 1,000 keys\n\n",
+		"PostgreSQL %s (throwaway, fsync off, autovacuum on by default), %s table; %d distinct keys of %s, each "+
+			"decided once by %d callers, then %v on a working set of 1,000 keys\n\n",
 		version,
 		map[bool]string{false: "logged", true: "UNLOGGED"}[unlogged],
 		keys,
@@ -83,7 +84,8 @@ func run(keys, callers int, window, idle time.Duration, unlogged bool) error {
 		idle,
 	)
 	fmt.Println(
-		"| keys passed | elapsed | rows | rows still counting | table + index size | bytes per row | dead rows | vacuums (the store's + autovacuum's) |",
+		"| keys passed | elapsed | rows | rows still counting | table + index size | bytes per row | dead rows | " +
+			"vacuums (the store's + autovacuum's) |",
 	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 

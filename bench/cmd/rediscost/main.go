@@ -61,11 +61,13 @@ func run(addr string) error {
 	fmt.Println("## Commands per decision")
 	fmt.Println()
 	fmt.Println(
-		"Redis time is the script's own time inside Redis per decision (INFO commandstats, EVALSHA usec per call), the median of 15 rounds of 200 decisions each.",
+		"Redis time is the script's own time inside Redis per decision (INFO commandstats, EVALSHA usec per call), " +
+			"the median of 15 rounds of 200 decisions each.",
 	)
 	fmt.Println()
 	fmt.Println(
-		"| algorithm | round trips | commands in the script, admitted | which | Redis µs, admitted | commands, denied | which | Redis µs, denied |",
+		"| algorithm | round trips | commands in the script, admitted | which | Redis µs, admitted | commands, " +
+			"denied | which | Redis µs, denied |",
 	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, alg := range algs {
@@ -80,7 +82,9 @@ func run(addr string) error {
 	fmt.Println("## Memory per key")
 	fmt.Println()
 	fmt.Println(
-		"Key `user:1001`, stored as `ratewise:<algorithm>:[v<layout>:]<scope>:{user:1001}` (the default prefix, the state's layout version for the kinds that have one, then the window or period, such as `1m`); state after requests as described.",
+		"Key `user:1001`, stored as `ratewise:<algorithm>:[v<layout>:]<scope>:{user:1001}` (the default prefix, " +
+			"the state's layout version for the kinds that have one, then the window or period, such as " +
+			"`1m`); state after requests as described.",
 	)
 	fmt.Println()
 	fmt.Println("| algorithm | state | bytes (MEMORY USAGE) | encoding |")
@@ -107,7 +111,8 @@ func run(addr string) error {
 	fmt.Println("## Sliding log: memory per record")
 	fmt.Println()
 	fmt.Println(
-		"N requests of cost 1 at distinct microseconds, all within the window, against the common estimate of ~100 B per sorted-set record.",
+		"N requests of cost 1 at distinct microseconds, all within the window, against the common estimate of ~100 " +
+			"B per sorted-set record.",
 	)
 	fmt.Println()
 	fmt.Println("| records N | bytes (MEMORY USAGE) | bytes per record | encoding | the common estimate |")
@@ -138,7 +143,8 @@ func setCosts(ctx context.Context, c *redis.Client, s *storeredis.Store, roundTr
 	fmt.Println("## Sets of limits")
 	fmt.Println()
 	fmt.Println(
-		"A decision over the first k algorithms above at 1,000 per minute, all on one key, all or nothing: 200 decisions 1ms apart, all admitted; Redis time is the median of 15 rounds.",
+		"A decision over the first k algorithms above at 1,000 per minute, all on one key, all or nothing: 200 " +
+			"decisions 1ms apart, all admitted; Redis time is the median of 15 rounds.",
 	)
 	fmt.Println()
 	fmt.Println("| limits k | round trips per decision | Redis µs per decision |")
@@ -191,7 +197,10 @@ func memberLengths(ctx context.Context, c *redis.Client, prefix string) error {
 	fmt.Println("## Sorted sets: bytes per record by member length")
 	fmt.Println()
 	fmt.Println(
-		"Plain ZADD of N distinct members of one length (binary), scores as ratewise writes them (microseconds since the Unix epoch), to show what the member costs: ratewise's members are the running total of admitted cost in decimal, 1 to 6 bytes for the first million units, a binary ULID is 16 bytes, a text ULID 26.",
+		"Plain ZADD of N distinct members of one length (binary), scores as ratewise writes them (microseconds " +
+			"since the Unix epoch), to show what the member costs: ratewise's members are the running total " +
+			"of admitted cost in decimal, 1 to 6 bytes for the first million units, a binary ULID is 16 " +
+			"bytes, a text ULID 26.",
 	)
 	fmt.Println()
 	lengths := []int{4, 6, 10, 16, 26}

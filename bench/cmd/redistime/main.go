@@ -66,7 +66,8 @@ func run(addr string, d time.Duration) error {
 		perMinute,
 	)
 	fmt.Println(
-		"| algorithm | Redis µs/decision, 100,000 keys | Redis µs/decision, hot key | decisions per script call, 100,000 keys |",
+		"| algorithm | Redis µs/decision, 100,000 keys | Redis µs/decision, hot key | decisions per script call, " +
+			"100,000 keys |",
 	)
 	fmt.Println("| --- | --- | --- | --- |")
 	keys := make([]string, manyKeys)

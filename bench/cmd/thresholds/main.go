@@ -186,11 +186,18 @@ func memoryTable(
 	fmt.Println("## Memory: the common estimate, measured")
 	fmt.Println()
 	fmt.Println(
-		"A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about 86 MB per key), and the compact log (`compact_log`, the same decisions from a ring of 8-byte timestamps) filled the same way. The other algorithms keep one key whose size does not grow with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket and GCRA (QPS per second, burst QPS) after a few requests. Their key is `ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).",
+		"A sliding-log key filled with QPS × window records at distinct microseconds, against the common estimate " +
+			"of ~100 B per record, by which memory grows with QPS × window (10 per second over a day, about " +
+			"86 MB per key), and the compact log (`compact_log`, the same decisions from a ring of 8-byte " +
+			"timestamps) filled the same way. The other algorithms keep one key whose size does not grow " +
+			"with traffic: the sliding window counter with 60 sub-windows all in use, and the token bucket " +
+			"and GCRA (QPS per second, burst QPS) after a few requests. Their key is " +
+			"`ratewise:<algorithm>:<scope>:{user:1001}`, the scope being the window or period (`1s`, `1m`).",
 	)
 	fmt.Println()
 	fmt.Println(
-		"| QPS × window | records | sliding log: measured | per record | common estimate | compact log | per record | sliding window (60) | token bucket | GCRA |",
+		"| QPS × window | records | sliding log: measured | per record | common estimate | compact log | per " +
+			"record | sliding window (60) | token bucket | GCRA |",
 	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	var rows []memoryRow
@@ -342,7 +349,9 @@ func latencyTable(
 	fmt.Printf("## Latency: one %s decision as the log grows\n", alg.Kind().Name())
 	fmt.Println()
 	fmt.Printf(
-		"Admitted decisions, one caller, %d per size. Server µs is Redis's own time per EVALSHA (INFO commandstats), the median of %d rounds of %d; p50/p99 are measured by the client over all of them, round trip included. Budget: %v on the server and %v p99 at the client.\n\n",
+		"Admitted decisions, one caller, %d per size. Server µs is Redis's own time per EVALSHA (INFO "+
+			"commandstats), the median of %d rounds of %d; p50/p99 are measured by the client over all of "+
+			"them, round trip included. Budget: %v on the server and %v p99 at the client.\n\n",
 		samples,
 		rounds,
 		samples/rounds,
@@ -447,7 +456,10 @@ func throughputTable(
 	fmt.Println("## Throughput: decisions per second on one Redis")
 	fmt.Println()
 	fmt.Printf(
-		"Each cell runs %v of decisions from that many goroutines, limit 1,000 per minute per key, Redis's clock, the store as configured by default: concurrent decisions share round trips, and repeated denials are answered from the deny cache. On a hot key most decisions are denied once the limit is used up; on 100,000 keys most are admitted.\n\n",
+		"Each cell runs %v of decisions from that many goroutines, limit 1,000 per minute per key, Redis's clock, "+
+			"the store as configured by default: concurrent decisions share round trips, and repeated "+
+			"denials are answered from the deny cache. On a hot key most decisions are denied once the limit "+
+			"is used up; on 100,000 keys most are admitted.\n\n",
 		d,
 	)
 	var serverTimes []string
@@ -525,7 +537,9 @@ func throughputTable(
 		}
 	}
 	fmt.Printf(
-		"\nRedis's own time per decision (INFO commandstats, every command but the harness's, over the decisions; in brackets Redis's CPU time, user and system, from INFO cpu), 100,000 keys and 64 callers, µs: %s.\n",
+		"\nRedis's own time per decision (INFO commandstats, every command but the harness's, over the decisions; "+
+			"in brackets Redis's CPU time, user and system, from INFO cpu), 100,000 keys and 64 callers, "+
+			"µs: %s.\n",
 		strings.Join(serverTimes, ", "),
 	)
 	return nil

@@ -30,7 +30,8 @@ const (
 // ClassicTree states, in a phrase, the classic decision tree that
 // Decision.Classic follows.
 var ClassicTree = fmt.Sprintf(
-	"calendar quotas: a fixed window; exact: a sliding log; approximate: a sliding window counter up to QPS %s, a token bucket or GCRA above",
+	"calendar quotas: a fixed window; exact: a sliding log; approximate: a sliding window counter up to QPS %s, "+
+		"a token bucket or GCRA above",
 	report.Int(classicCounterQPS),
 )
 
@@ -244,7 +245,8 @@ func (cat catalog) choose(in Input, figs map[string]Figures) (Decision, error) {
 		d.Reasons = append(
 			d.Reasons,
 			fmt.Sprintf(
-				"budget: no candidate fits both the memory and the time budget; the closest, %s, is at %.2f× its tightest budget. Raise a budget, or lower the rate, window or keys",
+				"budget: no candidate fits both the memory and the time budget; the closest, %s, is at %.2f× its "+
+					"tightest budget. Raise a budget, or lower the rate, window or keys",
 				best.c.name(),
 				best.over,
 			),

@@ -30,7 +30,8 @@ func TestGoCode(t *testing.T) {
 		v    any
 		want string
 	}{
-		{"window", algorithms.SlidingLog{Limit: 6000, Window: time.Minute}, "algorithms.SlidingLog{Limit: 6_000, Window: time.Minute}"},
+		{"window", algorithms.SlidingLog{Limit: 6000, Window: time.Minute}, "algorithms.SlidingLog{Limit: 6_000, " +
+			"Window: time.Minute}"},
 		{"month", algorithms.SlidingWindow{Limit: 10000, Window: MonthWindow, SubWindows: 31},
 			"algorithms.SlidingWindow{Limit: 10_000, Window: 31 * 24 * time.Hour, SubWindows: 31}"},
 		{"rate", algorithms.GCRA{Rate: algorithms.PerSecond(50), Burst: 20},
@@ -102,7 +103,8 @@ func TestConfigIsGoThatBuildsTheAlgorithm(t *testing.T) {
 		}
 		sets = append(sets, configOf(in, candidate{kinds: registry[:2]}))
 	}
-	program := "package main\n\nimport (\n\t\"fmt\"\n\t\"time\"\n\n\t\"github.com/ratewise/ratewise\"\n\t\"github.com/ratewise/ratewise/algorithms\"\n\t\"github.com/ratewise/ratewise/store\"\n)\n\n" +
+	program := "package main\n\nimport " +
+		"(\n\t\"fmt\"\n\t\"time\"\n\n\t\"github.com/ratewise/ratewise\"\n\t\"github.com/ratewise/ratewise/algorithms\"\n\t\"github.com/ratewise/ratewise/store\"\n)\n\n" +
 		"var _ = time.Second\n\n" +
 		"func main() {\n\tfor _, a := range []algorithms.Algorithm{\n\t\t" + strings.Join(
 		exprs,

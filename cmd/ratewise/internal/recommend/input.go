@@ -58,7 +58,8 @@ func (in Input) Validate() error {
 		return fmt.Errorf("%w: --qps %g over --window %v is less than one request", ErrInvalid, in.QPS, in.Window)
 	case math.Abs(in.QPS*in.Window.Seconds()-float64(in.Limit())) > 1e-3*float64(in.Limit()):
 		return fmt.Errorf(
-			"%w: --qps %g over --window %v is %.4g requests, and a limit is a whole count: give the rate as a count per period, such as --qps %d/%s",
+			"%w: --qps %g over --window %v is %.4g requests, and a limit is a whole count: give the rate as a count "+
+				"per period, such as --qps %d/%s",
 			ErrInvalid,
 			in.QPS,
 			in.Window,
@@ -80,13 +81,15 @@ func (in Input) Validate() error {
 		return fmt.Errorf("%w: --calendar must be day or month, got %q", ErrInvalid, in.Calendar)
 	case in.Calendar == Day && in.Window != 24*time.Hour:
 		return fmt.Errorf(
-			"%w: --calendar day counts whole UTC days: give the quota per day, such as --qps 10000/day, and no other --window (got %v)",
+			"%w: --calendar day counts whole UTC days: give the quota per day, such as --qps 10000/day, and no other "+
+				"--window (got %v)",
 			ErrInvalid,
 			in.Window,
 		)
 	case in.Calendar == Month && in.Window != MonthWindow:
 		return fmt.Errorf(
-			"%w: --calendar month counts whole calendar months: give the quota per month, such as --qps 10000/month, and no other --window (got %v)",
+			"%w: --calendar month counts whole calendar months: give the quota per month, such as --qps 10000/month, "+
+				"and no other --window (got %v)",
 			ErrInvalid,
 			in.Window,
 		)
@@ -96,7 +99,8 @@ func (in Input) Validate() error {
 		return fmt.Errorf("%w: --burst must be >= 0, got %d", ErrInvalid, in.Burst)
 	case in.Burst > in.Limit():
 		return fmt.Errorf(
-			"%w: --burst %d exceeds the limit of %d per %s: a key can never send more at once than a whole window allows; raise the limit or lower the burst",
+			"%w: --burst %d exceeds the limit of %d per %s: a key can never send more at once than a whole window "+
+				"allows; raise the limit or lower the burst",
 			ErrInvalid,
 			in.Burst,
 			in.Limit(),

@@ -44,7 +44,8 @@ func TestANewKindIsConsidered(t *testing.T) {
 		// says is a phrase the output must contain.
 		says string
 	}{
-		{"an exact log", exactLog, "ring_log", exact, "ring_log", "ring_log decides exactly as sliding_log (60 KB per key), in 5 KB per key"},
+		{"an exact log", exactLog, "ring_log", exact, "ring_log", "ring_log decides exactly as sliding_log (60 KB " +
+			"per key), in 5 KB per key"},
 		{"an exact log with a burst", exactLog, "ring_log", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20}, "ring_log + gcra", "with gcra (6,000 per 1m, burst 20) beside it"},
 		{"a bucket", bucket, "ring_bucket", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20}, "ring_bucket",
 			"token_bucket, gcra and ring_bucket with a burst of 20"},

@@ -224,7 +224,8 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 	t.Write(w, false)
 	fmt.Fprintf(
 		w,
-		"B/key: how much ratewise.state grew (pg_total_relation_size: the table, its index and TOAST) per key filled through the store with a full window's state, "+
+		"B/key: how much ratewise.state grew (pg_total_relation_size: the table, its index and TOAST) per key "+
+			"filled through the store with a full window's state, "+
 			"at the table's fill factor, which leaves the rest of each page for a key's next row version",
 	)
 	if s.Scaled {
@@ -238,7 +239,8 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 	if s.Before > (s.After-s.Before)/10 {
 		fmt.Fprintf(
 			w,
-			"The table held %s before: other keys, and dead rows whose space new rows may take, which makes the growth smaller than the keys' size.\n",
+			"The table held %s before: other keys, and dead rows whose space new rows may take, which makes the "+
+				"growth smaller than the keys' size.\n",
 			Bytes(float64(s.Before)),
 		)
 	}
@@ -262,7 +264,8 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 
 	fmt.Fprintf(
 		w,
-		"Disk: %s at %s each is %s for ratewise.state while they all count; a key's row stays until the store's sweeps delete it after it stops counting.\n",
+		"Disk: %s at %s each is %s for ratewise.state while they all count; a key's row stays until the store's "+
+			"sweeps delete it after it stops counting.\n",
 		report.Keys(in.Keys),
 		Bytes(s.BytesPerKey),
 		Bytes(s.BytesPerKey*float64(in.Keys)),
@@ -287,7 +290,8 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 		if share := in.QPS / hot.PerSecond.Median; share > 0.1 {
 			fmt.Fprintf(
 				w,
-				"Hot key: one key at %.6g requests per second is %.0f%% of the %s decisions per second one key took here: its decisions queue on its row's lock.\n",
+				"Hot key: one key at %.6g requests per second is %.0f%% of the %s decisions per second one key took "+
+					"here: its decisions queue on its row's lock.\n",
 				in.QPS,
 				100*share,
 				perSecond(hot.PerSecond.Median),

@@ -72,7 +72,8 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 			requests, cost, gap := fillPlan(alg)
 			if s.Keys < minSizingKeys || s.Requests != requests || s.Scaled || s.FillFactor != 70 {
 				t.Errorf(
-					"filled %d keys with %d decisions each (scaled %v) at fill factor %d; want at least %d keys, %d decisions, not scaled, the schema's 70",
+					"filled %d keys with %d decisions each (scaled %v) at fill factor %d; want at least %d keys, %d "+
+						"decisions, not scaled, the schema's 70",
 					s.Keys,
 					s.Requests,
 					s.Scaled,

@@ -32,8 +32,10 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 		out = append(
 			out,
 			fmt.Sprintf(
-				"calendar: a quota per UTC day resets at midnight, which is what a fixed window of 24h does: its windows start at multiples of the window since the Unix epoch, so each one is a UTC day. "+
-					"Its boundary cost is the calendar quota's own: a key may use the whole quota just before midnight and again just after, %s in a short span (measured on the boundary attack)",
+				"calendar: a quota per UTC day resets at midnight, which is what a fixed window of 24h does: its windows "+
+					"start at multiples of the window since the Unix epoch, so each one is a UTC day. "+
+					"Its boundary cost is the calendar quota's own: a key may use the whole quota just before midnight and "+
+					"again just after, %s in a short span (measured on the boundary attack)",
 				overshootOn(fixed, "boundary"),
 			),
 		)
@@ -41,11 +43,16 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 		out = append(
 			out,
 			fmt.Sprintf(
-				"calendar: a month has no fixed length, and a fixed window's boundaries, at multiples of its length since the Unix epoch, cannot follow it: "+
+				"calendar: a month has no fixed length, and a fixed window's boundaries, at multiples of its length "+
+					"since the Unix epoch, cannot follow it: "+
 					"a fixed window of 31 days resets inside almost every month and gives the key a second quota there. "+
-					"Name the month in the key (\"user:1001:2026-12\"), so that every month starts at zero, and count it with a sliding window counter of 31 days in 31 sub-windows of one UTC day: "+
-					"a request stops counting 30 to 31 days after it was made, never within its own month, so the counter counts the whole month exactly, in at most 31 counters. "+
-					"Its boundary cost is the calendar quota's own: a key may use the whole quota at the end of one month and again at the start of the next, %s in a short span (the fixed window on the boundary attack)",
+					"Name the month in the key (\"user:1001:2026-12\"), so that every month starts at zero, and count it "+
+					"with a sliding window counter of 31 days in 31 sub-windows of one UTC day: "+
+					"a request stops counting 30 to 31 days after it was made, never within its own month, so the counter "+
+					"counts the whole month exactly, in at most 31 counters. "+
+					"Its boundary cost is the calendar quota's own: a key may use the whole quota at the end of one month "+
+					"and again at the start of the next, %s in a short span (the fixed window on the boundary "+
+					"attack)",
 				overshootOn(fixed, "boundary"),
 			),
 		)
@@ -78,7 +85,8 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 		out = append(
 			out,
 			fmt.Sprintf(
-				"precision: exact was asked for, but no exact log fits (see the rejections); %s is the nearest approximation, and it is not exact: %s",
+				"precision: exact was asked for, but no exact log fits (see the rejections); %s is the nearest "+
+					"approximation, and it is not exact: %s",
 				main.name,
 				accuracy(f),
 			),
@@ -87,7 +95,8 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 		out = append(
 			out,
 			fmt.Sprintf(
-				"burst: bursts of at most %s at a sustained %s per %s are exactly the two parameters of %s, while a window counter admits its whole limit of %s at once. "+
+				"burst: bursts of at most %s at a sustained %s per %s are exactly the two parameters of %s, while a "+
+					"window counter admits its whole limit of %s at once. "+
 					"%s itself admits up to the burst plus the rate within one window: %s",
 				report.Int(
 					in.Burst,
@@ -109,7 +118,8 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 		out = append(
 			out,
 			fmt.Sprintf(
-				"precision: approximate was asked for, and the sliding window counter does not fit (see the rejections); %s keeps %s per key: %s",
+				"precision: approximate was asked for, and the sliding window counter does not fit (see the rejections); "+
+					"%s keeps %s per key: %s",
 				main.name,
 				Bytes(f.BytesPerKey),
 				accuracy(f),
@@ -121,7 +131,8 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 		out = append(
 			out,
 			fmt.Sprintf(
-				"burst: a window counter admits its whole limit at once; with %s (%s per %s, burst %s) beside it, as a ratewise.Stack, a key sends at most %s at once and both limits hold; %s adds %s per key",
+				"burst: a window counter admits its whole limit at once; with %s (%s per %s, burst %s) beside it, as a "+
+					"ratewise.Stack, a key sends at most %s at once and both limits hold; %s adds %s per key",
 				burst.name,
 				report.Int(in.Limit()),
 				report.Duration(in.Window),
@@ -151,7 +162,8 @@ func (cat catalog) disagreements(in Input, figs map[string]Figures) []string {
 	case in.Calendar == Month:
 		out = append(
 			out,
-			"the classic tree gives calendar quotas to the fixed window; that holds for a day, whose windows of 24h are UTC days, but no fixed window follows the months",
+			"the classic tree gives calendar quotas to the fixed window; that holds for a day, whose windows of 24h "+
+				"are UTC days, but no fixed window follows the months",
 		)
 	case in.Calendar != "":
 	case in.Precision == "exact":
@@ -160,7 +172,9 @@ func (cat catalog) disagreements(in Input, figs map[string]Figures) []string {
 		switch {
 		case !classicOK && measuredOK:
 			out = append(out, fmt.Sprintf(
-				"the classic thresholds rule the sorted set out above QPS %s with a window over %v; measured here, %s records per key cost %s and a decision %s, within the budgets for %s keys: memory per busy key and the number of keys decide, not QPS alone",
+				"the classic thresholds rule the sorted set out above QPS %s with a window over %v; measured here, %s "+
+					"records per key cost %s and a decision %s, within the budgets for %s keys: memory per busy "+
+					"key and the number of keys decide, not QPS alone",
 				report.Int(
 					classicSortedSetQPS,
 				),
@@ -172,7 +186,9 @@ func (cat catalog) disagreements(in Input, figs map[string]Figures) []string {
 			))
 		case classicOK && !measuredOK:
 			out = append(out, fmt.Sprintf(
-				"the classic thresholds allow the sorted set at QPS %g over %v, but for %s keys it needs %s against the %s budget, and a decision takes %s: a threshold on QPS and window alone ignores the number of keys",
+				"the classic thresholds allow the sorted set at QPS %g over %v, but for %s keys it needs %s against the "+
+					"%s budget, and a decision takes %s: a threshold on QPS and window alone ignores the number of "+
+					"keys",
 				in.QPS,
 				report.Duration(in.Window),
 				report.Int(in.Keys),
@@ -183,7 +199,8 @@ func (cat catalog) disagreements(in Input, figs map[string]Figures) []string {
 		}
 	case in.QPS > classicCounterQPS && fits(counterFigs):
 		out = append(out, fmt.Sprintf(
-			"the classic thresholds send QPS above %s to a token or leaky bucket; measured here the sliding window counter costs %s per key and a decision %s whatever the rate, so QPS alone does not rule it out",
+			"the classic thresholds send QPS above %s to a token or leaky bucket; measured here the sliding window "+
+				"counter costs %s per key and a decision %s whatever the rate, so QPS alone does not rule it out",
 			report.Int(classicCounterQPS),
 			Bytes(counterFigs.BytesPerKey),
 			report.Latency(counterFigs.Time.Median),

@@ -144,9 +144,12 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, dep
 	}
 	t.Write(w, false)
 	fmt.Fprintf(w, "time: median of %d samples of %d decisions, with the fastest and slowest sample. "+
-		"× poisson, × boundary, × worst: the most admitted in any window over the limit, on Poisson arrivals at 1.2× the rate, "+
-		"the window-boundary attack, and the sliding window counter's worst case (the limit at the end of one sub-window and again when it drops out); "+
-		"an exact limiter never exceeds 1.00. False admits and denials compare every decision with an exact sliding log's.\n", timeSamples, timeBatch)
+		"× poisson, × boundary, × worst: the most admitted in any window over the limit, on Poisson arrivals at "+
+		"1.2× the rate, "+
+		"the window-boundary attack, and the sliding window counter's worst case (the limit at the end of one "+
+		"sub-window and again when it drops out); "+
+		"an exact limiter never exceeds 1.00. False admits and denials compare every decision with an exact "+
+		"sliding log's.\n", timeSamples, timeBatch)
 }
 
 func writeDeployment(w io.Writer, in Input, m *Measurements, d Decision, dep Deployment) {
@@ -160,7 +163,8 @@ func writeDeployment(w io.Writer, in Input, m *Measurements, d Decision, dep Dep
 	name := strings.Split(d.Answer(), " + ")[0]
 	if f, ok := m.Figures[name]; ok && f.Time.Median > 0 {
 		fmt.Fprintf(w, "; the in-memory store decides %s in %s, %s decisions per second on one core of one process. "+
-			"What one Redis serves is measured on Redis: run without --memory-store where redis-server is installed, or with --redis ADDR; "+
+			"What one Redis serves is measured on Redis: run without --memory-store where redis-server is installed, "+
+			"or with --redis ADDR; "+
 			"what a PostgreSQL database serves, with --postgres URL or --start-postgres.\n",
 			name, report.Latency(f.Time.Median), perSecond(1/f.Time.Median.Seconds()))
 	} else {
@@ -180,7 +184,8 @@ func (c *Capacity) write(w io.Writer, in Input, d Decision, need float64) {
 	}
 	fmt.Fprintf(
 		w,
-		". One Redis process served %s at %s decisions per second of its CPU one decision per round trip (%s–%s over 3 runs of %v), and %s coalesced (%s–%s; storeredis.WithCoalescing, on by default), "+
+		". One Redis process served %s at %s decisions per second of its CPU one decision per round trip (%s–%s "+
+			"over 3 runs of %v), and %s coalesced (%s–%s; storeredis.WithCoalescing, on by default), "+
 			"on 10,000 keys filling from empty: a busy key's decision costs Redis more, as the time column shows",
 		c.Algorithm,
 		perSecond(c.OneAtATime.Median),
@@ -212,22 +217,27 @@ func (c *Capacity) write(w io.Writer, in Input, d Decision, need float64) {
 	case share > utilisation:
 		fmt.Fprintf(
 			w,
-			"Hot key: one key at %.6g requests per second is %.0f%% of what one Redis process serves one at a time, and a key lives on one master whatever the cluster's size. "+
-				"Split the key (for example per region or per app instance, each with its share of the limit) or limit locally in front of Redis.\n",
+			"Hot key: one key at %.6g requests per second is %.0f%% of what one Redis process serves one at a time, "+
+				"and a key lives on one master whatever the cluster's size. "+
+				"Split the key (for example per region or per app instance, each with its share of the limit) or limit "+
+				"locally in front of Redis.\n",
 			in.QPS,
 			100*share,
 		)
 	case share > 0.1:
 		fmt.Fprintf(
 			w,
-			"Hot key: one key at %.6g requests per second takes %.0f%% of one master by itself; every key lives on one master.\n",
+			"Hot key: one key at %.6g requests per second takes %.0f%% of one master by itself; every key lives on "+
+				"one master.\n",
 			in.QPS,
 			100*share,
 		)
 	}
 	fmt.Fprintln(
 		w,
-		"Requests beyond the limit are cheaper: a denial is remembered (storeredis.WithDenyCache, on by default), and the same key's requests are answered from it without a round trip until it may be admitted again.",
+		"Requests beyond the limit are cheaper: a denial is remembered (storeredis.WithDenyCache, on by default), "+
+			"and the same key's requests are answered from it without a round trip until it may be admitted "+
+			"again.",
 	)
 }
 

@@ -142,8 +142,10 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 			)
 		}
 		t.Write(w, markdown)
-		legend := "goroutines decide at once, each on its share of the keys, on the real clock; decisions/s is their total; p50 and p99 are each decision's latency as the caller saw it, " +
-			"on this machine, with the store (and Redis or PostgreSQL, if any) sharing its cores. Speed is for comparing algorithms side by side in one run, not a capacity figure."
+		legend := "goroutines decide at once, each on its share of the keys, on the real clock; decisions/s is " +
+			"their total; p50 and p99 are each decision's latency as the caller saw it, " +
+			"on this machine, with the store (and Redis or PostgreSQL, if any) sharing its cores. Speed is for " +
+			"comparing algorithms side by side in one run, not a capacity figure."
 		if markdown {
 			fmt.Fprintf(w, "%s\n\n", legend)
 		} else {
@@ -274,7 +276,8 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 			stores = append(
 				stores,
 				fmt.Sprintf(
-					"%s B/key: MEMORY USAGE over ≤%s busiest keys, of the state as the workload left it (a state kept as text grows by a few bytes with its numbers).",
+					"%s B/key: MEMORY USAGE over ≤%s busiest keys, of the state as the workload left it (a state kept as "+
+						"text grows by a few bytes with its numbers).",
 					t,
 					Int(replay.MaxSampledKeys),
 				),
@@ -286,8 +289,10 @@ func Legend(wl replay.WorkloadInfo, rows []replay.Row, targets []string) []strin
 		case "postgres":
 			stores = append(
 				stores,
-				"postgres B/key: bytes on disk per row (pg_total_relation_size: the table, its index and TOAST) of the run's rows as the workload left them, "+
-					"copied into a temporary table laid out as ratewise.state, fill factor included, enough times to fill thousands of rows.",
+				"postgres B/key: bytes on disk per row (pg_total_relation_size: the table, its index and TOAST) of the "+
+					"run's rows as the workload left them, "+
+					"copied into a temporary table laid out as ratewise.state, fill factor included, enough times to fill "+
+					"thousands of rows.",
 			)
 		default:
 			stores = append(stores, t+" B/key: – (cannot measure memory).")
@@ -345,7 +350,8 @@ func bottomLine(verdicts []replay.Verdict) string {
 		fmt.Fprintf(&b, " None held it on %s.", strings.Join(none, ", "))
 	}
 	b.WriteString(
-		" No one algorithm fits every workload: for your own traffic, run ratewise recommend --qps N --window W --precision exact (or approx).",
+		" No one algorithm fits every workload: for your own traffic, run ratewise recommend --qps N --window W " +
+			"--precision exact (or approx).",
 	)
 	return strings.TrimSpace(b.String())
 }
