@@ -600,7 +600,8 @@ func same(got any, gotErr error, want any, wantErr error) string {
 		return fmt.Sprintf("a lease %+v (delay %v), the reference %+v (delay %v)", g.res, g.delay, w.res, w.delay)
 	case *ratewise.Reservation:
 		w := want.(*ratewise.Reservation)
-		return fmt.Sprintf("a booking %+v (delay %v), the reference %+v (delay %v)", g.Result(), g.Delay(), w.Result(), w.Delay())
+		return fmt.Sprintf("a booking %+v (delay %v), the reference %+v (delay %v)",
+			g.Result(), g.Delay(), w.Result(), w.Delay())
 	}
 	return fmt.Sprintf("%+v, the reference %+v", got, want)
 }
@@ -620,7 +621,8 @@ func alike(got any, gotErr error, want any, wantErr error) bool {
 		return g == want.(ratewise.Result)
 	case ratewise.MultiResult:
 		w := want.(ratewise.MultiResult)
-		return g.Allowed == w.Allowed && g.Binding == w.Binding && g.RetryAfter == w.RetryAfter && equalResults(g.Results, w.Results)
+		return g.Allowed == w.Allowed && g.Binding == w.Binding && g.RetryAfter == w.RetryAfter &&
+			equalResults(g.Results, w.Results)
 	case leased:
 		return g == want.(leased)
 	case *ratewise.Reservation:
@@ -632,7 +634,10 @@ func alike(got any, gotErr error, want any, wantErr error) bool {
 
 // errClass is the sentinel an error of the checker's steps wraps.
 func errClass(err error) error {
-	for _, s := range []error{ratewise.ErrNotAdmitted, algorithms.ErrInvalidCost, algorithms.ErrCostExceedsLimit, store.ErrUnavailable, store.ErrMaybeDecided, store.ErrUnsupported} {
+	for _, s := range []error{
+		ratewise.ErrNotAdmitted, algorithms.ErrInvalidCost, algorithms.ErrCostExceedsLimit,
+		store.ErrUnavailable, store.ErrMaybeDecided, store.ErrUnsupported,
+	} {
 		if errors.Is(err, s) {
 			return s
 		}

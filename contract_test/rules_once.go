@@ -232,8 +232,8 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 	l := e.limiter(e.c.alg)
 	key := l.prefix + "k"
 	for range e.c.limit {
-		if res, _, err := rs.Reserve(context.Background(), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil ||
-			!res.Allowed {
+		res, _, err := rs.Reserve(context.Background(), store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, e.c.window)
+		if err != nil || !res.Allowed {
 			e.fatalf("booking the burst: %+v, %v", res, err)
 		}
 	}
@@ -256,9 +256,8 @@ func requestIDReserve(e *env, id func(string) context.Context) {
 	if err != nil || !decided.Allowed {
 		e.fatalf("Allow with ID decided: %+v, %v", decided, err)
 	}
-	if got, d, err := rs.Reserve(id("decided"), store.Key{Name: other.prefix + "k"}, e.c.alg, e.clock.Now(), 1, e.c.window); err != nil ||
-		got != decided ||
-		d != 0 {
+	got, d, err := rs.Reserve(id("decided"), store.Key{Name: other.prefix + "k"}, e.c.alg, e.clock.Now(), 1, e.c.window)
+	if err != nil || got != decided || d != 0 {
 		e.fatalf(
 			"a booking with an admission's ID: %+v, delay %v, %v; want the admission %+v, no delay",
 			got,

@@ -172,7 +172,8 @@ func refundInvalid(e *env) {
 	if _, err := l.Refund(ctx, "k", res, 2); !errors.Is(err, algorithms.ErrInvalidCost) {
 		e.fatalf("Refund(2) of an admission of 1: %v, want ErrInvalidCost", err)
 	}
-	if _, err := rf.Refund(ctx, store.Key{Name: l.prefix + "k"}, e.c.alg, e.clock.Now(), res.At, algo.MaxCost(e.c.alg)+1); !errors.Is(
+	k := store.Key{Name: l.prefix + "k"}
+	if _, err := rf.Refund(ctx, k, e.c.alg, e.clock.Now(), res.At, algo.MaxCost(e.c.alg)+1); !errors.Is(
 		err,
 		algorithms.ErrCostExceedsLimit,
 	) {

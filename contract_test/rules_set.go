@@ -168,7 +168,8 @@ func setConcurrency(e *env) {
 func setInvalid(e *env) {
 	sd := e.store
 	twin := algo.WithQuotaLimit(e.c.alg, 2*e.c.limit)
-	if _, err := sd.DecideSet(context.Background(), store.Key{Name: "contract:" + runID + ":set"}, []algorithms.Algorithm{e.c.alg, twin}, e.clock.Now(), 1); !errors.Is(
+	k, algs := store.Key{Name: "contract:" + runID + ":set"}, []algorithms.Algorithm{e.c.alg, twin}
+	if _, err := sd.DecideSet(context.Background(), k, algs, e.clock.Now(), 1); !errors.Is(
 		err,
 		store.ErrSharedState,
 	) {

@@ -233,7 +233,9 @@ func longKeySet(ns string, rng *rand.Rand) []store.Key {
 	const threshold = 2048 // internal/longkey.Threshold, as a user of the suite would see it
 	joined := len(ns) + 1  // the namespace and ":" before each name
 	var names []string
-	for _, n := range []int{1, 2, 100, threshold - joined - 1, threshold - joined, threshold - joined + 1, 2700, 3000, 10_000} {
+	for _, n := range []int{
+		1, 2, 100, threshold - joined - 1, threshold - joined, threshold - joined + 1, 2700, 3000, 10_000,
+	} {
 		names = append(names, random(n))
 	}
 	for _, n := range []int{threshold - joined, threshold - joined + 1, 10_000} {

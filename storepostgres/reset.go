@@ -29,7 +29,8 @@ func (s *Store) Reset(ctx context.Context, k store.Key, alg algorithms.Algorithm
 		once = onceKey(rkey, onceReset, id)
 	}
 	var applied bool // whether the reset applied now, or its ID says it did before
-	if err := s.queryRow(ctx, "SELECT ratewise.reset($1, $2, $3, 0)", []any{rkey, markKey(rkey), once}, &applied); err != nil {
+	args := []any{rkey, markKey(rkey), once}
+	if err := s.queryRow(ctx, "SELECT ratewise.reset($1, $2, $3, 0)", args, &applied); err != nil {
 		return s.failure(ctx, err, true)
 	}
 	return nil

@@ -80,7 +80,8 @@ const migrationLock = 7305_0001
 // readVersion is the statement that reads the schema's version and the
 // oldest store version it serves: the version itself for a schema of
 // version 4 or older, whose meta has no column compatible.
-const readVersion = `SELECT coalesce(max(version), 0), coalesce(min((to_jsonb(m)->>'compatible')::int), max(version), 0) FROM ratewise.meta m`
+const readVersion = `SELECT coalesce(max(version), 0),
+	coalesce(min((to_jsonb(m)->>'compatible')::int), max(version), 0) FROM ratewise.meta m`
 
 // checkVersion returns an error wrapping errNewerSchema if a schema of
 // version, which serves stores from compatible on, cannot serve this one.
@@ -127,7 +128,8 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, unlogged bool) error {
 	if _, err := tx.Exec(ctx, "DELETE FROM ratewise.meta"); err != nil {
 		return err
 	}
-	if _, err := tx.Exec(ctx, "INSERT INTO ratewise.meta (version, compatible) VALUES ($1, $2)", pgsql.Version, pgsql.Compatible); err != nil {
+	const insert = "INSERT INTO ratewise.meta (version, compatible) VALUES ($1, $2)"
+	if _, err := tx.Exec(ctx, insert, pgsql.Version, pgsql.Compatible); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -87,7 +87,9 @@ func (s *Store) DecideSet(
 	for i, alg := range algs {
 		if !once {
 			results[i].SetCharged(alg, cost)
-		} else if results[i], err = storecheck.Charged(results[i], alg, reply[5*n+3*i+1], reply[5*n+3*i+2], reply[want-1]); err != nil {
+		} else if results[i], err = storecheck.Charged(
+			results[i], alg, reply[5*n+3*i+1], reply[5*n+3*i+2], reply[want-1],
+		); err != nil {
 			return nil, malformed(reply, "%v", err)
 		}
 	}

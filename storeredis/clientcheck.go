@@ -34,19 +34,26 @@ func settingsOf(c Client) (clientSettings, bool) {
 	switch c := c.(type) {
 	case *redis.Client:
 		o := c.Options()
-		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
+		return clientSettings{
+			contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
 			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout,
-			backoff: o.MaxRetryBackoff}, true
+			backoff: o.MaxRetryBackoff,
+		}, true
 	case *redis.ClusterClient:
 		o := c.Options()
-		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
+		return clientSettings{
+			contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
 			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout,
-			clusterReloads: o.ClusterStateReloadInterval, cluster: true, redirects: o.MaxRedirects, backoff: o.MaxRetryBackoff}, true
+			clusterReloads: o.ClusterStateReloadInterval, cluster: true, redirects: o.MaxRedirects,
+			backoff: o.MaxRetryBackoff,
+		}, true
 	case *redis.Ring:
 		o := c.Options()
-		return clientSettings{contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
+		return clientSettings{
+			contextTimeout: o.ContextTimeoutEnabled, dial: o.DialTimeout, read: o.ReadTimeout, write: o.WriteTimeout,
 			poolWait: o.PoolTimeout, retries: o.MaxRetries, dialRetries: o.DialerRetries, dialRetryWait: o.DialerRetryTimeout,
-			backoff: o.MaxRetryBackoff}, true
+			backoff: o.MaxRetryBackoff,
+		}, true
 	}
 	return clientSettings{}, false
 }

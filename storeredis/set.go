@@ -154,7 +154,9 @@ func (d *setDecision) parseResults(reply any, once bool) error {
 		for i, alg := range d.algs {
 			if !once {
 				results[i].SetCharged(alg, d.cost)
-			} else if results[i], err = chargeOf(results[i], alg, []any{fields[5*n+3*i+1], fields[5*n+3*i+2], fields[want-1]}); err != nil {
+			} else if results[i], err = chargeOf(
+				results[i], alg, []any{fields[5*n+3*i+1], fields[5*n+3*i+2], fields[want-1]},
+			); err != nil {
 				return err
 			}
 		}

@@ -25,7 +25,8 @@ func (p *prober) permissions(ctx context.Context) {
 	var dbCreate, usage, schemaCreate bool
 	err := p.pool.QueryRow(ctx, `SELECT has_database_privilege(current_database(), 'CREATE'),
 		coalesce(has_schema_privilege(n.oid, 'USAGE'), false), coalesce(has_schema_privilege(n.oid, 'CREATE'), false)
-		FROM (SELECT (SELECT oid FROM pg_namespace WHERE nspname = 'ratewise') AS oid) n`).Scan(&dbCreate, &usage, &schemaCreate)
+		FROM (SELECT (SELECT oid FROM pg_namespace WHERE nspname = 'ratewise') AS oid) n`).
+		Scan(&dbCreate, &usage, &schemaCreate)
 	if err != nil {
 		p.add("permissions", StatusFailure, "not checked: "+oneLine(err.Error()), "")
 		return

@@ -114,8 +114,10 @@ func versionFinding(num int, version string) (Status, string, string) {
 func (p *prober) schemaCheck(ctx context.Context) bool {
 	s := &p.schema
 	s.version = -1
-	err := p.pool.QueryRow(ctx, `SELECT coalesce((SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'ratewise'), ''),
-		EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'ratewise' AND c.relname = 'meta')`).
+	err := p.pool.QueryRow(ctx, `SELECT
+		coalesce((SELECT nspowner::regrole::text FROM pg_namespace WHERE nspname = 'ratewise'), ''),
+		EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = 'ratewise' AND c.relname = 'meta')`).
 		Scan(&s.owner, &s.hasMeta)
 	if err != nil {
 		p.add("schema", StatusFailure, "not checked: "+oneLine(err.Error()), "")
@@ -144,7 +146,8 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 	}
 	// A schema of version 4 or older has no column compatible, and serves
 	// its own version.
-	if err := p.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0), coalesce(min((to_jsonb(m)->>'compatible')::int), max(version), 0)
+	if err := p.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0),
+		coalesce(min((to_jsonb(m)->>'compatible')::int), max(version), 0)
 		FROM ratewise.meta m`).Scan(&s.version, &s.compatible); err != nil {
 		// The store reads it on first use, so the role's privileges fail
 		// too, which the permissions check reports.

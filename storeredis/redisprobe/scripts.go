@@ -19,9 +19,11 @@ const (
 	// pingSource answers EVAL and EVALSHA; it touches nothing.
 	pingSource = `return 1`
 	// writeSource writes every key of KEYS, with a TTL, and deletes them.
-	writeSource = `for _, k in ipairs(KEYS) do redis.call('SET', k, '1', 'PX', 10000) end return redis.call('DEL', unpack(KEYS))`
+	writeSource = `for _, k in ipairs(KEYS) do redis.call('SET', k, '1', 'PX', 10000) end
+return redis.call('DEL', unpack(KEYS))`
 	// timeWriteSource reads TIME, then writes, as every decision does.
-	timeWriteSource = `local t = redis.call('TIME') redis.call('SET', KEYS[1], t[1], 'PX', 10000) return redis.call('DEL', KEYS[1])`
+	timeWriteSource = `local t = redis.call('TIME') redis.call('SET', KEYS[1], t[1], 'PX', 10000)
+return redis.call('DEL', KEYS[1])`
 )
 
 // key returns a probe key with the run's hash tag, or another tag.

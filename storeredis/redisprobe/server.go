@@ -36,10 +36,16 @@ func (p *prober) server(ctx context.Context) bool {
 	switch c := p.client.(type) {
 	case *redis.ClusterClient:
 		p.members = "master"
-		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { each(ctx, n, n.Options().Addr); return nil })
+		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			each(ctx, n, n.Options().Addr)
+			return nil
+		})
 	case *redis.Ring:
 		p.members = "shard"
-		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { each(ctx, n, n.Options().Addr); return nil })
+		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
+			each(ctx, n, n.Options().Addr)
+			return nil
+		})
 	case *redis.Client:
 		each(ctx, c, c.Options().Addr)
 	default:
