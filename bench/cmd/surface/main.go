@@ -1,8 +1,8 @@
 // Command surface counts the identifiers each public package of ratewise
 // exports, as `go doc -all` lists them: constants, variables, functions,
 // types, methods, struct fields and interface methods. It prints a table
-// and, with -check, exits 1 when the core packages export more than their
-// budget.
+// and, with -check, exits 1 when the core packages, or all public packages
+// together, export more than their budget.
 //
 //	go run ./bench/cmd/surface [-check]
 package main
@@ -25,7 +25,7 @@ import (
 var core = []string{".", "algorithms", "store", "storememory", "storeredis"}
 
 func main() {
-	check := flag.Bool("check", false, "exit 1 if the core packages export more than their budget")
+	check := flag.Bool("check", false, "exit 1 if the core or all public packages export more than their budget")
 	root := flag.String("root", ".", "the repository's root")
 	flag.Parse()
 	counts, err := countAll(*root)
@@ -57,7 +57,7 @@ func countAll(root string) (map[string]count, error) {
 		rel, _ := filepath.Rel(root, path)
 		name := d.Name()
 		if rel != "." &&
-			(name == "internal" || name == "testdata" || strings.HasPrefix(name, ".") || strings.HasSuffix(name, "_test")) {
+			(name == "internal" || name == "testdata" || strings.HasPrefix(name, ".")) {
 			return filepath.SkipDir
 		}
 		if rel != "." {
@@ -207,20 +207,22 @@ func report(counts map[string]count, check bool) bool {
 			c.total(),
 		)
 	}
-	fmt.Printf("\ncore: %d (budget %d); algorithms: %d (budget %d); all public packages: %d\n",
-		coreTotal, coreBudget, counts["algorithms"].total(), algorithmsBudget, all)
+	fmt.Printf("\ncore: %d (budget %d); all public packages: %d (budget %d)\n",
+		coreTotal, coreBudget, all, allBudget)
 	if !check {
 		return true
 	}
-	ok := coreTotal <= coreBudget && counts["algorithms"].total() <= algorithmsBudget
+	ok := coreTotal <= coreBudget && all <= allBudget
 	if !ok {
 		fmt.Println("over budget")
 	}
 	return ok
 }
 
-// The budgets -check enforces.
+// The budgets -check enforces: the core packages, and every public
+// package of the library module (the tools, modules of their own, are not
+// counted).
 const (
-	coreBudget       = 200
-	algorithmsBudget = 90
+	coreBudget = 190
+	allBudget  = 300
 )
