@@ -38,14 +38,14 @@ type MultiKey struct {
 // limiter's store must be able to refund (store.Store.Refund), as the
 // memory, Redis and PostgreSQL stores can: a MultiKey gives back what it
 // charged when a later limit denies or fails. No limiters, or a nil one,
-// is ErrInvalidMultiKey.
+// is ErrInvalidConfig.
 func NewMultiKey(limiters ...*Limiter) (*MultiKey, error) {
 	if len(limiters) == 0 {
-		return nil, fmt.Errorf("%w: no limiters", ErrInvalidMultiKey)
+		return nil, fmt.Errorf("%w: no limiters", ErrInvalidConfig)
 	}
 	for i, l := range limiters {
 		if l == nil {
-			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidMultiKey, i)
+			return nil, fmt.Errorf("%w: limiter %d is nil", ErrInvalidConfig, i)
 		}
 	}
 	return &MultiKey{limiters: append([]*Limiter(nil), limiters...)}, nil
@@ -68,10 +68,10 @@ func (g *MultiKey) Allow(ctx context.Context, keys ...string) (MultiResult, erro
 // until all would admit. An error from any limiter is returned after the
 // limits already charged have been refunded, even when the error is ctx's;
 // the refund's own error, if any, is joined to it. A number of keys other
-// than the number of limiters is ErrInvalidMultiKey.
+// than the number of limiters is ErrInvalidConfig.
 func (g *MultiKey) AllowN(ctx context.Context, keys []string, n int64) (MultiResult, error) {
 	if len(keys) != len(g.limiters) {
-		return MultiResult{}, fmt.Errorf("%w: %d keys for %d limiters", ErrInvalidMultiKey, len(keys), len(g.limiters))
+		return MultiResult{}, fmt.Errorf("%w: %d keys for %d limiters", ErrInvalidConfig, len(keys), len(g.limiters))
 	}
 	results := make([]Result, len(keys))
 	for i, l := range g.limiters {

@@ -7,28 +7,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// Observer hears of every decision a Limiter or Stack asks its store for, to
-// feed metrics or traces. Give one to New or NewStack with WithObserver.
-//
-// ObserveDecision runs on the caller's goroutine after the store answers
-// and before the decision is returned, so it must be quick and must not
-// block: count, record a histogram sample, and return. It may be called by
-// many goroutines at once.
-//
-// Label metrics with the event's Source, Algorithm.Kind().Name(), Binding, Allowed
-// and whether Err is nil, never with Key: keys are users, IPs and paths,
-// unbounded in number, and a metric per key exhausts any metrics backend.
-type Observer interface {
-	ObserveDecision(ctx context.Context, e DecisionEvent)
-}
-
-// Sources of a DecisionEvent.
-const (
-	SourceLimiter = "limiter"
-	SourceStack   = "stack"
-)
-
-// DecisionEvent is one decision an Observer hears of: each Allow, Peek and
+// DecisionEvent is one decision an observer (WithObserver) hears of: each Allow, Peek and
 // Wait step, and each booking (Reserve, and Wait with an algorithm that
 // books). A MultiKey's limiters report their own decisions, peeks included.
 // Input rejected before the store is asked, such as an empty key or a
@@ -36,8 +15,8 @@ const (
 // such as a Stack's cost above one of its limits or an invalid request ID, is,
 // with its error. A refund is not a decision.
 type DecisionEvent struct {
-	// Source is SourceLimiter or SourceStack.
-	Source string
+	// Stack reports a Stack's decision; false for a Limiter's.
+	Stack bool
 	// Algorithm is the binding limit's algorithm: the key's (see
 	// Limiter.AlgorithmFor) for a Limiter, Binding's for a Stack. Its Name
 	// and String describe it; String carries the parameters, such as
@@ -54,8 +33,6 @@ type DecisionEvent struct {
 	Cost int64
 	// Peek reports an inspection (Peek, PeekN), which charges nothing.
 	Peek bool
-	// Allowed is Result.Allowed: false for a denial and for an error.
-	Allowed bool
 	// Result is the decision's (the binding limit's for a Stack); zero when
 	// Err is not nil.
 	Result Result
@@ -68,29 +45,34 @@ type DecisionEvent struct {
 	Err error
 }
 
-// WithObserver makes the limiter, or the Stack, report every decision to o
-// (see Observer and DecisionEvent). For example, to count decisions by
-// algorithm and outcome:
+// WithObserver makes the limiter, or the Stack, report every decision its
+// store is asked for to observe (see DecisionEvent), to feed metrics or
+// traces. For example, to count decisions by algorithm and outcome:
 //
-//	type metrics struct{ decisions *prometheus.CounterVec }
-//
-//	func (m metrics) ObserveDecision(_ context.Context, e ratewise.DecisionEvent) {
+//	observe := func(_ context.Context, e ratewise.DecisionEvent) {
 //		outcome := "allowed"
 //		switch {
 //		case e.Err != nil:
 //			outcome = "error"
-//		case !e.Allowed:
+//		case !e.Result.Allowed:
 //			outcome = "denied"
 //		}
-//		m.decisions.WithLabelValues(e.Algorithm.Kind().Name(), outcome).Inc()
+//		decisions.WithLabelValues(e.Algorithm.Kind().String(), outcome).Inc()
 //	}
+//	l, err := ratewise.New(s, alg, ratewise.WithObserver(observe))
 //
-//	l, err := ratewise.New(s, alg, ratewise.WithObserver(metrics{vec}))
+// observe runs on the caller's goroutine after the store answers and before
+// the decision is returned, so it must be quick and must not block: count,
+// record a histogram sample, and return. It may be called by many
+// goroutines at once. Label metrics with the event's Stack,
+// Algorithm.Kind().String(), Binding, Result.Allowed and whether Err is
+// nil, never with Key: keys are users, IPs and paths, unbounded in number,
+// and a metric per key exhausts any metrics backend.
 //
 // Without an observer, the default, a decision reads no extra clock and
-// allocates nothing more (BenchmarkObserver). A nil o means none.
-func WithObserver(o Observer) Option {
-	return optionFunc(func(l *Limiter) { l.observer = o })
+// allocates nothing more (BenchmarkObserver). A nil observe means none.
+func WithObserver(observe func(ctx context.Context, e DecisionEvent)) Option {
+	return optionFunc(func(l *Limiter) { l.observer = observe })
 }
 
 // decisionEvent is what an observer hears of a Limiter's decision on key
@@ -98,12 +80,10 @@ func WithObserver(o Observer) Option {
 // caller sets StoreLatency.
 func decisionEvent(key string, alg algorithms.Algorithm, cost int64, res Result, err error) DecisionEvent {
 	e := DecisionEvent{
-		Source:    SourceLimiter,
 		Algorithm: alg,
 		Key:       key,
 		Cost:      peekCost(cost),
 		Peek:      cost <= 0,
-		Allowed:   err == nil && res.Allowed,
 		Err:       err,
 	}
 	if err == nil {

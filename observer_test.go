@@ -44,7 +44,7 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 	l, err := ratewise.New(
 		storememory.New(),
 		alg,
-		ratewise.WithObserver(rec),
+		ratewise.WithObserver(rec.ObserveDecision),
 		ratewise.WithClock(clock),
 		ratewise.WithNamespace("api"),
 	)
@@ -76,13 +76,13 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 		{"peek", false, 1, true, 0},
 	} {
 		e := events[i]
-		if e.Source != ratewise.SourceLimiter || e.Algorithm != alg || e.Binding != 0 || e.Key != "alice" || e.Err != nil {
+		if e.Stack || e.Algorithm != alg || e.Binding != 0 || e.Key != "alice" || e.Err != nil {
 			t.Errorf("%s: %+v, want a limiter's decision by %v on alice without error", tt.name, e, alg)
 		}
-		if e.Allowed != tt.allowed || e.Result.Allowed != tt.allowed || e.Cost != tt.cost || e.Peek != tt.peek ||
+		if e.Result.Allowed != tt.allowed || e.Cost != tt.cost || e.Peek != tt.peek ||
 			e.Result.Remaining != tt.remaining {
 			t.Errorf("%s: allowed %v, cost %d, peek %v, remaining %d; want %v, %d, %v, %d",
-				tt.name, e.Allowed, e.Cost, e.Peek, e.Result.Remaining, tt.allowed, tt.cost, tt.peek, tt.remaining)
+				tt.name, e.Result.Allowed, e.Cost, e.Peek, e.Result.Remaining, tt.allowed, tt.cost, tt.peek, tt.remaining)
 		}
 		if e.StoreLatency < 0 {
 			t.Errorf("%s: negative store latency %v", tt.name, e.StoreLatency)
@@ -121,7 +121,7 @@ func TestObserverHearsStoreErrors(t *testing.T) {
 	l, err := ratewise.New(
 		slowStore{delay: 5 * time.Millisecond, err: storeErr},
 		algorithms.FixedWindow{Limit: 1, Window: time.Second},
-		ratewise.WithObserver(rec),
+		ratewise.WithObserver(rec.ObserveDecision),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,7 @@ func TestObserverHearsStoreErrors(t *testing.T) {
 		t.Fatalf("events: got %d, want %d", got, want)
 	}
 	e := events[0]
-	if !errors.Is(e.Err, store.ErrUnavailable) || e.Allowed || e.Result != (ratewise.Result{}) {
+	if !errors.Is(e.Err, store.ErrUnavailable) || e.Result != (ratewise.Result{}) {
 		t.Fatalf("event %+v: want the store's error, not allowed, no Result", e)
 	}
 	if e.StoreLatency < 5*time.Millisecond {
@@ -148,7 +148,7 @@ func TestObserverSkipsInvalidInput(t *testing.T) {
 	l, err := ratewise.New(
 		storememory.New(),
 		algorithms.FixedWindow{Limit: 1, Window: time.Second},
-		ratewise.WithObserver(rec),
+		ratewise.WithObserver(rec.ObserveDecision),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ func TestObserverStackBinding(t *testing.T) {
 	}
 	rec := &recorder{}
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	set, err := ratewise.NewStack(storememory.New(), algs, ratewise.WithObserver(rec), ratewise.WithClock(clock))
+	set, err := ratewise.NewStack(storememory.New(), algs, ratewise.WithObserver(rec.ObserveDecision), ratewise.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestObserverStackBinding(t *testing.T) {
 	}
 	for i, allowed := range []bool{true, true, false} {
 		e := events[i]
-		if e.Source != ratewise.SourceStack || e.Binding != 1 || e.Algorithm != algs[1] || e.Allowed != allowed {
+		if !e.Stack || e.Binding != 1 || e.Algorithm != algs[1] || e.Result.Allowed != allowed {
 			t.Errorf("decision %d: %+v, want the set's binding limit 1 (%v), allowed %v", i, e, algs[1], allowed)
 		}
 	}
@@ -197,7 +197,7 @@ func TestObserverStackBinding(t *testing.T) {
 func TestObserverHearsBookings(t *testing.T) {
 	rec := &recorder{}
 	alg := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 1}
-	l, err := ratewise.New(storememory.New(), alg, ratewise.WithObserver(rec))
+	l, err := ratewise.New(storememory.New(), alg, ratewise.WithObserver(rec.ObserveDecision))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestObserverHearsBookings(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := rec.all()
-	if len(events) != 1 || events[0].Algorithm != alg || !events[0].Allowed || events[0].Cost != 1 {
+	if len(events) != 1 || events[0].Algorithm != alg || !events[0].Result.Allowed || events[0].Cost != 1 {
 		t.Fatalf("events: %+v, want one admitted booking", events)
 	}
 }
@@ -225,7 +225,7 @@ func TestNoObserverAllocatesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	observed, err := ratewise.New(s, alg, ratewise.WithObserver(nopObserver{}))
+	observed, err := ratewise.New(s, alg, ratewise.WithObserver(nopObserver{}.ObserveDecision))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func BenchmarkObserver(b *testing.B) {
 		opts []ratewise.Option
 	}{
 		{"observer=none", nil},
-		{"observer=nop", []ratewise.Option{ratewise.WithObserver(nopObserver{})}},
+		{"observer=nop", []ratewise.Option{ratewise.WithObserver(nopObserver{}.ObserveDecision)}},
 	} {
 		l, err := ratewise.New(storememory.New(), alg, bm.opts...)
 		if err != nil {

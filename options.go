@@ -1,5 +1,12 @@
 package ratewise
 
+import (
+	"context"
+	"time"
+
+	"github.com/ratewise/ratewise/algorithms"
+)
+
 // Option configures a Limiter. Defaults: no namespace, the system clock, no
 // observer.
 type Option interface {
@@ -16,7 +23,7 @@ func (f optionFunc) apply(l *Limiter) { f(l) }
 // limiter with WithNamespace("api") keeps its own count for "alice".
 //
 // A namespace must not contain ":", so that no two namespaces and keys
-// spell the same store key: New fails with ErrInvalidNamespace. An empty
+// spell the same store key: New fails with ErrInvalidConfig. An empty
 // namespace, the default, passes keys unchanged, so a limiter without one
 // shares "login:alice" with the key "alice" of a limiter in "login".
 func WithNamespace(namespace string) Option {
@@ -24,10 +31,16 @@ func WithNamespace(namespace string) Option {
 }
 
 // WithClock makes the limiter read the time from c instead of the system
-// clock. Tests pass a manual clock and advance it, for example to check that
-// a denied request is admitted exactly Result.RetryAfter later. A nil c keeps
-// the system clock.
-func WithClock(c Clock) Option {
+// clock. Tests pass a manual clock (ratewisetest.Clock) and advance it, for
+// example to check that a denied request is admitted exactly
+// Result.RetryAfter later, instead of sleeping. A nil c keeps the system
+// clock.
+//
+// A clock that also has a method Sleep(ctx context.Context, d
+// time.Duration) error, returning after d or with ctx's error when ctx ends
+// first, is what Wait and WaitN sleep through, so that a test's clock moves
+// instead of the test sleeping; with another clock they use a timer.
+func WithClock(c interface{ Now() time.Time }) Option {
 	return optionFunc(func(l *Limiter) {
 		if c != nil {
 			l.clock = c
@@ -35,10 +48,16 @@ func WithClock(c Clock) Option {
 	})
 }
 
-// WithTiers gives each key its own limit: limits chooses the algorithm for
-// every decision on a key (see TierFunc), and the limiter's own algorithm
-// applies to a key for which it returns nil. For example, free users get 100
-// per hour and paid users 10,000:
+// WithTiers gives each key its own limit: limits chooses the algorithm, and
+// so the limit, for every decision on a key: tiers, plans, a customer's
+// contract. The limiter's own algorithm applies to a key for which it
+// returns nil, and an error it returns is returned to the caller, wrapped.
+// It runs on every decision, so it should be quick (a map or a cache, not a
+// database query), and it may return different limits over time, as after
+// a configuration reload: a key keeps what it used when its new algorithm
+// has the same kind and scope (see "Changing limits" in package
+// algorithms), and starts afresh under another. For example, free users
+// get 100 per hour and paid users 10,000:
 //
 //	free := algorithms.SlidingWindow{Limit: 100, Window: time.Hour, SubWindows: 60}
 //	paid := free
@@ -53,6 +72,6 @@ func WithClock(c Clock) Option {
 //
 // The two tiers share a kind and Scope, so a user who upgrades keeps what
 // they used this hour against the new limit.
-func WithTiers(limits TierFunc) Option {
+func WithTiers(limits func(ctx context.Context, key string) (algorithms.Algorithm, error)) Option {
 	return optionFunc(func(l *Limiter) { l.limits = limits })
 }

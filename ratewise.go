@@ -40,12 +40,12 @@ type Limiter struct {
 	alg   algorithms.Algorithm
 	// namespace goes with every key to the store (store.Key), "" for none.
 	namespace string
-	clock     Clock
+	clock     interface{ Now() time.Time }
 	// limits chooses a key's algorithm; nil means alg for every key.
-	limits TierFunc
+	limits func(ctx context.Context, key string) (algorithms.Algorithm, error)
 	// observer hears of every decision; nil for none, the default, which
 	// costs nothing on the hot path.
-	observer Observer
+	observer func(context.Context, DecisionEvent)
 	// latency is the longest recent booking round trip (see waitBooked).
 	latency latency
 	// systemTime is whether the limiter reads the system clock, which
@@ -59,28 +59,16 @@ type Limiter struct {
 	lastTier atomic.Pointer[algorithms.Algorithm]
 }
 
-// TierFunc chooses the algorithm, and so the limit, for a key: tiers,
-// plans, a customer's contract. It returns nil for the limiter's own
-// algorithm. It runs on every decision, so it should be quick (a map or a
-// cache, not a database query), and it may return different limits over
-// time, as after a configuration reload: a key keeps what it used when its
-// new algorithm has the same kind and scope (see "Changing limits" in
-// package algorithms), and
-// starts afresh under another. An error is returned to the caller, wrapped.
-type TierFunc func(ctx context.Context, key string) (algorithms.Algorithm, error)
-
-// New returns a limiter that runs alg on s. It fails with ErrNilStore,
-// ErrNilAlgorithm, algorithms.ErrUnknownAlgorithm for a type that only embeds one of
-// package algorithms' types, an error from alg.Validate wrapping one of the
-// algorithms package's sentinels (re-exported here, such as
-// algorithms.ErrInvalidLimit), store.ErrUnsupported when the store cannot run alg, or
-// ErrInvalidNamespace.
+// New returns a limiter that runs alg on s. It fails with ErrInvalidConfig
+// for a nil store or an invalid namespace (WithNamespace), and with
+// algorithms.ErrInvalidAlgorithm for a nil alg, a type that only embeds one
+// of package algorithms' types, or parameters alg.Validate rejects.
 func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, error) {
 	if s == nil {
-		return nil, ErrNilStore
+		return nil, fmt.Errorf("%w: the store is nil", ErrInvalidConfig)
 	}
 	if alg == nil {
-		return nil, ErrNilAlgorithm
+		return nil, errNilAlgorithm
 	}
 	if err := algo.CheckKind(alg); err != nil {
 		return nil, err
@@ -93,7 +81,7 @@ func New(s store.Store, alg algorithms.Algorithm, opts ...Option) (*Limiter, err
 		o.apply(l)
 	}
 	if strings.Contains(l.namespace, ":") {
-		return nil, fmt.Errorf("%w, got %q", ErrInvalidNamespace, l.namespace)
+		return nil, fmt.Errorf(`%w: a namespace must not contain ":", got %q`, ErrInvalidConfig, l.namespace)
 	}
 	l.maxCost = algo.MaxCost(alg)
 	_, l.systemTime = l.clock.(systemClock)
@@ -286,7 +274,7 @@ func (l *Limiter) checkedAlgorithmFor(ctx context.Context, key string) (algorith
 // algorithms' types, with valid parameters.
 func checkAlgorithm(alg algorithms.Algorithm) error {
 	if alg == nil {
-		return ErrNilAlgorithm
+		return errNilAlgorithm
 	}
 	if err := algo.CheckKind(alg); err != nil {
 		return err
@@ -310,7 +298,7 @@ func (l *Limiter) decideObserved(
 	res, err := l.decideStore(ctx, key, alg, cost)
 	e := decisionEvent(key, alg, cost, res, err)
 	e.StoreLatency = time.Since(start)
-	l.observer.ObserveDecision(ctx, e)
+	l.observer(ctx, e)
 	return res, err
 }
 
@@ -346,16 +334,6 @@ func (l *Limiter) now() (time.Time, error) {
 
 // errZeroTime is the error of a Limiter whose clock reads the zero Time.
 var errZeroTime = fmt.Errorf("%w: the limiter's clock read the zero time", algorithms.ErrInvalidTime)
-
-// Clock tells a Limiter the time. Tests inject one with WithClock to step
-// through synthetic instants instead of sleeping. A Clock that also has a
-// method Sleep(ctx context.Context, d time.Duration) error, returning after
-// d or with ctx's error when ctx ends first, is what Wait and WaitN sleep
-// through, so that a test's clock (ratewisetest.Clock) moves instead of the
-// test sleeping; with another Clock they use a timer.
-type Clock interface {
-	Now() time.Time
-}
 
 type systemClock struct{}
 

@@ -20,29 +20,29 @@ func TestNewRejectsBadInput(t *testing.T) {
 		alg   algorithms.Algorithm
 		want  error
 	}{
-		{"nil store", nil, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.ErrNilStore},
-		{"nil algorithm", s, nil, ratewise.ErrNilAlgorithm},
-		{"limit 0", s, algorithms.FixedWindow{Limit: 0, Window: time.Second}, algorithms.ErrInvalidLimit},
-		{"limit -3", s, algorithms.SlidingLog{Limit: -3, Window: time.Second}, algorithms.ErrInvalidLimit},
-		{"capacity 0", s, algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)}, algorithms.ErrInvalidLimit},
-		{"window 0", s, algorithms.FixedWindow{Limit: 1}, algorithms.ErrInvalidWindow},
-		{"window -1m", s, algorithms.SlidingLog{Limit: 1, Window: -time.Minute}, algorithms.ErrInvalidWindow},
-		{"period 0", s, algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidPeriod},
+		{"nil store", nil, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.ErrInvalidConfig},
+		{"nil algorithm", s, nil, algorithms.ErrInvalidAlgorithm},
+		{"limit 0", s, algorithms.FixedWindow{Limit: 0, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{"limit -3", s, algorithms.SlidingLog{Limit: -3, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{"capacity 0", s, algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)}, algorithms.ErrInvalidAlgorithm},
+		{"window 0", s, algorithms.FixedWindow{Limit: 1}, algorithms.ErrInvalidAlgorithm},
+		{"window -1m", s, algorithms.SlidingLog{Limit: 1, Window: -time.Minute}, algorithms.ErrInvalidAlgorithm},
+		{"period 0", s, algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidAlgorithm},
 		{
 			"period -1s",
 			s,
 			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}},
-			algorithms.ErrInvalidPeriod,
+			algorithms.ErrInvalidAlgorithm,
 		},
-		{"burst 0", s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidBurst},
-		{"sub-windows 0", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second}, algorithms.ErrInvalidSubWindows},
+		{"burst 0", s, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidAlgorithm},
+		{"sub-windows 0", s, algorithms.SlidingWindow{Limit: 1, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
 		{
 			"sub-windows under 1ms",
 			s,
 			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 2000},
-			algorithms.ErrInvalidSubWindows,
+			algorithms.ErrInvalidAlgorithm,
 		},
-		{"too large", s, algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 40}, algorithms.ErrOutOfRange},
+		{"too large", s, algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 40}, algorithms.ErrInvalidAlgorithm},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestCallsRejectBadInput(t *testing.T) {
 
 func TestErrorMessagesNameTheValue(t *testing.T) {
 	_, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: -3, Window: time.Second})
-	if got, want := err.Error(), "ratewise: limit must be > 0, got -3"; got != want {
+	if got, want := err.Error(), "ratewise: invalid algorithm: limit must be > 0, got -3"; got != want {
 		t.Fatalf("error %q, want %q", got, want)
 	}
 }
@@ -106,8 +106,8 @@ func TestWithNamespaceSeparatesLimiters(t *testing.T) {
 	shared, _ := ratewise.New(s, alg, ratewise.WithNamespace("login"))
 	// "alice" in the namespace "login" is the store key "login:alice".
 	bare, _ := ratewise.New(s, alg)
-	if _, err := ratewise.New(s, alg, ratewise.WithNamespace("a:b")); !errors.Is(err, ratewise.ErrInvalidNamespace) {
-		t.Fatalf(`namespace "a:b": got %v, want ErrInvalidNamespace`, err)
+	if _, err := ratewise.New(s, alg, ratewise.WithNamespace("a:b")); !errors.Is(err, ratewise.ErrInvalidConfig) {
+		t.Fatalf(`namespace "a:b": got %v, want ErrInvalidConfig`, err)
 	}
 	if res, _ := login.Allow(ctx, "alice"); !res.Allowed {
 		t.Fatal("first login denied")
@@ -134,11 +134,11 @@ func TestWithTiersChecksTheLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := l.Allow(ctx, "k"); !errors.Is(err, algorithms.ErrInvalidLimit) || res.Allowed {
-		t.Fatalf("Allow under an invalid per-key limit: %+v, %v; want ErrInvalidLimit", res, err)
+	if res, err := l.Allow(ctx, "k"); !errors.Is(err, algorithms.ErrInvalidAlgorithm) || res.Allowed {
+		t.Fatalf("Allow under an invalid per-key limit: %+v, %v; want ErrInvalidAlgorithm", res, err)
 	}
-	if _, err := l.Wait(ctx, "k"); !errors.Is(err, algorithms.ErrInvalidLimit) {
-		t.Fatalf("Wait under an invalid per-key limit: %v; want ErrInvalidLimit", err)
+	if _, err := l.Wait(ctx, "k"); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+		t.Fatalf("Wait under an invalid per-key limit: %v; want ErrInvalidAlgorithm", err)
 	}
 }
 
@@ -163,8 +163,8 @@ func TestWithTiersChecksEachNewLimit(t *testing.T) {
 	for _, key := range []string{"good", "bad", "good", "good", "bad", "other", "bad"} {
 		res, err := l.Allow(ctx, key)
 		if key == "bad" {
-			if !errors.Is(err, algorithms.ErrInvalidLimit) {
-				t.Fatalf("Allow(%q) = %+v, %v; want ErrInvalidLimit", key, res, err)
+			if !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+				t.Fatalf("Allow(%q) = %+v, %v; want ErrInvalidAlgorithm", key, res, err)
 			}
 			continue
 		}

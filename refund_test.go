@@ -50,7 +50,7 @@ func TestReservations(t *testing.T) {
 	reserve := func(want time.Duration) *ratewise.Reservation {
 		t.Helper()
 		r, err := l.Reserve(ctx, "k", 10*time.Second)
-		if err != nil || !r.OK() || r.Delay() != want {
+		if err != nil || !r.Result().Allowed || r.Delay() != want {
 			t.Fatalf("Reserve: %+v, %v; want a delay of %v", r, err, want)
 		}
 		return r
@@ -80,7 +80,7 @@ func TestReservations(t *testing.T) {
 	}
 	reserve(4 * time.Second) // r4 was not the last: nothing came back, once or twice
 
-	if r, err := l.Reserve(ctx, "k", time.Second); err != nil || r.OK() || r.Result().RetryAfter != 5*time.Second {
+	if r, err := l.Reserve(ctx, "k", time.Second); err != nil || r.Result().Allowed || r.Result().RetryAfter != 5*time.Second {
 		t.Fatalf("a booking 5s away with 1s to wait: %+v, %v; want not booked, RetryAfter the 5s to its turn", r, err)
 	}
 	if res, _ := l.Peek(ctx, "k"); res.RetryAfter != 5*time.Second {
@@ -107,7 +107,7 @@ func TestWaitGivesBackItsTurn(t *testing.T) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
 	r, err := l.Reserve(context.Background(), "k", 2*time.Hour)
-	if err != nil || !r.OK() || r.Delay() != time.Hour {
+	if err != nil || !r.Result().Allowed || r.Delay() != time.Hour {
 		t.Fatalf("after the cancelled wait: %+v, %v; want the turn an hour away", r, err)
 	}
 }
@@ -151,10 +151,10 @@ func TestMultiKey(t *testing.T) {
 	if got, _ := user.Peek(ctx, "cat"); got.Remaining != 2 {
 		t.Fatalf("the tenant's denial charged the user: %+v", got)
 	}
-	if _, err := g.Allow(ctx, "cat"); !errors.Is(err, ratewise.ErrInvalidMultiKey) {
+	if _, err := g.Allow(ctx, "cat"); !errors.Is(err, ratewise.ErrInvalidConfig) {
 		t.Fatalf("one key for two limiters: %v", err)
 	}
-	if _, err := ratewise.NewMultiKey(user, nil); !errors.Is(err, ratewise.ErrInvalidMultiKey) {
+	if _, err := ratewise.NewMultiKey(user, nil); !errors.Is(err, ratewise.ErrInvalidConfig) {
 		t.Fatalf("a nil limiter: %v", err)
 	}
 }
@@ -340,7 +340,7 @@ func TestRefundThroughStacksMultiKeysAndBookings(t *testing.T) {
 		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
 	l.AllowN(ctx, "k", 3)
 	r, err := l.Reserve(ctx, "k", time.Minute)
-	if err != nil || !r.OK() || r.Delay() != time.Second {
+	if err != nil || !r.Result().Allowed || r.Delay() != time.Second {
 		t.Fatalf("a booking: %+v, %v", r, err)
 	}
 	tier["k"] = algorithms.GCRA{Rate: algorithms.PerMinute(1), Burst: 3}

@@ -31,7 +31,7 @@ import (
 // no ID one of its own, kept at least as long as the client may resend it,
 // so that the client's resends are applied once too.
 //
-// Any string of 1 to store.MaxRequestIDLen bytes will do, such as a ULID. Use one
+// Any string of 1 to 128 bytes will do, such as a ULID. Use one
 // ID per request: two requests with one ID are charged once. So never take
 // an ID from untrusted input as it comes, such as a client's
 // Idempotency-Key header, or the client can reuse one ID for every request

@@ -34,9 +34,9 @@ type Stack struct {
 	store     store.Store
 	algs      []algorithms.Algorithm
 	namespace string
-	clock     Clock
+	clock     interface{ Now() time.Time }
 	// observer hears of every decision; nil for none (see WithObserver).
-	observer Observer
+	observer func(context.Context, DecisionEvent)
 }
 
 // MultiResult is the outcome of one decision over a Stack.
@@ -61,16 +61,16 @@ type MultiResult struct {
 
 // NewStack returns a Stack of algs on s, which decides them together
 // (store.Store.DecideSet). It fails as New does for each algorithm, and
-// with store.ErrSharedState for two algorithms of one kind and scope,
+// with algorithms.ErrInvalidAlgorithm for two algorithms of one kind and scope,
 // which would count against one state; a store that cannot decide sets
 // fails each decision with store.ErrUnsupported. WithClock, WithNamespace and
 // WithObserver apply as to a Limiter.
 func NewStack(s store.Store, algs []algorithms.Algorithm, opts ...Option) (*Stack, error) {
 	if s == nil {
-		return nil, ErrNilStore
+		return nil, fmt.Errorf("%w: the store is nil", ErrInvalidConfig)
 	}
 	if len(algs) == 0 {
-		return nil, ErrNilAlgorithm
+		return nil, fmt.Errorf("%w: a stack needs at least one algorithm", ErrInvalidConfig)
 	}
 	// A Limiter per algorithm checks each as New does and applies the
 	// options.
@@ -193,20 +193,19 @@ func (s *Stack) decideObserved(ctx context.Context, key string, cost int64) (Mul
 	start := time.Now()
 	sr, err := s.decideStore(ctx, key, cost)
 	e := DecisionEvent{
-		Source:       SourceStack,
+		Stack:        true,
 		Algorithm:    s.algs[sr.Binding],
 		Binding:      sr.Binding,
 		Key:          key,
 		Cost:         peekCost(cost),
 		Peek:         cost <= 0,
-		Allowed:      err == nil && sr.Allowed,
 		StoreLatency: time.Since(start),
 		Err:          err,
 	}
 	if err == nil {
 		e.Result = sr.Results[sr.Binding]
 	}
-	s.observer.ObserveDecision(ctx, e)
+	s.observer(ctx, e)
 	return sr, err
 }
 

@@ -62,16 +62,16 @@ func TestNewStackRejects(t *testing.T) {
 	gcra := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}
 	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(
 		err,
-		store.ErrSharedState,
+		algorithms.ErrInvalidAlgorithm,
 	) {
-		t.Errorf("two GCRAs per second: %v, want ErrSharedState", err)
+		t.Errorf("two GCRAs per second: %v, want ErrInvalidAlgorithm", err)
 	}
-	if _, err := ratewise.NewStack(s, nil); !errors.Is(err, ratewise.ErrNilAlgorithm) {
+	if _, err := ratewise.NewStack(s, nil); !errors.Is(err, ratewise.ErrInvalidConfig) {
 		t.Errorf("no algorithms: %v", err)
 	}
 	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.FixedWindow{}}); !errors.Is(
 		err,
-		algorithms.ErrInvalidLimit,
+		algorithms.ErrInvalidAlgorithm,
 	) {
 		t.Errorf("an invalid algorithm: %v", err)
 	}

@@ -2,7 +2,6 @@ package ratewise
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -14,9 +13,13 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// ErrWaitExceedsDeadline is returned by Wait and WaitN when the wait for
-// admission would outlast the context's deadline. Nothing is charged.
-var ErrWaitExceedsDeadline = errors.New("ratewise: the wait would exceed the context's deadline")
+// errWaitExceedsDeadline is wrapped by the error of a Wait whose wait for
+// admission would outlast the context's deadline: it matches
+// context.DeadlineExceeded before the deadline has passed.
+var errWaitExceedsDeadline = fmt.Errorf(
+	"ratewise: the wait would exceed the context's deadline: %w",
+	context.DeadlineExceeded,
+)
 
 // sleeper is a Clock that can also wait (see Clock).
 type sleeper interface {
@@ -30,8 +33,9 @@ func (l *Limiter) Wait(ctx context.Context, key string) (Result, error) {
 }
 
 // WaitN blocks until a request of cost n for key is admitted, and returns
-// its Result. It returns at once with ErrWaitExceedsDeadline, charging
-// nothing, when the wait would outlast ctx's deadline; the Result's
+// its Result. It returns at once, charging nothing, when the wait would
+// outlast ctx's deadline, with an error that matches
+// context.DeadlineExceeded (while ctx.Err() is still nil); the Result's
 // RetryAfter is then the wait the request needed, the shortest after which
 // it would be admitted, on every path. It returns with ctx's error when
 // ctx ends while waiting: a booking is then cancelled (see
@@ -69,7 +73,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int64) (Result, error
 			return res, err
 		}
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < res.RetryAfter {
-			return res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, res.RetryAfter, key)
+			return res, fmt.Errorf("%w: %v to wait for %q", errWaitExceedsDeadline, res.RetryAfter, key)
 		}
 		wait := res.RetryAfter
 		if spread := min(wait/8, 50*time.Millisecond); spread > 0 {
@@ -124,7 +128,7 @@ func (l *Limiter) waitBooked(ctx context.Context, key string, alg algorithms.Alg
 		return Result{}, err
 	}
 	if !r.res.Allowed {
-		return r.res, fmt.Errorf("%w: %v to wait for %q", ErrWaitExceedsDeadline, r.res.RetryAfter, key)
+		return r.res, fmt.Errorf("%w: %v to wait for %q", errWaitExceedsDeadline, r.res.RetryAfter, key)
 	}
 	if bounded && r.delay > 0 && time.Until(deadline) < r.delay {
 		// Booked, but the reply came too late for the sleep to end before
@@ -134,7 +138,7 @@ func (l *Limiter) waitBooked(ctx context.Context, key string, alg algorithms.Alg
 		if _, err := r.cancel(cctx); err != nil {
 			return r.refused(), fmt.Errorf(
 				"%w: %v to wait for %q, the booking took %v, and giving it back failed: %w",
-				ErrWaitExceedsDeadline,
+				errWaitExceedsDeadline,
 				r.delay,
 				key,
 				r.took,
@@ -143,7 +147,7 @@ func (l *Limiter) waitBooked(ctx context.Context, key string, alg algorithms.Alg
 		}
 		return r.refused(), fmt.Errorf(
 			"%w: %v to wait for %q, and the booking took %v",
-			ErrWaitExceedsDeadline,
+			errWaitExceedsDeadline,
 			r.delay,
 			key,
 			r.took,
@@ -183,7 +187,7 @@ func (l *Limiter) book(
 	if l.observer != nil {
 		e := decisionEvent(key, alg, n, res, err)
 		e.StoreLatency = took
-		l.observer.ObserveDecision(ctx, e)
+		l.observer(ctx, e)
 	}
 	if err != nil {
 		return nil, err
@@ -212,8 +216,11 @@ func (lt *latency) longest() time.Duration {
 	return time.Duration(most)
 }
 
-// Reservation is a request booked ahead with ReserveN: it may act after
-// Delay, and must not act before. Cancel gives its turn back.
+// Reservation is a request booked ahead with ReserveN. When its Result is
+// Allowed, the booking was made: the request may act after Delay, and must
+// not act before, and Cancel gives its turn back. When it is not, nothing
+// was charged, and Result().RetryAfter is the wait until its turn, as for
+// every denial.
 type Reservation struct {
 	l     *Limiter
 	key   string
@@ -226,11 +233,6 @@ type Reservation struct {
 	mu        sync.Mutex
 	cancelled bool
 }
-
-// OK reports whether the request was booked: its turn comes within the
-// longest wait ReserveN was given. If not, nothing was charged, and
-// Result().RetryAfter is the wait until its turn, as for every denial.
-func (r *Reservation) OK() bool { return r.res.Allowed }
 
 // Delay is the wait until the booked request may act, counted from the
 // limiter's clock reading when ReserveN was called: 0 when it may act at
@@ -294,12 +296,13 @@ func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration
 // admits it, if that is at most maxWait away, in one round trip, even
 // across app instances: the caller then waits Delay and acts, or calls
 // Cancel. Bookings are served in the order they were made. A booking that
-// would wait longer than maxWait charges nothing and is not OK; its
-// Result's RetryAfter is then the wait until the request's turn, the
-// shortest after which it would be admitted. It needs an
-// algorithm that can book (the token bucket and GCRA)
-// on a store that can (store.Store.Reserve), and fails with store.ErrUnsupported
-// otherwise; maxWait must be a whole number of microseconds in [0, 2^50µs].
+// would wait longer than maxWait charges nothing, and its Result is not
+// Allowed: its RetryAfter is then the wait until the request's turn, the
+// shortest after which it would be admitted. It needs an algorithm that
+// can book (the token bucket and GCRA) on a store that can
+// (store.Store.Reserve), and fails with store.ErrUnsupported otherwise;
+// maxWait must be a whole number of microseconds in [0, 2^50µs], or it
+// fails with algorithms.ErrInvalidTime.
 func (l *Limiter) ReserveN(ctx context.Context, key string, n int64, maxWait time.Duration) (*Reservation, error) {
 	if key == "" {
 		return nil, ErrEmptyKey

@@ -19,7 +19,7 @@ import (
 // at run time. A new algorithm is added here, with its Lua step, and every
 // store, tool and test then picks it up from the registry (see Kinds).
 type Algorithm interface {
-	// Kind is the algorithm's entry in the registry; Kind().Name() is its
+	// Kind is the algorithm's entry in the registry; Kind().String() is its
 	// stable identifier, such as "fixed_window".
 	Kind() *Kind
 
@@ -150,10 +150,10 @@ func (r Rate) IsZero() bool { return r == Rate{} }
 // validate checks the rate and returns the period in microseconds.
 func (r Rate) validate() (periodMicros int64, err error) {
 	if r.Count <= 0 {
-		return 0, fmt.Errorf("%w, got rate count %d", ErrInvalidLimit, r.Count)
+		return 0, fmt.Errorf("%w: a rate's count must be > 0, got %d", ErrInvalidAlgorithm, r.Count)
 	}
 	if err := checkCount("rate count", r.Count); err != nil {
 		return 0, err
 	}
-	return durationMicros(ErrInvalidPeriod, "period", r.Period)
+	return durationMicros("period", r.Period)
 }

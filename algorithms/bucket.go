@@ -17,7 +17,7 @@ func checkBucket(burst int64, what string, rate Rate, p int64) error {
 	if hi > limHi || hi == limHi && lo > limLo {
 		return fmt.Errorf(
 			"%w: %s %d at %v refills in %d × %v / %d, above 2^50µs",
-			ErrOutOfRange,
+			ErrInvalidAlgorithm,
 			what,
 			burst,
 			rate,

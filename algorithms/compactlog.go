@@ -56,7 +56,7 @@ func (a CompactLog) Validate() error {
 	if a.Limit > CompactLogMaxLimit {
 		return fmt.Errorf(
 			"%w: compact_log keeps one timestamp per unit, at most %d, got a limit of %d",
-			ErrOutOfRange,
+			ErrInvalidAlgorithm,
 			CompactLogMaxLimit,
 			a.Limit,
 		)

@@ -38,7 +38,7 @@
 // number. 100,000 per day, 10,000 per 30 days with a burst of 10,000,
 // 10^9 per second and 7 per 1.5s are all exact. The one bound beyond these is
 // that a token bucket or GCRA must refill from empty within 2^50µs. A
-// parameter outside the envelope fails Validate with ErrOutOfRange, whose
+// parameter outside the envelope fails Validate with ErrInvalidAlgorithm, whose
 // message names the bound.
 //
 // # Time that runs backwards

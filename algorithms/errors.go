@@ -6,32 +6,30 @@ import (
 	"time"
 )
 
-// Errors for invalid parameters, returned by Validate, and for invalid
-// decisions, which every store checks before it decides. Each returned error wraps exactly
-// one of them and adds the offending value, so callers match with errors.Is.
+// Errors for invalid algorithms, returned by Validate, Kind.New, Lookup and
+// ParseRate, and for invalid decisions, which every store checks before it
+// decides. Each returned error wraps exactly one of them and adds the
+// offending value, so callers match with errors.Is and show the message.
 var (
-	// ErrInvalidLimit: a limit, capacity or rate count is not > 0.
-	ErrInvalidLimit = errors.New("ratewise: limit must be > 0")
-	// ErrInvalidWindow: a window is not a positive whole number of microseconds.
-	ErrInvalidWindow = errors.New("ratewise: window must be a positive whole number of microseconds")
-	// ErrInvalidPeriod: a rate's period is not a positive whole number of microseconds.
-	ErrInvalidPeriod = errors.New("ratewise: period must be a positive whole number of microseconds")
-	// ErrInvalidBurst: a burst is < 1.
-	ErrInvalidBurst = errors.New("ratewise: burst must be >= 1")
-	// ErrInvalidSubWindows: the number of sub-windows is < 1, or the window
-	// does not split evenly into sub-windows of at least 1ms.
-	ErrInvalidSubWindows = errors.New("ratewise: window must split evenly into sub-windows of at least 1ms")
-	// ErrOutOfRange: a parameter is outside the range every store computes
-	// exactly: a count above 2^50, a duration above 2^50µs, or a bucket
-	// that takes longer than 2^50µs to refill. The message names the bound.
-	ErrOutOfRange = errors.New("ratewise: parameters too large to compute exactly")
+	// ErrInvalidAlgorithm: an algorithm cannot be used as it is: a nil
+	// algorithm, an unknown name, rate text that does not parse, a
+	// parameter out of its range (a limit, capacity, burst or rate count
+	// below 1; a window or period that is not a positive whole number of
+	// microseconds; sub-windows that do not split the window evenly into
+	// at least 1ms each), a parameter the algorithm does not take, or one
+	// outside the range every store computes exactly (a count above
+	// MaxLimit, a duration above MaxWindow, or a bucket that takes longer
+	// than MaxWindow to refill). The message names the parameter and its
+	// value, such as "ratewise: invalid algorithm: burst must be >= 1, got 0".
+	ErrInvalidAlgorithm = errors.New("ratewise: invalid algorithm")
 	// ErrInvalidCost: a request's or a refund's cost is not > 0.
 	ErrInvalidCost = errors.New("ratewise: invalid cost")
 	// ErrCostExceedsLimit: a cost is larger than the limit, capacity or
 	// burst, so it could never be admitted.
 	ErrCostExceedsLimit = errors.New("ratewise: cost exceeds the limit")
 	// ErrInvalidTime: a decision time is before the Unix epoch or after
-	// MaxUnixMicro.
+	// MaxUnixMicro, or the longest wait for a booking (Reserve's maxWait)
+	// is negative, above MaxWindow or not a whole number of microseconds.
 	ErrInvalidTime = errors.New("ratewise: time outside the supported range")
 )
 
@@ -69,21 +67,20 @@ const maxDuration = int64(MaxWindow / time.Microsecond)
 // checkCount rejects a count above MaxLimit.
 func checkCount(what string, n int64) error {
 	if n > MaxLimit {
-		return fmt.Errorf("%w: %s %d is above 2^50", ErrOutOfRange, what, n)
+		return fmt.Errorf("%w: %s %d is above 2^50", ErrInvalidAlgorithm, what, n)
 	}
 	return nil
 }
 
 // durationMicros converts d to whole microseconds, rejecting zero, negative
-// and fractional values with sentinel and values above maxDuration with
-// ErrOutOfRange.
-func durationMicros(sentinel error, what string, d time.Duration) (int64, error) {
+// and fractional values and values above maxDuration.
+func durationMicros(what string, d time.Duration) (int64, error) {
 	if d <= 0 || d%time.Microsecond != 0 {
-		return 0, fmt.Errorf("%w, got %s %v", sentinel, what, d)
+		return 0, fmt.Errorf("%w: %s must be a positive whole number of microseconds, got %v", ErrInvalidAlgorithm, what, d)
 	}
 	us := int64(d / time.Microsecond)
 	if us > maxDuration {
-		return 0, fmt.Errorf("%w: %s %v is above 2^50µs", ErrOutOfRange, what, d)
+		return 0, fmt.Errorf("%w: %s %v is above 2^50µs", ErrInvalidAlgorithm, what, d)
 	}
 	return us, nil
 }

@@ -24,10 +24,10 @@ func ExampleKind_New() {
 	// A name not in the registry, and a parameter the algorithm does not
 	// take, are errors, not ignored.
 	_, err = algorithms.Lookup("leaky_bucket")
-	fmt.Println(errors.Is(err, algorithms.ErrUnknownAlgorithm))
+	fmt.Println(errors.Is(err, algorithms.ErrInvalidAlgorithm))
 	fw, _ := algorithms.Lookup("fixed_window")
 	_, err = fw.New(algorithms.Params{Limit: 100, Window: time.Minute, Burst: 20})
-	fmt.Println(errors.Is(err, algorithms.ErrParamNotTaken))
+	fmt.Println(errors.Is(err, algorithms.ErrInvalidAlgorithm))
 	// Output:
 	// gcra 10/1s burst 20
 	// true
@@ -37,7 +37,7 @@ func ExampleKind_New() {
 // Kinds lists every algorithm once, in the order tools show them.
 func ExampleKinds() {
 	for _, k := range algorithms.Kinds() {
-		fmt.Println(k.Name())
+		fmt.Println(k.String())
 	}
 	// Output:
 	// fixed_window
@@ -48,8 +48,8 @@ func ExampleKinds() {
 	// gcra
 }
 
-// Validate's errors wrap one of the package's sentinel errors, which
-// callers match with errors.Is; the message adds the offending value.
+// Validate's errors wrap ErrInvalidAlgorithm, which callers match with
+// errors.Is; the message names the parameter and its value.
 func ExampleSlidingWindow_Validate() {
 	for _, alg := range []algorithms.Algorithm{
 		algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6},
@@ -61,19 +61,15 @@ func ExampleSlidingWindow_Validate() {
 		switch {
 		case err == nil:
 			fmt.Println(alg, "is valid")
-		case errors.Is(err, algorithms.ErrInvalidLimit):
-			fmt.Println("invalid limit")
-		case errors.Is(err, algorithms.ErrInvalidSubWindows):
-			fmt.Println("invalid sub-windows")
-		case errors.Is(err, algorithms.ErrInvalidWindow):
-			fmt.Println("invalid window")
+		case errors.Is(err, algorithms.ErrInvalidAlgorithm):
+			fmt.Println(err)
 		}
 	}
 	// Output:
 	// sliding_window 100/1m in 6 sub-windows is valid
-	// invalid limit
-	// invalid sub-windows
-	// invalid window
+	// ratewise: invalid algorithm: limit must be > 0, got 0
+	// ratewise: invalid algorithm: window must split evenly into sub-windows of at least 1ms, got window 1m0s into 7 sub-windows
+	// ratewise: invalid algorithm: window must be a positive whole number of microseconds, got 1.5µs
 }
 
 // ParseRate reads a rate as people write it, and Rate.String writes it
@@ -84,10 +80,8 @@ func ExampleParseRate() {
 		switch {
 		case err == nil:
 			fmt.Printf("%s: %d per %v, written %s\n", s, r.Count, r.Period, r)
-		case errors.Is(err, algorithms.ErrInvalidRate):
-			fmt.Printf("%s: not a rate\n", s)
-		case errors.Is(err, algorithms.ErrInvalidLimit):
-			fmt.Printf("%s: the count must be > 0\n", s)
+		case errors.Is(err, algorithms.ErrInvalidAlgorithm):
+			fmt.Println(err)
 		}
 	}
 	r, _ := algorithms.ParseRate("100/min")
@@ -96,7 +90,7 @@ func ExampleParseRate() {
 	// 100/min: 100 per 1m0s, written 100/1m
 	// 5000/h: 5000 per 1h0m0s, written 5000/1h
 	// 7/1500ms: 7 per 1.5s, written 7/1500ms
-	// ten per second: not a rate
-	// 0/s: the count must be > 0
+	// ratewise: invalid algorithm: rate "ten per second": want a count per period, such as 100/min
+	// ratewise: invalid algorithm: a rate's count must be > 0, got 0
 	// token_bucket 100/1m burst 20
 }

@@ -45,11 +45,11 @@ func (FixedWindow) sealed() {}
 // microseconds in [1µs, 2^50µs].
 func (a FixedWindow) Validate() error {
 	if a.Limit <= 0 {
-		return fmt.Errorf("%w, got %d", ErrInvalidLimit, a.Limit)
+		return fmt.Errorf("%w: limit must be > 0, got %d", ErrInvalidAlgorithm, a.Limit)
 	}
 	if err := checkCount("limit", a.Limit); err != nil {
 		return err
 	}
-	_, err := durationMicros(ErrInvalidWindow, "window", a.Window)
+	_, err := durationMicros("window", a.Window)
 	return err
 }

@@ -57,7 +57,7 @@ func (a GCRA) Validate() error {
 		return err
 	}
 	if a.Burst < 1 {
-		return fmt.Errorf("%w, got %d", ErrInvalidBurst, a.Burst)
+		return fmt.Errorf("%w: burst must be >= 1, got %d", ErrInvalidAlgorithm, a.Burst)
 	}
 	return checkBucket(a.Burst, "burst", a.Rate, p)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// TestParseRate reads every form ParseRate's and ParsePeriod's docs name,
+// TestParseRate reads every form ParseRate's doc names,
 // and gives each invalid form the sentinel the docs promise.
 func TestParseRate(t *testing.T) {
 	day := 24 * time.Hour
@@ -60,31 +60,31 @@ func TestParseRate(t *testing.T) {
 		want error
 	}{
 		// Not a count per period.
-		{"100", algorithms.ErrInvalidRate},
-		{"fast/min", algorithms.ErrInvalidRate},
-		{"1.5/s", algorithms.ErrInvalidRate},
-		{"3/fortnight", algorithms.ErrInvalidRate},
-		{"3/", algorithms.ErrInvalidRate},
-		{"3/5", algorithms.ErrInvalidRate},
-		{"3/ss", algorithms.ErrInvalidRate},
+		{"100", algorithms.ErrInvalidAlgorithm},
+		{"fast/min", algorithms.ErrInvalidAlgorithm},
+		{"1.5/s", algorithms.ErrInvalidAlgorithm},
+		{"3/fortnight", algorithms.ErrInvalidAlgorithm},
+		{"3/", algorithms.ErrInvalidAlgorithm},
+		{"3/5", algorithms.ErrInvalidAlgorithm},
+		{"3/ss", algorithms.ErrInvalidAlgorithm},
 		// A count out of range.
-		{"0/min", algorithms.ErrInvalidLimit},
-		{"-3/min", algorithms.ErrInvalidLimit},
-		{"-99999999999999999999/min", algorithms.ErrInvalidLimit}, // below, not above
-		{"1125899906842625/s", algorithms.ErrOutOfRange},          // 2^50 + 1
-		{"99999999999999999999/s", algorithms.ErrOutOfRange},
+		{"0/min", algorithms.ErrInvalidAlgorithm},
+		{"-3/min", algorithms.ErrInvalidAlgorithm},
+		{"-99999999999999999999/min", algorithms.ErrInvalidAlgorithm}, // below, not above
+		{"1125899906842625/s", algorithms.ErrInvalidAlgorithm},        // 2^50 + 1
+		{"99999999999999999999/s", algorithms.ErrInvalidAlgorithm},
 		// A period out of range.
-		{"10/0s", algorithms.ErrInvalidPeriod},
-		{"10/0d", algorithms.ErrInvalidPeriod},
-		{"10/0 mins", algorithms.ErrInvalidPeriod},
-		{"10/0ms", algorithms.ErrInvalidPeriod},
-		{"3/-1s", algorithms.ErrInvalidPeriod},
-		{"10/1ns", algorithms.ErrInvalidPeriod},
-		{"10/1500ns", algorithms.ErrInvalidPeriod},
-		{"10/999999h", algorithms.ErrOutOfRange},
-		{"10/99999999999999999days", algorithms.ErrOutOfRange},
-		{"10/99999999999999999999h", algorithms.ErrOutOfRange},
-		{"10/-99999999999999999999h", algorithms.ErrInvalidPeriod}, // below, not above
+		{"10/0s", algorithms.ErrInvalidAlgorithm},
+		{"10/0d", algorithms.ErrInvalidAlgorithm},
+		{"10/0 mins", algorithms.ErrInvalidAlgorithm},
+		{"10/0ms", algorithms.ErrInvalidAlgorithm},
+		{"3/-1s", algorithms.ErrInvalidAlgorithm},
+		{"10/1ns", algorithms.ErrInvalidAlgorithm},
+		{"10/1500ns", algorithms.ErrInvalidAlgorithm},
+		{"10/999999h", algorithms.ErrInvalidAlgorithm},
+		{"10/99999999999999999days", algorithms.ErrInvalidAlgorithm},
+		{"10/99999999999999999999h", algorithms.ErrInvalidAlgorithm},
+		{"10/-99999999999999999999h", algorithms.ErrInvalidAlgorithm}, // below, not above
 	} {
 		if got, err := algorithms.ParseRate(tc.in); !errors.Is(err, tc.want) {
 			t.Errorf("ParseRate(%q) = %v, %v; want an error matching %v", tc.in, got, err, tc.want)
@@ -92,28 +92,28 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
-// TestParsePeriod: the period alone, with the sentinels ParsePeriod's doc
-// names.
+// TestParsePeriod: the period of a rate of 1, in every form ParseRate's doc
+// names, and periods it rejects.
 func TestParsePeriod(t *testing.T) {
 	for in, want := range map[string]time.Duration{
 		"min": time.Minute, "2 days": 48 * time.Hour, "90s": 90 * time.Second, "1500ms": 1500 * time.Millisecond, "3hrs": 3 * time.Hour,
 	} {
-		if got, err := algorithms.ParsePeriod(in); err != nil || got != want {
-			t.Errorf("ParsePeriod(%q) = %v, %v; want %v", in, got, err, want)
+		if got, err := algorithms.ParseRate("1/" + in); err != nil || got.Period != want {
+			t.Errorf("ParseRate(%q) = %v, %v; want a period of %v", "1/"+in, got, err, want)
 		}
 	}
 	for in, want := range map[string]error{
-		"":          algorithms.ErrInvalidRate,
-		"fortnight": algorithms.ErrInvalidRate,
-		"5":         algorithms.ErrInvalidRate,
-		"0s":        algorithms.ErrInvalidPeriod,
-		"0day":      algorithms.ErrInvalidPeriod,
-		"-2m":       algorithms.ErrInvalidPeriod,
-		"9999999h":  algorithms.ErrOutOfRange,
-		"-9999999h": algorithms.ErrInvalidPeriod,
+		"":          algorithms.ErrInvalidAlgorithm,
+		"fortnight": algorithms.ErrInvalidAlgorithm,
+		"5":         algorithms.ErrInvalidAlgorithm,
+		"0s":        algorithms.ErrInvalidAlgorithm,
+		"0day":      algorithms.ErrInvalidAlgorithm,
+		"-2m":       algorithms.ErrInvalidAlgorithm,
+		"9999999h":  algorithms.ErrInvalidAlgorithm,
+		"-9999999h": algorithms.ErrInvalidAlgorithm,
 	} {
-		if got, err := algorithms.ParsePeriod(in); !errors.Is(err, want) {
-			t.Errorf("ParsePeriod(%q) = %v, %v; want an error matching %v", in, got, err, want)
+		if got, err := algorithms.ParseRate("1/" + in); !errors.Is(err, want) {
+			t.Errorf("ParseRate(%q) = %v, %v; want an error matching %v", "1/"+in, got, err, want)
 		}
 	}
 }

@@ -1,7 +1,6 @@
 package algorithms
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,17 +15,13 @@ import (
 //
 // An algorithm is one value type in this package, registered once in kinds
 // below, and one Lua step, storeredis/internal/scripts/<Name>.lua, which
-// the Redis store finds by the Kind's Name (see docs/architecture.md). The
+// the Redis store finds by the Kind's name (see docs/architecture.md). The
 // Kinds are shared and read-only: only this package creates them.
 type Kind struct {
 	name              string
 	burst, subWindows bool
 	build             func(Params) Algorithm
 }
-
-// Name is the stable identifier, such as "gcra": it names the state in
-// stores, the Lua step and the algorithm on command lines.
-func (k *Kind) Name() string { return k.name }
 
 // registered reports whether k was made by the registry, not a zero Kind
 // made elsewhere, which has no functions. (A copy of a registered Kind
@@ -51,15 +46,6 @@ type Params struct {
 	// for the others.
 	SubWindows int64
 }
-
-// ErrUnknownAlgorithm is returned for an algorithm name not in the
-// registry, and for a value that is not one of this package's algorithm
-// types, such as a type that embeds one of them to satisfy Algorithm.
-var ErrUnknownAlgorithm = errors.New("ratewise: unknown algorithm")
-
-// ErrParamNotTaken is returned by Kind.New for a Burst or SubWindows given
-// to an algorithm that does not take it.
-var ErrParamNotTaken = errors.New("ratewise: parameter not taken by this algorithm")
 
 // The registry: one entry per algorithm.
 var (
@@ -114,26 +100,26 @@ func names() []string {
 }
 
 // Lookup returns the Kind named name, or an error wrapping
-// ErrUnknownAlgorithm that lists the known names.
+// ErrInvalidAlgorithm that lists the known names.
 func Lookup(name string) (*Kind, error) {
 	if k, ok := kindByName[name]; ok {
 		return k, nil
 	}
-	return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownAlgorithm, name, strings.Join(names(), ", "))
+	return nil, fmt.Errorf("%w: unknown name %q (known: %s)", ErrInvalidAlgorithm, name, strings.Join(names(), ", "))
 }
 
 // New returns the algorithm of this kind configured by p, validated. A
 // Burst or SubWindows given to a kind that does not take it is an error
-// wrapping ErrParamNotTaken, not ignored.
+// wrapping ErrInvalidAlgorithm, not ignored.
 func (k *Kind) New(p Params) (Algorithm, error) {
 	if !k.registered() {
-		return nil, fmt.Errorf("%w: a Kind not from the registry", ErrUnknownAlgorithm)
+		return nil, fmt.Errorf("%w: a Kind not from the registry", ErrInvalidAlgorithm)
 	}
 	if !k.burst && p.Burst != 0 {
-		return nil, fmt.Errorf("%w: %s takes no burst, got %d", ErrParamNotTaken, k.name, p.Burst)
+		return nil, fmt.Errorf("%w: %s takes no burst, got %d", ErrInvalidAlgorithm, k.name, p.Burst)
 	}
 	if !k.subWindows && p.SubWindows != 0 {
-		return nil, fmt.Errorf("%w: %s takes no sub-windows, got %d", ErrParamNotTaken, k.name, p.SubWindows)
+		return nil, fmt.Errorf("%w: %s takes no sub-windows, got %d", ErrInvalidAlgorithm, k.name, p.SubWindows)
 	}
 	alg := k.build(p)
 	if err := alg.Validate(); err != nil {
@@ -142,7 +128,9 @@ func (k *Kind) New(p Params) (Algorithm, error) {
 	return alg, nil
 }
 
-// String returns the kind's Name.
+// String returns the kind's name, a stable identifier such as "gcra": it
+// names the state in stores, the Lua step and the algorithm on command
+// lines.
 func (k *Kind) String() string { return k.name }
 
 // String returns the parameters in the form every algorithm's String
@@ -160,7 +148,7 @@ func (p Params) String() string {
 	return s
 }
 
-// describe is an algorithm's String: its Name, then its Params.
+// describe is an algorithm's String: its kind, then its Params.
 func describe(alg Algorithm) string { return alg.Kind().name + " " + alg.params().String() }
 
 // compactDuration writes d in the largest of h, m, s, ms and us that

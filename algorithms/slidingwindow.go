@@ -64,11 +64,20 @@ func (a SlidingWindow) Validate() error {
 		return err
 	}
 	if a.SubWindows < 1 {
-		return fmt.Errorf("%w, got %d sub-windows", ErrInvalidSubWindows, a.SubWindows)
+		return fmt.Errorf(
+			"%w: sub-windows must be >= 1, got %d",
+			ErrInvalidAlgorithm,
+			a.SubWindows,
+		)
 	}
 	if a.Window%time.Duration(a.SubWindows) != 0 || a.Window/time.Duration(a.SubWindows) < time.Millisecond ||
 		(a.Window/time.Duration(a.SubWindows))%time.Microsecond != 0 {
-		return fmt.Errorf("%w, got window %v into %d sub-windows", ErrInvalidSubWindows, a.Window, a.SubWindows)
+		return fmt.Errorf(
+			"%w: window must split evenly into sub-windows of at least 1ms, got window %v into %d sub-windows",
+			ErrInvalidAlgorithm,
+			a.Window,
+			a.SubWindows,
+		)
 	}
 	return nil
 }

@@ -53,7 +53,7 @@ func (TokenBucket) sealed() {}
 // bucket refills within 2^50µs (about 35 years).
 func (a TokenBucket) Validate() error {
 	if a.Capacity <= 0 {
-		return fmt.Errorf("%w, got capacity %d", ErrInvalidLimit, a.Capacity)
+		return fmt.Errorf("%w: capacity must be > 0, got %d", ErrInvalidAlgorithm, a.Capacity)
 	}
 	p, err := a.Refill.validate()
 	if err != nil {

@@ -96,7 +96,7 @@ func BenchmarkDecide(b *testing.B) {
 		for _, alg := range benchAlgorithms {
 			for _, keys := range []int{1, manyKeys} {
 				for _, mode := range []string{"serial", "parallel"} {
-					name := fmt.Sprintf("alg=%s/store=%s/keys=%d/mode=%s", alg.Kind().Name(), tg.name, keys, mode)
+					name := fmt.Sprintf("alg=%s/store=%s/keys=%d/mode=%s", alg.Kind().String(), tg.name, keys, mode)
 					b.Run(name, func(b *testing.B) {
 						st, prefix := tg.store, ""
 						if tg.redis == nil {
@@ -263,7 +263,7 @@ func scriptCommands(ctx context.Context, b *testing.B, c *redis.Client) int64 {
 // that nothing expires, then a GC.
 func BenchmarkMemoryStoreHeapPerKey(b *testing.B) {
 	for _, alg := range benchAlgorithms {
-		b.Run("alg="+alg.Kind().Name(), func(b *testing.B) {
+		b.Run("alg="+alg.Kind().String(), func(b *testing.B) {
 			clock := fixedClock{time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}
 			var perKey float64
 			for b.Loop() {

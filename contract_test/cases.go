@@ -70,11 +70,11 @@ var cases = func() []algCase {
 	var cs []algCase
 	for _, k := range algorithms.Kinds() {
 		c := familyCase(k)
-		c.name, c.kind = k.Name(), k
+		c.name, c.kind = k.String(), k
 		c.build = func(limit int64, window time.Duration) algorithms.Algorithm {
 			alg, err := algo.Nominal(k, limit, window, subWindows)
 			if err != nil {
-				panic(fmt.Sprintf("contract: %s with %d per %v: %v", k.Name(), limit, window, err))
+				panic(fmt.Sprintf("contract: %s with %d per %v: %v", k.String(), limit, window, err))
 			}
 			return alg
 		}
@@ -147,7 +147,7 @@ func familyCase(k *algorithms.Kind) algCase {
 			model:       func(time.Duration) model { return newBucketModel() },
 		}
 	}
-	panic("contract: no expectations for the family of " + k.Name())
+	panic("contract: no expectations for the family of " + k.String())
 }
 
 // maxPerSpan returns the most cost admitted within one epoch-aligned span of

@@ -20,7 +20,7 @@ import (
 // kind, sets, clock readings behind and ahead, idle gaps longer than a
 // state's life, requests retried with their ID, and writes whose reply is
 // lost) through a Limiter on the store under test and one on
-// ReferenceStore. Runs of steps are made at once, from goroutines of their
+// referenceStore. Runs of steps are made at once, from goroutines of their
 // own, so that a store that shares round trips between concurrent calls
 // (Coalesced) decides them in batches, as it does by default; the store's
 // outcomes of such a round must be those of some order of its steps on
@@ -45,7 +45,7 @@ import (
 // at the time the store's Result says it was decided at (Result.At; a
 // booking's turn less its wait).
 
-// ReplyLoser is a store under test that can lose the reply to the next
+// replyLoser is a store under test that can lose the reply to the next
 // command it sends, after its server ran it, as a network failing at the
 // wrong moment does: the model checker's writes whose reply is lost. The
 // suite's Redis targets implement it (go-redis sends the command again) and
@@ -53,7 +53,7 @@ import (
 // shared its round trip, fails with store.ErrMaybeDecided; the checker
 // then retries one that carries a request ID with it, and takes the
 // outcome of one that does not as unknown, its effect the reference's).
-type ReplyLoser interface {
+type replyLoser interface {
 	// LoseNextReply loses the reply to the next command the store sends.
 	LoseNextReply()
 	// KeepReplies disarms LoseNextReply if no command was sent since, and
@@ -61,14 +61,14 @@ type ReplyLoser interface {
 	KeepReplies() bool
 }
 
-// ExpiryClock is a store under test whose expiry runs on a clock the test
+// expiryAdvancer is a store under test whose expiry runs on a clock the test
 // moves: a memory store's own clock (storememory.WithClock), a miniredis
 // the test steps. The model checker moves it on over its idle gaps, so
 // that states expire, and are swept, within a sequence; it keeps it behind
 // the limiters' clock by a window, the furthest behind a clock reading of
 // the checker's goes, so that no reading finds gone a state that still
 // counts at it.
-type ExpiryClock interface {
+type expiryAdvancer interface {
 	// AdvanceExpiry moves the clock the store's expiry follows on by d.
 	AdvanceExpiry(d time.Duration)
 }
@@ -128,7 +128,7 @@ type op struct {
 	off time.Duration
 	// id: the step carries a request ID of its own; retried: its caller
 	// sends it again with that ID; lost: its reply is lost after the store
-	// ran it (a ReplyLoser).
+	// ran it (a replyLoser).
 	id, retried, lost bool
 	// par: the step is made at once with the step before it, in a round.
 	par bool
@@ -232,7 +232,7 @@ func newCheckerSetup(c algCase, serverTime bool) checkerSetup {
 // readings off nor waits, which the checker cannot make. An idle sequence
 // has more idle gaps of a window or more, and no reading off the clock,
 // so that the checker may move a store's expiry clock with it (see
-// ExpiryClock).
+// expiryAdvancer).
 type draw struct {
 	books, leases, lossy, rounds, serverTime, idle bool
 	// lostInRounds: steps made at once may lose a reply too (see

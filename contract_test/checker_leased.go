@@ -83,7 +83,7 @@ func leasedPolicy(clock interface{ Now() time.Time }) lease.Policy {
 func leasedModelCheck(e *env) {
 	setup := newCheckerSetup(e.c, false)
 	books := algo.Reserves(e.c.alg)
-	_, lossy := e.inner.(ReplyLoser)
+	_, lossy := e.inner.(replyLoser)
 	sequences := e.sequenceCount(leasedSequences, leasedSampled)
 	rng, replay := e.modelRNG()
 	var tally leasedTally
@@ -189,7 +189,7 @@ func (e *env) runLeased(ops []op, namespace string, setup checkerSetup, tally *l
 		side.tier = tier // one limit per key, whichever instance decides it
 		sides[i] = side
 	}
-	loser, _ := e.inner.(ReplyLoser)
+	loser, _ := e.inner.(replyLoser)
 	h := newHistory(setup)
 	for i, o := range ops {
 		if (o.kind == opRefund || o.kind == opCancel) && h.resetSince(o.ref) {

@@ -32,8 +32,8 @@ type seqRun struct {
 	sut        *checkerSide
 	ref        *replayer
 	h          *history
-	loser      ReplyLoser  // nil for a store that cannot lose a reply
-	expiry     ExpiryClock // nil but in a sequence that moves it
+	loser      replyLoser     // nil for a store that cannot lose a reply
+	expiry     expiryAdvancer // nil but in a sequence that moves it
 	serverTime bool
 	unknown    map[int]bool // steps whose outcome on the store is unknown (a reply lost)
 	tally      seqTally
@@ -46,13 +46,13 @@ type seqTally struct {
 }
 
 // runSequence runs the sequence ops, on the store under test and on a fresh
-// ReferenceStore, in namespace, and returns the first broken promise, or
+// referenceStore, in namespace, and returns the first broken promise, or
 // "", and what it exercised.
 func (e *env) runSequence(ops []op, namespace string, setup checkerSetup) (string, seqTally) {
 	start := e.c.start.Truncate(time.Second)
 	r := &seqRun{e: e, ops: ops, ids: requestIDs(ops), clock: ratewisetest.NewClock(start),
 		h: newHistory(setup), serverTime: e.cfg.storeClock, unknown: map[int]bool{}}
-	r.loser, _ = e.store.(ReplyLoser)
+	r.loser, _ = e.store.(replyLoser)
 	// A sequence with no clock reading off the clock moves the store's
 	// expiry clock with its waits: expiry runs relative to it, so a
 	// reading behind the latest could find gone a state that still
@@ -517,7 +517,7 @@ type applied struct {
 }
 
 func newReplayer(setup checkerSetup, namespace string, start time.Time, steps int) (*replayer, error) {
-	return newReplayerOn(ReferenceStore().(*refStore), setup, namespace, start, steps)
+	return newReplayerOn(referenceStore().(*refStore), setup, namespace, start, steps)
 }
 
 func newReplayerOn(rs *refStore, setup checkerSetup, namespace string, now time.Time, steps int) (*replayer, error) {
@@ -627,7 +627,7 @@ func alike(got any, gotErr error, want any, wantErr error) bool {
 		return g == want.(leased)
 	case *ratewise.Reservation:
 		w := want.(*ratewise.Reservation)
-		return g.OK() == w.OK() && g.Delay() == w.Delay() && g.Result() == w.Result()
+		return g.Result().Allowed == w.Result().Allowed && g.Delay() == w.Delay() && g.Result() == w.Result()
 	}
 	return true
 }
@@ -653,7 +653,7 @@ func modelCheck(e *env) {
 	}
 	setup := newCheckerSetup(e.c, e.cfg.storeClock)
 	leases := true // every store books leases (store.Store.Lease)
-	_, lossy := e.store.(ReplyLoser)
+	_, lossy := e.store.(replyLoser)
 	// On a store's own clock, the time a step whose reply was lost was
 	// decided at is unknown: none is lost there.
 	lossy = lossy && !e.cfg.storeClock
@@ -667,7 +667,7 @@ func modelCheck(e *env) {
 	}
 	sequences := e.sequenceCount(checkerSequences, sampledSequences)
 	rng, replay := e.modelRNG()
-	batcher, _ := e.inner.(Batcher)
+	batcher, _ := e.inner.(batcher)
 	var batchesBefore, batchedBefore int64
 	if batcher != nil {
 		batchesBefore, batchedBefore = batcher.Batches()
@@ -738,13 +738,13 @@ func modelCheck(e *env) {
 	)
 }
 
-// expiryClock returns the clock the store's expiry follows, if the test
-// moves it: ExpiryFollows's, or the store's own (ExpiryClock).
-func (e *env) expiryClock() ExpiryClock {
+// expiryAdvancer returns the clock the store's expiry follows, if the test
+// moves it: ExpiryFollows's, or the store's own (expiryAdvancer).
+func (e *env) expiryClock() expiryAdvancer {
 	if e.cfg.expiry != nil {
 		return e.cfg.expiry
 	}
-	c, _ := e.store.(ExpiryClock)
+	c, _ := e.store.(expiryAdvancer)
 	return c
 }
 

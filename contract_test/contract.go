@@ -31,11 +31,6 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// Factory returns the store under test. It is called once per rule and
-// algorithm; it may return the same store every time, since the suite gives
-// every subtest keys of its own. It should register cleanup with t.Cleanup.
-type Factory func(t *testing.T) store.Store
-
 // rule is one clause of the store contract, checked for one algorithm.
 type rule struct {
 	name string // subtest name
@@ -57,7 +52,7 @@ type config struct {
 	sampled    bool
 	leased     bool
 	coalesced  bool
-	expiry     ExpiryClock
+	expiry     expiryAdvancer
 	lostFails  bool
 }
 
@@ -74,13 +69,13 @@ func StoreClock() Option { return optionFunc(func(c *config) { c.storeClock = tr
 
 // Coalesced tells Run that the store shares round trips between
 // concurrent decisions (as the Redis and PostgreSQL stores do by default,
-// storeredis.WithCoalescing) and counts them (Batcher): the model checker
-// and the poisoned_batch rule then require batches to have formed, and
-// poisoned_batch requires the store to be a Poisoner.
+// storeredis.WithCoalescing) and counts them (Batches, see Run): the
+// model checker and the poisoned_batch rule then require batches to have
+// formed, and poisoned_batch requires the store to have Poison.
 func Coalesced() Option { return optionFunc(func(c *config) { c.coalesced = true }) }
 
 // LostRepliesFail tells Run that a call whose reply the store loses
-// (ReplyLoser) fails, with store.ErrMaybeDecided, as pgx's do, where
+// (LoseNextReply, see Run) fails, with store.ErrMaybeDecided, as pgx's do, where
 // go-redis sends the command again and the caller sees nothing. Such a
 // call's outcome is unknown, and its effect depends on its order among
 // steps made at once, which the model checker could not tell from what it
@@ -89,24 +84,26 @@ func LostRepliesFail() Option { return optionFunc(func(c *config) { c.lostFails 
 
 // ExpiryFollows tells Run that the store's expiry follows c, the clock
 // the store was given for it (storememory.WithClock): the model checker
-// moves c on over its idle gaps (see ExpiryClock). A store under test
-// that is an ExpiryClock needs no option.
-func ExpiryFollows(c ExpiryClock) Option { return optionFunc(func(cfg *config) { cfg.expiry = c }) }
+// moves c on over its idle gaps. A store under test with an AdvanceExpiry
+// method of its own (see Run) needs no option.
+func ExpiryFollows(c interface{ AdvanceExpiry(d time.Duration) }) Option {
+	return optionFunc(func(cfg *config) { cfg.expiry = c })
+}
 
-// Batcher is a store that shares round trips between concurrent
+// batcher is a store that shares round trips between concurrent
 // decisions, and counts them: storeredis.Store and storepostgres.Store.
-type Batcher interface {
+type batcher interface {
 	// Batches returns how many shared round trips the store has sent, and
 	// how many decisions they carried.
 	Batches() (batches, decisions int64)
 }
 
-// Poisoner is a store under test that can make the decisions on one key
+// poisoner is a store under test that can make the decisions on one key
 // fail, as a foreign value at the key or a row another transaction holds
 // does, so that the poisoned_batch rule can check that such a decision,
 // sharing a round trip with others, fails alone. The suite's Coalesced
 // targets implement it.
-type Poisoner interface {
+type poisoner interface {
 	// Poison makes every decision of alg on key fail, at once or by its
 	// caller's deadline, until heal is called.
 	Poison(t *testing.T, key store.Key, alg algorithms.Algorithm) (heal func())
@@ -152,8 +149,35 @@ var leasedSkips = map[string]string{
 }
 
 // Run checks the store returned by newStore against every rule for every
-// algorithm, each as a subtest named algorithm/rule.
-func Run(t *testing.T, newStore Factory, opts ...Option) {
+// algorithm, each as a subtest named algorithm/rule. newStore is called
+// once per rule and algorithm; it may return the same store every time,
+// since the suite gives every subtest keys of its own, and it should
+// register cleanup with t.Cleanup.
+//
+// The store under test may also be a harness that lets the suite reach
+// into it, with any of these methods, which Run finds by type assertion:
+//
+//   - Batches() (batches, decisions int64): how many shared round trips the
+//     store has sent and how many decisions they carried, as the Redis and
+//     PostgreSQL stores report them. A Coalesced store must have it.
+//   - Poison(t *testing.T, key store.Key, alg algorithms.Algorithm) (heal
+//     func()): makes every decision of alg on key fail, at once or by its
+//     caller's deadline, until heal is called, as a foreign value at the
+//     key or a row another transaction holds does, so that the
+//     poisoned_batch rule checks that such a decision, sharing a round
+//     trip with others, fails alone. A Coalesced store must have it.
+//   - LoseNextReply() and KeepReplies() bool: the first loses the reply to
+//     the next command the store sends; the second disarms it if no
+//     command was sent since, and reports whether a reply was lost. The
+//     model checker then loses replies and checks what the store does.
+//   - AdvanceExpiry(d time.Duration): moves on by d the clock the store's
+//     expiry follows (a memory store's own clock, a miniredis the test
+//     steps), as ExpiryFollows's clock does.
+//   - TTL(ctx context.Context, key store.Key, alg algorithms.Algorithm, now
+//     time.Time) (time.Duration, error): how long the store keeps alg's
+//     state for key, as the memory and PostgreSQL stores report it; rules
+//     that bound a state's life check it.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store, opts ...Option) {
 	t.Helper()
 	var cfg config
 	for _, o := range opts {
@@ -223,7 +247,7 @@ func (e *env) limiter(alg algorithms.Algorithm) lim {
 }
 
 // limiterOn is limiter with its own clock and options.
-func (e *env) limiterOn(alg algorithms.Algorithm, clock ratewise.Clock, opts ...ratewise.Option) lim {
+func (e *env) limiterOn(alg algorithms.Algorithm, clock interface{ Now() time.Time }, opts ...ratewise.Option) lim {
 	e.t.Helper()
 	e.n++
 	namespace := strings.ReplaceAll(fmt.Sprintf("contract.%s.%s.%d", runID, e.t.Name(), e.n), ":", ".")
@@ -234,7 +258,7 @@ func (e *env) limiterOn(alg algorithms.Algorithm, clock ratewise.Clock, opts ...
 // share keys with another limiter.
 func (e *env) limiterIn(
 	alg algorithms.Algorithm,
-	clock ratewise.Clock,
+	clock interface{ Now() time.Time },
 	namespace string,
 	opts ...ratewise.Option,
 ) lim {

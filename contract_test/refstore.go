@@ -15,7 +15,7 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// ReferenceStore returns the simplest store that can be: one lock, one map,
+// referenceStore returns the simplest store that can be: one lock, one map,
 // each decision the algorithm's own step (algo.Decide,
 // Reserve, Refund) on a copy of the state it keeps, state, leases' marks
 // and request IDs kept forever.
@@ -23,11 +23,9 @@ import (
 // and requires the same Results; a store that drops state once it stops
 // counting must decide exactly as this one, which never drops it. It has
 // every optional capability of package store.
-func ReferenceStore() store.Store {
+func referenceStore() store.Store {
 	return &refStore{states: map[refKey]algo.State{}, once: map[refOnce]refRecord{}, marks: map[refKey]algo.State{}}
 }
-
-var ()
 
 type refStore struct {
 	mu     sync.Mutex

@@ -203,7 +203,7 @@ var rules = []rule{
 		setConcurrency,
 		false,
 	},
-	{"set_invalid", "a set with two limits of one kind and scope is refused with ErrSharedState", setInvalid, true},
+	{"set_invalid", "a set with two limits of one kind and scope is refused with ErrInvalidAlgorithm", setInvalid, true},
 	{
 		"two_clocks",
 		"two limiters with clocks minutes apart on one store: the one ahead, deciding beside a key the other spent " +
@@ -645,9 +645,9 @@ func perKeyLimits(e *env) {
 	// An error choosing the limit is the caller's, wrapped, and decides
 	// nothing.
 	if _, err := l.Allow(ctx, "broken"); !errors.Is(err, errLookup) {
-		e.fatalf("a failing TierFunc: %v, want its error", err)
+		e.fatalf("a failing tier function: %v, want its error", err)
 	}
 	if res, err := l.AllowWith(ctx, "broken", free, 1); err != nil || res.Remaining != e.c.limit-1 {
-		e.fatalf("the key of a failing TierFunc afterwards: %+v, %v; want Remaining %d", res, err, e.c.limit-1)
+		e.fatalf("the key of a failing tier function afterwards: %+v, %v; want Remaining %d", res, err, e.c.limit-1)
 	}
 }

@@ -17,7 +17,7 @@ const poisonedCallers = 24
 
 // poisonedBatch is the poisoned_batch rule: rounds of callers that decide
 // at once, so that their decisions share round trips, a quarter of them on
-// a key the store under test was made to fail (Poisoner). Each decision on
+// a key the store under test was made to fail (poisoner). Each decision on
 // the poisoned key must fail, every other must be admitted, and each other
 // key must have been charged exactly what it admitted; until batches have
 // formed.
@@ -25,13 +25,13 @@ func poisonedBatch(e *env) {
 	if !e.cfg.coalesced {
 		e.t.Skip("the store does not share round trips (contract.Coalesced)")
 	}
-	b, ok := e.inner.(Batcher)
+	b, ok := e.inner.(batcher)
 	if !ok {
-		e.fatalf("%T shares round trips and does not count them (contract.Batcher)", e.inner)
+		e.fatalf("%T shares round trips and does not count them (Run's Batches)", e.inner)
 	}
-	p, ok := e.inner.(Poisoner)
+	p, ok := e.inner.(poisoner)
 	if !ok {
-		e.fatalf("%T shares round trips and the suite cannot poison one (contract.Poisoner)", e.inner)
+		e.fatalf("%T shares round trips and the suite cannot poison one (Run's Poison)", e.inner)
 	}
 	ctx := context.Background()
 	tw := e.twin()

@@ -119,7 +119,14 @@ func realQuotas(e *env) {
 			}
 			e.clock.Advance(time.Microsecond)
 			if res := check(step, cost); !res.Allowed {
-				e.fatalf("%d per %v, step %d: cost %d denied again after RetryAfter: %+v", q.count, q.period, step, cost, res)
+				e.fatalf(
+					"%d per %v, step %d: cost %d denied again after RetryAfter: %+v",
+					q.count,
+					q.period,
+					step,
+					cost,
+					res,
+				)
 			}
 		}
 	}
@@ -134,9 +141,12 @@ func invalidInput(e *env) {
 		e.fatalf("%#v validates", bad)
 	}
 	sentinel := func(err error) error {
-		for _, s := range []error{algorithms.ErrInvalidLimit, algorithms.ErrInvalidWindow, algorithms.ErrInvalidPeriod,
-			algorithms.ErrInvalidBurst, algorithms.ErrInvalidSubWindows, algorithms.ErrOutOfRange,
-			algorithms.ErrInvalidCost, algorithms.ErrCostExceedsLimit, algorithms.ErrInvalidTime} {
+		for _, s := range []error{
+			algorithms.ErrInvalidAlgorithm,
+			algorithms.ErrInvalidCost,
+			algorithms.ErrCostExceedsLimit,
+			algorithms.ErrInvalidTime,
+		} {
 			if errors.Is(err, s) {
 				return s
 			}
@@ -157,9 +167,9 @@ func invalidInput(e *env) {
 	// A type that embeds a registered algorithm satisfies the sealed
 	// interface, but is not one: no store may run it as if it were.
 	embedding := struct{ algorithms.Algorithm }{e.c.alg}
-	check("a type embedding the algorithm", embedding, e.clock.Now(), 1, algorithms.ErrUnknownAlgorithm)
-	if err := e.store.Reset(ctx, store.Key{Name: key}, embedding); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
-		e.fatalf("Reset with a type embedding the algorithm: %v, want ErrUnknownAlgorithm", err)
+	check("a type embedding the algorithm", embedding, e.clock.Now(), 1, algorithms.ErrInvalidAlgorithm)
+	if err := e.store.Reset(ctx, store.Key{Name: key}, embedding); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+		e.fatalf("Reset with a type embedding the algorithm: %v, want ErrInvalidAlgorithm", err)
 	}
 	check(
 		"an inspection above the limit",
@@ -205,7 +215,7 @@ func capabilities(e *env) {
 	}
 	if !e.cfg.storeClock {
 		now := e.clock.Now().Add(-time.Hour).Truncate(time.Microsecond)
-		key := store.Key{Name: "contract:" + runID + ":capabilities:" + e.c.alg.Kind().Name()}
+		key := store.Key{Name: "contract:" + runID + ":capabilities:" + e.c.alg.Kind().String()}
 		if res, err := e.store.Decide(context.Background(), key, e.c.alg, now, 0); err != nil || !res.At.Equal(now) {
 			e.fatalf("a store on the caller's time decided an inspection at %v for a now of %v (%v)", res.At, now, err)
 		}
@@ -218,7 +228,7 @@ func capabilities(e *env) {
 // takes a now takes the zero one.
 func zeroNow(e *env) {
 	ctx := context.Background()
-	key := store.Key{Name: "contract:" + runID + ":zero-now:" + e.c.alg.Kind().Name()}
+	key := store.Key{Name: "contract:" + runID + ":zero-now:" + e.c.alg.Kind().String()}
 	before := time.Now().Truncate(time.Microsecond)
 	res, err := e.store.Decide(ctx, key, e.c.alg, time.Time{}, 1)
 	if err != nil || !res.Allowed {
@@ -347,7 +357,11 @@ func staleAfterExpiry(e *env) {
 	_, want := algo.Decide(e.c.alg, model, e.clock.Now(), 1)
 	if got := e.allow(l, "k"); got.Allowed != want.Allowed || got.Remaining != want.Remaining ||
 		got.RetryAfter != want.RetryAfter {
-		e.fatalf("10ms before ResetAfter, after a later inspection: got %+v, want %+v (the state still counts)", got, want)
+		e.fatalf(
+			"10ms before ResetAfter, after a later inspection: got %+v, want %+v (the state still counts)",
+			got,
+			want,
+		)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -126,7 +127,7 @@ func requestIDOnce(e *env) {
 	}
 
 	// A bad ID is invalid input, and charges nothing.
-	for _, bad := range []string{"", strings.Repeat("x", store.MaxRequestIDLen+1)} {
+	for _, bad := range []string{"", strings.Repeat("x", requestid.MaxLen+1)} {
 		res, err := l.Allow(ratewise.WithRequestID(bg, bad), "fresh")
 		if !errors.Is(err, store.ErrInvalidRequestID) || res.Allowed {
 			e.fatalf("Allow with a request ID of %d bytes: %+v, %v; want ErrInvalidRequestID", len(bad), res, err)

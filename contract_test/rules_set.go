@@ -16,7 +16,7 @@ import (
 // another kind, per hour, admitting half the case's limit at once.
 func (e *env) partner(limit int64) algorithms.Algorithm {
 	name := "gcra"
-	if e.c.kind.Name() == "gcra" {
+	if e.c.kind.String() == "gcra" {
 		name = "sliding_log"
 	}
 	k, err := algorithms.Lookup(name)
@@ -171,9 +171,9 @@ func setInvalid(e *env) {
 	k, algs := store.Key{Name: "contract:" + runID + ":set"}, []algorithms.Algorithm{e.c.alg, twin}
 	if _, err := sd.DecideSet(context.Background(), k, algs, e.clock.Now(), 1); !errors.Is(
 		err,
-		store.ErrSharedState,
+		algorithms.ErrInvalidAlgorithm,
 	) {
-		e.fatalf("a set of two limits sharing one state: %v, want ErrSharedState", err)
+		e.fatalf("a set of two limits sharing one state: %v, want ErrInvalidAlgorithm", err)
 	}
 }
 
@@ -221,9 +221,9 @@ func reservations(e *env) {
 	}
 	if _, _, err := rs.Reserve(ctx, store.Key{Name: key}, e.c.alg, e.clock.Now(), 1, -time.Second); !errors.Is(
 		err,
-		algorithms.ErrInvalidWindow,
+		algorithms.ErrInvalidTime,
 	) {
-		e.fatalf("a negative longest wait: %v, want an error", err)
+		e.fatalf("a negative longest wait: %v, want algorithms.ErrInvalidTime", err)
 	}
 }
 

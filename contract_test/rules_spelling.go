@@ -12,6 +12,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -19,9 +20,9 @@ import (
 // whatever its bytes, is its own state (long_keys), and the records of
 // request IDs never mistake one (key, ID) for another (once_spelling).
 // Each runs its operations on the store under test and on a
-// ReferenceStore side by side and requires the same outcome of each.
+// referenceStore side by side and requires the same outcome of each.
 
-// twin is a store under test beside a ReferenceStore, in a namespace of a
+// twin is a store under test beside a referenceStore, in a namespace of a
 // rule's own, on the rule's clock.
 type twin struct {
 	e        *env
@@ -31,11 +32,11 @@ type twin struct {
 
 // twin returns the store newStore returned (not the leasing layer over
 // it, under Leased: these rules are about what a store keeps) beside a
-// fresh ReferenceStore.
+// fresh referenceStore.
 func (e *env) twin() *twin {
 	e.n++
 	ns := strings.ReplaceAll(fmt.Sprintf("contract.%s.%s.%d", runID, e.t.Name(), e.n), ":", ".")
-	return &twin{e: e, sut: e.inner, ref: ReferenceStore(), ns: ns}
+	return &twin{e: e, sut: e.inner, ref: referenceStore(), ns: ns}
 }
 
 // limiters returns a limiter for alg on each side, in the twin's namespace.
@@ -257,7 +258,7 @@ func longKeySet(ns string, rng *rand.Rand) []store.Key {
 
 // requestID128 returns a request ID of 128 random bytes, the longest.
 func requestID128(rng *rand.Rand) string {
-	b := make([]byte, store.MaxRequestIDLen)
+	b := make([]byte, requestid.MaxLen)
 	for i := range b {
 		b[i] = byte(rng.Uint32())
 	}

@@ -49,7 +49,7 @@ func TestMain(m *testing.M) {
 // targets run the memory, Redis and PostgreSQL stores under the leasing
 // layer (contract.Leased). A new store is one more line here.
 func TestContract(t *testing.T) {
-	clientTime := []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Coalesced()}
+	clientTime := []contract.Option{contract.ExpiryGrace(storecheck.ExpiryGrace), contract.Coalesced()}
 	// Without coalescing and the deny cache, which are on by default.
 	plain := []storeredis.Option{storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
 	// The memory stores' own clock: it stands still, so that no sweep
@@ -61,7 +61,7 @@ func TestContract(t *testing.T) {
 	serverTime := newServerClock(t)
 	targets := []struct {
 		name string
-		new  contract.Factory
+		new  func(t *testing.T) store.Store
 		opts []contract.Option
 	}{
 		{"storememory", func(*testing.T) store.Store {
@@ -84,7 +84,7 @@ func TestContract(t *testing.T) {
 		// of the heaviest work (Sampled), the real servers all of it.
 		{"miniredis", func(t *testing.T) store.Store {
 			return lossy(t, miniredis.RunT(t).Addr(), storeredis.WithClientTime())
-		}, []contract.Option{contract.ExpiryGrace(storeredis.ClientTimeGrace), contract.Sampled(), contract.Coalesced()}},
+		}, []contract.Option{contract.ExpiryGrace(storecheck.ExpiryGrace), contract.Sampled(), contract.Coalesced()}},
 		{"miniredis-server-time", func(t *testing.T) store.Store {
 			return serverTime
 		}, []contract.Option{contract.Sampled()}},
@@ -125,12 +125,12 @@ func TestContract(t *testing.T) {
 		}, append([]contract.Option{contract.Leased(), contract.Sampled()}, clientTime[:1]...)},
 		{"leased-postgres", func(t *testing.T) store.Store {
 			return storepostgres.New(pgPool(t), storepostgres.WithClientTime())
-		}, []contract.Option{contract.Leased(), contract.Sampled(), contract.ExpiryGrace(storepostgres.ClientTimeGrace)}},
+		}, []contract.Option{contract.Leased(), contract.Sampled(), contract.ExpiryGrace(storecheck.ExpiryGrace)}},
 		// Through a proxy that can lose a statement's reply
-		// (contract.ReplyLoser).
+		// (Run's LoseNextReply).
 		{"postgres", func(t *testing.T) store.Store {
 			return newPGStore(t, true, storepostgres.WithClientTime())
-		}, []contract.Option{contract.ExpiryGrace(storepostgres.ClientTimeGrace), contract.Coalesced(), contract.LostRepliesFail()}},
+		}, []contract.Option{contract.ExpiryGrace(storecheck.ExpiryGrace), contract.Coalesced(), contract.LostRepliesFail()}},
 		{"postgres-server-time", func(t *testing.T) store.Store {
 			return newPGStore(t, false)
 		}, []contract.Option{contract.StoreClock(), contract.Coalesced()}},
@@ -167,7 +167,7 @@ func TestContract(t *testing.T) {
 
 // storeClock is the clock a memory store's expiry follows
 // (storememory.WithClock), which the model checker moves on over its idle
-// gaps (contract.ExpiryClock).
+// gaps (Run's AdvanceExpiry).
 type storeClock struct{ *ratewisetest.Clock }
 
 func newStoreClock() storeClock {
@@ -182,7 +182,7 @@ func (c storeClock) AdvanceExpiry(d time.Duration) { c.Advance(d) }
 // serialised so that each sees its own now; a now out of range is refused,
 // as no server clock reads one. Its keys expire on a clock of miniredis's
 // own, which the model checker moves on over its idle gaps
-// (contract.ExpiryClock). One serves every rule of its target, each in
+// (Run's AdvanceExpiry). One serves every rule of its target, each in
 // keys of its own.
 type serverClock struct {
 	*storeredis.Store
@@ -211,6 +211,20 @@ func (s *serverClock) Capabilities() store.Capabilities {
 	c := s.Store.Capabilities()
 	c.OwnClock = false
 	return c
+}
+
+// TTL reports the key's time to live in miniredis (see redisStore.TTL).
+func (s *serverClock) TTL(_ context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := s.Key(k.String(), alg)
+	switch {
+	case !s.m.Exists(key):
+		return 0, nil
+	case s.m.TTL(key) == 0:
+		return time.Duration(1<<63 - 1), nil // no expiry
+	}
+	return s.m.TTL(key), nil
 }
 
 func (s *serverClock) AdvanceExpiry(d time.Duration) {
@@ -319,11 +333,32 @@ func (s *serverClock) Lease(
 }
 
 // redisStore is the Redis store with its client, which poisons a key
-// (contract.Poisoner) by writing a stream where its state goes: every
+// (Run's Poison) by writing a stream where its state goes: every
 // script that reads it fails with WRONGTYPE.
 type redisStore struct {
 	*storeredis.Store
 	c redis.Cmdable
+}
+
+// TTL reports the key's time to live in Redis (the suite's state_expiry
+// and refund rules read it): PTTL's, 0 for no key, and forever for a key
+// without expiry, which breaks the store's contract.
+func (s *redisStore) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+	return pttl(s.c.PTTL(ctx, s.Key(k.String(), alg)).Result())
+}
+
+// pttl reads PTTL's reply: -2 (as go-redis returns it, in nanoseconds) for
+// no key, and -1 for a key without expiry.
+func pttl(d time.Duration, err error) (time.Duration, error) {
+	switch {
+	case err != nil:
+		return 0, err
+	case d == -2:
+		return 0, nil
+	case d < 0:
+		return time.Duration(1<<63 - 1), nil
+	}
+	return d, nil
 }
 
 func (s *redisStore) Poison(t *testing.T, k store.Key, alg algorithms.Algorithm) (heal func()) {
@@ -336,7 +371,7 @@ func (s *redisStore) Poison(t *testing.T, k store.Key, alg algorithms.Algorithm)
 }
 
 // lossyStore is the Redis store on a client whose connections can lose a
-// reply (contract.ReplyLoser): go-redis's defaults, which resend.
+// reply (Run's LoseNextReply): go-redis's defaults, which resend.
 type lossyStore struct {
 	redisStore
 	d      *redistest.Dropper
@@ -380,7 +415,7 @@ func lossyCluster(t *testing.T, opts ...storeredis.Option) *lossyStore {
 }
 
 // pgStore is the PostgreSQL store with its pool, which poisons a key
-// (contract.Poisoner) by holding its row locked in a transaction of its
+// (Run's Poison) by holding its row locked in a transaction of its
 // own: a decision on it waits for its caller's deadline, out of any batch
 // after the batch's lock timeout.
 type pgStore struct {
@@ -389,7 +424,7 @@ type pgStore struct {
 }
 
 // newPGStore returns a pgStore, on a pool through a proxy that can lose a
-// statement's reply if lossy (contract.ReplyLoser).
+// statement's reply if lossy (Run's LoseNextReply).
 func newPGStore(t *testing.T, lossy bool, opts ...storepostgres.Option) store.Store {
 	pool := pgPool(t)
 	var proxy *pgtest.Proxy
@@ -411,7 +446,7 @@ func newPGStore(t *testing.T, lossy bool, opts ...storepostgres.Option) store.St
 }
 
 // lossyPGStore is a pgStore through a proxy that loses the reply to the
-// next statement of the store's that decides (contract.ReplyLoser).
+// next statement of the store's that decides (Run's LoseNextReply).
 type lossyPGStore struct {
 	pgStore
 	proxy *pgtest.Proxy

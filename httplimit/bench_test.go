@@ -18,7 +18,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	for _, bc := range []struct {
 		name    string
 		timeout time.Duration
-	}{{"timeout=500ms", DefaultTimeout}, {"timeout=none", 0}} {
+	}{{"timeout=500ms", defaultTimeout}, {"timeout=none", 0}} {
 		b.Run(bc.name, func(b *testing.B) {
 			l, err := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(1e6), Burst: 1e6})
 			if err != nil {
@@ -50,7 +50,7 @@ func BenchmarkMiddleware(b *testing.B) {
 // more by this count).
 func TestTimeoutAddsNoGoroutine(t *testing.T) {
 	allocs := map[time.Duration]float64{}
-	for _, timeout := range []time.Duration{DefaultTimeout, 0} {
+	for _, timeout := range []time.Duration{defaultTimeout, 0} {
 		l, err := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerSecond(1e6), Burst: 1e6})
 		if err != nil {
 			t.Fatal(err)
@@ -64,11 +64,11 @@ func TestTimeoutAddsNoGoroutine(t *testing.T) {
 		r.RemoteAddr = "192.0.2.1:1"
 		allocs[timeout] = testing.AllocsPerRun(200, func() { h.ServeHTTP(httptest.NewRecorder(), r) })
 	}
-	if extra := allocs[DefaultTimeout] - allocs[0]; extra > 5 {
+	if extra := allocs[defaultTimeout] - allocs[0]; extra > 5 {
 		t.Errorf(
 			"the timeout costs %.0f allocations per request (%.0f against %.0f without)",
 			extra,
-			allocs[DefaultTimeout],
+			allocs[defaultTimeout],
 			allocs[0],
 		)
 	}

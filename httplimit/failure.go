@@ -1,7 +1,6 @@
 package httplimit
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -49,11 +48,19 @@ func (failClosed) name() string { return ModeFailClosed }
 func (p failClosed) check(*ratewise.Limiter) error {
 	switch {
 	case p.status != http.StatusServiceUnavailable && p.status != http.StatusTooManyRequests:
-		return fmt.Errorf("httplimit: fail-closed status must be 503 or 429, got %d", p.status)
+		return fmt.Errorf(
+			"httplimit: fail-closed status must be 503 or 429, got %d: %w",
+			p.status,
+			ratewise.ErrInvalidConfig,
+		)
 	case p.retryAfter < 0:
-		return fmt.Errorf("httplimit: fail-closed Retry-After must be >= 0, got %v", p.retryAfter)
+		return fmt.Errorf(
+			"httplimit: fail-closed Retry-After must be >= 0, got %v: %w",
+			p.retryAfter,
+			ratewise.ErrInvalidConfig,
+		)
 	case p.status == http.StatusTooManyRequests && p.retryAfter == 0:
-		return errors.New("httplimit: a fail-closed 429 needs a Retry-After")
+		return fmt.Errorf("httplimit: a fail-closed 429 needs a Retry-After: %w", ratewise.ErrInvalidConfig)
 	}
 	return nil
 }
@@ -94,48 +101,65 @@ func (fallback) name() string { return ModeFallback }
 func (p fallback) check(l *ratewise.Limiter) error {
 	switch {
 	case l == nil:
-		return errors.New("httplimit: Fallback needs a Limiter; a Stack or a MultiKey fails closed or open")
-	case p.local == nil:
-		return errors.New("httplimit: nil fallback limiter")
-	}
-	if p.local.Algorithm().Kind().Name() != l.Algorithm().Kind().Name() {
 		return fmt.Errorf(
-			"httplimit: the fallback limiter runs %s, the limiter %s; the RateLimit headers would change meaning",
-			p.local.Algorithm().Kind().Name(),
-			l.Algorithm().Kind().Name(),
+			"httplimit: Fallback needs a Limiter; a Stack or a MultiKey fails closed or open: %w",
+			ratewise.ErrInvalidConfig,
+		)
+	case p.local == nil:
+		return fmt.Errorf("httplimit: nil fallback limiter: %w", ratewise.ErrInvalidConfig)
+	}
+	if p.local.Algorithm().Kind().String() != l.Algorithm().Kind().String() {
+		return fmt.Errorf(
+			"httplimit: the fallback limiter runs %s, the limiter %s; the RateLimit headers would change meaning: %w",
+			p.local.Algorithm().Kind().String(),
+			l.Algorithm().Kind().String(),
+			ratewise.ErrInvalidConfig,
 		)
 	}
 	return nil
 }
 
-// ErrShare is returned by Share when the limit cannot be divided.
-var ErrShare = errors.New("httplimit: cannot share the limit")
-
 // Share returns alg with its limit divided among instances app instances,
 // for a Fallback limiter: the limit, capacity or burst is divided, rounded
 // down, and a rate is slowed by the same factor exactly. With 100 per
 // minute and 4 instances, each falls back to 25 per minute. It fails with
-// ErrShare when the limit is smaller than instances.
+// algorithms.ErrInvalidAlgorithm when the limit is smaller than instances,
+// and for a nil or invalid alg, and with ratewise.ErrInvalidConfig for
+// instances below 1.
 func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, error) {
 	if instances < 1 {
-		return nil, fmt.Errorf("%w: instances must be >= 1, got %d", ErrShare, instances)
+		return nil, fmt.Errorf(
+			"httplimit: Share: %w: instances must be >= 1, got %d",
+			ratewise.ErrInvalidConfig,
+			instances,
+		)
 	}
 	if alg == nil {
-		return nil, fmt.Errorf("%w: no algorithm", ErrShare)
+		return nil, fmt.Errorf("httplimit: Share: %w: the algorithm is nil", algorithms.ErrInvalidAlgorithm)
 	}
 	if err := algo.CheckKind(alg); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrShare, err)
+		return nil, fmt.Errorf("httplimit: Share: %w", err)
 	}
 	// The quota's limit is divided; a rate (the limit of an algorithm with
 	// a burst) is slowed by stretching its period, which stays exact.
 	p, k := algo.ParamsOf(alg), alg.Kind()
 	n := algo.QuotaOf(alg).Limit
 	if n/instances < 1 {
-		return nil, fmt.Errorf("%w: %d among %d instances leaves less than 1 each", ErrShare, n, instances)
+		return nil, fmt.Errorf(
+			"httplimit: Share: %w: %d among %d instances leaves less than 1 each",
+			algorithms.ErrInvalidAlgorithm,
+			n,
+			instances,
+		)
 	}
 	if algo.TakesBurst(k) {
 		if p.Window > math.MaxInt64/time.Duration(instances) {
-			return nil, fmt.Errorf("%w: a period of %v among %d instances overflows", ErrShare, p.Window, instances)
+			return nil, fmt.Errorf(
+				"httplimit: Share: %w: a period of %v among %d instances overflows",
+				algorithms.ErrInvalidAlgorithm,
+				p.Window,
+				instances,
+			)
 		}
 		p.Burst, p.Window = n/instances, p.Window*time.Duration(instances)
 	} else {
@@ -143,7 +167,7 @@ func Share(alg algorithms.Algorithm, instances int64) (algorithms.Algorithm, err
 	}
 	shared, err := k.New(p)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrShare, err)
+		return nil, fmt.Errorf("httplimit: Share: %w", err)
 	}
 	return shared, nil
 }

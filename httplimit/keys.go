@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/ratewise/ratewise"
 )
 
 // A KeyFunc names the quota a request counts against: a user, a client
@@ -98,12 +100,6 @@ func FirstOf(keys ...KeyFunc) KeyFunc {
 // replaced by its SHA-256, so that a 1 MB header cannot make a 1 MB key.
 const maxValue = 128
 
-// Part encodes one "label:value" pair as every KeyFunc of this package
-// does, so that a KeyFunc of your own composes with them without
-// collisions: a value can never forge a label boundary, and two distinct
-// values never encode alike. Build custom keys with it, or with ByValue.
-func Part(label, value string) string { return part(label, value) }
-
 // ByValue keys requests by a value of your own, such as an API key from a
 // header, encoded by Part under label. ok false means the request has no
 // such value: the KeyFunc fails with ErrNoKey, so FirstOf tries the next.
@@ -177,8 +173,9 @@ type IPConfig struct {
 	IPv6Prefix, IPv4Prefix int
 }
 
-// ByIP keys requests by client address, per cfg. It fails if cfg lists an
-// invalid CIDR or prefix.
+// ByIP keys requests by client address, per cfg. It fails, with an error
+// that wraps ratewise.ErrInvalidConfig, if cfg lists an invalid CIDR or
+// prefix or names another header.
 func ByIP(cfg IPConfig) (KeyFunc, error) {
 	var trusted []netip.Prefix
 	for _, c := range cfg.TrustedProxies {
@@ -193,7 +190,11 @@ func ByIP(cfg IPConfig) (KeyFunc, error) {
 		header = "X-Forwarded-For"
 	}
 	if h := http.CanonicalHeaderKey(header); h != "X-Forwarded-For" && h != "Forwarded" {
-		return nil, fmt.Errorf("httplimit: forwarding header must be X-Forwarded-For or Forwarded, got %q", cfg.Header)
+		return nil, fmt.Errorf(
+			"httplimit: forwarding header must be X-Forwarded-For or Forwarded, got %q: %w",
+			cfg.Header,
+			ratewise.ErrInvalidConfig,
+		)
 	}
 	v6, v4 := cfg.IPv6Prefix, cfg.IPv4Prefix
 	if v6 == 0 {
@@ -204,9 +205,10 @@ func ByIP(cfg IPConfig) (KeyFunc, error) {
 	}
 	if v6 < 1 || v6 > 128 || v4 < 1 || v4 > 32 {
 		return nil, fmt.Errorf(
-			"httplimit: IPv6 prefix must be in [1, 128] and IPv4 prefix in [1, 32], got %d and %d",
+			"httplimit: IPv6 prefix must be in [1, 128] and IPv4 prefix in [1, 32], got %d and %d: %w",
 			v6,
 			v4,
+			ratewise.ErrInvalidConfig,
 		)
 	}
 	isTrusted := func(a netip.Addr) bool {
@@ -270,7 +272,11 @@ func trustedPrefix(s string) (netip.Prefix, error) {
 	if err != nil {
 		a, aerr := netip.ParseAddr(s)
 		if aerr != nil {
-			return netip.Prefix{}, fmt.Errorf("httplimit: trusted proxy %q is not a CIDR or an address", s)
+			return netip.Prefix{}, fmt.Errorf(
+				"httplimit: trusted proxy %q is not a CIDR or an address: %w",
+				s,
+				ratewise.ErrInvalidConfig,
+			)
 		}
 		a = a.Unmap()
 		return netip.PrefixFrom(a, a.BitLen()), nil
@@ -278,14 +284,19 @@ func trustedPrefix(s string) (netip.Prefix, error) {
 	addr, bits := p.Addr(), p.Bits()
 	if addr.Is4In6() {
 		if bits < 96 {
-			return netip.Prefix{}, fmt.Errorf("httplimit: trusted proxy %q covers more than IPv4-mapped addresses", s)
+			return netip.Prefix{}, fmt.Errorf(
+				"httplimit: trusted proxy %q covers more than IPv4-mapped addresses: %w",
+				s,
+				ratewise.ErrInvalidConfig,
+			)
 		}
 		addr, bits = addr.Unmap(), bits-96
 	}
 	if bits == 0 {
 		return netip.Prefix{}, fmt.Errorf(
-			"httplimit: trusted proxy %q trusts every address, so any client could claim any address",
+			"httplimit: trusted proxy %q trusts every address, so any client could claim any address: %w",
 			s,
+			ratewise.ErrInvalidConfig,
 		)
 	}
 	return netip.PrefixFrom(addr, bits).Masked(), nil

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/ratewise/ratewise"
 )
 
 // Distinct inputs must never share a key: every combination of these
@@ -185,8 +187,8 @@ func TestByIPRejectsBadConfig(t *testing.T) {
 		{IPv6Prefix: 129},
 		{IPv4Prefix: -1},
 	} {
-		if _, err := ByIP(cfg); err == nil {
-			t.Errorf("ByIP(%+v): no error", cfg)
+		if _, err := ByIP(cfg); !errors.Is(err, ratewise.ErrInvalidConfig) {
+			t.Errorf("ByIP(%+v): got %v, want ratewise.ErrInvalidConfig", cfg, err)
 		}
 	}
 }
@@ -224,7 +226,7 @@ func TestByValueCannotForgeAnotherKey(t *testing.T) {
 	if errA != nil || errV != nil || a == v {
 		t.Fatalf("attacker %q (%v), victim %q (%v): want two distinct keys", a, errA, v, errV)
 	}
-	if want := "apikey:ip%3A192.0.2.10"; a != want || Part("apikey", "ip:192.0.2.10") != want {
+	if want := "apikey:ip%3A192.0.2.10"; a != want || part("apikey", "ip:192.0.2.10") != want {
 		t.Fatalf("attacker's key %q, want %q", a, want)
 	}
 	if _, err := byAPIKey(victim); !errors.Is(err, ErrNoKey) {

@@ -56,12 +56,11 @@ type Middleware struct {
 	// keyOption reports that WithKey set key, which a MultiKey refuses.
 	keyOption bool
 	// observer hears of every degraded decision; nil for none.
-	observer Observer
+	observer func(context.Context, DegradedEvent)
 	policy   FailureMode
 	timeout  time.Duration
 	headers  headerSet
 	name     string
-	body     string
 	exempt   func(*http.Request) bool
 	dryRun   func(*http.Request, ratewise.Result)
 	// noKey answers a request its KeyFunc cannot name (ErrNoKey): with
@@ -80,16 +79,17 @@ type Middleware struct {
 // noKeyDefault leaves a request without a key to the failure handler.
 const noKeyDefault = -1
 
-// DefaultTimeout bounds each decision unless WithTimeout says otherwise.
-const DefaultTimeout = 500 * time.Millisecond
+// defaultTimeout bounds each decision unless WithTimeout says otherwise.
+const defaultTimeout = 500 * time.Millisecond
 
 // New returns a middleware that limits with l. By default it keys requests
 // by the connection's IP address (see ByIP), costs each request 1, fails
 // closed with 503 when the store fails, bounds each decision by
-// DefaultTimeout, and logs store failures with log/slog.
+// 500ms, and logs store failures with log/slog. A nil l or an invalid
+// option fails with an error that wraps ratewise.ErrInvalidConfig.
 func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 	if l == nil {
-		return nil, errors.New("httplimit: nil limiter")
+		return nil, fmt.Errorf("httplimit: nil limiter: %w", ratewise.ErrInvalidConfig)
 	}
 	m, err := newMiddleware(opts)
 	if err != nil {
@@ -112,14 +112,17 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 // New's, except that Fallback, which needs one Limiter, is refused.
 func NewStack(set *ratewise.Stack, opts ...Option) (*Middleware, error) {
 	if set == nil {
-		return nil, errors.New("httplimit: nil set")
+		return nil, fmt.Errorf("httplimit: nil set: %w", ratewise.ErrInvalidConfig)
 	}
 	m, err := newMiddleware(opts)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := m.policy.(fallback); ok {
-		return nil, errors.New("httplimit: Fallback needs a Limiter; a Stack fails closed or open")
+		return nil, fmt.Errorf(
+			"httplimit: Fallback needs a Limiter; a Stack fails closed or open: %w",
+			ratewise.ErrInvalidConfig,
+		)
 	}
 	if err := m.policy.check(nil); err != nil {
 		return nil, err
@@ -135,13 +138,13 @@ func newMiddleware(opts []Option) (*Middleware, error) {
 		key:     byIP,
 		cost:    func(*http.Request) (int64, error) { return 1, nil },
 		policy:  FailClosed(http.StatusServiceUnavailable, time.Second),
-		timeout: DefaultTimeout,
+		timeout: defaultTimeout,
 		headers: headerSet{draft: true},
 		name:    "default",
-		body:    "Too Many Requests\n",
 		noKey:   noKeyDefault,
 		onError: func(r *http.Request, err error) {
-			slog.Default().Warn("httplimit: could not rate-limit a request", "method", r.Method, "path", r.URL.Path, "err", err)
+			slog.Default().
+				Warn("httplimit: could not rate-limit a request", "method", r.Method, "path", r.URL.Path, "err", err)
 		},
 	}
 	m.denied = m.writeDenied
@@ -244,7 +247,12 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			if m.observer != nil {
 				// Failing open answers with no Result, and lets the
 				// request through.
-				m.observeDegraded(r, d.timedOut, ok && (res.Allowed || res == (ratewise.Result{})), err)
+				m.observer(r.Context(), DegradedEvent{
+					Mode:    m.policy.name(),
+					Allowed: ok && (res.Allowed || res == (ratewise.Result{})),
+					Quota:   m.name,
+					Err:     err,
+				})
 			}
 			if !ok {
 				fail(&StoreError{Err: err, policy: m.policy})
@@ -278,25 +286,6 @@ type decision struct {
 	res     ratewise.Result
 	results []ratewise.Result
 	binding int
-	// timedOut reports a decision that failed because the decision
-	// timeout passed.
-	timedOut bool
-}
-
-// observeDegraded reports the policy's answer to a store failure, err, to
-// the observer, which is not nil.
-func (m *Middleware) observeDegraded(r *http.Request, timedOut, allowed bool, err error) {
-	reason := ReasonUnavailable
-	if timedOut {
-		reason = ReasonTimeout
-	}
-	m.observer.ObserveDegraded(r.Context(), DegradedEvent{
-		Mode:    m.policy.name(),
-		Reason:  reason,
-		Allowed: allowed,
-		Quota:   m.name,
-		Err:     err,
-	})
 }
 
 // decide runs the limiter, the Stack or the MultiKey, with the decision timeout
@@ -327,11 +316,14 @@ func (m *Middleware) decide(
 		}
 		return decision{}, context.DeadlineExceeded
 	case ctx != parent && ended(ctx) && !errors.Is(err, store.ErrUnavailable):
-		return decision{timedOut: true}, fmt.Errorf("%w: no decision within %v: %w", store.ErrUnavailable, m.timeout, err)
+		return decision{}, fmt.Errorf("%w: no decision within %v: %w", store.ErrUnavailable, m.timeout, err)
 	}
 	// A store that gave up on the decision's deadline itself, with an
 	// error of its own, timed out too.
-	return decision{timedOut: ctx != parent && ended(ctx)}, err
+	if ctx != parent && ended(ctx) && !errors.Is(err, context.DeadlineExceeded) {
+		return decision{}, fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+	}
+	return decision{}, err
 }
 
 // ended reports whether ctx is done or its deadline has passed: a socket
@@ -398,7 +390,7 @@ func (m *Middleware) writeDenied(w http.ResponseWriter, _ *http.Request, res rat
 	w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds(res.RetryAfter)))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusTooManyRequests)
-	fmt.Fprint(w, m.body)
+	fmt.Fprint(w, "Too Many Requests\n")
 }
 
 // writeFailed answers a request the middleware could not decide: 503 or 429

@@ -51,7 +51,7 @@ func serve(h http.Handler, remote string) *http.Response {
 // model of the key's state, request by request, until and after denial.
 func TestHeadersAreExact(t *testing.T) {
 	for _, alg := range testAlgorithms {
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			m, err := New(newLimiter(t, alg, clock), WithLegacyHeaders())
 			if err != nil {
@@ -75,7 +75,7 @@ func TestHeadersAreExact(t *testing.T) {
 				}
 				// The quota's window: 5 per minute; 5 tokens at 5 per 10s,
 				// 5 requests at 3 per 6s: 10s.
-				w := map[string]int64{"token_bucket": 10, "gcra": 10}[alg.Kind().Name()]
+				w := map[string]int64{"token_bucket": 10, "gcra": 10}[alg.Kind().String()]
 				if w == 0 {
 					w = 60
 				}
@@ -106,7 +106,7 @@ func TestHeadersAreExact(t *testing.T) {
 // never 0 when denied.
 func TestRetryAfterIsHonest(t *testing.T) {
 	for _, alg := range testAlgorithms {
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 			m, _ := New(newLimiter(t, alg, clock))
 			h := m.Handler(ok)
@@ -137,7 +137,11 @@ func TestRetryAfterIsHonest(t *testing.T) {
 func TestDeniedResponse(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	l := newLimiter(t, algorithms.FixedWindow{Limit: 1, Window: time.Minute}, clock)
-	m, _ := New(l, WithBody("slow down\n"))
+	m, _ := New(l, WithDeniedHandler(func(w http.ResponseWriter, _ *http.Request, res ratewise.Result) {
+		w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds(res.RetryAfter)))
+		w.WriteHeader(http.StatusTooManyRequests)
+		fmt.Fprint(w, "slow down\n")
+	}))
 	h := m.Handler(ok)
 	serve(h, "192.0.2.1:1")
 	resp := serve(h, "192.0.2.1:1")
@@ -238,13 +242,23 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"fallback nil":       WithFailureMode(Fallback(nil)),
 		"fallback other alg": WithFailureMode(Fallback(other)),
 		"quota name":         WithQuotaName("a\"\n"),
+		"nil cost":           WithCost(nil),
+		"nil denied handler": WithDeniedHandler(nil),
+		"nil failure":        WithFailureHandler(nil),
+		"nil mode":           WithFailureMode(nil),
+		"nil exempt":         WithExempt(nil),
+		"nil dry run":        WithDryRun(nil),
+		"nil observer":       WithObserver(nil),
 	} {
-		if _, err := New(l, opt); err == nil {
-			t.Errorf("%s: New accepted it", name)
+		if _, err := New(l, opt); !errors.Is(err, ratewise.ErrInvalidConfig) {
+			t.Errorf("%s: New: got %v, want ratewise.ErrInvalidConfig", name, err)
 		}
 	}
-	if _, err := New(nil); err == nil {
-		t.Error("nil limiter accepted")
+	if _, err := New(nil); !errors.Is(err, ratewise.ErrInvalidConfig) {
+		t.Errorf("nil limiter: got %v, want ratewise.ErrInvalidConfig", err)
+	}
+	if _, err := NewStack(nil); !errors.Is(err, ratewise.ErrInvalidConfig) {
+		t.Errorf("nil Stack: got %v, want ratewise.ErrInvalidConfig", err)
 	}
 }
 
@@ -276,15 +290,17 @@ func TestShare(t *testing.T) {
 	for _, bad := range []struct {
 		alg       algorithms.Algorithm
 		instances int64
+		want      error
 	}{
-		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 4},
-		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 0},
-		{algorithms.GCRA{Rate: algorithms.Rate{Count: 2, Period: 1 << 49 * time.Microsecond}, Burst: 4}, 4}, // the period becomes 2^51µs
-		{nil, 2},
-		{&algorithms.SlidingLog{Limit: 10, Window: time.Second}, 2},
+		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 4, algorithms.ErrInvalidAlgorithm},
+		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 0, ratewise.ErrInvalidConfig},
+		// The period becomes 2^51µs.
+		{algorithms.GCRA{Rate: algorithms.Rate{Count: 2, Period: 1 << 49 * time.Microsecond}, Burst: 4}, 4, algorithms.ErrInvalidAlgorithm},
+		{nil, 2, algorithms.ErrInvalidAlgorithm},
+		{&algorithms.SlidingLog{Limit: 10, Window: time.Second}, 2, algorithms.ErrInvalidAlgorithm},
 	} {
-		if got, err := Share(bad.alg, bad.instances); !errors.Is(err, ErrShare) || got != nil {
-			t.Errorf("Share(%v, %d) = %v, %v; want ErrShare", bad.alg, bad.instances, got, err)
+		if got, err := Share(bad.alg, bad.instances); !errors.Is(err, bad.want) || got != nil {
+			t.Errorf("Share(%v, %d) = %v, %v; want %v", bad.alg, bad.instances, got, err, bad.want)
 		}
 	}
 }
@@ -359,7 +375,7 @@ func TestNoKeyAnswers(t *testing.T) {
 	}{
 		{WithNoKey(http.StatusUnauthorized), http.StatusUnauthorized},
 		{WithNoKey(NoKeyUnlimited), http.StatusOK},
-		{WithTimeout(DefaultTimeout), http.StatusInternalServerError}, // the default: the failure handler
+		{WithTimeout(defaultTimeout), http.StatusInternalServerError}, // the default: the failure handler
 	} {
 		var heard []error
 		m, err := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), anonymous, c.opt,

@@ -32,10 +32,10 @@ import (
 // the quotas, and Fallback, which needs one Limiter; a MultiKey fails closed
 // or open. Either, a nil MultiKey, a nil KeyFunc, or a number of keys other
 // than the MultiKey's limiters fails with an error that wraps
-// ratewise.ErrInvalidMultiKey.
+// ratewise.ErrInvalidConfig.
 func NewMultiKey(multi *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Middleware, error) {
 	if multi == nil {
-		return nil, fmt.Errorf("httplimit: nil MultiKey: %w", ratewise.ErrInvalidMultiKey)
+		return nil, fmt.Errorf("httplimit: nil MultiKey: %w", ratewise.ErrInvalidConfig)
 	}
 	limiters := multi.Limiters()
 	if len(keys) != len(limiters) {
@@ -43,12 +43,12 @@ func NewMultiKey(multi *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Mid
 			"httplimit: %d KeyFuncs for a MultiKey of %d limiters, which takes one per limiter: %w",
 			len(keys),
 			len(limiters),
-			ratewise.ErrInvalidMultiKey,
+			ratewise.ErrInvalidConfig,
 		)
 	}
 	for i, k := range keys {
 		if k == nil {
-			return nil, fmt.Errorf("httplimit: KeyFunc %d of the MultiKey is nil: %w", i, ratewise.ErrInvalidMultiKey)
+			return nil, fmt.Errorf("httplimit: KeyFunc %d of the MultiKey is nil: %w", i, ratewise.ErrInvalidConfig)
 		}
 	}
 	m, err := newMiddleware(opts)
@@ -58,13 +58,13 @@ func NewMultiKey(multi *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Mid
 	if m.keyOption {
 		return nil, fmt.Errorf(
 			"httplimit: WithKey does not apply to a MultiKey, whose keys NewMultiKey takes: %w",
-			ratewise.ErrInvalidMultiKey,
+			ratewise.ErrInvalidConfig,
 		)
 	}
 	if _, ok := m.policy.(fallback); ok {
 		return nil, fmt.Errorf(
 			"httplimit: Fallback needs a Limiter; a MultiKey fails closed or open: %w",
-			ratewise.ErrInvalidMultiKey,
+			ratewise.ErrInvalidConfig,
 		)
 	}
 	if err := m.policy.check(nil); err != nil {

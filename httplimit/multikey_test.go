@@ -135,7 +135,7 @@ func TestMultiKeyMiddleware(t *testing.T) {
 		{globalAlg.Window, "alice", all, 0},
 	} {
 		clock.Set(start.Add(step.at))
-		keys := []string{Part("user", step.user), "all"}
+		keys := []string{part("user", step.user), "all"}
 		before := []ratewise.Result{peek(t, perUser, keys[user]), peek(t, global, keys[all])}
 		resp := serveAs(h, step.user)
 		after := []ratewise.Result{peek(t, perUser, keys[user]), peek(t, global, keys[all])}
@@ -280,20 +280,20 @@ func TestMultiKeyStoreFailure(t *testing.T) {
 		name   string
 		broken brokenStore
 		policy FailureMode
-		// status and retryAfter are the answer; allowed and reason the
+		// status and retryAfter are the answer; allowed and timeout the
 		// observer's event.
 		status     int
 		retryAfter string
 		allowed    bool
-		reason     string
+		timeout    bool
 	}{
-		{"fail closed 503", brokenStore{}, FailClosed(503, time.Second), 503, "1", false, ReasonUnavailable},
-		{"fail closed 429", brokenStore{}, FailClosed(429, 1500*time.Millisecond), 429, "2", false, ReasonUnavailable},
-		{"fail open", brokenStore{}, FailOpen(), 200, "", true, ReasonUnavailable},
-		{"fail closed after the user's limit was charged", brokenStore{chargesOnly: true}, FailClosed(503, time.Second), 503, "1", false, ReasonUnavailable},
-		{"fail open after the user's limit was charged", brokenStore{chargesOnly: true}, FailOpen(), 200, "", true, ReasonUnavailable},
-		{"timeout, fail closed", brokenStore{silent: true}, FailClosed(503, time.Second), 503, "1", false, ReasonTimeout},
-		{"timeout, fail open", brokenStore{silent: true}, FailOpen(), 200, "", true, ReasonTimeout},
+		{"fail closed 503", brokenStore{}, FailClosed(503, time.Second), 503, "1", false, false},
+		{"fail closed 429", brokenStore{}, FailClosed(429, 1500*time.Millisecond), 429, "2", false, false},
+		{"fail open", brokenStore{}, FailOpen(), 200, "", true, false},
+		{"fail closed after the user's limit was charged", brokenStore{chargesOnly: true}, FailClosed(503, time.Second), 503, "1", false, false},
+		{"fail open after the user's limit was charged", brokenStore{chargesOnly: true}, FailOpen(), 200, "", true, false},
+		{"timeout, fail closed", brokenStore{silent: true}, FailClosed(503, time.Second), 503, "1", false, true},
+		{"timeout, fail open", brokenStore{silent: true}, FailOpen(), 200, "", true, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.broken.mem = storememory.New()
@@ -304,7 +304,7 @@ func TestMultiKeyStoreFailure(t *testing.T) {
 				groupKeys,
 				WithFailureMode(c.policy),
 				WithOnError(h.record),
-				WithObserver(rec),
+				WithObserver(rec.observe),
 				WithTimeout(20*time.Millisecond),
 			)
 			if err != nil {
@@ -320,14 +320,17 @@ func TestMultiKeyStoreFailure(t *testing.T) {
 				t.Fatalf("the hook heard %v, want one store.ErrUnavailable", h.errs)
 			}
 			events := rec.all()
-			want := DegradedEvent{Mode: c.policy.name(), Reason: c.reason, Allowed: c.allowed, Quota: "default"}
+			want := DegradedEvent{Mode: c.policy.name(), Allowed: c.allowed, Quota: "default"}
 			if len(events) != 1 || events[0].Err != h.errs[0] {
 				t.Fatalf("the observer heard %+v, want one event with the hook's error", events)
+			}
+			if got := errors.Is(events[0].Err, context.DeadlineExceeded); got != c.timeout {
+				t.Fatalf("event's error %v: a timeout: %v, want %v", events[0].Err, got, c.timeout)
 			}
 			if events[0].Err = nil; events[0] != want {
 				t.Fatalf("event: got %+v, want %+v", events[0], want)
 			}
-			if got, want := peek(t, perUser, Part("user", "alice")).Remaining, perUserAlg.Limit; got != want {
+			if got, want := peek(t, perUser, part("user", "alice")).Remaining, perUserAlg.Limit; got != want {
 				t.Fatalf("alice's own limit has %d left, want %d: the failed request was charged", got, want)
 			}
 		})
@@ -365,7 +368,7 @@ func TestMultiKeyOptions(t *testing.T) {
 		if got := send(perUserAlg.Limit); got != http.StatusOK {
 			t.Fatalf("a cost of the per-user limit: %d, want 200", got)
 		}
-		if got, want := peek(t, perUser, Part("user", "alice")).Remaining, int64(0); got != want {
+		if got, want := peek(t, perUser, part("user", "alice")).Remaining, int64(0); got != want {
 			t.Fatalf("alice has %d left, want %d", got, want)
 		}
 		if got, want := peek(t, global, "all").Remaining, globalAlg.Limit-perUserAlg.Limit; got != want {
@@ -416,7 +419,7 @@ func TestMultiKeyOptions(t *testing.T) {
 				t.Fatalf("exempt request: %d, RateLimit %q", resp.StatusCode, resp.Header.Get("RateLimit"))
 			}
 		}
-		if got, want := peek(t, perUser, Part("user", "ops")).Remaining, perUserAlg.Limit; got != want {
+		if got, want := peek(t, perUser, part("user", "ops")).Remaining, perUserAlg.Limit; got != want {
 			t.Fatalf("the exempt user has %d left, want %d", got, want)
 		}
 	})
@@ -429,7 +432,7 @@ func TestMultiKeyOptions(t *testing.T) {
 			s,
 			clock,
 			ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) {
-				if key == Part("user", "vip") {
+				if key == part("user", "vip") {
 					return vip, nil
 				}
 				return nil, nil
@@ -450,7 +453,7 @@ func TestMultiKeyOptions(t *testing.T) {
 	})
 }
 
-// NewMultiKey refuses what it cannot apply with ratewise.ErrInvalidMultiKey, and
+// NewMultiKey refuses what it cannot apply with ratewise.ErrInvalidConfig, and
 // checks the rest of its options as New does.
 func TestNewMultiKeyRejectsBadInput(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
@@ -471,8 +474,8 @@ func TestNewMultiKeyRejectsBadInput(t *testing.T) {
 		{"WithKey", g, groupKeys, []Option{WithKey(everyone)}},
 		{"Fallback", g, groupKeys, []Option{WithFailureMode(local)}},
 	} {
-		if _, err := NewMultiKey(c.group, c.keys, c.opts...); !errors.Is(err, ratewise.ErrInvalidMultiKey) {
-			t.Errorf("%s: got %v, want ratewise.ErrInvalidMultiKey", c.name, err)
+		if _, err := NewMultiKey(c.group, c.keys, c.opts...); !errors.Is(err, ratewise.ErrInvalidConfig) {
+			t.Errorf("%s: got %v, want ratewise.ErrInvalidConfig", c.name, err)
 		}
 	}
 	for _, p := range []FailureMode{FailClosed(500, 0), FailClosed(429, 0)} {
@@ -484,7 +487,7 @@ func TestNewMultiKeyRejectsBadInput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.Route("login", perUserAlg); !errors.Is(err, ErrRoute) {
-		t.Errorf("Route on a MultiKey's middleware: got %v, want ErrRoute", err)
+	if _, err := m.Route("login", perUserAlg); !errors.Is(err, ratewise.ErrInvalidConfig) {
+		t.Errorf("Route on a MultiKey's middleware: got %v, want ratewise.ErrInvalidConfig", err)
 	}
 }

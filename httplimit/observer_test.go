@@ -15,13 +15,14 @@ import (
 	"github.com/ratewise/ratewise/storememory"
 )
 
-// degradedRecorder is an Observer that keeps every event.
+// degradedRecorder is an observer (WithObserver(d.observe)) that keeps every
+// event.
 type degradedRecorder struct {
 	mu     sync.Mutex
 	events []DegradedEvent
 }
 
-func (d *degradedRecorder) ObserveDegraded(_ context.Context, e DegradedEvent) {
+func (d *degradedRecorder) observe(_ context.Context, e DegradedEvent) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.events = append(d.events, e)
@@ -57,7 +58,7 @@ func (s silentStore) Decide(
 func (silentStore) Reset(context.Context, store.Key, algorithms.Algorithm) error { return nil }
 
 // Every request a policy answers reaches the observer, with the policy,
-// the reason, what was done and the store's error.
+// what was done and the store's error, which tells a timeout.
 func TestObserverHearsDegradedDecisions(t *testing.T) {
 	unavailable := failingStore{fmt.Errorf("%w: connection refused", store.ErrUnavailable)}
 	local := func(limit int64) FailureMode {
@@ -79,17 +80,17 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 		// is checked.
 		requests int
 	}{
-		{"fail open", unavailable, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "unavailable", Allowed: true, Quota: "default"}, false, 1},
-		{"fail closed", unavailable, FailClosed(503, time.Second), nil, 503, DegradedEvent{Mode: "fail_closed", Reason: "unavailable", Quota: "default"}, false, 1},
-		{"fallback admits", unavailable, local(1), nil, 200, DegradedEvent{Mode: "fallback", Reason: "unavailable", Allowed: true, Quota: "default"}, false, 1},
-		{"fallback denies", unavailable, local(1), nil, 429, DegradedEvent{Mode: "fallback", Reason: "unavailable", Quota: "default"}, false, 2},
+		{"fail open", unavailable, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, false, 1},
+		{"fail closed", unavailable, FailClosed(503, time.Second), nil, 503, DegradedEvent{Mode: "fail_closed", Quota: "default"}, false, 1},
+		{"fallback admits", unavailable, local(1), nil, 200, DegradedEvent{Mode: "fallback", Allowed: true, Quota: "default"}, false, 1},
+		{"fallback denies", unavailable, local(1), nil, 429, DegradedEvent{Mode: "fallback", Quota: "default"}, false, 2},
 		// The local limiter refuses the cost: 503, as FailClosed(503, 0).
-		{"fallback fails too", unavailable, local(1), []Option{WithCost(func(*http.Request) (int64, error) { return 2, nil })}, 503, DegradedEvent{Mode: "fallback", Reason: "unavailable", Quota: "default"}, false, 1},
-		{"timeout, fail closed", silentStore{}, FailClosed(503, time.Second), []Option{WithQuotaName("api")}, 503, DegradedEvent{Mode: "fail_closed", Reason: "timeout", Quota: "api"}, true, 1},
-		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, true, 1},
+		{"fallback fails too", unavailable, local(1), []Option{WithCost(func(*http.Request) (int64, error) { return 2, nil })}, 503, DegradedEvent{Mode: "fallback", Quota: "default"}, false, 1},
+		{"timeout, fail closed", silentStore{}, FailClosed(503, time.Second), []Option{WithQuotaName("api")}, 503, DegradedEvent{Mode: "fail_closed", Quota: "api"}, true, 1},
+		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
 		// A store that gives up on the deadline with an error of its own,
 		// as a Redis client with ContextTimeoutEnabled does.
-		{"timeout, store gives up", silentStore{err: fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Reason: "timeout", Allowed: true, Quota: "default"}, false, 1},
+		{"timeout, store gives up", silentStore{err: fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := ratewise.New(tt.store, policyAlg)
@@ -98,7 +99,7 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 			}
 			rec, h := &degradedRecorder{}, &hook{}
 			opts := append(
-				[]Option{WithFailureMode(tt.policy), WithObserver(rec), WithOnError(h.record), WithTimeout(20 * time.Millisecond)},
+				[]Option{WithFailureMode(tt.policy), WithObserver(rec.observe), WithOnError(h.record), WithTimeout(20 * time.Millisecond)},
 				tt.opts...)
 			m, err := New(l, opts...)
 			if err != nil {
@@ -119,8 +120,8 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 			if !errors.Is(e.Err, store.ErrUnavailable) || e.Err != h.errs[len(h.errs)-1] {
 				t.Errorf("Err: got %v, want the OnError hook's %v", e.Err, h.errs)
 			}
-			if tt.timeout && !errors.Is(e.Err, context.DeadlineExceeded) {
-				t.Errorf("Err: got %v, want a deadline", e.Err)
+			if got := errors.Is(e.Err, context.DeadlineExceeded); got != tt.timeout {
+				t.Errorf("Err: got %v, a timeout: %v, want %v", e.Err, got, tt.timeout)
 			}
 			e.Err = nil
 			if e != tt.want {
@@ -147,7 +148,7 @@ func TestObserverHearsOnlyDegradedDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &degradedRecorder{}
-			m, err := New(l, WithFailureMode(FailOpen()), WithObserver(rec), WithOnError(func(*http.Request, error) {}))
+			m, err := New(l, WithFailureMode(FailOpen()), WithObserver(rec.observe), WithOnError(func(*http.Request, error) {}))
 			if err != nil {
 				t.Fatal(err)
 			}

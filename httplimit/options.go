@@ -1,7 +1,6 @@
 package httplimit
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -26,7 +25,7 @@ func (f optionFunc) apply(m *Middleware) error { return f(m) }
 func WithKey(k KeyFunc) Option {
 	return optionFunc(func(m *Middleware) error {
 		if k == nil {
-			return errors.New("httplimit: nil KeyFunc")
+			return fmt.Errorf("httplimit: nil KeyFunc: %w", ratewise.ErrInvalidConfig)
 		}
 		m.key, m.keyOption = k, true
 		return nil
@@ -40,7 +39,7 @@ func WithKey(k KeyFunc) Option {
 func WithCost(cost func(*http.Request) (int64, error)) Option {
 	return optionFunc(func(m *Middleware) error {
 		if cost == nil {
-			return errors.New("httplimit: nil cost function")
+			return fmt.Errorf("httplimit: nil cost function: %w", ratewise.ErrInvalidConfig)
 		}
 		m.cost = cost
 		return nil
@@ -53,7 +52,7 @@ func WithCost(cost func(*http.Request) (int64, error)) Option {
 func WithDeniedHandler(h func(w http.ResponseWriter, r *http.Request, res ratewise.Result)) Option {
 	return optionFunc(func(m *Middleware) error {
 		if h == nil {
-			return errors.New("httplimit: nil denied handler")
+			return fmt.Errorf("httplimit: nil denied handler: %w", ratewise.ErrInvalidConfig)
 		}
 		m.denied = h
 		return nil
@@ -66,7 +65,7 @@ func WithDeniedHandler(h func(w http.ResponseWriter, r *http.Request, res ratewi
 func WithFailureHandler(h func(w http.ResponseWriter, r *http.Request, err error)) Option {
 	return optionFunc(func(m *Middleware) error {
 		if h == nil {
-			return errors.New("httplimit: nil failure handler")
+			return fmt.Errorf("httplimit: nil failure handler: %w", ratewise.ErrInvalidConfig)
 		}
 		m.failed = h
 		return nil
@@ -83,7 +82,7 @@ func WithFailureHandler(h func(w http.ResponseWriter, r *http.Request, err error
 func WithOnError(hook func(r *http.Request, err error)) Option {
 	return optionFunc(func(m *Middleware) error {
 		if hook == nil {
-			return errors.New("httplimit: nil OnError hook; a store failure must be observable")
+			return fmt.Errorf("httplimit: nil OnError hook; a store failure must be observable: %w", ratewise.ErrInvalidConfig)
 		}
 		m.onError = hook
 		return nil
@@ -95,7 +94,7 @@ func WithOnError(hook func(r *http.Request, err error)) Option {
 func WithFailureMode(p FailureMode) Option {
 	return optionFunc(func(m *Middleware) error {
 		if p == nil {
-			return errors.New("httplimit: nil failure mode")
+			return fmt.Errorf("httplimit: nil failure mode: %w", ratewise.ErrInvalidConfig)
 		}
 		m.policy = p
 		return nil
@@ -103,8 +102,8 @@ func WithFailureMode(p FailureMode) Option {
 }
 
 // WithTimeout bounds each decision: a store that has not answered after d
-// counts as failed, and the policy decides. 0 waits for the store however
-// long it takes. The decision runs under a context with d's deadline, and
+// counts as failed, and the policy decides. The default is 500ms; 0 waits
+// for the store however long it takes. The decision runs under a context with d's deadline, and
 // the store contract has stores honour it; for storeredis that takes a
 // go-redis client with ContextTimeoutEnabled (see docs/redis.md, "Client
 // settings"), without which a stalled Redis holds a request for the
@@ -112,7 +111,7 @@ func WithFailureMode(p FailureMode) Option {
 func WithTimeout(d time.Duration) Option {
 	return optionFunc(func(m *Middleware) error {
 		if d < 0 {
-			return fmt.Errorf("httplimit: timeout must be >= 0, got %v", d)
+			return fmt.Errorf("httplimit: timeout must be >= 0, got %v: %w", d, ratewise.ErrInvalidConfig)
 		}
 		m.timeout = d
 		return nil
@@ -138,10 +137,10 @@ func WithoutDraftHeaders() Option {
 func WithQuotaName(name string) Option {
 	return optionFunc(func(m *Middleware) error {
 		if name == "" {
-			return errors.New("httplimit: empty quota name")
+			return fmt.Errorf("httplimit: empty quota name: %w", ratewise.ErrInvalidConfig)
 		}
 		if !printableASCII(name) {
-			return fmt.Errorf("httplimit: quota name %q must be printable ASCII", name)
+			return fmt.Errorf("httplimit: quota name %q must be printable ASCII: %w", name, ratewise.ErrInvalidConfig)
 		}
 		m.name = name
 		return nil
@@ -159,19 +158,13 @@ func printableASCII(s string) bool {
 	return true
 }
 
-// WithBody sets the body of the default 429 response; the default is "Too
-// Many Requests\n".
-func WithBody(body string) Option {
-	return optionFunc(func(m *Middleware) error { m.body = body; return nil })
-}
-
 // WithExempt lets the requests exempt reports true for through without
 // limiting them, counting them or setting headers: health checks, internal
 // callers, an allow-list.
 func WithExempt(exempt func(r *http.Request) bool) Option {
 	return optionFunc(func(m *Middleware) error {
 		if exempt == nil {
-			return errors.New("httplimit: nil exempt function")
+			return fmt.Errorf("httplimit: nil exempt function: %w", ratewise.ErrInvalidConfig)
 		}
 		m.exempt = exempt
 		return nil
@@ -186,7 +179,7 @@ func WithExempt(exempt func(r *http.Request) bool) Option {
 func WithDryRun(wouldDeny func(r *http.Request, res ratewise.Result)) Option {
 	return optionFunc(func(m *Middleware) error {
 		if wouldDeny == nil {
-			return errors.New("httplimit: nil dry-run hook")
+			return fmt.Errorf("httplimit: nil dry-run hook: %w", ratewise.ErrInvalidConfig)
 		}
 		m.dryRun = wouldDeny
 		return nil

@@ -1,7 +1,6 @@
 package httplimit
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 
@@ -9,10 +8,6 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 )
-
-// ErrRoute is wrapped by every error Route returns: an invalid name or
-// algorithm, or a middleware that cannot take a route.
-var ErrRoute = errors.New("httplimit: invalid route")
 
 // routeTable is the routes a middleware from New has handed out, by name,
 // so that one name keeps one algorithm.
@@ -36,8 +31,8 @@ type routeTable struct {
 //	mux.Handle("GET /search", search.Handler(searchHandler))
 //	mux.Handle("/", mw.Handler(rest))
 //
-// A route's quotas are its own: its keys are Part("route", name), ':' and
-// the KeyFunc's key, such as "route:login:ip:192.0.2.1", so that no two
+// A route's quotas are its own: its keys are "route:", the name escaped as
+// ByValue escapes values, ':' and the KeyFunc's key, such as "route:login:ip:192.0.2.1", so that no two
 // routes, and no route and m, count against one quota, even when their
 // algorithms share a kind and Scope. Its RateLimit-Policy and RateLimit
 // fields describe alg's quota under the route's name instead of
@@ -46,11 +41,10 @@ type routeTable struct {
 //
 // Route given a name again returns the same middleware if alg is the same,
 // and fails otherwise, since both limits would count against one set of
-// keys. Every error wraps ErrRoute: a name that is empty or not printable
-// ASCII (it names the quota in the headers); an algorithm ratewise.New
-// refuses on any store, with New's error (ratewise.ErrNilAlgorithm,
-// algorithms.ErrUnknownAlgorithm, or alg.Validate's, such as
-// algorithms.ErrInvalidLimit); m from NewStack or NewMultiKey, whose limits
+// keys. Every error wraps ratewise.ErrInvalidConfig: a name that is empty
+// or not printable ASCII (it names the quota in the headers); an algorithm
+// ratewise.New refuses on any store, with New's error too, which wraps
+// algorithms.ErrInvalidAlgorithm; m from NewStack or NewMultiKey, whose limits
 // are fixed, or from Route; and a Fallback failure mode, whose local
 // limiter holds a share of the limiter's algorithm and none of alg's: give
 // such a route a Limiter and a Middleware of its own. An algorithm the store cannot run shows only
@@ -59,41 +53,47 @@ type routeTable struct {
 func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, error) {
 	switch {
 	case name == "":
-		return nil, fmt.Errorf("%w: empty name", ErrRoute)
+		return nil, fmt.Errorf("%w: a route's name must not be empty", ratewise.ErrInvalidConfig)
 	case !printableASCII(name):
-		return nil, fmt.Errorf("%w %q: the name must be printable ASCII", ErrRoute, name)
+		return nil, fmt.Errorf("%w: route %q: the name must be printable ASCII", ratewise.ErrInvalidConfig, name)
 	case m.set != nil || m.group != nil:
 		return nil, fmt.Errorf(
-			"%w %q: a Stack's or a MultiKey's limits are fixed; a route needs a middleware from New",
-			ErrRoute,
+			"%w: route %q: a Stack's or a MultiKey's limits are fixed; a route needs a middleware from New",
+			ratewise.ErrInvalidConfig,
 			name,
 		)
 	case m.routeAlg != nil:
 		return nil, fmt.Errorf(
-			"%w %q: %q is a route already; call Route on the middleware New returned",
-			ErrRoute,
+			"%w: route %q: %q is a route already; call Route on the middleware New returned",
+			ratewise.ErrInvalidConfig,
 			name,
 			m.name,
 		)
 	case m.routes == nil:
-		return nil, fmt.Errorf("%w %q: a route needs a middleware from New", ErrRoute, name)
+		return nil, fmt.Errorf("%w: route %q: a route needs a middleware from New", ratewise.ErrInvalidConfig, name)
 	}
 	if _, ok := m.policy.(fallback); ok {
 		return nil, fmt.Errorf(
-			"%w %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route "+
+			"%w: route %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route "+
 				"a Limiter and a Middleware of its own",
-			ErrRoute,
+			ratewise.ErrInvalidConfig,
 			name,
 		)
 	}
 	if err := checkAlgorithm(alg); err != nil {
-		return nil, fmt.Errorf("%w %q: %w", ErrRoute, name, err)
+		return nil, fmt.Errorf("%w: route %q: %w", ratewise.ErrInvalidConfig, name, err)
 	}
 	m.routes.mu.Lock()
 	defer m.routes.mu.Unlock()
 	if r, ok := m.routes.byName[name]; ok {
 		if !sameAlgorithm(r.routeAlg, alg) {
-			return nil, fmt.Errorf("%w %q: the route limits with %v already, not %v", ErrRoute, name, r.routeAlg, alg)
+			return nil, fmt.Errorf(
+				"%w: route %q: the route limits with %v already, not %v",
+				ratewise.ErrInvalidConfig,
+				name,
+				r.routeAlg,
+				alg,
+			)
 		}
 		return r, nil
 	}
@@ -112,7 +112,7 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 // same errors: one of package algorithms' types, with valid parameters.
 func checkAlgorithm(alg algorithms.Algorithm) error {
 	if alg == nil {
-		return ratewise.ErrNilAlgorithm
+		return fmt.Errorf("%w: the algorithm is nil", algorithms.ErrInvalidAlgorithm)
 	}
 	if err := algo.CheckKind(alg); err != nil {
 		return err

@@ -133,7 +133,7 @@ func (s *recordingStore) Decide(
 	return s.Store.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 }
 
-// A route's keys are Part("route", name), ':' and the KeyFunc's key, so a
+// A route's keys are part("route", name), ':' and the KeyFunc's key, so a
 // name cannot forge a label boundary.
 func TestRouteKeys(t *testing.T) {
 	s := &recordingStore{Store: storememory.New()}
@@ -209,7 +209,7 @@ func TestRouteSharesTheOptions(t *testing.T) {
 	}
 }
 
-// Route refuses what it cannot limit, with an error wrapping ErrRoute, and
+// Route refuses what it cannot limit, with an error wrapping ratewise.ErrInvalidConfig, and
 // one name keeps one algorithm.
 func TestRouteRejectsBadInput(t *testing.T) {
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
@@ -239,13 +239,13 @@ func TestRouteRejectsBadInput(t *testing.T) {
 		m     *Middleware
 		route string
 		alg   algorithms.Algorithm
-		want  error // besides ErrRoute
+		want  error // besides ratewise.ErrInvalidConfig
 	}{
 		{"empty name", m, "", alg, nil},
 		{"name not printable ASCII", m, "log\nin", alg, nil},
-		{"nil algorithm", m, "search", nil, ratewise.ErrNilAlgorithm},
-		{"invalid algorithm", m, "search", algorithms.SlidingLog{Limit: 0, Window: time.Minute}, algorithms.ErrInvalidLimit},
-		{"algorithm by pointer", m, "search", &algorithms.SlidingLog{Limit: 5, Window: time.Minute}, algorithms.ErrUnknownAlgorithm},
+		{"nil algorithm", m, "search", nil, algorithms.ErrInvalidAlgorithm},
+		{"invalid algorithm", m, "search", algorithms.SlidingLog{Limit: 0, Window: time.Minute}, algorithms.ErrInvalidAlgorithm},
+		{"algorithm by pointer", m, "search", &algorithms.SlidingLog{Limit: 5, Window: time.Minute}, algorithms.ErrInvalidAlgorithm},
 		{"a name with another algorithm", m, "login", algorithms.SlidingLog{Limit: 6, Window: time.Minute}, nil},
 		{"a route of a route", login, "search", alg, nil},
 		{"a Stack", setMiddleware, "search", alg, nil},
@@ -253,8 +253,8 @@ func TestRouteRejectsBadInput(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := c.m.Route(c.route, c.alg)
-			if !errors.Is(err, ErrRoute) || r != nil {
-				t.Fatalf("Route(%q, %v): got %v, %v; want an error wrapping ErrRoute", c.route, c.alg, r, err)
+			if !errors.Is(err, ratewise.ErrInvalidConfig) || r != nil {
+				t.Fatalf("Route(%q, %v): got %v, %v; want an error wrapping ratewise.ErrInvalidConfig", c.route, c.alg, r, err)
 			}
 			if c.want != nil && !errors.Is(err, c.want) {
 				t.Fatalf("Route(%q, %v): got %v, want an error wrapping %v", c.route, c.alg, err, c.want)

@@ -55,17 +55,13 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
-// ErrInvalidPolicy is wrapped by Wrap's error for a Policy value out of
-// range.
-var ErrInvalidPolicy = errors.New("lease: invalid policy")
-
-// ErrCannotLease is wrapped, with store.ErrUnsupported, by Wrap's error for
-// a store that cannot book leases (store.Store.Lease), book (store.Store.Reserve) or
-// refund (store.Store.Refund), or
-// that is known to decide on a clock of its own, such as a Redis or
-// PostgreSQL store built without WithClientTime (leases need the store to
-// decide at the caller's now). The message says which.
-var ErrCannotLease = errors.New("lease: the store cannot lease")
+// ErrCannotLease is wrapped by every error Wrap returns: for a Policy value
+// out of range, and, with store.ErrUnsupported, for a store that cannot
+// book leases (store.Store.Lease), book (store.Store.Reserve) or refund
+// (store.Store.Refund), or that is known to decide on a clock of its own,
+// such as a Redis or PostgreSQL store built without WithClientTime (leases
+// need the store to decide at the caller's now). The message says which.
+var ErrCannotLease = errors.New("lease: cannot lease")
 
 // Policy is how a Store leases. Every field but Instances has a default,
 // used when the field is zero.
@@ -122,37 +118,37 @@ const (
 // first field out of range.
 func (p Policy) withDefaults() (Policy, error) {
 	if p.Instances < 1 {
-		return p, fmt.Errorf("%w: Instances must be >= 1, got %d", ErrInvalidPolicy, p.Instances)
+		return p, fmt.Errorf("%w: Instances must be >= 1, got %d", ErrCannotLease, p.Instances)
 	}
 	if p.RoundTrip == 0 {
 		p.RoundTrip = defaultRoundTrip
 	}
 	if p.RoundTrip < time.Microsecond {
-		return p, fmt.Errorf("%w: RoundTrip must be >= 1µs, got %v", ErrInvalidPolicy, p.RoundTrip)
+		return p, fmt.Errorf("%w: RoundTrip must be >= 1µs, got %v", ErrCannotLease, p.RoundTrip)
 	}
 	if p.Lifetime == 0 {
 		p.Lifetime = defaultLifetime
 	}
 	if p.Lifetime < 1 {
-		return p, fmt.Errorf("%w: Lifetime must be >= 1, got %d", ErrInvalidPolicy, p.Lifetime)
+		return p, fmt.Errorf("%w: Lifetime must be >= 1, got %d", ErrCannotLease, p.Lifetime)
 	}
 	if p.Divisor == 0 {
 		p.Divisor = max(2*int64(p.Instances), minDivisor)
 	}
 	if p.Divisor < int64(p.Instances) {
-		return p, fmt.Errorf("%w: Divisor must be >= Instances (%d), got %d", ErrInvalidPolicy, p.Instances, p.Divisor)
+		return p, fmt.Errorf("%w: Divisor must be >= Instances (%d), got %d", ErrCannotLease, p.Instances, p.Divisor)
 	}
 	if p.Min == 0 {
 		p.Min = defaultMin
 	}
 	if p.Min < 1 {
-		return p, fmt.Errorf("%w: Min must be >= 1, got %d", ErrInvalidPolicy, p.Min)
+		return p, fmt.Errorf("%w: Min must be >= 1, got %d", ErrCannotLease, p.Min)
 	}
 	if p.MaxKeys == 0 {
 		p.MaxKeys = defaultMaxKeys
 	}
 	if p.MaxKeys < 1 {
-		return p, fmt.Errorf("%w: MaxKeys must be >= 1, got %d", ErrInvalidPolicy, p.MaxKeys)
+		return p, fmt.Errorf("%w: MaxKeys must be >= 1, got %d", ErrCannotLease, p.MaxKeys)
 	}
 	if p.Clock == nil {
 		p.Clock = systemClock{}
@@ -206,7 +202,7 @@ func Wrap(s store.Store, p Policy) (*Store, error) {
 	}
 	sizing := core.Policy{RoundTrip: p.RoundTrip, Lifetime: p.Lifetime, Divisor: p.Divisor, Min: p.Min}
 	if _, err := core.NewSizer(sizing); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidPolicy, err)
+		return nil, fmt.Errorf("%w: %v", ErrCannotLease, err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand)

@@ -22,12 +22,12 @@ func TestWrapRejects(t *testing.T) {
 		p    lease.Policy
 		want []error
 	}{
-		{"no instances", mem, lease.Policy{}, []error{lease.ErrInvalidPolicy}},
-		{"negative round trip", mem, lease.Policy{Instances: 1, RoundTrip: -time.Millisecond}, []error{lease.ErrInvalidPolicy}},
-		{"negative lifetime", mem, lease.Policy{Instances: 1, Lifetime: -1}, []error{lease.ErrInvalidPolicy}},
-		{"divisor below instances", mem, lease.Policy{Instances: 16, Divisor: 8}, []error{lease.ErrInvalidPolicy}},
-		{"negative min", mem, lease.Policy{Instances: 1, Min: -2}, []error{lease.ErrInvalidPolicy}},
-		{"negative max keys", mem, lease.Policy{Instances: 1, MaxKeys: -1}, []error{lease.ErrInvalidPolicy}},
+		{"no instances", mem, lease.Policy{}, []error{lease.ErrCannotLease}},
+		{"negative round trip", mem, lease.Policy{Instances: 1, RoundTrip: -time.Millisecond}, []error{lease.ErrCannotLease}},
+		{"negative lifetime", mem, lease.Policy{Instances: 1, Lifetime: -1}, []error{lease.ErrCannotLease}},
+		{"divisor below instances", mem, lease.Policy{Instances: 16, Divisor: 8}, []error{lease.ErrCannotLease}},
+		{"negative min", mem, lease.Policy{Instances: 1, Min: -2}, []error{lease.ErrCannotLease}},
+		{"negative max keys", mem, lease.Policy{Instances: 1, MaxKeys: -1}, []error{lease.ErrCannotLease}},
 		{"own clock", ownClock{&counting{inner: mem}, nil}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
 		{"a lease.Store", leased(t, mem), lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
 	} {

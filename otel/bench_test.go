@@ -22,16 +22,13 @@ func benchEvents() []ratewise.DecisionEvent {
 	denied := ratewise.Result{Limit: 100, RetryAfter: 10 * time.Millisecond}
 	return []ratewise.DecisionEvent{
 		{
-			Source:       ratewise.SourceLimiter,
 			Algorithm:    gcra,
 			Key:          "user-1",
 			Cost:         1,
-			Allowed:      true,
 			Result:       allowed,
 			StoreLatency: 180 * time.Microsecond,
 		},
 		{
-			Source:       ratewise.SourceLimiter,
 			Algorithm:    gcra,
 			Key:          "user-2",
 			Cost:         1,
@@ -39,17 +36,15 @@ func benchEvents() []ratewise.DecisionEvent {
 			StoreLatency: 150 * time.Microsecond,
 		},
 		{
-			Source:       ratewise.SourceLimiter,
 			Algorithm:    gcra,
 			Key:          "user-3",
 			Cost:         1,
 			Peek:         true,
-			Allowed:      true,
 			Result:       allowed,
 			StoreLatency: 90 * time.Microsecond,
 		},
 		{
-			Source:       ratewise.SourceStack,
+			Stack:        true,
 			Algorithm:    log,
 			Binding:      1,
 			Key:          "user-4",

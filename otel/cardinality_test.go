@@ -64,7 +64,7 @@ func TestKeyNeverAnAttribute(t *testing.T) {
 			clock := newClock()
 
 			l, err := ratewise.New(mem, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 2},
-				ratewise.WithObserver(spy), ratewise.WithClock(clock))
+				ratewise.WithObserver(spy.ObserveDecision), ratewise.WithClock(clock))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -84,7 +84,7 @@ func TestKeyNeverAnAttribute(t *testing.T) {
 			set, err := ratewise.NewStack(mem, []algorithms.Algorithm{
 				algorithms.FixedWindow{Limit: 1, Window: time.Second},
 				algorithms.SlidingLog{Limit: 5, Window: time.Hour},
-			}, ratewise.WithObserver(spy), ratewise.WithClock(clock))
+			}, ratewise.WithObserver(spy.ObserveDecision), ratewise.WithClock(clock))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,14 +94,14 @@ func TestKeyNeverAnAttribute(t *testing.T) {
 				}
 			}
 			down := failingStore{err: fmt.Errorf("%w: %s: connection refused", store.ErrUnavailable, key)}
-			broken, err := ratewise.New(down, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(spy))
+			broken, err := ratewise.New(down, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(spy.ObserveDecision))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := broken.Allow(ctx, key); err == nil {
 				t.Fatal("no error from a failing store")
 			}
-			mw, err := httplimit.New(broken, httplimit.WithObserver(obs), httplimit.WithOnError(func(*http.Request, error) {}),
+			mw, err := httplimit.New(broken, httplimit.WithObserver(obs.ObserveDegraded), httplimit.WithOnError(func(*http.Request, error) {}),
 				httplimit.WithKey(httplimit.ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), true })))
 			if err != nil {
 				t.Fatal(err)

@@ -5,12 +5,13 @@
 //
 //	import ratewiseotel "github.com/ratewise/ratewise/otel"
 //
-// An Observer is both a ratewise.Observer and an httplimit.Observer: give
-// one to every limiter, Stack and middleware that should be measured.
+// An Observer observes limiters and Stacks with its ObserveDecision and
+// middlewares with its ObserveDegraded: give them to every limiter, Stack
+// and middleware that should be measured.
 //
 //	obs, err := ratewiseotel.New(ratewiseotel.WithMeterProvider(mp))
-//	limiter, err := ratewise.New(s, alg, ratewise.WithObserver(obs))
-//	mw, err := httplimit.New(limiter, httplimit.WithObserver(obs))
+//	limiter, err := ratewise.New(s, alg, ratewise.WithObserver(obs.ObserveDecision))
+//	mw, err := httplimit.New(limiter, httplimit.WithObserver(obs.ObserveDegraded))
 //
 // Without WithMeterProvider, the global meter provider records. The
 // directory example/prometheus holds a server that exports to Prometheus.
@@ -63,7 +64,7 @@
 // which names users, addresses and paths, is never an attribute of a
 // metric, a span or an event, nor is a store error's message, which may
 // quote it. WithLimitAttribute keeps that promise only when the limits
-// are fixed; a ratewise.TierFunc that computes a limit per customer
+// are fixed; a ratewise.WithTiers function that computes a limit per customer
 // would make a series per customer.
 //
 // # Traces

@@ -34,11 +34,11 @@ func ExampleNew() {
 
 	// One observer serves the limiter and its middleware.
 	limiter, err := ratewise.New(storememory.New(), algorithms.GCRA{Rate: algorithms.PerMinute(2), Burst: 2},
-		ratewise.WithObserver(obs))
+		ratewise.WithObserver(obs.ObserveDecision))
 	if err != nil {
 		panic(err)
 	}
-	mw, err := httplimit.New(limiter, httplimit.WithObserver(obs))
+	mw, err := httplimit.New(limiter, httplimit.WithObserver(obs.ObserveDegraded))
 	if err != nil {
 		panic(err)
 	}

@@ -33,10 +33,10 @@ const (
 // small number, so that no metric has more series than the limits an
 // application configures (see the package documentation).
 const (
-	// AttrSource is "limiter" or "stack" (ratewise.DecisionEvent.Source).
+	// AttrSource is "limiter" or "stack" (ratewise.DecisionEvent.Stack).
 	AttrSource = attribute.Key("ratewise.source")
 	// AttrAlgorithm is the algorithm's name, such as "gcra"
-	// (its Kind().Name()).
+	// (its Kind().String()).
 	AttrAlgorithm = attribute.Key("ratewise.algorithm")
 	// AttrLimit is the algorithm with its parameters, such as
 	// "gcra 10/1s burst 20", only with WithLimitAttribute.
@@ -57,8 +57,9 @@ const (
 	// AttrFailureMode is the failure mode that answered a degraded request:
 	// "fail_open", "fail_closed" or "fallback".
 	AttrFailureMode = attribute.Key("ratewise.failure_mode")
-	// AttrReason is why a request was degraded: "timeout" or
-	// "unavailable".
+	// AttrReason is why a request was degraded: "timeout" when no
+	// decision came within the middleware's decision timeout (its error
+	// matches context.DeadlineExceeded), "unavailable" otherwise.
 	AttrReason = attribute.Key("ratewise.reason")
 	// AttrQuota is the name of an httplimit quota: a route's name, or
 	// httplimit.WithQuotaName's.

@@ -18,13 +18,14 @@ import (
 )
 
 var (
-	_ ratewise.Observer  = (*Observer)(nil)
-	_ httplimit.Observer = (*Observer)(nil)
+	_ func(context.Context, ratewise.DecisionEvent)  = (*Observer)(nil).ObserveDecision
+	_ func(context.Context, httplimit.DegradedEvent) = (*Observer)(nil).ObserveDegraded
 )
 
-// Observer records every decision of the limiters and Sets it is given
-// to (ratewise.WithObserver), and every degraded answer of the httplimit
-// middlewares it is given to (httplimit.WithObserver), as OpenTelemetry
+// Observer records every decision of the limiters and Stacks its
+// ObserveDecision is given to (ratewise.WithObserver), and every degraded
+// answer of the httplimit middlewares its ObserveDegraded is given to
+// (httplimit.WithObserver), as OpenTelemetry
 // metrics, and as events on the span in the decision's context. One
 // Observer may serve any number of limiters, Sets and middlewares. Create
 // it with New; it is safe for simultaneous use by many goroutines.
@@ -119,14 +120,17 @@ type decisionAttrs struct {
 
 // ObserveDecision counts e, records the store's duration, and adds an
 // event named "ratewise.decision" to the span in ctx if it is recording
-// (or makes a span, with WithDecisionSpans). It implements
-// ratewise.Observer.
+// (or makes a span, with WithDecisionSpans). Give it to
+// ratewise.WithObserver.
 //
 // The attribute sets are built the first time each combination of
 // labels is met and kept, so an observed decision allocates nothing when
 // ctx's span is not recording.
 func (o *Observer) ObserveDecision(ctx context.Context, e ratewise.DecisionEvent) {
-	k := decisionKey{source: e.Source, binding: e.Binding, peek: e.Peek}
+	k := decisionKey{source: "limiter", binding: e.Binding, peek: e.Peek}
+	if e.Stack {
+		k.source = "stack"
+	}
 	if e.Algorithm != nil {
 		k.kind = e.Algorithm.Kind()
 		if o.limit {
@@ -136,7 +140,7 @@ func (o *Observer) ObserveDecision(ctx context.Context, e ratewise.DecisionEvent
 	switch {
 	case e.Err != nil:
 		k.outcome, k.errType = failed, classify(e.Err)
-	case e.Allowed:
+	case e.Result.Allowed:
 		k.outcome = allowed
 	}
 	a, ok := o.decisionSets.load(k)
@@ -163,7 +167,7 @@ func (o *Observer) ObserveDecision(ctx context.Context, e ratewise.DecisionEvent
 func (o *Observer) decisionAttrs(k decisionKey) *decisionAttrs {
 	alg := "unknown"
 	if k.kind != nil {
-		alg = k.kind.Name()
+		alg = k.kind.String()
 	}
 	count := append([]attribute.KeyValue(nil), o.attrs...)
 	count = append(count,
@@ -231,9 +235,12 @@ type degradedAttrs struct {
 }
 
 // ObserveDegraded counts e and adds an event named "ratewise.degraded" to
-// the span in ctx if it is recording. It implements httplimit.Observer.
+// the span in ctx if it is recording. Give it to httplimit.WithObserver.
 func (o *Observer) ObserveDegraded(ctx context.Context, e httplimit.DegradedEvent) {
-	k := degradedKey{policy: e.Mode, reason: e.Reason, quota: e.Quota, allowed: e.Allowed}
+	k := degradedKey{policy: e.Mode, reason: "unavailable", quota: e.Quota, allowed: e.Allowed}
+	if errors.Is(e.Err, context.DeadlineExceeded) {
+		k.reason = "timeout"
+	}
 	a, ok := o.degradedSets.load(k)
 	if !ok {
 		a = o.degradedSets.store(k, o.degradedAttrs(k))

@@ -58,7 +58,7 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 	// 2 a minute: 2 admitted, 1 denied, a peek that would be denied, and
 	// 30s later one more admitted.
 	l, err := ratewise.New(mem, algorithms.GCRA{Rate: algorithms.PerMinute(2), Burst: 2},
-		ratewise.WithObserver(obs), ratewise.WithClock(clock), ratewise.WithNamespace("api"))
+		ratewise.WithObserver(obs.ObserveDecision), ratewise.WithClock(clock), ratewise.WithNamespace("api"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 	set, err := ratewise.NewStack(mem, []algorithms.Algorithm{
 		algorithms.FixedWindow{Limit: 5, Window: time.Minute},
 		algorithms.SlidingLog{Limit: 1, Window: time.Hour},
-	}, ratewise.WithObserver(obs), ratewise.WithClock(clock), ratewise.WithNamespace("set"))
+	}, ratewise.WithObserver(obs.ObserveDecision), ratewise.WithClock(clock), ratewise.WithNamespace("set"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 
 	// A store that fails, and a caller that gave up.
 	broken, err := ratewise.New(failingStore{err: fmt.Errorf("%w: connection refused", store.ErrUnavailable)},
-		algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(obs), ratewise.WithClock(clock))
+		algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(obs.ObserveDecision), ratewise.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +150,7 @@ func TestErrorTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			obs.ObserveDecision(context.Background(), ratewise.DecisionEvent{
-				Source: ratewise.SourceLimiter, Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+			obs.ObserveDecision(context.Background(), ratewise.DecisionEvent{Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
 				Key: "k", Cost: 1, Err: tt.err,
 			})
 			want := map[string]int64{errorSeries("limiter", "gcra", tt.want): 1}
@@ -172,8 +171,7 @@ func TestStoreDurationBuckets(t *testing.T) {
 	}
 	alg := algorithms.TokenBucket{Refill: algorithms.PerSecond(1), Capacity: 1}
 	for _, d := range []time.Duration{3 * time.Millisecond, 200 * time.Millisecond, 50 * time.Microsecond} {
-		obs.ObserveDecision(context.Background(), ratewise.DecisionEvent{
-			Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1, Allowed: true,
+		obs.ObserveDecision(context.Background(), ratewise.DecisionEvent{Algorithm: alg, Key: "k", Cost: 1,
 			Result: ratewise.Result{Allowed: true}, StoreLatency: d,
 		})
 	}
@@ -215,13 +213,12 @@ func TestUnits(t *testing.T) {
 	obs.ObserveDecision(
 		ctx,
 		ratewise.DecisionEvent{
-			Source:    ratewise.SourceLimiter,
 			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
 		},
 	)
 	obs.ObserveDegraded(
 		ctx,
-		httplimit.DegradedEvent{Mode: httplimit.ModeFailOpen, Reason: httplimit.ReasonTimeout, Quota: "default"},
+		httplimit.DegradedEvent{Mode: httplimit.ModeFailOpen, Err: context.DeadlineExceeded, Quota: "default"},
 	)
 	rm := collect(t, reader)
 	for name, unit := range map[string]string{
@@ -264,19 +261,19 @@ func TestDegradedCounted(t *testing.T) {
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
 
 	// Fail open on a store that is down, twice.
-	l, err := ratewise.New(down, alg, ratewise.WithObserver(obs))
+	l, err := ratewise.New(down, alg, ratewise.WithObserver(obs.ObserveDecision))
 	if err != nil {
 		t.Fatal(err)
 	}
 	open, err := httplimit.New(l, httplimit.WithFailureMode(httplimit.FailOpen()), httplimit.WithQuotaName("search"),
-		httplimit.WithObserver(obs), quiet)
+		httplimit.WithObserver(obs.ObserveDegraded), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
 	serve(t, open.Handler(ok), "/search", 2, http.StatusOK)
 
 	// Fail closed (the default) on a route.
-	closed, err := httplimit.New(l, httplimit.WithObserver(obs), quiet)
+	closed, err := httplimit.New(l, httplimit.WithObserver(obs.ObserveDegraded), quiet)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +284,7 @@ func TestDegradedCounted(t *testing.T) {
 	serve(t, login.Handler(ok), "/login", 1, http.StatusServiceUnavailable)
 
 	// Fail open on a store slower than the decision timeout.
-	slow, err := ratewise.New(hangingStore{}, alg, ratewise.WithObserver(obs))
+	slow, err := ratewise.New(hangingStore{}, alg, ratewise.WithObserver(obs.ObserveDecision))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +292,7 @@ func TestDegradedCounted(t *testing.T) {
 		slow,
 		httplimit.WithFailureMode(httplimit.FailOpen()),
 		httplimit.WithTimeout(time.Millisecond),
-		httplimit.WithObserver(obs),
+		httplimit.WithObserver(obs.ObserveDegraded),
 		quiet,
 	)
 	if err != nil {
@@ -334,7 +331,7 @@ func TestLimitAttribute(t *testing.T) {
 	free := algorithms.SlidingWindow{Limit: 1, Window: time.Hour, SubWindows: 60}
 	paid := free
 	paid.Limit = 100
-	l, err := ratewise.New(storememory.New(), free, ratewise.WithObserver(obs), ratewise.WithClock(newClock()))
+	l, err := ratewise.New(storememory.New(), free, ratewise.WithObserver(obs.ObserveDecision), ratewise.WithClock(newClock()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -375,10 +372,10 @@ func TestWithAttributes(t *testing.T) {
 		t.Fatal(err)
 	}
 	alg := algorithms.FixedWindow{Limit: 1, Window: time.Second}
-	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Allowed: true})
+	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Algorithm: alg, Result: ratewise.Result{Allowed: true}})
 	obs.ObserveDegraded(
 		ctx,
-		httplimit.DegradedEvent{Mode: httplimit.ModeFallback, Reason: httplimit.ReasonUnavailable, Quota: "q"},
+		httplimit.DegradedEvent{Mode: httplimit.ModeFallback, Err: store.ErrUnavailable, Quota: "q"},
 	)
 	rm := collect(t, reader)
 	if got, want := sums(t, rm, ratewiseotel.MetricDecisions), map[string]int64{
@@ -411,7 +408,6 @@ func TestGlobalMeterProvider(t *testing.T) {
 	obs.ObserveDecision(
 		context.Background(),
 		ratewise.DecisionEvent{
-			Source:    ratewise.SourceLimiter,
 			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
 		},
 	)

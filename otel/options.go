@@ -87,7 +87,7 @@ func WithoutSpanEvents() Option {
 // limits of a Stack, can be told apart.
 //
 // Use it only when the limits are few and fixed, as in configuration: a
-// TierFunc (ratewise.WithTiers) that computes a limit per customer
+// ratewise.WithTiers function that computes a limit per customer
 // makes a series per customer. It applies to New.
 func WithLimitAttribute() Option {
 	return optionFunc(func(c *config) { c.limit = true })

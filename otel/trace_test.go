@@ -44,7 +44,7 @@ func TestSpanEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	l, err := ratewise.New(storememory.New(), algorithms.FixedWindow{Limit: 3, Window: time.Minute},
-		ratewise.WithObserver(obs), ratewise.WithClock(newClock()))
+		ratewise.WithObserver(obs.ObserveDecision), ratewise.WithClock(newClock()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestSpanEvents(t *testing.T) {
 	}
 	obs.ObserveDegraded(
 		ctx,
-		httplimit.DegradedEvent{Mode: httplimit.ModeFailClosed, Reason: httplimit.ReasonTimeout, Quota: "default"},
+		httplimit.DegradedEvent{Mode: httplimit.ModeFailClosed, Err: context.DeadlineExceeded, Quota: "default"},
 	)
 	span.End()
 
@@ -96,7 +96,7 @@ func TestSpanEventOfError(t *testing.T) {
 	obs.ObserveDecision(
 		ctx,
 		ratewise.DecisionEvent{
-			Source:    ratewise.SourceStack,
+			Stack:     true,
 			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
 			Key:       "k",
 			Cost:      1,
@@ -125,16 +125,15 @@ func TestWithoutSpanEvents(t *testing.T) {
 	obs.ObserveDecision(
 		ctx,
 		ratewise.DecisionEvent{
-			Source:    ratewise.SourceLimiter,
 			Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
-			Allowed:   true,
+			Result:    ratewise.Result{Allowed: true},
 		},
 	)
 	obs.ObserveDegraded(
 		ctx,
 		httplimit.DegradedEvent{
 			Mode:    httplimit.ModeFailOpen,
-			Reason:  httplimit.ReasonTimeout,
+			Err:     context.DeadlineExceeded,
 			Quota:   "default",
 			Allowed: true,
 		},
@@ -159,17 +158,17 @@ func TestDecisionSpans(t *testing.T) {
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
 	obs.ObserveDecision(
 		ctx,
-		ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1, Allowed: true,
+		ratewise.DecisionEvent{Algorithm: alg, Key: "k", Cost: 1,
 			Result: ratewise.Result{Allowed: true, Remaining: 9}, StoreLatency: 7 * time.Millisecond},
 	)
-	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1,
+	obs.ObserveDecision(ctx, ratewise.DecisionEvent{Algorithm: alg, Key: "k", Cost: 1,
 		StoreLatency: 3 * time.Millisecond, Err: fmt.Errorf("%w: connection reset", store.ErrUnavailable)})
 	parent.End()
 	// A decision outside any trace makes no span: no root span per
 	// decision.
 	obs.ObserveDecision(
 		context.Background(),
-		ratewise.DecisionEvent{Source: ratewise.SourceLimiter, Algorithm: alg, Key: "k", Cost: 1},
+		ratewise.DecisionEvent{Algorithm: alg, Key: "k", Cost: 1},
 	)
 
 	ended := sr.Ended()

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Clock is a ratewise.Clock that moves only when told to. Pass it with
+// Clock is a clock that moves only when told to. Pass it with
 // ratewise.WithClock, then Advance it by a Result's RetryAfter to reach the
 // moment a denied request is admitted, without waiting. It is safe for
 // concurrent use.

@@ -76,7 +76,7 @@ func Configure(name string, limit int64, window time.Duration, opts Options) (al
 	if opts.SubWindows != 0 {
 		p.SubWindows = opts.SubWindows
 		alg, err := k.New(p)
-		if errors.Is(err, algorithms.ErrInvalidSubWindows) {
+		if errors.Is(err, algorithms.ErrInvalidAlgorithm) {
 			return nil, subWindowsError(k, p)
 		}
 		return alg, err

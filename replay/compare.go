@@ -148,7 +148,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 				rep.Rows,
 				Row{
 					Workload:  w.Name,
-					Algorithm: alg.Kind().Name(),
+					Algorithm: alg.Kind().String(),
 					Params:    algo.ParamsOf(alg).String(),
 					Settings:  algo.ParamsOf(alg),
 				},
@@ -184,23 +184,23 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			jb := jobs[j]
 			var within func(float64)
 			if cfg.Within != nil {
-				what := fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Kind().Name(), t.Name())
+				what := fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Kind().String(), t.Name())
 				within = func(f float64) { cfg.Within(what, f) }
 			}
 			figures, allowed, err := runOne(ctx, t, jb.w, jb.alg, within)
 			if err != nil {
-				return fmt.Errorf("%s on %s, workload %s: %w", jb.alg.Kind().Name(), t.Name(), jb.w.Name, err)
+				return fmt.Errorf("%s on %s, workload %s: %w", jb.alg.Kind().String(), t.Name(), jb.w.Name, err)
 			}
 			if ti == 0 {
 				reference[j] = allowed
 			} else if i := firstDifference(reference[j], allowed); i >= 0 {
 				return fmt.Errorf("%s and %s disagree on %s, workload %s, request %d at %v: %s admitted=%v, %s admitted=%v",
-					cfg.Targets[0].Name(), t.Name(), jb.alg.Kind().Name(), jb.w.Name, i, jb.w.Requests[i].At, cfg.Targets[0].Name(), reference[j][i], t.Name(), allowed[i])
+					cfg.Targets[0].Name(), t.Name(), jb.alg.Kind().String(), jb.w.Name, i, jb.w.Requests[i].At, cfg.Targets[0].Name(), reference[j][i], t.Name(), allowed[i])
 			}
 			mu.Lock()
 			jb.row.Stores = append(jb.row.Stores, figures)
 			mu.Unlock()
-			step(fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Kind().Name(), t.Name()))
+			step(fmt.Sprintf("%s: %s on %s", jb.w.Name, jb.alg.Kind().String(), t.Name()))
 			return nil
 		}
 		g, gctx := errgroup.WithContext(ctx)
@@ -240,7 +240,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			rep.Charts[jb.w.Name] = append(
 				lines,
-				Line{Name: jb.alg.Kind().Name(), Points: Series(jb.w, reference[j], hot, cfg.SeriesPoints)},
+				Line{Name: jb.alg.Kind().String(), Points: Series(jb.w, reference[j], hot, cfg.SeriesPoints)},
 			)
 		}
 	}

@@ -18,7 +18,7 @@ func TestMemoryPerKeyOfFixedStateIsOneFigure(t *testing.T) {
 	var fixed []string
 	for _, k := range algorithms.Kinds() {
 		if algo.FamilyOf(k) != algo.FamilyLog {
-			fixed = append(fixed, k.Name())
+			fixed = append(fixed, k.String())
 		}
 	}
 	var ws []*workload.Workload

@@ -16,8 +16,5 @@ import "errors"
 var ErrMaybeDecided = errors.New("ratewise: request may have been decided")
 
 // ErrInvalidRequestID is wrapped by the error a store returns for a request
-// ID that is empty or longer than MaxRequestIDLen bytes.
+// ID that is empty or longer than 128 bytes.
 var ErrInvalidRequestID = errors.New("ratewise: invalid request ID")
-
-// MaxRequestIDLen is the longest request ID, in bytes.
-const MaxRequestIDLen = 128

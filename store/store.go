@@ -114,7 +114,8 @@ type Store interface {
 	//     cost 1, or n) and changes nothing.
 	//
 	// Results come in the order of algs. Two algorithms of one kind and
-	// scope would share one state, so they are invalid input (ErrSharedState);
+	// scope would share one state, so they are invalid input
+	// (algorithms.ErrInvalidAlgorithm);
 	// every other input is checked as Decide checks it. ratewise.NewStack
 	// decides through it.
 	DecideSet(
@@ -129,8 +130,8 @@ type Store interface {
 	// that can book a request ahead (the token bucket and GCRA),
 	// atomically, as Decide decides: it returns the Result, and the wait
 	// until the booked request's turn. An algorithm that cannot book wraps
-	// ErrUnsupported; a maxWait outside [0, algorithms.MaxWindow] wraps
-	// algorithms.ErrInvalidWindow. Limiter.Wait uses it to wait in one
+	// ErrUnsupported; a maxWait outside [0, algorithms.MaxWindow], or not a
+	// whole number of microseconds, wraps algorithms.ErrInvalidTime. Limiter.Wait uses it to wait in one
 	// round trip and in order.
 	Reserve(
 		ctx context.Context,
@@ -200,7 +201,7 @@ type Capabilities struct {
 
 	// RequestIDs is true for a store that applies a request carrying a
 	// request ID (ratewise.WithRequestID) at most once, and rejects an
-	// empty ID or one of more than MaxRequestIDLen bytes with
+	// empty ID or one of more than 128 bytes with
 	// ErrInvalidRequestID. A store without it ignores request IDs.
 	RequestIDs bool
 }
@@ -215,7 +216,3 @@ var ErrUnavailable = errors.New("ratewise: store unavailable")
 // as the Redis store given an algorithm it has no script for. It is a
 // programming error, not an outage: retrying will not help.
 var ErrUnsupported = errors.New("ratewise: algorithm not supported by this store")
-
-// ErrSharedState is returned by DecideSet for a set with two algorithms of
-// one kind and scope, which would count against one state.
-var ErrSharedState = errors.New("ratewise: two limits of a stack share one state")

@@ -24,7 +24,7 @@ func TestDecisionsAllocateNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(k.Name(), func(t *testing.T) {
+		t.Run(k.String(), func(t *testing.T) {
 			s := storememory.New()
 			// The clock stands still: requests of a log share one record,
 			// which its state then never outgrows.

@@ -28,7 +28,7 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 			name  string
 			limit int64
 		}{{"whole", 20}, {"fractional", 7}} {
-			t.Run(k.Name()+"/"+tc.name, func(t *testing.T) {
+			t.Run(k.String()+"/"+tc.name, func(t *testing.T) {
 				var algs []algorithms.Algorithm // one scope, two limits
 				for _, limit := range []int64{tc.limit, 3 * tc.limit} {
 					alg, err := algo.Nominal(k, limit, time.Second, 4)
@@ -46,11 +46,11 @@ func TestDecisionsMatchTheAlgorithm(t *testing.T) {
 					cost int64
 				}
 				var charges []charge
-				rng := rand.New(rand.NewPCG(1, uint64(len(k.Name()))))
+				rng := rand.New(rand.NewPCG(1, uint64(len(k.String()))))
 				now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 				for step := range 3000 {
 					// Mostly forward by up to 40ms, sometimes back by up
-					// to 5ms (less than ExpiryGrace), sometimes not at all.
+					// to 5ms (less than storecheck.ExpiryGrace), sometimes not at all.
 					switch r := rng.IntN(10); {
 					case r < 6:
 						now = now.Add(time.Duration(rng.Int64N(40_000_000)))

@@ -24,7 +24,7 @@ func BenchmarkHotKey(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		b.Run("alg="+k.Name(), func(b *testing.B) {
+		b.Run("alg="+k.String(), func(b *testing.B) {
 			l, err := ratewise.New(storememory.New(), alg)
 			if err != nil {
 				b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 )
@@ -36,7 +37,7 @@ func TestMarksGoWithTheirStates(t *testing.T) {
 	if n := sweep(); n != len(keys) {
 		t.Fatalf("%d marks after a sweep while their states count, want %d", n, len(keys))
 	}
-	clk.Advance(time.Second + ExpiryGrace + time.Second) // past the states and the grace, rounded up
+	clk.Advance(time.Second + storecheck.ExpiryGrace + time.Second) // past the states and the grace, rounded up
 	if n := sweep(); n != 0 {
 		t.Fatalf("%d marks after a sweep once their states stopped counting, want 0", n)
 	}

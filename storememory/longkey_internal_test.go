@@ -9,6 +9,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/longkey"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -25,7 +26,7 @@ func TestLongKeysBounded(t *testing.T) {
 	for _, n := range []int{longkey.Threshold, longkey.Threshold + 1, 65_536} {
 		k := store.Key{Namespace: "ns", Name: strings.Repeat("k", n-len("ns:"))}
 		id := func(op string) context.Context { // an ID of the longest for each request
-			return ratewise.WithRequestID(ctx, op+strings.Repeat("i", store.MaxRequestIDLen-len(op)))
+			return ratewise.WithRequestID(ctx, op+strings.Repeat("i", requestid.MaxLen-len(op)))
 		}
 		res, err := s.Decide(id("decide"), k, alg, now, 1)
 		if err != nil || !res.Allowed {

@@ -11,7 +11,7 @@ import (
 
 // Request IDs (ratewise.WithRequestID): a shard remembers each admission made
 // with an ID, under the write lock that decides it, for as long as what it
-// charged counts (its ResetAfter, plus ExpiryGrace) on the store's own clock
+// charged counts (its ResetAfter, plus a second) on the store's own clock
 // (see Store.elapsed), and answers a request with the same ID from there.
 
 // onceOp tells apart what one ID may be applied to on one state: a
@@ -69,7 +69,7 @@ func (o *onceTable) find(k onceKey, el time.Duration) (onceRecord, bool) {
 }
 
 // keep records an admission, to count until the latest ResetAfter of its
-// results (at least a microsecond, as on Redis), plus ExpiryGrace. Records
+// results (at least a microsecond, as on Redis), plus storecheck.ExpiryGrace. Records
 // that stopped counting go when the table has doubled since the last sweep.
 func (o *onceTable) keep(k onceKey, el, delay time.Duration, results ...algorithms.Result) {
 	o.keepFor(k, el, delay, time.Microsecond, results...)
@@ -88,7 +88,7 @@ func (o *onceTable) keepFor(k onceKey, el, delay, least time.Duration, results .
 	for _, r := range results {
 		reset = max(reset, r.ResetAfter)
 	}
-	o.m[k] = onceRecord{results: results, delay: delay, expires: el + reset + ExpiryGrace}
+	o.m[k] = onceRecord{results: results, delay: delay, expires: el + reset + storecheck.ExpiryGrace}
 	if len(o.m) >= o.sweepAfter {
 		for k, r := range o.m {
 			if r.expires <= el {

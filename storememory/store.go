@@ -25,7 +25,7 @@
 // counting Result.ResetAfter after the decision that wrote it, the moment it
 // can no longer affect a decision. An incremental sweep, O(1) amortised per
 // decision and with no background goroutine, drops entries that have
-// stopped counting ExpiryGrace later on the store's own clock: the process's
+// stopped counting a second later on the store's own clock: the process's
 // monotonic clock, or one given with WithClock. No caller's reading decides
 // what a sweep drops, so a clock far ahead (stepped forward, a VM resumed,
 // a limiter with a clock of its own) never drops another key's live state,
@@ -44,6 +44,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/longkey"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 )
 
@@ -144,10 +145,10 @@ func (s *Store) elapsed() time.Duration {
 
 // sweepAt is the second on the store's clock from which a sweep may drop
 // an entry written at el (see elapsed) whose state counts for life:
-// el + life + ExpiryGrace, rounded up, at most the largest second an entry
+// el + life + storecheck.ExpiryGrace, rounded up, at most the largest second an entry
 // holds.
 func sweepAt(el, life time.Duration) uint32 {
-	at := (el + max(life, 0) + ExpiryGrace + time.Second - 1) / time.Second
+	at := (el + max(life, 0) + storecheck.ExpiryGrace + time.Second - 1) / time.Second
 	return uint32(min(at, math.MaxUint32))
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storememory"
@@ -76,16 +77,16 @@ func TestStateLivesExactlyResetAfter(t *testing.T) {
 		res.Remaining != 2 {
 		t.Fatalf("1ms before ResetAfter, after a later peek: %+v; want Remaining 2", res)
 	}
-	// Once ExpiryGrace has passed too on the store's clock, and the second
+	// Once storecheck.ExpiryGrace has passed too on the store's clock, and the second
 	// that counts it out, a sweep drops it (a shard sweeps after 64
 	// decisions).
-	later := at.Add(storememory.ExpiryGrace + 2*time.Second)
+	later := at.Add(storecheck.ExpiryGrace + 2*time.Second)
 	clock.Set(later)
 	for range 64 {
 		s.Decide(ctx, store.Key{Name: "k"}, alg, later, 0)
 	}
 	if n := s.Len(); n != 0 {
-		t.Fatalf("%d entries after ResetAfter and ExpiryGrace, want none", n)
+		t.Fatalf("%d entries after ResetAfter and storecheck.ExpiryGrace, want none", n)
 	}
 }
 
@@ -102,7 +103,7 @@ func TestPeekOnIdleKeyStoresNothing(t *testing.T) {
 			t.Fatal(err)
 		}
 		if n := s.Len(); n != 0 {
-			t.Fatalf("%s: a peek at an idle key left %d entries", alg.Kind().Name(), n)
+			t.Fatalf("%s: a peek at an idle key left %d entries", alg.Kind().String(), n)
 		}
 	}
 }
@@ -179,7 +180,7 @@ func TestHotKeyConcurrently(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Run(k.Name(), func(t *testing.T) {
+		t.Run(k.String(), func(t *testing.T) {
 			s := storememory.New()
 			var admitted, refunded atomic.Int64
 			var wg sync.WaitGroup

@@ -9,15 +9,6 @@ import (
 // later sweep to give it an index and chunk lists of its present size.
 const minShrink = 1024
 
-// ExpiryGrace is how long an entry is kept after it stops counting, on the
-// store's own clock and rounded up to the second, before a sweep may drop
-// it. Decisions treat an entry as gone once its ResetAfter has passed on
-// their own clock; the grace keeps it for a request whose clock reading
-// lags (concurrent callers read their clocks before the shard lock orders
-// them), which must still see it. The Redis store keeps keys
-// ClientTimeGrace longer for the same reason.
-const ExpiryGrace = time.Second
-
 // tick counts a decision and reports whether the shard is due a sweep: once
 // it has seen as many decisions as it kept entries after its last sweep. A
 // sweep then visits at most twice that many entries, so it costs O(1)

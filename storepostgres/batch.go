@@ -15,9 +15,9 @@ import (
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
 
-// DefaultCoalescing is how many decisions go to the database alone at
+// defaultCoalescing is how many decisions go to the database alone at
 // once by default, before the others share transactions (WithCoalescing).
-const DefaultCoalescing = 4
+const defaultCoalescing = 4
 
 // maxBatch is the most decisions a batch holds. A batch holds every row it
 // locks until it commits, so a longer one keeps a hot row from the
@@ -72,7 +72,7 @@ type decision struct {
 
 func (s *Store) newCoalescer() *coalesce.Coalescer[*decision] {
 	// A queue per kind: a batch runs one kind's batch function.
-	return coalesce.New(s.coalesce, maxBatch, s.sendBatch, func(d *decision) string { return d.alg.Kind().Name() })
+	return coalesce.New(s.coalesce, maxBatch, s.sendBatch, func(d *decision) string { return d.alg.Kind().String() })
 }
 
 // sendBatch decides ds, all of one kind, in one call of its batch
@@ -95,7 +95,7 @@ func (s *Store) sendBatch(ctx context.Context, ds []*decision) {
 	var failed []*string
 	err := s.queryRow(
 		ctx,
-		"SELECT * FROM ratewise."+order[0].alg.Kind().Name()+"_decide_batch($1, $2, $3, $4, $5, $6, $7, $8)",
+		"SELECT * FROM ratewise."+order[0].alg.Kind().String()+"_decide_batch($1, $2, $3, $4, $5, $6, $7, $8)",
 		[]any{keys, nows, costs, p1s, p2s, p3s, s.grace, s.lockTimeout},
 		&replies,
 		&failed,

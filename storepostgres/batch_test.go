@@ -27,7 +27,7 @@ func TestBatchDecidesAsAlone(t *testing.T) {
 	s := storepostgres.New(newPool(t), storepostgres.WithClientTime())
 	ctx := context.Background()
 	for i, k := range kinds(t) {
-		t.Run(k.Name(), func(t *testing.T) {
+		t.Run(k.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			ms := storememory.New()
 			lim := difftest.Scope(rng, k)

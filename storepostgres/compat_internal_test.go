@@ -12,6 +12,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/pgschema"
 	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
@@ -264,11 +265,11 @@ func TestRefusesASchemaThatNoLongerServesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("this version's schema", false)
-	if _, err := pool.Exec(ctx, "UPDATE ratewise.meta SET version = $1, compatible = $2", pgsql.Version+1, pgsql.Version); err != nil {
+	if _, err := pool.Exec(ctx, "UPDATE ratewise.meta SET version = $1, compatible = $2", pgschema.Version+1, pgschema.Version); err != nil {
 		t.Fatal(err)
 	}
 	check("a newer schema that serves this version", false)
-	if _, err := pool.Exec(ctx, "UPDATE ratewise.meta SET compatible = $1", pgsql.Version+1); err != nil {
+	if _, err := pool.Exec(ctx, "UPDATE ratewise.meta SET compatible = $1", pgschema.Version+1); err != nil {
 		t.Fatal(err)
 	}
 	check("a newer schema that no longer serves it", true)

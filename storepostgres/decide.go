@@ -93,7 +93,7 @@ func (s *Store) send(
 		}
 	}
 	if given && cost > 0 {
-		err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",
+		err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().String()+"_once($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, 0)",
 			[]any{rkey, onceKey(rkey, onceDecide, id), at, cost, slack, p1, p2, p3, s.grace, algo.MaxCost(alg)}, &reply)
 	} else {
 		err = s.queryRow(ctx, decideSQL[alg.Kind()], []any{rkey, at, cost, slack, p1, p2, p3, s.grace}, &reply)

@@ -54,7 +54,7 @@ func (s *Store) Lease(
 		slack = maxWait.Microseconds()
 	}
 	var reply []int64
-	err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0)",
+	err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().String()+"_lease($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, 0)",
 		[]any{rkey, markKey(rkey), once, at, cost, slack, p1, p2, p3, s.grace, algo.MaxCost(alg)}, &reply)
 	if err != nil {
 		return algorithms.Result{}, 0, s.failure(ctx, err, true)

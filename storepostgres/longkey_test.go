@@ -9,6 +9,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/longkey"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres"
 )
@@ -30,7 +31,7 @@ func TestLongKeysBounded(t *testing.T) {
 		// A key of n bytes, as store.Key.String spells it.
 		k := store.Key{Namespace: "bounded", Name: prefix + strings.Repeat("k", n-len(prefix)-len("bounded:"))}
 		id := func(op string) context.Context { // an ID of the longest for each request
-			return ratewise.WithRequestID(ctx, op+strings.Repeat("i", store.MaxRequestIDLen-len(op)))
+			return ratewise.WithRequestID(ctx, op+strings.Repeat("i", requestid.MaxLen-len(op)))
 		}
 		res, err := s.Decide(id("decide"), k, alg, now, 1)
 		if err != nil || !res.Allowed {
@@ -53,7 +54,7 @@ func TestLongKeysBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The kind and scope, a once record's kind and length, an ID.
-		if limit := longkey.Threshold + 64 + store.MaxRequestIDLen; longest == 0 || longest > limit {
+		if limit := longkey.Threshold + 64 + requestid.MaxLen; longest == 0 || longest > limit {
 			t.Errorf("%s: the longest key is %d bytes, want (0, %d]", table, longest, limit)
 		}
 		t.Logf("%s: the longest key is %d bytes", table, longest)

@@ -40,9 +40,13 @@ func (s *Store) Refund(
 		admitted = [][]byte{onceKey(rkey, onceDecide, id), onceKey(rkey, onceSet, id)}
 	}
 	var reply []int64
-	err = s.queryRow(ctx, "SELECT ratewise."+alg.Kind().Name()+"_give($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+	err = s.queryRow(
+		ctx,
+		"SELECT ratewise."+alg.Kind().String()+"_give($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
 		[]any{rkey, nowArg, at.UnixMicro(), n, p1, p2, p3, s.grace, once, admitted, algo.MaxCost(alg),
-			algo.QuotaOf(alg).Window.Microseconds()}, &reply)
+			algo.QuotaOf(alg).Window.Microseconds()},
+		&reply,
+	)
 	if err != nil {
 		return algorithms.Result{}, s.failure(ctx, err, true)
 	}

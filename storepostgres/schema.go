@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/ratewise/ratewise/internal/pgschema"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
@@ -16,7 +17,7 @@ import (
 // newer one migrates the schema, while the older ones keep deciding, with
 // the statements of theirs. ratewise.meta says, beside the schema's
 // version, the oldest store version whose statements keep working against
-// it (pgsql.Compatible): a schema replaces functions and keeps the ones
+// it (pgschema.Compatible): a schema replaces functions and keeps the ones
 // older stores call for as long as it says they work. A store runs on a
 // schema of its own version, or on a newer one that says it still serves
 // its statements, and refuses any other, every call failing with
@@ -86,9 +87,9 @@ const readVersion = `SELECT coalesce(max(version), 0),
 // checkVersion returns an error wrapping errNewerSchema if a schema of
 // version, which serves stores from compatible on, cannot serve this one.
 func checkVersion(version, compatible int) error {
-	if version > pgsql.Version && compatible > pgsql.Version {
+	if version > pgschema.Version && compatible > pgschema.Version {
 		return fmt.Errorf("%w: version %d, which serves stores of version %d and later, this store's %d",
-			errNewerSchema, version, compatible, pgsql.Version)
+			errNewerSchema, version, compatible, pgschema.Version)
 	}
 	return nil
 }
@@ -116,7 +117,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, unlogged bool) error {
 			return err
 		}
 	}
-	if version >= pgsql.Version {
+	if version >= pgschema.Version {
 		if err := checkVersion(version, compatible); err != nil {
 			return err
 		}
@@ -129,7 +130,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, unlogged bool) error {
 		return err
 	}
 	const insert = "INSERT INTO ratewise.meta (version, compatible) VALUES ($1, $2)"
-	if _, err := tx.Exec(ctx, insert, pgsql.Version, pgsql.Compatible); err != nil {
+	if _, err := tx.Exec(ctx, insert, pgschema.Version, pgschema.Compatible); err != nil {
 		return err
 	}
 	return tx.Commit(ctx)

@@ -41,7 +41,7 @@ func (s *Store) DecideSet(
 	params := make([]*int64, 0, 3*n)
 	lims := make([]int64, n)
 	for i, alg := range algs {
-		keys[i], kinds[i], lims[i] = key(k, alg), alg.Kind().Name(), algo.MaxCost(alg)
+		keys[i], kinds[i], lims[i] = key(k, alg), alg.Kind().String(), algo.MaxCost(alg)
 		p1, p2, p3 := pgsql.Params(alg)
 		params = append(params, &p1, &p2, p3)
 	}

@@ -53,7 +53,7 @@ var _ store.Store = (*Store)(nil)
 type Store struct {
 	pool       *pgxpool.Pool
 	clientTime bool
-	grace      int64 // µs a state is kept beyond what it counts: ClientTimeGrace in client-time mode
+	grace      int64 // µs a state is kept beyond what it counts: storecheck.ExpiryGrace in client-time mode
 	unlogged   bool
 	sweep      sweeper
 	bg         *background                    // runs the sweeps
@@ -81,15 +81,11 @@ func (f optionFunc) apply(s *Store) { f(s) }
 // instead of the server's clock. Tests use it to drive time; it also suits
 // deployments whose app servers keep their clocks in sync. Clocks that
 // disagree then disagree on windows. Rows expire on the server's clock,
-// ClientTimeGrace later than their state stops counting, so that a clock
+// a second later than their state stops counting, so that a clock
 // reading that reaches the server late still finds the state.
 func WithClientTime() Option {
-	return optionFunc(func(s *Store) { s.clientTime, s.grace = true, ClientTimeGrace.Microseconds() })
+	return optionFunc(func(s *Store) { s.clientTime, s.grace = true, storecheck.ExpiryGrace.Microseconds() })
 }
-
-// ClientTimeGrace is how much longer than its ResetAfter a key's row lives
-// in client-time mode (see WithClientTime).
-const ClientTimeGrace = time.Second
 
 // WithUnlogged makes the store create its tables UNLOGGED when it creates
 // its schema: writes skip the write-ahead log, which makes decisions
@@ -105,7 +101,7 @@ func WithUnlogged() Option {
 func New(pool *pgxpool.Pool, opts ...Option) *Store {
 	s := &Store{
 		pool:        pool,
-		coalesce:    DefaultCoalescing,
+		coalesce:    defaultCoalescing,
 		lockTimeout: batchLockTimeout,
 		bg:          newBackground(),
 		migrating:   make(chan struct{}, 1),
@@ -204,7 +200,7 @@ func key(k store.Key, alg algorithms.Algorithm) []byte {
 	if long {
 		b = append(b, '#')
 	}
-	b = append(b, alg.Kind().Name()...)
+	b = append(b, alg.Kind().String()...)
 	b = append(b, ':')
 	b = algo.ScopeOf(alg).Append(b)
 	b = append(b, ':')

@@ -15,12 +15,13 @@ import (
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
 
-// DefaultCoalescing is how many decisions a store sends alone at once
+// defaultCoalescing is how many decisions a store sends alone at once
 // before later ones queue to share round trips (see WithCoalescing).
-const DefaultCoalescing = 2
+const defaultCoalescing = 2
 
 // WithCoalescing sets how many decisions the store sends alone at once
 // before later ones queue to share round trips; n = 0 turns coalescing off.
+// The default is 2.
 // A decision here is a Decide or a DecideSet (a Stack's decision).
 //
 // While nothing is queued and fewer than n decisions are in flight alone, a
@@ -59,7 +60,7 @@ const maxBatch = 128
 // newCoalescer returns the store's coalescer on client, or nil for a
 // client other than a *redis.Client or a *redis.ClusterClient: on a
 // cluster, ops queue by the master that serves their key (see master).
-func (s *Store) newCoalescer(client Client) *coalesce.Coalescer[batched] {
+func (s *Store) newCoalescer(client redis.Scripter) *coalesce.Coalescer[batched] {
 	switch c := client.(type) {
 	case *redis.Client:
 		return coalesce.New(s.coalesce, 0, s.sendBatch, nil)
@@ -245,7 +246,7 @@ type decideCall struct {
 	kind *algorithms.Kind
 }
 
-func (d *decision) family() string { return d.alg.Kind().Name() }
+func (d *decision) family() string { return d.alg.Kind().String() }
 
 func (d *decision) newCall(clientTime bool, horizon int64) call {
 	return &decideCall{batchOf: batchOf[*decision]{clientTime: clientTime, horizon: horizon}, kind: d.alg.Kind()}

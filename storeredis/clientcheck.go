@@ -10,8 +10,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ErrUnsafeClient is wrapped by every warning CheckClient returns.
-var ErrUnsafeClient = errors.New("storeredis: unsafe client setting")
+// errUnsafeClient is wrapped by every warning CheckClient returns.
+var errUnsafeClient = errors.New("storeredis: unsafe client setting")
 
 // clusterReloadBound is the longest ClusterStateReloadInterval CheckClient
 // accepts: a ClusterClient learns of a failover only from a MOVED or ASK
@@ -30,7 +30,7 @@ type clientSettings struct {
 	cluster                       bool
 }
 
-func settingsOf(c Client) (clientSettings, bool) {
+func settingsOf(c redis.Scripter) (clientSettings, bool) {
 	switch c := c.(type) {
 	case *redis.Client:
 		o := c.Options()
@@ -68,7 +68,7 @@ const unboundedResends = 10 * time.Minute
 // an attempt that failed, which takes at most a wait for a connection, a
 // dial with its retries, a write, a read and a backoff, and a ClusterClient
 // makes up to MaxRedirects+1 rounds of its nodes' MaxRetries+1 attempts.
-func resendHorizon(c Client) time.Duration {
+func resendHorizon(c redis.Scripter) time.Duration {
 	s, ok := settingsOf(c)
 	if !ok {
 		return unboundedResends
@@ -100,19 +100,19 @@ func resendHorizon(c Client) time.Duration {
 // budget, the longest a caller may wait for one, that make a decision take
 // several attempts (and the store keep a record of every write for as long
 // as go-redis may resend it), or that keep a Cluster client blind to a
-// failover. Each warning
-// wraps ErrUnsafeClient and names the go-redis option to change; the
-// client is not changed. It knows *redis.Client, *redis.ClusterClient and
+// failover. Each warning names the go-redis option to change, as in
+// "storeredis: unsafe client setting: ReadTimeout ..."; the client is not
+// changed. It knows *redis.Client, *redis.ClusterClient and
 // *redis.Ring, and returns nothing for other clients. docs/redis.md shows
 // settings that pass.
-func CheckClient(client Client, budget time.Duration) []error {
+func CheckClient(client redis.Scripter, budget time.Duration) []error {
 	s, ok := settingsOf(client)
 	if !ok {
 		return nil
 	}
 	var out []error
 	warn := func(format string, args ...any) {
-		out = append(out, fmt.Errorf("%w: "+format, append([]any{ErrUnsafeClient}, args...)...))
+		out = append(out, fmt.Errorf("%w: "+format, append([]any{errUnsafeClient}, args...)...))
 	}
 	if !s.contextTimeout {
 		warn(

@@ -8,12 +8,12 @@ import (
 	"github.com/ratewise/ratewise/storeredis/internal/denycache"
 )
 
-// DefaultDenyCache is how many denials a store remembers by default (see
+// defaultDenyCache is how many denials a store remembers by default (see
 // WithDenyCache).
-const DefaultDenyCache = 4096
+const defaultDenyCache = 4096
 
 // WithDenyCache sets how many denials the store remembers, to deny again
-// without a round trip; n = 0 turns the cache off.
+// without a round trip; n = 0 turns the cache off. The default is 4,096.
 //
 // When Redis denies a request of cost 1, the key stays denied to requests of
 // cost 1 with the same parameters until its RetryAfter has passed, since

@@ -36,7 +36,7 @@ func TestDenyCache(t *testing.T) {
 		algorithms.CompactLog{Limit: 2, Window: time.Second},
 		algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 4},
 	} {
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			key := testKey(t)
 			now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 			decide := func(s *storeredis.Store, alg algorithms.Algorithm, cost int64) (algorithms.Result, int64) {

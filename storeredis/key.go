@@ -32,7 +32,7 @@ const keyBuf = 128
 // from.
 func (s *Store) appendKey(b []byte, key string, alg algorithms.Algorithm) []byte {
 	b = append(b, s.prefix...)
-	b = append(b, alg.Kind().Name()...)
+	b = append(b, alg.Kind().String()...)
 	b = append(b, ':')
 	if v := scripts.Layout(alg.Kind()); v != "" {
 		b = append(b, 'v')

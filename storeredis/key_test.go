@@ -56,7 +56,7 @@ func TestKeysNeverCollide(t *testing.T) {
 		for _, k := range adversarialKeys {
 			rk := s.Key(k, alg)
 			if prev, dup := seen[rk]; dup {
-				t.Fatalf("keys %q and %q (with %s) both map to %q", prev, k, alg.Kind().Name(), rk)
+				t.Fatalf("keys %q and %q (with %s) both map to %q", prev, k, alg.Kind().String(), rk)
 			}
 			seen[rk] = k
 			// Exactly one hash tag: the escaped key contains no brace.

@@ -9,6 +9,7 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/longkey"
+	"github.com/ratewise/ratewise/internal/requestid"
 	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
@@ -35,7 +36,7 @@ func TestLongKeysBounded(t *testing.T) {
 	for _, n := range []int{longkey.Threshold, longkey.Threshold + 1, 10_000, 65_536} {
 		k := store.Key{Name: strings.Repeat("{", n)} // escaped, each brace takes 3 bytes
 		id := func(op string) context.Context {      // an ID of the longest for each request
-			return ratewise.WithRequestID(ctx, op+strings.Repeat("i", store.MaxRequestIDLen-len(op)))
+			return ratewise.WithRequestID(ctx, op+strings.Repeat("i", requestid.MaxLen-len(op)))
 		}
 		res, err := s.Decide(id("decide"), k, alg, now, 1)
 		if err != nil || !res.Allowed {
@@ -65,7 +66,7 @@ func TestLongKeysBounded(t *testing.T) {
 	// A key kept whole is escaped: a threshold of braces takes three
 	// times as many bytes; then the prefix, kind and scope, a once
 	// record's kind and an ID.
-	if limit := 3*longkey.Threshold + 128 + store.MaxRequestIDLen; len(keys) == 0 || longest > limit {
+	if limit := 3*longkey.Threshold + 128 + requestid.MaxLen; len(keys) == 0 || longest > limit {
 		t.Errorf("%d keys, the longest of %d bytes, want at most %d", len(keys), longest, limit)
 	}
 	t.Logf("%d keys, the longest of %d bytes", len(keys), longest)

@@ -110,7 +110,7 @@ func (s *Store) decisionFailure(ctx context.Context, err error) error {
 // resends reports whether go-redis may send a command again after an
 // error: MaxRetries above 0, a ClusterClient's MaxRedirects (which also
 // counts resends after network errors), or a client it cannot inspect.
-func resends(c Client) bool {
+func resends(c redis.Scripter) bool {
 	st, ok := settingsOf(c)
 	return !ok || st.retries > 0 || st.cluster && st.redirects > 0
 }

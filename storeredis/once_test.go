@@ -267,7 +267,7 @@ func TestOnceKeyLifetime(t *testing.T) {
 	} {
 		s := storeredis.New(c)
 		// A key as short as most, such as a user's ID.
-		key, id := runID+":"+alg.Kind().Name(), ratewise.NewRequestID()
+		key, id := runID+":"+alg.Kind().String(), ratewise.NewRequestID()
 		rctx := ratewise.WithRequestID(ctx, id)
 		res, err := s.Decide(rctx, store.Key{Name: key}, alg, time.Time{}, 1)
 		if err != nil || !res.Allowed {

@@ -9,9 +9,9 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
-// ErrMalformedReply is wrapped (with store.ErrUnavailable) when a script's
+// errMalformedReply is wrapped, with store.ErrUnavailable, when a script's
 // reply is not a valid decision.
-var ErrMalformedReply = errors.New("storeredis: malformed script reply")
+var errMalformedReply = errors.New("storeredis: malformed script reply")
 
 // A parser reads a script's reply into its op's outcome, or returns what is
 // wrong with it: a plain error, which parse wraps.
@@ -21,11 +21,11 @@ type parser interface {
 
 // parse is the parse step of every op, a decision in a batch's included:
 // a reply p does not accept fails with store.ErrUnavailable and
-// ErrMalformedReply, never reads as "allowed". It is the one place a reply
-// becomes ErrMalformedReply.
+// errMalformedReply, never reads as "allowed". It is the one place a reply
+// becomes errMalformedReply.
 func parse(p parser, reply any) error {
 	if err := p.parse(reply); err != nil {
-		return fmt.Errorf("%w: %w: %w", store.ErrUnavailable, ErrMalformedReply, err)
+		return fmt.Errorf("%w: %w: %w", store.ErrUnavailable, errMalformedReply, err)
 	}
 	return nil
 }

@@ -93,8 +93,8 @@ func TestParseReply(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, ErrMalformedReply) || got.Allowed {
-				t.Fatalf("parseReply = %+v, %v; want ErrMalformedReply and not allowed", got, err)
+			if !errors.Is(err, store.ErrUnavailable) || !errors.Is(err, errMalformedReply) || got.Allowed {
+				t.Fatalf("parseReply = %+v, %v; want errMalformedReply and not allowed", got, err)
 			}
 		})
 	}

@@ -2,8 +2,6 @@ package storeredis
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -56,47 +54,3 @@ func (r *reset) args() []any { return []any{(r.horizon + 999) / 1000} }
 // parse accepts any reply: whether the reset was applied now or before,
 // the state is gone.
 func (r *reset) parse(any) error { return nil }
-
-// TTL returns the key's remaining time to live in Redis. It runs on Redis's
-// clock and ignores now.
-func (s *Store) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
-	if _, err := scriptFor(alg); err != nil {
-		return 0, err
-	}
-	r := &ttl{}
-	r.effect = reads
-	r.own[0] = s.Key(k.String(), alg)
-	r.rkeys = r.own[:]
-	if err := s.do(ctx, r); err != nil {
-		return 0, err
-	}
-	return r.ttl, nil
-}
-
-// ttl is the op that reads a state's time to live (ttl.lua).
-type ttl struct {
-	request
-	own [1]string // rkeys' array
-	ttl time.Duration
-}
-
-func (r *ttl) script() (*redis.Script, error) { return scripts.TTL, nil }
-func (r *ttl) keys() []string                 { return r.rkeys }
-func (r *ttl) args() []any                    { return nil }
-
-// parse reads PTTL's reply: -2 for no key, and -1 for a key without expiry,
-// a contract violation, reported as forever.
-func (r *ttl) parse(reply any) error {
-	ms, ok := reply.(int64)
-	switch {
-	case !ok:
-		return fmt.Errorf("want an integer (reply %v)", reply)
-	case ms == -2:
-		r.ttl = 0
-	case ms < 0:
-		r.ttl = time.Duration(1<<63 - 1)
-	default:
-		r.ttl = time.Duration(ms) * time.Millisecond
-	}
-	return nil
-}

@@ -63,7 +63,7 @@ func (s *Store) newSetDecision(
 		if _, ok := d.index[alg.Kind()]; !ok {
 			d.kinds = append(d.kinds, alg.Kind())
 			d.index[alg.Kind()] = len(d.kinds)
-			d.signature += "," + alg.Kind().Name()
+			d.signature += "," + alg.Kind().String()
 		}
 	}
 	return d, nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
 	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/store"
@@ -23,7 +24,7 @@ import (
 
 // TestEveryWriteHasATTL checks, for every algorithm in both time modes, that
 // the key's TTL is its ResetAfter rounded up to the millisecond, and one
-// more (plus ClientTimeGrace in client-time mode), and that an idle key
+// more (plus storecheck.ExpiryGrace in client-time mode), and that an idle key
 // vanishes on its own once that time has passed (miniredis's clock is
 // moved, not waited for).
 func TestEveryWriteHasATTL(t *testing.T) {
@@ -32,7 +33,7 @@ func TestEveryWriteHasATTL(t *testing.T) {
 		opts  []storeredis.Option
 		grace time.Duration
 	}{
-		{"client-time", []storeredis.Option{storeredis.WithClientTime()}, storeredis.ClientTimeGrace},
+		{"client-time", []storeredis.Option{storeredis.WithClientTime()}, storecheck.ExpiryGrace},
 		{"server-time", nil, 0},
 	} {
 		t.Run(mode.name, func(t *testing.T) {
@@ -41,7 +42,7 @@ func TestEveryWriteHasATTL(t *testing.T) {
 			ctx := context.Background()
 			now := time.Date(2026, 6, 1, 13, 59, 35, 123456000, time.UTC)
 			for _, alg := range allAlgorithms {
-				t.Run(alg.Kind().Name(), func(t *testing.T) {
+				t.Run(alg.Kind().String(), func(t *testing.T) {
 					key := testKey(t)
 					var res algorithms.Result
 					for i := range 3 {
@@ -157,16 +158,16 @@ func TestStateOfOtherVersions(t *testing.T) {
 					ring(1, 0, 1, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro()))[:8]}, // a valid ring of one
 			}
 			for _, alg := range allAlgorithms {
-				key := testKey(t) + ":" + alg.Kind().Name()
+				key := testKey(t) + ":" + alg.Kind().String()
 				// An older version's key for the same user.
-				old := storeredis.DefaultKeyPrefix + alg.Kind().Name() + ":{" + key + "}"
+				old := "ratewise:" + alg.Kind().String() + ":{" + key + "}"
 				if err := c.Set(ctx, old, "1 1", time.Minute).Err(); err != nil {
 					t.Fatal(err)
 				}
 				if res, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 0); err != nil || res.Remaining != algo.MaxCost(alg) {
-					t.Fatalf("%s beside an older version's key: %+v, %v; want full", alg.Kind().Name(), res, err)
+					t.Fatalf("%s beside an older version's key: %+v, %v; want full", alg.Kind().String(), res, err)
 				}
-				for i, st := range states[alg.Kind().Name()] {
+				for i, st := range states[alg.Kind().String()] {
 					k := fmt.Sprintf("%s:%d", key, i)
 					rk := s.Key(k, alg)
 					var err error
@@ -183,7 +184,7 @@ func TestStateOfOtherVersions(t *testing.T) {
 						if err != nil || res.Remaining < 0 || res.Remaining > algo.MaxCost(alg) || res.RetryAfter < 0 ||
 							res.ResetAfter < 0 ||
 							res.Allowed != (res.RetryAfter == 0) {
-							t.Fatalf("%s on the state %v, cost %d: %+v, %v", alg.Kind().Name(), st, cost, res, err)
+							t.Fatalf("%s on the state %v, cost %d: %+v, %v", alg.Kind().String(), st, cost, res, err)
 						}
 					}
 				}

@@ -29,7 +29,7 @@
 // ratewise versions running side by side during a deploy never read each
 // other's state (see Key).
 // Every write sets a TTL of the decision's ResetAfter, rounded up to the
-// millisecond, and one millisecond more (plus ClientTimeGrace in
+// millisecond, and one millisecond more (plus a second in
 // client-time mode), so idle keys vanish on their own.
 package storeredis
 
@@ -49,17 +49,13 @@ import (
 
 var _ store.Store = (*Store)(nil)
 
-// DefaultKeyPrefix starts every key the store writes.
-const DefaultKeyPrefix = "ratewise:"
-
-// Client is what the store needs from go-redis: scripting. *redis.Client,
-// *redis.ClusterClient, *redis.Ring and Sentinel failover clients all
-// implement it.
-type Client = redis.Scripter
+// defaultKeyPrefix starts every key the store writes, unless WithKeyPrefix
+// says otherwise.
+const defaultKeyPrefix = "ratewise:"
 
 // Store is the Redis store. It is safe for concurrent use.
 type Store struct {
-	client     Client
+	client     redis.Scripter
 	prefix     string
 	clientTime bool
 	coalesce   int                          // WithCoalescing's n
@@ -84,7 +80,7 @@ type optionFunc func(*Store)
 
 func (f optionFunc) apply(s *Store) { f(s) }
 
-// WithKeyPrefix replaces DefaultKeyPrefix. With WithKeyPrefix("rl:"), the key "alice"
+// WithKeyPrefix replaces the default prefix, "ratewise:". With WithKeyPrefix("rl:"), the key "alice"
 // of a GCRA limiter with a rate per second is stored as "rl:gcra:1s:{alice}".
 //
 // Braces in the prefix are escaped as in keys ("{" becomes "%7B", "}"
@@ -100,22 +96,20 @@ func WithKeyPrefix(prefix string) Option {
 // deployments whose app servers keep their clocks in sync and want the
 // decision to follow them. Clocks that disagree then disagree on windows.
 // It is also the answer where scripts cannot read TIME, as on some managed
-// and serverless Redis offerings (redisprobe.Run reports it).
+// and serverless Redis offerings (`ratewise doctor` reports it).
 //
 // A clock reading taken before a call waits for a connection can reach Redis
 // after a key it should still see has expired on Redis's clock, so in this
-// mode keys live ClientTimeGrace longer than their state counts.
+// mode keys live a second longer than their state counts.
 func WithClientTime() Option {
 	return optionFunc(func(s *Store) { s.clientTime = true })
 }
 
-// ClientTimeGrace is how much longer than its ResetAfter a key lives in
-// client-time mode (see WithClientTime).
-const ClientTimeGrace = time.Second
-
-// New returns a store on client.
-func New(client Client, opts ...Option) *Store {
-	s := &Store{client: client, prefix: DefaultKeyPrefix, coalesce: DefaultCoalescing, denyCache: DefaultDenyCache}
+// New returns a store on client. The store needs scripting from go-redis,
+// which *redis.Client, *redis.ClusterClient, *redis.Ring and Sentinel
+// failover clients all provide.
+func New(client redis.Scripter, opts ...Option) *Store {
+	s := &Store{client: client, prefix: defaultKeyPrefix, coalesce: defaultCoalescing, denyCache: defaultDenyCache}
 	for _, o := range opts {
 		o.apply(s)
 	}

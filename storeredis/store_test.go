@@ -17,10 +17,10 @@ import (
 
 // Every go-redis client kind users deploy with fits the store.
 var (
-	_ storeredis.Client = (*redis.Client)(nil) // standalone and Sentinel (NewFailoverClient)
-	_ storeredis.Client = (*redis.ClusterClient)(nil)
-	_ storeredis.Client = (*redis.Ring)(nil)
-	_ storeredis.Client = redis.UniversalClient(nil)
+	_ redis.Scripter = (*redis.Client)(nil) // standalone and Sentinel (NewFailoverClient)
+	_ redis.Scripter = (*redis.ClusterClient)(nil)
+	_ redis.Scripter = (*redis.Ring)(nil)
+	_ redis.Scripter = redis.UniversalClient(nil)
 )
 
 // allAlgorithms is every algorithm of the registry at 5 per minute.

@@ -25,7 +25,7 @@ func TestServerTimeSharedUnderClockSkew(t *testing.T) {
 	s := storeredis.New(newClient(t, redistest.Standalone(t).Addr))
 	real := time.Now()
 	for _, alg := range allAlgorithms {
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			key := testKey(t)
 			a, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(real.Add(-5*time.Second))))
 			b, _ := ratewise.New(s, alg, ratewise.WithClock(ratewisetest.NewClock(real.Add(5*time.Second))))

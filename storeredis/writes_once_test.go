@@ -54,7 +54,7 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 			return nil
 		}, func(l *ratewise.Limiter, _ *ratewise.Stack, key string, _ any) error {
 			r, err := l.Reserve(ctx, key, time.Minute)
-			if err == nil && (!r.OK() || r.Delay() != 6*time.Second) {
+			if err == nil && (!r.Result().Allowed || r.Delay() != 6*time.Second) {
 				err = fmt.Errorf("booked %+v, want a turn 6s away", r.Result())
 			}
 			return err
@@ -69,7 +69,7 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 		{"cancel", func(l *ratewise.Limiter, key string) any {
 			l.AllowN(ctx, key, 10)
 			r, err := l.Reserve(ctx, key, time.Minute)
-			if err != nil || !r.OK() {
+			if err != nil || !r.Result().Allowed {
 				t.Fatalf("a booking to cancel: %+v, %v", r, err)
 			}
 			return r

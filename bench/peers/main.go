@@ -388,7 +388,7 @@ func build(rdb *redis.Client) ([]contender, error) {
 			l, _ := ratewise.New(storememory.New(), alg)
 			return allowOf(l)
 		}
-		cs = append(cs, contender{group: "token bucket in memory", name: "ratewise " + alg.Kind().Name(), ratewise: true,
+		cs = append(cs, contender{group: "token bucket in memory", name: "ratewise " + alg.Kind().String(), ratewise: true,
 			allow: fresh(), fresh: fresh})
 	}
 	xMemory := func() func(ctx context.Context, key string) (bool, error) {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/storeredis/redisprobe"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/redisprobe"
 )
 
 const doctorSummary = `Checks that ratewise's Redis store runs as documented on the Redis given, such as a

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ratewise/ratewise/storepostgres/pgprobe"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/pgprobe"
 )
 
 // doctorPostgres checks the database at --postgres for the PostgreSQL

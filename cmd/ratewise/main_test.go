@@ -78,7 +78,7 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 			"a limit is a whole count",
 		},
 		{"unknown workload", []string{"compare", "--workload", "tsunami"}, `unknown workload "tsunami"`},
-		{"unknown algorithm", []string{"compare", "--alg", "leaky_sieve"}, `unknown algorithm "leaky_sieve"`},
+		{"unknown algorithm", []string{"compare", "--alg", "leaky_sieve"}, `invalid algorithm: unknown name "leaky_sieve"`},
 		{"empty algorithm list", []string{"compare", "--workload", "boundary", "--time", "0", "--alg", ""},
 			"--alg is empty: give comma-separated algorithms (" + strings.Join(replay.AlgorithmNames, ", ") + ") or all"},
 		{

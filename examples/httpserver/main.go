@@ -87,7 +87,7 @@ func user(r *http.Request) (string, bool) {
 
 // newServer returns the API with both limits in front of it. clock is nil
 // outside tests.
-func newServer(s store.Store, clock ratewise.Clock, trustedProxies []string) (http.Handler, error) {
+func newServer(s store.Store, clock interface{ Now() time.Time }, trustedProxies []string) (http.Handler, error) {
 	opts := []ratewise.Option{}
 	if clock != nil {
 		opts = append(opts, ratewise.WithClock(clock))

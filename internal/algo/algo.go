@@ -508,7 +508,7 @@ func BucketLatest(state State) (time.Time, bool) {
 
 // FamilyOf is the model k's decisions follow.
 func FamilyOf(k *algorithms.Kind) Family {
-	switch k.Name() {
+	switch k.String() {
 	case "fixed_window":
 		return FamilyFixedWindow
 	case "token_bucket", "gcra":
@@ -522,12 +522,12 @@ func FamilyOf(k *algorithms.Kind) Family {
 func TakesBurst(k *algorithms.Kind) bool { return FamilyOf(k) == FamilyBucket }
 
 // TakesSubWindows reports whether k takes Params.SubWindows.
-func TakesSubWindows(k *algorithms.Kind) bool { return k.Name() == "sliding_window" }
+func TakesSubWindows(k *algorithms.Kind) bool { return k.String() == "sliding_window" }
 
 // MaxLimit is the largest limit (or rate count, and burst) k takes: 2^50
 // for most, algorithms.CompactLogMaxLimit for the compact log.
 func MaxLimit(k *algorithms.Kind) int64 {
-	if k.Name() == "compact_log" {
+	if k.String() == "compact_log" {
 		return algorithms.CompactLogMaxLimit
 	}
 	return algorithms.MaxLimit
@@ -554,12 +554,12 @@ func Names() []string {
 	kinds := algorithms.Kinds()
 	names := make([]string, len(kinds))
 	for i, k := range kinds {
-		names[i] = k.Name()
+		names[i] = k.String()
 	}
 	return names
 }
 
-// CheckKind returns an error wrapping algorithms.ErrUnknownAlgorithm
+// CheckKind returns an error wrapping algorithms.ErrInvalidAlgorithm
 // unless a is a value of one of package algorithms' types. Algorithm is
 // sealed, but Go lets another type embed one of these and so satisfy it
 // while changing its methods; such a value would run one step in memory
@@ -571,13 +571,13 @@ func CheckKind(a algorithms.Algorithm) error {
 		algorithms.SlidingWindow, algorithms.TokenBucket, algorithms.GCRA:
 		return nil
 	case nil:
-		return fmt.Errorf("%w: nil", algorithms.ErrUnknownAlgorithm)
+		return fmt.Errorf("%w: nil", algorithms.ErrInvalidAlgorithm)
 	}
 	if t := reflect.TypeOf(a); t.Kind() == reflect.Pointer &&
 		t.Elem().PkgPath() == reflect.TypeOf(algorithms.Params{}).PkgPath() {
-		return fmt.Errorf("%w: %T is a pointer: pass the algorithm by value", algorithms.ErrUnknownAlgorithm, a)
+		return fmt.Errorf("%w: %T is a pointer: pass the algorithm by value", algorithms.ErrInvalidAlgorithm, a)
 	}
-	return fmt.Errorf("%w: %T is not one of package algorithms' types", algorithms.ErrUnknownAlgorithm, a)
+	return fmt.Errorf("%w: %T is not one of package algorithms' types", algorithms.ErrInvalidAlgorithm, a)
 }
 
 // CheckDecision reports whether a store can run one decision of a at now
@@ -650,10 +650,14 @@ func CheckMaxWait(maxWait time.Duration) error {
 		return nil
 	}
 	if maxWait < 0 || maxWait%time.Microsecond != 0 {
-		return fmt.Errorf("%w, got maximum wait %v", algorithms.ErrInvalidWindow, maxWait)
+		return fmt.Errorf(
+			"%w: the maximum wait must be a whole number of microseconds >= 0, got %v",
+			algorithms.ErrInvalidTime,
+			maxWait,
+		)
 	}
 	if maxWait > algorithms.MaxWindow {
-		return fmt.Errorf("%w: maximum wait %v is above 2^50µs", algorithms.ErrOutOfRange, maxWait)
+		return fmt.Errorf("%w: the maximum wait %v is above 2^50µs", algorithms.ErrInvalidTime, maxWait)
 	}
 	return nil
 }
@@ -697,7 +701,9 @@ func timeFor(r algorithms.Rate, n int64) time.Duration {
 func stateAs[S comparable](name string, state keyState) S {
 	st, ok := state.(S)
 	if !ok && state != nil {
-		panic(fmt.Sprintf("algo: %s given a state of type %T: a store mixed up the state of two algorithms", name, state))
+		panic(
+			fmt.Sprintf("algo: %s given a state of type %T: a store mixed up the state of two algorithms", name, state),
+		)
 	}
 	return st
 }

@@ -19,112 +19,112 @@ func TestValidate(t *testing.T) {
 		alg  algorithms.Algorithm
 		want error
 	}{
-		{"fixed window limit 0", algorithms.FixedWindow{Limit: 0, Window: time.Second}, algorithms.ErrInvalidLimit},
-		{"fixed window limit -3", algorithms.FixedWindow{Limit: -3, Window: time.Second}, algorithms.ErrInvalidLimit},
-		{"fixed window window 0", algorithms.FixedWindow{Limit: 1, Window: 0}, algorithms.ErrInvalidWindow},
-		{"fixed window window -1s", algorithms.FixedWindow{Limit: 1, Window: -time.Second}, algorithms.ErrInvalidWindow},
-		{"fixed window window 1500ns", algorithms.FixedWindow{Limit: 1, Window: 1500}, algorithms.ErrInvalidWindow},
+		{"fixed window limit 0", algorithms.FixedWindow{Limit: 0, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{"fixed window limit -3", algorithms.FixedWindow{Limit: -3, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{"fixed window window 0", algorithms.FixedWindow{Limit: 1, Window: 0}, algorithms.ErrInvalidAlgorithm},
+		{"fixed window window -1s", algorithms.FixedWindow{Limit: 1, Window: -time.Second}, algorithms.ErrInvalidAlgorithm},
+		{"fixed window window 1500ns", algorithms.FixedWindow{Limit: 1, Window: 1500}, algorithms.ErrInvalidAlgorithm},
 		{
 			"fixed window limit above 2^50",
 			algorithms.FixedWindow{Limit: 1<<50 + 1, Window: time.Second},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"fixed window window above 2^50µs",
 			algorithms.FixedWindow{Limit: 1, Window: (1<<50 + 1) * time.Microsecond},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"token bucket rate count above 2^50",
 			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.PerSecond(1<<50 + 1)},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
-		{"sliding log limit 0", algorithms.SlidingLog{Limit: 0, Window: time.Second}, algorithms.ErrInvalidLimit},
-		{"sliding log window 0", algorithms.SlidingLog{Limit: 1, Window: 0}, algorithms.ErrInvalidWindow},
+		{"sliding log limit 0", algorithms.SlidingLog{Limit: 0, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{"sliding log window 0", algorithms.SlidingLog{Limit: 1, Window: 0}, algorithms.ErrInvalidAlgorithm},
 		{
 			"sliding window limit 0",
 			algorithms.SlidingWindow{Limit: 0, Window: time.Second, SubWindows: 10},
-			algorithms.ErrInvalidLimit,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"sliding window window 0",
 			algorithms.SlidingWindow{Limit: 1, Window: 0, SubWindows: 10},
-			algorithms.ErrInvalidWindow,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"sliding window 0 sub-windows",
 			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 0},
-			algorithms.ErrInvalidSubWindows,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"sliding window -2 sub-windows",
 			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: -2},
-			algorithms.ErrInvalidSubWindows,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"sliding window sub-window under 1ms",
 			algorithms.SlidingWindow{Limit: 1, Window: 10 * time.Millisecond, SubWindows: 20},
-			algorithms.ErrInvalidSubWindows,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"sliding window uneven split",
 			algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 7},
-			algorithms.ErrInvalidSubWindows,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"sliding window sub-window not whole µs",
 			algorithms.SlidingWindow{Limit: 1, Window: 2001 * time.Microsecond, SubWindows: 2},
-			algorithms.ErrInvalidSubWindows,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"token bucket capacity 0",
 			algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)},
-			algorithms.ErrInvalidLimit,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"token bucket rate 0",
 			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.PerSecond(0)},
-			algorithms.ErrInvalidLimit,
+			algorithms.ErrInvalidAlgorithm,
 		},
-		{"token bucket zero rate", algorithms.TokenBucket{Capacity: 1}, algorithms.ErrInvalidLimit},
+		{"token bucket zero rate", algorithms.TokenBucket{Capacity: 1}, algorithms.ErrInvalidAlgorithm},
 		{
 			"token bucket period 0",
 			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1}},
-			algorithms.ErrInvalidPeriod,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"token bucket period -1s",
 			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: -time.Second}},
-			algorithms.ErrInvalidPeriod,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"token bucket refills in over 2^50µs",
 			algorithms.TokenBucket{Capacity: 1 << 19, Refill: algorithms.PerHour(1)},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"token bucket capacity above 2^50",
 			algorithms.TokenBucket{Capacity: 1<<50 + 1, Refill: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"token bucket period above 2^50µs",
 			algorithms.TokenBucket{Capacity: 1, Refill: algorithms.Rate{Count: 1, Period: (1<<50 + 1) * time.Microsecond}},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
-		{"gcra burst 0", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidBurst},
-		{"gcra burst -1", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: -1}, algorithms.ErrInvalidBurst},
-		{"gcra rate 0", algorithms.GCRA{Rate: algorithms.PerSecond(0), Burst: 1}, algorithms.ErrInvalidLimit},
-		{"gcra period 0", algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidPeriod},
+		{"gcra burst 0", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 0}, algorithms.ErrInvalidAlgorithm},
+		{"gcra burst -1", algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: -1}, algorithms.ErrInvalidAlgorithm},
+		{"gcra rate 0", algorithms.GCRA{Rate: algorithms.PerSecond(0), Burst: 1}, algorithms.ErrInvalidAlgorithm},
+		{"gcra period 0", algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidAlgorithm},
 		{
 			"gcra drains in over 2^50µs",
 			algorithms.GCRA{Rate: algorithms.PerHour(1), Burst: 1 << 19},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{
 			"gcra burst above 2^50",
 			algorithms.GCRA{Rate: algorithms.Rate{Count: 1 << 50, Period: time.Microsecond}, Burst: 1<<50 + 1},
-			algorithms.ErrOutOfRange,
+			algorithms.ErrInvalidAlgorithm,
 		},
 		{"valid fixed window", algorithms.FixedWindow{Limit: 1, Window: time.Microsecond}, nil},
 		{"valid sliding window", algorithms.SlidingWindow{Limit: 1, Window: time.Second, SubWindows: 1000}, nil},
@@ -219,7 +219,7 @@ func TestNoDrift(t *testing.T) {
 		algorithms.GCRA{Rate: algorithms.PerSecond(3), Burst: 3},
 		algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(3)},
 	} {
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			r := run{alg: alg}
 			for s := range 3600 {
 				if res := r.decide(t0.Add(time.Duration(s)*time.Second), 3); !res.Allowed {
@@ -359,10 +359,10 @@ func TestLongIdle(t *testing.T) {
 		r := run{alg: alg}
 		r.decide(t0, 5)
 		if res := r.decide(later, 0); !res.Allowed || res.Remaining != 5 || res.ResetAfter != 0 {
-			t.Fatalf("%s after 300 years: %+v; want full", alg.Kind().Name(), res)
+			t.Fatalf("%s after 300 years: %+v; want full", alg.Kind().String(), res)
 		}
 		if res := r.decide(later, 5); !res.Allowed || res.Remaining != 0 {
-			t.Fatalf("%s after 300 years, cost 5: %+v; want admitted", alg.Kind().Name(), res)
+			t.Fatalf("%s after 300 years, cost 5: %+v; want admitted", alg.Kind().String(), res)
 		}
 	}
 }

@@ -21,7 +21,7 @@ type compactLogState struct {
 }
 
 // name returns "compact_log".
-func (compactLog) name() string { return algorithms.CompactLog{}.Kind().Name() }
+func (compactLog) name() string { return algorithms.CompactLog{}.Kind().String() }
 
 // at returns the i-th timestamp stored, oldest first.
 func (st *compactLogState) at(i int64) int64 {

@@ -13,7 +13,7 @@ import (
 // of them misses panics here rather than on a store.
 func TestEveryKindDecides(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
-		t.Run(k.Name(), func(t *testing.T) {
+		t.Run(k.String(), func(t *testing.T) {
 			alg, err := algo.Nominal(k, 10, time.Second, 5)
 			if err != nil {
 				t.Fatal(err)

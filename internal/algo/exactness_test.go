@@ -33,7 +33,7 @@ func everyAlgorithm(limit int64, window time.Duration) []algorithms.Algorithm {
 // ResetAfter longer by the gap, and an admission made at the held time.
 func TestStaleTimeIsTheHeldClock(t *testing.T) {
 	for _, alg := range everyAlgorithm(7, 10*time.Second) {
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, 12))
 			stale, held := run{alg: alg}, run{alg: alg}
 			clock, latest := t0, time.Time{}
@@ -71,7 +71,7 @@ func TestStaleTimeIsTheHeldClock(t *testing.T) {
 				// window's start; a denial of cost 1 is not remembered, so a
 				// later stale request may be decided earlier, the same way.)
 				if got.At.Before(now) || got.At.After(want.At) ||
-					got.Allowed && !got.At.Equal(want.At) && alg.Kind().Name() != "fixed_window" {
+					got.Allowed && !got.At.Equal(want.At) && alg.Kind().String() != "fixed_window" {
 					t.Fatalf("step %d, cost %d: decided at %v, now %v, the held clock %v", step, cost, got.At, now, want.At)
 				}
 				got.At, want.At = time.Time{}, time.Time{}
@@ -180,7 +180,7 @@ func TestRateChanges(t *testing.T) {
 		},
 	} {
 		free, paid := build(algorithms.PerHour(100), 100), build(algorithms.PerHour(10_000), 10_000)
-		t.Run(free.Kind().Name(), func(t *testing.T) {
+		t.Run(free.Kind().String(), func(t *testing.T) {
 			r := run{alg: free}
 			r.decide(t0, 100)
 			r.alg = paid
@@ -309,7 +309,7 @@ func TestWrongStateTypePanics(t *testing.T) {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("%s.Decide on a *GCRAState did not panic", alg.Kind().Name())
+					t.Errorf("%s.Decide on a *GCRAState did not panic", alg.Kind().String())
 				}
 			}()
 			algo.Decide(alg, state, t0, 1)
@@ -328,7 +328,7 @@ func TestCheckDecision(t *testing.T) {
 	}{
 		{"valid", alg, t0, 3, nil},
 		{"inspection", alg, t0, 0, nil},
-		{"invalid algorithm", algorithms.GCRA{Rate: algorithms.PerSecond(1)}, t0, 1, algorithms.ErrInvalidBurst},
+		{"invalid algorithm", algorithms.GCRA{Rate: algorithms.PerSecond(1)}, t0, 1, algorithms.ErrInvalidAlgorithm},
 		{"inspection of cost 3", alg, t0, -3, nil},
 		{"inspection above the burst", alg, t0, -4, algorithms.ErrCostExceedsLimit},
 		{"cost above the burst", alg, t0, 4, algorithms.ErrCostExceedsLimit},
@@ -369,7 +369,7 @@ func TestLogTotalsWrap(t *testing.T) {
 		{algorithms.SlidingWindow{Limit: limit, Window: 2 * time.Millisecond, SubWindows: 2}, 1000},
 	} {
 		alg, quantum := tc.alg, tc.quantum
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			window := algo.ScopeOf(alg).Window.Microseconds()
 			type rec struct{ at, cost int64 }
 			var admitted []rec // oldest first, those still in the window

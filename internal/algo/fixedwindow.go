@@ -17,7 +17,7 @@ type fixedWindowState struct {
 }
 
 // name returns "fixed_window".
-func (fixedWindow) name() string { return algorithms.FixedWindow{}.Kind().Name() }
+func (fixedWindow) name() string { return algorithms.FixedWindow{}.Kind().String() }
 
 // refund takes n off the count, not below zero, when at is in the key's
 // window. A request charged in an earlier window counts no more, so nothing

@@ -62,7 +62,7 @@ func history(
 func TestKeeps(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
 		for _, limit := range []int64{7, 20} {
-			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
+			t.Run(fmt.Sprint(k.String(), "/", limit), func(t *testing.T) {
 				var denials, kept int
 				history(t, k, limit, func(alg algorithms.Algorithm, a, b *algo.State, now time.Time) {
 					keeps := algo.Keeps(alg, *a, now, 1)
@@ -133,7 +133,7 @@ func TestKeeps(t *testing.T) {
 func TestPackRoundTrip(t *testing.T) {
 	for _, k := range algorithms.Kinds() {
 		for _, limit := range []int64{7, 20} {
-			t.Run(fmt.Sprint(k.Name(), "/", limit), func(t *testing.T) {
+			t.Run(fmt.Sprint(k.String(), "/", limit), func(t *testing.T) {
 				packed, unpacked, checkedPacked := 0, 0, 0
 				history(t, k, limit, func(alg algorithms.Algorithm, pa, pb *algo.State, now time.Time) {
 					a, b := *pa, *pb

@@ -29,7 +29,7 @@ func TestRealQuotas(t *testing.T) {
 			algorithms.TokenBucket{Capacity: rate.Count, Refill: rate},
 			algorithms.GCRA{Rate: rate, Burst: rate.Count},
 		} {
-			t.Run(alg.Kind().Name()+"/"+strings.ReplaceAll(rate.String(), "/", " per "), func(t *testing.T) {
+			t.Run(alg.Kind().String()+"/"+strings.ReplaceAll(rate.String(), "/", " per "), func(t *testing.T) {
 				if err := alg.Validate(); err != nil {
 					t.Fatal(err)
 				}
@@ -78,7 +78,7 @@ func TestRealQuotasWindowed(t *testing.T) {
 			if res := r.decide(t0.Add(time.Microsecond+res.RetryAfter), rate.Count); !res.Allowed {
 				t.Fatalf("%#v: the whole limit again after RetryAfter: %+v", alg, res)
 			}
-			if alg.Kind().Name() == "sliding_log" && records(r.state) != 1 {
+			if alg.Kind().String() == "sliding_log" && records(r.state) != 1 {
 				t.Fatalf("%#v: %d records after two requests a window apart, want 1", alg, records(r.state))
 			}
 		}

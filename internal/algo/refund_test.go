@@ -322,7 +322,7 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 		return n
 	}
 	for _, algs := range variants {
-		t.Run(algs[0].Kind().Name(), func(t *testing.T) {
+		t.Run(algs[0].Kind().String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(3, 4))
 			checked := 0
 			for range 8000 {

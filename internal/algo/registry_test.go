@@ -25,8 +25,8 @@ func TestParamsRoundTrip(t *testing.T) {
 		if err != nil || got != alg {
 			t.Errorf("%s: New(Params()) = %#v, %v; want %#v", alg, got, err, alg)
 		}
-		if k, err := algorithms.Lookup(alg.Kind().Name()); err != nil || k != alg.Kind() || k.Name() != alg.Kind().Name() {
-			t.Errorf("Lookup(%q) = %v, %v; want %v", alg.Kind().Name(), k, err, alg.Kind())
+		if k, err := algorithms.Lookup(alg.Kind().String()); err != nil || k != alg.Kind() || k.String() != alg.Kind().String() {
+			t.Errorf("Lookup(%q) = %v, %v; want %v", alg.Kind().String(), k, err, alg.Kind())
 		}
 	}
 	if got, want := len(algorithms.Kinds()), len(algo.Names()); got != want || got < 5 {
@@ -71,19 +71,19 @@ func TestKindNewRejects(t *testing.T) {
 		p    algorithms.Params
 		want error
 	}{
-		{fixed, algorithms.Params{Limit: 10, Window: time.Second, Burst: 5}, algorithms.ErrParamNotTaken},
-		{fixed, algorithms.Params{Limit: 10, Window: time.Second, SubWindows: 5}, algorithms.ErrParamNotTaken},
-		{&algorithms.Kind{}, algorithms.Params{Limit: 10, Window: time.Second}, algorithms.ErrUnknownAlgorithm},
-		{fixed, algorithms.Params{Limit: 0, Window: time.Second}, algorithms.ErrInvalidLimit},
-		{gcra, algorithms.Params{Limit: 10, Window: time.Second}, algorithms.ErrInvalidBurst},
-		{gcra, algorithms.Params{Limit: 10, Window: time.Nanosecond, Burst: 1}, algorithms.ErrInvalidPeriod},
+		{fixed, algorithms.Params{Limit: 10, Window: time.Second, Burst: 5}, algorithms.ErrInvalidAlgorithm},
+		{fixed, algorithms.Params{Limit: 10, Window: time.Second, SubWindows: 5}, algorithms.ErrInvalidAlgorithm},
+		{&algorithms.Kind{}, algorithms.Params{Limit: 10, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{fixed, algorithms.Params{Limit: 0, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{gcra, algorithms.Params{Limit: 10, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
+		{gcra, algorithms.Params{Limit: 10, Window: time.Nanosecond, Burst: 1}, algorithms.ErrInvalidAlgorithm},
 	} {
 		if alg, err := c.kind.New(c.p); !errors.Is(err, c.want) || alg != nil {
 			t.Errorf("%s.New(%+v) = %v, %v; want %v", c.kind, c.p, alg, err, c.want)
 		}
 	}
-	if _, err := algorithms.Lookup("leaky"); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
-		t.Errorf("Lookup(leaky): %v, want ErrUnknownAlgorithm", err)
+	if _, err := algorithms.Lookup("leaky"); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+		t.Errorf("Lookup(leaky): %v, want ErrInvalidAlgorithm", err)
 	}
 }
 
@@ -121,18 +121,18 @@ func (forged) Kind() *algorithms.Kind { return &algorithms.Kind{} }
 func TestCheckKindRejectsEmbedding(t *testing.T) {
 	alg := embedded{algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}}
 	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	if err := algo.CheckKind(alg); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
-		t.Fatalf("CheckKind: %v, want ErrUnknownAlgorithm", err)
+	if err := algo.CheckKind(alg); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+		t.Fatalf("CheckKind: %v, want ErrInvalidAlgorithm", err)
 	}
-	if err := algo.CheckDecision(alg, now, 1); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
-		t.Fatalf("CheckDecision: %v, want ErrUnknownAlgorithm", err)
+	if err := algo.CheckDecision(alg, now, 1); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+		t.Fatalf("CheckDecision: %v, want ErrInvalidAlgorithm", err)
 	}
 	if err := algo.CheckDecision(alg.GCRA, now, 1); err != nil {
 		t.Fatalf("CheckDecision on the GCRA itself: %v", err)
 	}
 	for _, bad := range []algorithms.Algorithm{forged{alg.GCRA}, &alg.GCRA, nil} {
-		if err := algo.CheckKind(bad); !errors.Is(err, algorithms.ErrUnknownAlgorithm) {
-			t.Errorf("CheckKind(%#v): %v, want ErrUnknownAlgorithm", bad, err)
+		if err := algo.CheckKind(bad); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+			t.Errorf("CheckKind(%#v): %v, want ErrInvalidAlgorithm", bad, err)
 		}
 	}
 	if err := algo.CheckKind(&alg.GCRA); !strings.Contains(err.Error(), "by value") {
@@ -192,8 +192,8 @@ func TestMaxLimit(t *testing.T) {
 		if _, err := algo.Nominal(k, algo.MaxLimit(k), time.Hour, 60); err != nil {
 			t.Errorf("%s at its MaxLimit %d: %v", k, algo.MaxLimit(k), err)
 		}
-		if _, err := algo.Nominal(k, algo.MaxLimit(k)+1, time.Hour, 60); !errors.Is(err, algorithms.ErrOutOfRange) {
-			t.Errorf("%s above its MaxLimit %d: %v, want ErrOutOfRange", k, algo.MaxLimit(k), err)
+		if _, err := algo.Nominal(k, algo.MaxLimit(k)+1, time.Hour, 60); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+			t.Errorf("%s above its MaxLimit %d: %v, want ErrInvalidAlgorithm", k, algo.MaxLimit(k), err)
 		}
 	}
 }

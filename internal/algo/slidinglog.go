@@ -27,7 +27,7 @@ func (a slidingLog) refund(state keyState, now, at time.Time, n int64) (keyState
 }
 
 // name returns "sliding_log".
-func (slidingLog) name() string { return algorithms.SlidingLog{}.Kind().Name() }
+func (slidingLog) name() string { return algorithms.SlidingLog{}.Kind().String() }
 
 // decide runs one sliding-log step; see Decide.
 func (a slidingLog) decide(state keyState, now time.Time, cost int64) (keyState, algorithms.Result) {

@@ -15,7 +15,7 @@ type slidingWindow algorithms.SlidingWindow
 type slidingWindowState slidingLogState
 
 // name returns "sliding_window".
-func (slidingWindow) name() string { return algorithms.SlidingWindow{}.Kind().Name() }
+func (slidingWindow) name() string { return algorithms.SlidingWindow{}.Kind().String() }
 
 // refund gives back n units charged at time at as SlidingLog.Refund does,
 // with the sub-window in place of the microsecond: a request admitted in the

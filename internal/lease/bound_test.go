@@ -37,7 +37,7 @@ func TestExcesses(t *testing.T) {
 			got = append(got, e.Index)
 		}
 		if !slices.Equal(got, c.want) {
-			t.Errorf("%s %v: excesses at %v, want %v", c.alg.Kind().Name(), c.ats, got, c.want)
+			t.Errorf("%s %v: excesses at %v, want %v", c.alg.Kind().String(), c.ats, got, c.want)
 		}
 	}
 }

@@ -122,7 +122,7 @@ func New(alg algorithms.Algorithm, now time.Time, n int64, res algorithms.Result
 		open := start - floorMod(start, w)
 		l.start, l.open, l.end, l.remaining = start, open, open+w, res.Remaining
 	default:
-		return nil, fmt.Errorf("%w: %s", ErrUnsupported, alg.Kind().Name())
+		return nil, fmt.Errorf("%w: %s", ErrUnsupported, alg.Kind().String())
 	}
 	return l, nil
 }

@@ -1,5 +1,5 @@
 // Package probe holds what the stores' probes report, the same for each:
-// storeredis/redisprobe and storepostgres/pgprobe name these types as
+// the doctor's redisprobe and pgprobe name these types as
 // their own.
 package probe
 

@@ -4,6 +4,10 @@ package requestid
 
 import "context"
 
+// MaxLen is the longest request ID, in bytes, that every store takes
+// (store.ErrInvalidRequestID).
+const MaxLen = 128
+
 type key struct{}
 
 // With returns a copy of ctx that carries id.

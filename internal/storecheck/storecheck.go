@@ -14,6 +14,14 @@ import (
 	"github.com/ratewise/ratewise/store"
 )
 
+// ExpiryGrace is how much longer than its ResetAfter a store keeps a key's
+// state where state expires on a clock other than the one decisions read:
+// the memory store's own clock, and the server's in client-time mode on
+// Redis and PostgreSQL. A decision whose clock reading reaches the state
+// late (concurrent callers read their clocks before the store orders them)
+// still finds it.
+const ExpiryGrace = time.Second
+
 // Reserve checks a reservation as Decide's inputs are checked, with a
 // cost of at least 1 (a booking is a request, never an inspection), and
 // that alg can book (the token bucket and GCRA).
@@ -48,7 +56,7 @@ func Lease(alg algorithms.Algorithm, now time.Time, cost int64, maxWait time.Dur
 // sharing a kind and scope.
 func Set(algs []algorithms.Algorithm, now time.Time, cost int64) error {
 	if len(algs) == 0 {
-		return fmt.Errorf("%w: a set needs at least one algorithm", algorithms.ErrUnknownAlgorithm)
+		return fmt.Errorf("%w: a set needs at least one algorithm", algorithms.ErrInvalidAlgorithm)
 	}
 	type id struct {
 		kind  *algorithms.Kind
@@ -61,7 +69,12 @@ func Set(algs []algorithms.Algorithm, now time.Time, cost int64) error {
 		}
 		k := id{alg.Kind(), algo.ScopeOf(alg)}
 		if seen[k] {
-			return fmt.Errorf("%w: %s and another %s with the same scope", store.ErrSharedState, alg, alg.Kind())
+			return fmt.Errorf(
+				"%w: two limits of a stack share one state: %s and another %s with the same scope",
+				algorithms.ErrInvalidAlgorithm,
+				alg,
+				alg.Kind(),
+			)
 		}
 		seen[k] = true
 	}
@@ -75,8 +88,8 @@ func RequestID(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	if id == "" || len(id) > store.MaxRequestIDLen {
-		return fmt.Errorf("%w: %d bytes, want 1 to %d", store.ErrInvalidRequestID, len(id), store.MaxRequestIDLen)
+	if id == "" || len(id) > requestid.MaxLen {
+		return fmt.Errorf("%w: %d bytes, want 1 to %d", store.ErrInvalidRequestID, len(id), requestid.MaxLen)
 	}
 	return nil
 }

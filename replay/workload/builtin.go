@@ -187,7 +187,7 @@ func shortDuration(d time.Duration) string {
 
 // ParseRate reads a rate such as "150/min", "2/s", "10/1h", "2.5/s" or
 // "2.5" (per second) and returns it in requests per second. The period is
-// read by algorithms.ParsePeriod, as the library reads rates.
+// read by algorithms.ParseRate, as the library reads rates.
 func ParseRate(s string) (float64, error) {
 	num, per, found := strings.Cut(strings.TrimSpace(s), "/")
 	n, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
@@ -197,9 +197,9 @@ func ParseRate(s string) (float64, error) {
 	if !found {
 		return n, nil
 	}
-	d, err := algorithms.ParsePeriod(per)
+	one, err := algorithms.ParseRate("1/" + per)
 	if err != nil {
 		return 0, fmt.Errorf("%w: rate %q: %w", ErrInvalid, s, err)
 	}
-	return n / d.Seconds(), nil
+	return n / one.Period.Seconds(), nil
 }

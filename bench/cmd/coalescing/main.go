@@ -53,7 +53,7 @@ func main() {
 	}
 	keySets = *only
 	if *denyCache {
-		denyCacheSize = storeredis.DefaultDenyCache
+		denyCacheSize = 4096 // the store's default (storeredis.WithDenyCache)
 	}
 	callers, err := ints(*callerList)
 	if err == nil {

@@ -103,7 +103,7 @@ func run(addr string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("| %s | %s | %d | %s |\n", m.alg.Kind().Name(), m.state, bytes, enc)
+		fmt.Printf("| %s | %s | %d | %s |\n", m.alg.Kind().String(), m.state, bytes, enc)
 		_ = keyStore.Reset(ctx, store.Key{Name: key}, m.alg)
 	}
 
@@ -323,7 +323,7 @@ func commandsPerDecision(
 	alg algorithms.Algorithm,
 	roundTrips *redistest.RoundTrips,
 ) (string, error) {
-	key := "commands:" + alg.Kind().Name()
+	key := "commands:" + alg.Kind().String()
 	const n, rounds = 200, 15
 	// Warm the script cache so NOSCRIPT does not count.
 	if _, err := s.Decide(ctx, store.Key{Name: "warm"}, alg, t0, 1); err != nil {
@@ -401,7 +401,7 @@ func commandsPerDecision(
 	a, d := admitted[0], denied[0]
 	return fmt.Sprintf(
 		"| %s | %.2f | %.2f | %s | %.1f | %.2f | %s | %.1f |",
-		alg.Kind().Name(),
+		alg.Kind().String(),
 		a.trips,
 		a.commands,
 		a.which,

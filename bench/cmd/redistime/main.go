@@ -95,7 +95,7 @@ func run(addr string, d time.Duration) error {
 			}
 			r := loadgen.Drive(callers, keys, d, decide)
 			if r.Errors > 0 {
-				return 0, 0, fmt.Errorf("%s: %d errors", alg.Kind().Name(), r.Errors)
+				return 0, 0, fmt.Errorf("%s: %d errors", alg.Kind().String(), r.Errors)
 			}
 			stats, err := redisinfo.CommandStats(ctx, c)
 			if err != nil {
@@ -122,7 +122,7 @@ func run(addr string, d time.Duration) error {
 			return err
 		}
 		redisinfo.DeleteKeys(ctx, c, session.Prefix)
-		fmt.Printf("| %s | %.2f | %.2f | %.1f |\n", alg.Kind().Name(), many, hot, perCall)
+		fmt.Printf("| %s | %.2f | %.2f | %.1f |\n", alg.Kind().String(), many, hot, perCall)
 	}
 	return nil
 }

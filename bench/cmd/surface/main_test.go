@@ -67,3 +67,21 @@ func TestCountDir(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
 }
+
+// -check fails once the core or all public packages pass their budget,
+// and holds at it.
+func TestReportChecksTheBudgets(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		counts map[string]count
+		ok     bool
+	}{
+		{"at both budgets", map[string]count{".": {funcs: coreBudget}, "httplimit": {funcs: allBudget - coreBudget}}, true},
+		{"core over", map[string]count{".": {funcs: coreBudget + 1}}, false},
+		{"all over", map[string]count{".": {funcs: 1}, "httplimit": {funcs: allBudget}}, false},
+	} {
+		if got := report(tt.counts, true); got != tt.ok {
+			t.Errorf("%s: report = %v, want %v", tt.name, got, tt.ok)
+		}
+	}
+}

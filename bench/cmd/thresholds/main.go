@@ -107,7 +107,7 @@ func run(cfg config) (bool, error) {
 	start := time.Now()
 	// Per-key sizes depend on the key's length, so they are measured under
 	// the default prefix, which only a server of our own may be given.
-	keyPrefix := storeredis.DefaultKeyPrefix
+	keyPrefix := "ratewise:" // the store's default (storeredis.WithKeyPrefix)
 	if cfg.addr != "" {
 		keyPrefix = prefix
 		fmt.Printf("Per-key sizes below include this run's longer prefix %q.\n\n", prefix)
@@ -301,7 +301,7 @@ func keyBytes(
 		if res, err := s.Decide(ctx, store.Key{Name: key}, alg, t0.Add(time.Duration(i)*every), min(cost, algo.MaxCost(alg))); err != nil {
 			return 0, err
 		} else if !res.Allowed {
-			return 0, fmt.Errorf("%s: request %d denied while sizing the key", alg.Kind().Name(), i)
+			return 0, fmt.Errorf("%s: request %d denied while sizing the key", alg.Kind().String(), i)
 		}
 	}
 	b, err := c.MemoryUsage(ctx, s.Key(key, alg), 0).Result()
@@ -346,7 +346,7 @@ func latencyTable(
 	// One log that grows; each size then takes 2,000 admitted decisions, one
 	// caller at a time, so the log is N to N+2,000 records.
 	key := "latency"
-	fmt.Printf("## Latency: one %s decision as the log grows\n", alg.Kind().Name())
+	fmt.Printf("## Latency: one %s decision as the log grows\n", alg.Kind().String())
 	fmt.Println()
 	fmt.Printf(
 		"Admitted decisions, one caller, %d per size. Server µs is Redis's own time per EVALSHA (INFO "+
@@ -405,7 +405,7 @@ func latencyTable(
 			within = "**no**"
 		}
 		fmt.Printf("| %s | %.1f | %s | %s | %s |\n", thousands(n), usec, round(row.p50), round(row.p99), within)
-		m[fmt.Sprintf("%s.server_us.%d", alg.Kind().Name(), n)] = usec
+		m[fmt.Sprintf("%s.server_us.%d", alg.Kind().String(), n)] = usec
 		rows = append(rows, row)
 	}
 	fmt.Println()
@@ -493,7 +493,7 @@ func throughputTable(
 				})
 				n, errs := r.Decisions, r.Errors
 				if errs > 0 {
-					return fmt.Errorf("%s: %d errors at %d callers", alg.Kind().Name(), errs, callers)
+					return fmt.Errorf("%s: %d errors at %d callers", alg.Kind().String(), errs, callers)
 				}
 				decisions += n
 				tripsUsed += trips.Load() - before
@@ -507,7 +507,7 @@ func throughputTable(
 						return err
 					}
 					perDecision := usec / float64(n)
-					m[fmt.Sprintf("%s.server_us_per_decision.keys_100000.callers_64", alg.Kind().Name())] = perDecision
+					m[fmt.Sprintf("%s.server_us_per_decision.keys_100000.callers_64", alg.Kind().String())] = perDecision
 					// Redis's CPU per decision: unlike commandstats' wall
 					// time, it does not grow while Redis waits for a core
 					// the load generator holds, so -check can bound it.
@@ -516,18 +516,18 @@ func throughputTable(
 						return err
 					}
 					cpuPer := (cpuAfter - cpu) * 1e6 / float64(n)
-					m[fmt.Sprintf("%s.redis_cpu_us_per_decision.keys_100000.callers_64", alg.Kind().Name())] = cpuPer
-					serverTimes = append(serverTimes, fmt.Sprintf("%s %.1f (CPU %.1f)", alg.Kind().Name(), perDecision, cpuPer))
+					m[fmt.Sprintf("%s.redis_cpu_us_per_decision.keys_100000.callers_64", alg.Kind().String())] = cpuPer
+					serverTimes = append(serverTimes, fmt.Sprintf("%s %.1f (CPU %.1f)", alg.Kind().String(), perDecision, cpuPer))
 				}
 				perSec := float64(n) / d.Seconds()
 				cells = append(cells, thousands(int64(perSec)))
-				m[fmt.Sprintf("%s.decisions_per_second.keys_%d.callers_%d", alg.Kind().Name(), keys, callers)] = perSec
+				m[fmt.Sprintf("%s.decisions_per_second.keys_%d.callers_%d", alg.Kind().String(), keys, callers)] = perSec
 			}
 			rt := float64(tripsUsed) / float64(decisions)
 			m["round_trips_per_decision"] = max(m["round_trips_per_decision"], rt)
 			fmt.Printf(
 				"| %s | %s | %s | %s | %s | %.2f |\n",
-				alg.Kind().Name(),
+				alg.Kind().String(),
 				thousands(int64(keys)),
 				cells[0],
 				cells[1],

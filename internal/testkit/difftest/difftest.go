@@ -48,7 +48,7 @@ type Limits struct {
 // 30 days.
 func Scope(rng *rand.Rand, k *algorithms.Kind) Limits {
 	mode := rng.IntN(4)
-	if k.Name() == "compact_log" {
+	if k.String() == "compact_log" {
 		// One timestamp per unit: limits up to CompactLogMaxLimit, and
 		// costs that write at most a few thousand timestamps at once.
 		mode = rng.IntN(3)
@@ -59,7 +59,7 @@ func Scope(rng *rand.Rand, k *algorithms.Kind) Limits {
 		case 0, 1:
 			return 1 + rng.Int64N(20)
 		case 2:
-			if k.Name() == "compact_log" {
+			if k.String() == "compact_log" {
 				return logUniform(rng, 1, 5000)
 			}
 			return logUniform(rng, 1, 1e9)
@@ -249,7 +249,7 @@ func maxTime(a, b time.Time) time.Time {
 func Run(t *testing.T, s store.Store, kinds []*algorithms.Kind, n int, prefix string, realTTL bool) {
 	for _, k := range kinds {
 		i := slices.Index(algorithms.Kinds(), k)
-		t.Run(k.Name(), func(t *testing.T) {
+		t.Run(k.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 42))
 			for seq := range n {
 				Sequence(t, s, rng, Scope(rng, k), fmt.Sprintf("%s:%d:%d", prefix, seq, rng.Uint64()), realTTL)

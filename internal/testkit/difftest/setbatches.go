@@ -139,8 +139,8 @@ func SetBatches(t *testing.T, decide SetBatcher, prefix string, n int) {
 func kindsOf(set []algorithms.Algorithm) []string {
 	var kinds []string
 	for _, a := range set {
-		if !slices.Contains(kinds, a.Kind().Name()) {
-			kinds = append(kinds, a.Kind().Name())
+		if !slices.Contains(kinds, a.Kind().String()) {
+			kinds = append(kinds, a.Kind().String())
 		}
 	}
 	return kinds

@@ -136,7 +136,7 @@ func Algorithms(limit int64, window time.Duration, subWindows int64) []algorithm
 	for _, k := range algorithms.Kinds() {
 		alg, err := algo.Nominal(k, limit, window, subWindows)
 		if err != nil {
-			panic(fmt.Sprintf("redisinfo: %s at %d per %v: %v", k.Name(), limit, window, err)) // callers pass constants
+			panic(fmt.Sprintf("redisinfo: %s at %d per %v: %v", k.String(), limit, window, err)) // callers pass constants
 		}
 		algs = append(algs, alg)
 	}

@@ -92,11 +92,11 @@ func newHandler() (http.Handler, func(context.Context) error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	limiter, err := ratewise.New(storememory.New(), limit, ratewise.WithObserver(obs), ratewise.WithNamespace("hello"))
+	limiter, err := ratewise.New(storememory.New(), limit, ratewise.WithObserver(obs.ObserveDecision), ratewise.WithNamespace("hello"))
 	if err != nil {
 		return nil, nil, err
 	}
-	mw, err := httplimit.New(limiter, httplimit.WithObserver(obs), httplimit.WithQuotaName("hello"))
+	mw, err := httplimit.New(limiter, httplimit.WithObserver(obs.ObserveDegraded), httplimit.WithQuotaName("hello"))
 	if err != nil {
 		return nil, nil, err
 	}

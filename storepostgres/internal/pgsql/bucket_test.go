@@ -29,7 +29,7 @@ func TestBucketBookings(t *testing.T) {
 	kinds = bucketKinds(t, kinds)
 	for _, k := range kinds {
 		i := slices.Index(algorithms.Kinds(), k)
-		t.Run(k.Name(), func(t *testing.T) {
+		t.Run(k.String(), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(i), 7))
 			var n bucketCounts
 			for seq := range sequences() {

@@ -53,7 +53,7 @@ func logScript(
 func TestLogDenialDropsExpired(t *testing.T) {
 	p, kinds := pool(t)
 	for _, name := range []string{"sliding_log", "sliding_window"} {
-		if !slices.ContainsFunc(kinds, func(k *algorithms.Kind) bool { return k.Name() == name }) {
+		if !slices.ContainsFunc(kinds, func(k *algorithms.Kind) bool { return k.String() == name }) {
 			t.Skipf("%s not among RATEWISE_PG_KINDS", name)
 		}
 	}
@@ -65,18 +65,18 @@ func TestLogDenialDropsExpired(t *testing.T) {
 		mk := func(limit int64) algorithms.Algorithm {
 			return algorithms.SlidingLog{Limit: limit, Window: 2000 * time.Microsecond}
 		}
-		if k.Name() == "sliding_window" {
+		if k.String() == "sliding_window" {
 			q = 1000
 			mk = func(limit int64) algorithms.Algorithm {
 				return algorithms.SlidingWindow{Limit: limit, Window: 2 * time.Second, SubWindows: 2000}
 			}
 		}
-		t.Run(k.Name(), func(t *testing.T) {
+		t.Run(k.String(), func(t *testing.T) {
 			// Cost 2 at 0, 1 at 1,000; at 2,100 quanta the first record has
 			// expired, and a request of cost 1 under a limit of 1 is denied;
 			// then a request with the clock at 1,600, after the latest time
 			// 1,000, under a limit of 3, counts 1, not 3.
-			logScript(t, s, "log:small:"+k.Name(), mk, []logStep{
+			logScript(t, s, "log:small:"+k.String(), mk, []logStep{
 				{0, 3, 2}, {1000 * q, 3, 1}, {2100 * q, 1, 1}, {1600 * q, 3, 1}, {1600 * q, 3, 0},
 			})
 
@@ -90,7 +90,7 @@ func TestLogDenialDropsExpired(t *testing.T) {
 				script = append(script, logStep{i * q, 2000, 1})
 			}
 			script = append(script, logStep{3300 * q, 199, 1}, logStep{2600 * q, 2000, -1}, logStep{2600 * q, 2000, 1})
-			state := logScript(t, s, "log:large:"+k.Name(), mk, script)
+			state := logScript(t, s, "log:large:"+k.String(), mk, script)
 			if got, want := len(state), 2+2*200; got != want {
 				t.Errorf("state of %d elements, want %d: every expired record dropped, one added", got, want)
 			}

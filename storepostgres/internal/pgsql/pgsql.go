@@ -45,16 +45,6 @@ import (
 //go:embed *.sql
 var files embed.FS
 
-// Version is the version of the schema this package creates. A database
-// whose schema has another version is migrated by Schema's statements,
-// which replace every function.
-const Version = 5
-
-// Compatible is the oldest version of the store whose statements keep
-// working against this schema: the functions they call are kept, and
-// decide as they did. Version 5 kept version 4's batch function.
-const Compatible = 4
-
 // Schema returns the statements that create or update the schema: the
 // tables and helpers, then every registered kind's step, or an error
 // naming a kind whose file is missing.
@@ -75,10 +65,10 @@ func SchemaOf(kinds []*algorithms.Kind, unlogged bool) (string, error) {
 		return "", err
 	}
 	for _, k := range kinds {
-		if err := a.Include(k.Name() + ".sql"); err != nil {
+		if err := a.Include(k.String() + ".sql"); err != nil {
 			return "", fmt.Errorf("pgsql: no step for %s: %w", k, err)
 		}
-		a.WriteString(instantiate(string(driver), k.Name(), "_"))
+		a.WriteString(instantiate(string(driver), k.String(), "_"))
 	}
 	src := a.String()
 	if unlogged {
@@ -123,7 +113,7 @@ var upsertParams = []string{"key", "now", "cost", "slack", "p1", "p2", "p3", "gr
 // $2 now (NULL for the server's clock), $3 the cost, $4 the slack, $5…$7
 // the parameters and $8 the grace.
 func Decision(k *algorithms.Kind) string {
-	return instantiate(upsert, k.Name(), "$")
+	return instantiate(upsert, k.String(), "$")
 }
 
 // instantiate returns src for the kind named: __kind__ replaced by name,
@@ -145,5 +135,5 @@ func instantiate(src, name, prefix string) string {
 }
 
 // Step and Refund return the names of k's functions.
-func Step(k *algorithms.Kind) string   { return "ratewise." + k.Name() + "_step" }
-func Refund(k *algorithms.Kind) string { return "ratewise." + k.Name() + "_refund" }
+func Step(k *algorithms.Kind) string   { return "ratewise." + k.String() + "_step" }
+func Refund(k *algorithms.Kind) string { return "ratewise." + k.String() + "_refund" }

@@ -63,7 +63,7 @@ func BenchmarkBatchScript(b *testing.B) {
 			{"5000", func(n int) string { return fmt.Sprint(n % 5000) }},
 			{"1", func(int) string { return "hot" }},
 		} {
-			b.Run("alg="+k.Name()+"/keys="+keys.name, func(b *testing.B) {
+			b.Run("alg="+k.String()+"/keys="+keys.name, func(b *testing.B) {
 				if err := c.FlushAll(ctx).Err(); err != nil {
 					b.Fatal(err)
 				}
@@ -79,7 +79,7 @@ func BenchmarkBatchScript(b *testing.B) {
 				}
 				for b.Loop() {
 					for i := range rkeys {
-						rkeys[i] = "ratewise:" + k.Name() + ":bench:{user:" + keys.of(n) + "}"
+						rkeys[i] = "ratewise:" + k.String() + ":bench:{user:" + keys.of(n) + "}"
 						n++
 					}
 					if err := sc.Run(ctx, c, rkeys, args...).Err(); err != nil {

@@ -4,7 +4,7 @@
 // requires, its step file (<name>.lua, named after its algorithms.Kind) and
 // a driver: decide.lua for one decision, decide_batch.lua for a batch of
 // them, reserve.lua for a booking, lease.lua for a lease's booking, refund.lua for a refund, decide_set.lua
-// for a set of kinds and decide_set_batch.lua for a batch of such sets. reset.lua, ttl.lua and time.lua stand alone.
+// for a set of kinds and decide_set_batch.lua for a batch of such sets. reset.lua and time.lua stand alone.
 // Each
 // file's header documents its KEYS, ARGV and reply. Every script is
 // assembled once, on first use, and kept: a *redis.Script computes its SHA
@@ -27,11 +27,10 @@ import (
 //go:embed *.lua
 var files embed.FS
 
-// Reset, TTL and Time are the scripts that stand alone: reset.lua, ttl.lua
-// and time.lua.
+// Reset and Time are the scripts that stand alone: reset.lua and
+// time.lua.
 var (
 	Reset = mustLoad("reset.lua")
-	TTL   = mustLoad("ttl.lua")
 	Time  = mustLoad("time.lua")
 )
 
@@ -57,7 +56,7 @@ type script struct {
 var decide = func() map[*algorithms.Kind]script {
 	m := map[*algorithms.Kind]script{}
 	for _, k := range algorithms.Kinds() {
-		src, err := scriptSource(k.Name(), "decide.lua")
+		src, err := scriptSource(k.String(), "decide.lua")
 		if err != nil {
 			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
 			continue
@@ -113,7 +112,7 @@ func driven(cache *sync.Map, kind *algorithms.Kind, driver string) (*redis.Scrip
 	if sc, ok := cache.Load(kind); ok {
 		return sc.(*redis.Script), nil
 	}
-	src, err := scriptSource(kind.Name(), driver)
+	src, err := scriptSource(kind.String(), driver)
 	if err != nil {
 		return nil, fmt.Errorf("%w: storeredis cannot assemble %s for %s: %w", store.ErrUnsupported, driver, kind, err)
 	}
@@ -144,7 +143,7 @@ func SetBatch(kinds []*algorithms.Kind) (*redis.Script, error) {
 func setDriven(cache *sync.Map, kinds []*algorithms.Kind, driver string) (*redis.Script, error) {
 	names := make([]string, len(kinds))
 	for i, k := range kinds {
-		names[i] = k.Name()
+		names[i] = k.String()
 	}
 	signature := strings.Join(names, ",")
 	if sc, ok := cache.Load(signature); ok {

@@ -28,13 +28,13 @@ func TestEveryDriverAssembles(t *testing.T) {
 	}
 	for _, k := range algorithms.Kinds() {
 		for _, d := range drivers {
-			t.Run(k.Name()+"/"+d.name, func(t *testing.T) {
+			t.Run(k.String()+"/"+d.name, func(t *testing.T) {
 				sc, err := d.get(k)
 				if err != nil {
 					t.Fatal(err)
 				}
 				src := source(t, sc)
-				checkOrder(t, src, "prelude.lua", k.Name()+".lua", "once.lua", d.file)
+				checkOrder(t, src, "prelude.lua", k.String()+".lua", "once.lua", d.file)
 				if again, _ := d.get(k); again != sc {
 					t.Fatal("a second call assembled the script again")
 				}
@@ -51,7 +51,7 @@ func TestEveryDriverAssembles(t *testing.T) {
 		}
 		src := source(t, sc)
 		for _, k := range algorithms.Kinds() {
-			checkOrder(t, src, "prelude.lua", k.Name()+".lua", "once.lua", "set.lua", d.file)
+			checkOrder(t, src, "prelude.lua", k.String()+".lua", "once.lua", "set.lua", d.file)
 		}
 		if again, _ := d.get(algorithms.Kinds()); again != sc {
 			t.Fatalf("a second call assembled %s again", d.file)
@@ -124,8 +124,8 @@ func (r *recorder) Eval(ctx context.Context, script string, keys []string, args 
 func TestLayout(t *testing.T) {
 	want := map[string]string{"gcra": "2", "token_bucket": "2", "fixed_window": "2"}
 	for _, k := range algorithms.Kinds() {
-		if got := Layout(k); got != want[k.Name()] {
-			t.Errorf("Layout(%s) = %q, want %q", k.Name(), got, want[k.Name()])
+		if got := Layout(k); got != want[k.String()] {
+			t.Errorf("Layout(%s) = %q, want %q", k.String(), got, want[k.String()])
 		}
 	}
 }

@@ -49,7 +49,7 @@ var registry = catalogOf(algorithms.Kinds())
 func catalogOf(ks []*algorithms.Kind) catalog {
 	c := make(catalog, 0, len(ks))
 	for _, k := range ks {
-		name := k.Name()
+		name := k.String()
 		c = append(
 			c,
 			kind{name: name, family: algo.FamilyOf(k), burst: algo.TakesBurst(k), subWindows: algo.TakesSubWindows(k),

@@ -183,7 +183,7 @@ func TestDecideNeedsEveryRole(t *testing.T) {
 func TestSourceNamesNoAlgorithm(t *testing.T) {
 	var names, types []string
 	for _, k := range algorithms.Kinds() {
-		names = append(names, k.Name())
+		names = append(names, k.String())
 		alg, err := algo.Nominal(k, 10, time.Second, 2)
 		if err != nil {
 			t.Fatal(err)

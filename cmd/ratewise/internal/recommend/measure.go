@@ -82,7 +82,7 @@ func Cost(ctx context.Context, in Input, target replay.Target, progress func(str
 	}
 	m.Measured = min(m.Records, capRecords)
 	for _, k := range algorithms.Kinds() {
-		name := k.Name()
+		name := k.String()
 		if m.Records > algo.MaxLimit(k) {
 			continue // such as the compact log, one timestamp per request
 		}
@@ -378,18 +378,20 @@ func MeasureCapacity(ctx context.Context, target replay.Target, alg algorithms.A
 	for i := range keys {
 		keys[i] = "user:" + strconv.Itoa(i)
 	}
-	out := Capacity{Algorithm: alg.Kind().Name()}
+	out := Capacity{Algorithm: alg.Kind().String()}
 	for _, mode := range []struct {
 		coalescing, callers int
 		into                *Rate
-	}{{0, 16, &out.OneAtATime}, {storeredis.DefaultCoalescing, 64, &out.Coalesced}} {
-		s := storeredis.New(
-			c,
+	}{{0, 16, &out.OneAtATime}, {-1, 64, &out.Coalesced}} { // -1: the store's default
+		opts := []storeredis.Option{
 			storeredis.WithKeyPrefix(prefix),
 			storeredis.WithDenyCache(0),
-			storeredis.WithCoalescing(mode.coalescing),
 			storeredis.WithWarnings(0, nil),
-		)
+		}
+		if mode.coalescing >= 0 {
+			opts = append(opts, storeredis.WithCoalescing(mode.coalescing))
+		}
+		s := storeredis.New(c, opts...)
 		var runs []float64
 		for range 3 {
 			v, err := driveCPU(ctx, c, s, alg, keys, mode.callers)

@@ -63,7 +63,7 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 		algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 10},
 		algorithms.SlidingLog{Limit: 50, Window: time.Minute},
 	} {
-		t.Run(alg.Kind().Name(), func(t *testing.T) {
+		t.Run(alg.Kind().String(), func(t *testing.T) {
 			target := dialPostgres(t)
 			var s Sizing
 			if err := s.fill(ctx, target, target.Pool(), alg); err != nil {

@@ -6,8 +6,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
+	"github.com/ratewise/ratewise/internal/pgschema"
 )
 
 // minVersion is the oldest PostgreSQL the store runs on
@@ -59,7 +58,7 @@ type schemaState struct {
 // migrates reports whether the store's first use runs its DDL: the schema
 // is missing, has no ratewise.meta, or is at an older version.
 func (s schemaState) migrates() bool {
-	return !s.exists || !s.hasMeta || (s.version >= 0 && s.version < pgsql.Version)
+	return !s.exists || !s.hasMeta || (s.version >= 0 && s.version < pgschema.Version)
 }
 
 func (p *prober) add(check string, st Status, found, change string) {
@@ -161,22 +160,22 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 		return true
 	}
 	switch {
-	case s.version == pgsql.Version:
+	case s.version == pgschema.Version:
 		p.add("schema", StatusOK, fmt.Sprintf("ratewise at version %d, this store's, owned by %s", s.version, s.owner), "")
-	case s.version < pgsql.Version:
+	case s.version < pgschema.Version:
 		p.add(
 			"schema",
 			StatusWarning,
 			fmt.Sprintf("ratewise at version %d, older than this store's %d: the store migrates it on its first use, "+
-				"in one transaction, if the role may (see permissions)", s.version, pgsql.Version),
+				"in one transaction, if the role may (see permissions)", s.version, pgschema.Version),
 			"call storepostgres.Store.Migrate once as the schema's owner before the new version serves",
 		)
-	case s.compatible <= pgsql.Version:
+	case s.compatible <= pgschema.Version:
 		p.add(
 			"schema",
 			StatusOK,
 			fmt.Sprintf("ratewise at version %d, newer than this store's %d, which it still serves, owned by %s",
-				s.version, pgsql.Version, s.owner),
+				s.version, pgschema.Version, s.owner),
 			"",
 		)
 	default:
@@ -184,7 +183,7 @@ func (p *prober) schemaCheck(ctx context.Context) bool {
 			"schema",
 			StatusFailure,
 			fmt.Sprintf("ratewise at version %d, newer than this store's %d: the store refuses it, and every decision fails",
-				s.version, pgsql.Version),
+				s.version, pgschema.Version),
 			fmt.Sprintf("run a ratewise whose schema is at version %d, or give this one a database of its own", s.version),
 		)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/ratewise/ratewise/storepostgres/pgprobe"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/pgprobe"
 )
 
 // At start-up, on the pool the app passes to storepostgres.New, as the

@@ -17,7 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/storeredis/redisprobe"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/redisprobe"
 )
 
 // Tests on a fake server, for what no real one at hand does: a Redis 4.0,

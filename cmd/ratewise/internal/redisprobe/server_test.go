@@ -8,10 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/redisprobe"
 	"github.com/ratewise/ratewise/internal/testkit/redisinfo"
 	"github.com/ratewise/ratewise/internal/testkit/redistest"
-	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redisprobe"
 )
 
 // Every check passes on a plain redis-server with the recommended client,
@@ -35,7 +34,7 @@ func TestStandalone(t *testing.T) {
 	if got, want := rep.Worst(), redisprobe.StatusWarning; got != want {
 		t.Errorf("worst status: got %v, want %v:\n%s", got, want, report(rep))
 	}
-	if keys, err := c.Keys(context.Background(), storeredis.DefaultKeyPrefix+"probe:*").Result(); err != nil ||
+	if keys, err := c.Keys(context.Background(), "ratewise:probe:*").Result(); err != nil ||
 		len(keys) > 0 {
 		t.Errorf("the probe left keys %v (%v)", keys, err)
 	}

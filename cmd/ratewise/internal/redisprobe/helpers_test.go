@@ -9,8 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/redisprobe"
 	"github.com/ratewise/ratewise/internal/testkit/redistest"
-	"github.com/ratewise/ratewise/storeredis/redisprobe"
 )
 
 func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/ratewise/ratewise/storeredis/redisprobe"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/redisprobe"
 )
 
 // At start-up, on the client the app passes to storeredis.New: log what is

@@ -14,10 +14,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/internal/pgschema"
 	"github.com/ratewise/ratewise/internal/testkit/pgtest"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storepostgres"
-	"github.com/ratewise/ratewise/storepostgres/internal/pgsql"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -233,7 +233,7 @@ func TestRoleWithoutPrivileges(t *testing.T) {
 		rep,
 		"schema",
 		StatusOK,
-		fmt.Sprintf("ratewise at version %d, this store's, owned by ratewise", pgsql.Version),
+		fmt.Sprintf("ratewise at version %d, this store's, owned by ratewise", pgschema.Version),
 	)
 	expect(t, rep, "permissions", StatusOK, "may use the schema ratewise")
 	if rep.Worst() != StatusOK {
@@ -267,7 +267,7 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 	f.exec(
 		t,
 		admin,
-		fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version),
+		fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgschema.Version+1, pgschema.Version),
 	)
 	expect(
 		t,
@@ -276,8 +276,8 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 		StatusOK,
 		fmt.Sprintf(
 			"ratewise at version %d, newer than this store's %d, which it still serves",
-			pgsql.Version+1,
-			pgsql.Version,
+			pgschema.Version+1,
+			pgschema.Version,
 		),
 	)
 	if err := decide(admin); err != nil {
@@ -287,7 +287,7 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 	f.exec(
 		t,
 		admin,
-		fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgsql.Version+1, pgsql.Version+1),
+		fmt.Sprintf("UPDATE ratewise.meta SET version = %d, compatible = %d", pgschema.Version+1, pgschema.Version+1),
 	)
 	rep := Run(ctx, admin)
 	expect(
@@ -297,8 +297,8 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 		StatusFailure,
 		fmt.Sprintf(
 			"ratewise at version %d, newer than this store's %d: the store refuses it",
-			pgsql.Version+1,
-			pgsql.Version,
+			pgschema.Version+1,
+			pgschema.Version,
 		),
 	)
 	if err := decide(admin); err == nil {
@@ -311,7 +311,7 @@ func TestSchemaAtAnotherVersion(t *testing.T) {
 		Run(ctx, admin),
 		"schema",
 		StatusWarning,
-		fmt.Sprintf("ratewise at version 0, older than this store's %d: the store migrates it", pgsql.Version),
+		fmt.Sprintf("ratewise at version 0, older than this store's %d: the store migrates it", pgschema.Version),
 	)
 	expect(t, Run(ctx, admin), "permissions", StatusOK, "and migrate it")
 	p := expect(

@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/internal/hashslot"
-	"github.com/ratewise/ratewise/storeredis"
 )
 
 // The checks that run scripts: EVAL and EVALSHA, the round trip, the keys
@@ -28,7 +27,7 @@ return redis.call('DEL', KEYS[1])`
 
 // key returns a probe key with the run's hash tag, or another tag.
 func (p *prober) key(name, tag string) string {
-	return storeredis.DefaultKeyPrefix + "probe:" + name + ":{" + tag + "}"
+	return "ratewise:probe:" + name + ":{" + tag + "}"
 }
 
 // scripts runs a script with EVAL, then three times with EVALSHA, as

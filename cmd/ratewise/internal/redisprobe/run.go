@@ -30,7 +30,7 @@ import (
 // It sends only what managed offerings generally allow: INFO, EVAL and
 // EVALSHA (plus CLUSTER INFO on a ClusterClient, which may be refused). A
 // refused command is a finding, not an error. The scripts write two or three
-// keys under storeredis.DefaultKeyPrefix + "probe:" with a TTL and delete them
+// keys under "ratewise:probe:" with a TTL and delete them
 // at once. On a ClusterClient every master is asked; on a Ring every live
 // shard.
 //

@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/redisprobe"
 	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/storeredis"
-	"github.com/ratewise/ratewise/storeredis/redisprobe"
 )
 
 // go-redis's defaults raise CheckClient's warnings, each with the setting

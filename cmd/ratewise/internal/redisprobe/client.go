@@ -32,7 +32,7 @@ func (p *prober) clientSettings() {
 		return
 	}
 	for _, w := range warnings {
-		msg := strings.TrimPrefix(w.Error(), storeredis.ErrUnsafeClient.Error()+": ")
+		msg := strings.TrimPrefix(w.Error(), "storeredis: unsafe client setting: ")
 		option, _, _ := strings.Cut(msg, " ")
 		p.add("client settings", StatusWarning, msg, recommended(option, p.budget))
 	}
