@@ -81,8 +81,18 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 		}
 		if e.Result.Allowed != tt.allowed || e.Cost != tt.cost || e.Peek != tt.peek ||
 			e.Result.Remaining != tt.remaining {
-			t.Errorf("%s: allowed %v, cost %d, peek %v, remaining %d; want %v, %d, %v, %d",
-				tt.name, e.Result.Allowed, e.Cost, e.Peek, e.Result.Remaining, tt.allowed, tt.cost, tt.peek, tt.remaining)
+			t.Errorf(
+				"%s: allowed %v, cost %d, peek %v, remaining %d; want %v, %d, %v, %d",
+				tt.name,
+				e.Result.Allowed,
+				e.Cost,
+				e.Peek,
+				e.Result.Remaining,
+				tt.allowed,
+				tt.cost,
+				tt.peek,
+				tt.remaining,
+			)
 		}
 		if e.StoreLatency < 0 {
 			t.Errorf("%s: negative store latency %v", tt.name, e.StoreLatency)
@@ -169,7 +179,12 @@ func TestObserverStackBinding(t *testing.T) {
 	}
 	rec := &recorder{}
 	clock := ratewisetest.NewClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	set, err := ratewise.NewStack(storememory.New(), algs, ratewise.WithObserver(rec.ObserveDecision), ratewise.WithClock(clock))
+	set, err := ratewise.NewStack(
+		storememory.New(),
+		algs,
+		ratewise.WithObserver(rec.ObserveDecision),
+		ratewise.WithClock(clock),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,12 @@ func TestNewRejectsBadInput(t *testing.T) {
 		{"nil algorithm", s, nil, algorithms.ErrInvalidAlgorithm},
 		{"limit 0", s, algorithms.FixedWindow{Limit: 0, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
 		{"limit -3", s, algorithms.SlidingLog{Limit: -3, Window: time.Second}, algorithms.ErrInvalidAlgorithm},
-		{"capacity 0", s, algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)}, algorithms.ErrInvalidAlgorithm},
+		{
+			"capacity 0",
+			s,
+			algorithms.TokenBucket{Capacity: 0, Refill: algorithms.PerSecond(1)},
+			algorithms.ErrInvalidAlgorithm,
+		},
 		{"window 0", s, algorithms.FixedWindow{Limit: 1}, algorithms.ErrInvalidAlgorithm},
 		{"window -1m", s, algorithms.SlidingLog{Limit: 1, Window: -time.Minute}, algorithms.ErrInvalidAlgorithm},
 		{"period 0", s, algorithms.GCRA{Rate: algorithms.Rate{Count: 1}, Burst: 1}, algorithms.ErrInvalidAlgorithm},
@@ -67,7 +72,11 @@ func TestCallsRejectBadInput(t *testing.T) {
 	}{
 		{"n 0", func() error { _, err := l.AllowN(ctx, "k", 0); return err }, algorithms.ErrInvalidCost},
 		{"n -1", func() error { _, err := l.AllowN(ctx, "k", -1); return err }, algorithms.ErrInvalidCost},
-		{"n above the limit", func() error { _, err := l.AllowN(ctx, "k", 6); return err }, algorithms.ErrCostExceedsLimit},
+		{
+			"n above the limit",
+			func() error { _, err := l.AllowN(ctx, "k", 6); return err },
+			algorithms.ErrCostExceedsLimit,
+		},
 		{"empty key Allow", func() error { _, err := l.Allow(ctx, ""); return err }, ratewise.ErrEmptyKey},
 		{"empty key AllowN", func() error { _, err := l.AllowN(ctx, "", 1); return err }, ratewise.ErrEmptyKey},
 		{"empty key Peek", func() error { _, err := l.Peek(ctx, ""); return err }, ratewise.ErrEmptyKey},

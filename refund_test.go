@@ -80,7 +80,8 @@ func TestReservations(t *testing.T) {
 	}
 	reserve(4 * time.Second) // r4 was not the last: nothing came back, once or twice
 
-	if r, err := l.Reserve(ctx, "k", time.Second); err != nil || r.Result().Allowed || r.Result().RetryAfter != 5*time.Second {
+	if r, err := l.Reserve(ctx, "k", time.Second); err != nil || r.Result().Allowed ||
+		r.Result().RetryAfter != 5*time.Second {
 		t.Fatalf("a booking 5s away with 1s to wait: %+v, %v; want not booked, RetryAfter the 5s to its turn", r, err)
 	}
 	if res, _ := l.Peek(ctx, "k"); res.RetryAfter != 5*time.Second {
@@ -263,7 +264,11 @@ func TestRefundIntoTheChargedState(t *testing.T) {
 	}
 	after, err := l.Refund(ctx, "k", charged, 1)
 	if err != nil || after.Limit != 5 || after.Remaining != 5 {
-		t.Fatalf("refund of the per-minute charge after the move: %+v, %v; want the minute's state, full again", after, err)
+		t.Fatalf(
+			"refund of the per-minute charge after the move: %+v, %v; want the minute's state, full again",
+			after,
+			err,
+		)
 	}
 	for range 5 {
 		if res, _ := l.Allow(ctx, "k"); res.Allowed {

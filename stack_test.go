@@ -60,10 +60,9 @@ func TestStackBinding(t *testing.T) {
 func TestNewStackRejects(t *testing.T) {
 	s := storememory.New()
 	gcra := algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}
-	if _, err := ratewise.NewStack(s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}}); !errors.Is(
-		err,
-		algorithms.ErrInvalidAlgorithm,
-	) {
+	if _, err := ratewise.NewStack(
+		s, []algorithms.Algorithm{gcra, algorithms.GCRA{Rate: algorithms.PerSecond(5), Burst: 5}},
+	); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
 		t.Errorf("two GCRAs per second: %v, want ErrInvalidAlgorithm", err)
 	}
 	if _, err := ratewise.NewStack(s, nil); !errors.Is(err, ratewise.ErrInvalidConfig) {

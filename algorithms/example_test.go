@@ -68,7 +68,7 @@ func ExampleSlidingWindow_Validate() {
 	// Output:
 	// sliding_window 100/1m in 6 sub-windows is valid
 	// ratewise: invalid algorithm: limit must be > 0, got 0
-	// ratewise: invalid algorithm: window must split evenly into sub-windows of at least 1ms, got window 1m0s into 7 sub-windows
+	// ratewise: invalid algorithm: window 1m0s does not split evenly into 7 sub-windows of at least 1ms
 	// ratewise: invalid algorithm: window must be a positive whole number of microseconds, got 1.5µs
 }
 

@@ -96,7 +96,8 @@ func TestParseRate(t *testing.T) {
 // names, and periods it rejects.
 func TestParsePeriod(t *testing.T) {
 	for in, want := range map[string]time.Duration{
-		"min": time.Minute, "2 days": 48 * time.Hour, "90s": 90 * time.Second, "1500ms": 1500 * time.Millisecond, "3hrs": 3 * time.Hour,
+		"min": time.Minute, "2 days": 48 * time.Hour, "90s": 90 * time.Second,
+		"1500ms": 1500 * time.Millisecond, "3hrs": 3 * time.Hour,
 	} {
 		if got, err := algorithms.ParseRate("1/" + in); err != nil || got.Period != want {
 			t.Errorf("ParseRate(%q) = %v, %v; want a period of %v", "1/"+in, got, err, want)
@@ -122,7 +123,10 @@ func TestParsePeriod(t *testing.T) {
 func TestRateStringRoundTrips(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 10_000 {
-		r := algorithms.Rate{Count: 1 + rng.Int64N(1<<50), Period: time.Duration(1+rng.Int64N(1<<50)) * time.Microsecond}
+		r := algorithms.Rate{
+			Count:  1 + rng.Int64N(1<<50),
+			Period: time.Duration(1+rng.Int64N(1<<50)) * time.Microsecond,
+		}
 		switch rng.IntN(3) {
 		case 0:
 			r.Period = r.Period.Truncate(time.Second) + time.Second

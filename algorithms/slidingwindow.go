@@ -73,7 +73,7 @@ func (a SlidingWindow) Validate() error {
 	if a.Window%time.Duration(a.SubWindows) != 0 || a.Window/time.Duration(a.SubWindows) < time.Millisecond ||
 		(a.Window/time.Duration(a.SubWindows))%time.Microsecond != 0 {
 		return fmt.Errorf(
-			"%w: window must split evenly into sub-windows of at least 1ms, got window %v into %d sub-windows",
+			"%w: window %v does not split evenly into %d sub-windows of at least 1ms",
 			ErrInvalidAlgorithm,
 			a.Window,
 			a.SubWindows,

@@ -336,8 +336,10 @@ func BenchmarkLargestCost(b *testing.B) {
 			{"alg=sliding_log/cost=1", algorithms.SlidingLog{Limit: 1e9, Window: time.Second}, 1, time.Second},
 			{"alg=sliding_log/cost=1000000000", algorithms.SlidingLog{Limit: 1e9, Window: time.Second}, 1e9, time.Second},
 			// 1ms apart, every sub-window holds one record.
-			{"alg=sliding_window/subwindows=10", algorithms.SlidingWindow{Limit: 1e9, Window: 10 * time.Second, SubWindows: 10}, 1, time.Millisecond},
-			{"alg=sliding_window/subwindows=10000", algorithms.SlidingWindow{Limit: 1e9, Window: 10 * time.Second, SubWindows: 10_000}, 1, time.Millisecond},
+			{"alg=sliding_window/subwindows=10",
+				algorithms.SlidingWindow{Limit: 1e9, Window: 10 * time.Second, SubWindows: 10}, 1, time.Millisecond},
+			{"alg=sliding_window/subwindows=10000",
+				algorithms.SlidingWindow{Limit: 1e9, Window: 10 * time.Second, SubWindows: 10_000}, 1, time.Millisecond},
 		} {
 			b.Run(tc.name+"/store="+st.name, func(b *testing.B) {
 				clock := &stepClock{now: start}

@@ -214,7 +214,12 @@ func (s *serverClock) Capabilities() store.Capabilities {
 }
 
 // TTL reports the key's time to live in miniredis (see redisStore.TTL).
-func (s *serverClock) TTL(_ context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+func (s *serverClock) TTL(
+	_ context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	_ time.Time,
+) (time.Duration, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	key := s.Key(k.String(), alg)
@@ -329,7 +334,14 @@ func (s *serverClock) Lease(
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.m.SetTime(now)
-	return s.Store.Lease(ctx, store.Key{Name: key}, alg, now.Add(-time.Hour), cost, maxWait) // the store must ignore now
+	return s.Store.Lease(
+		ctx,
+		store.Key{Name: key},
+		alg,
+		now.Add(-time.Hour),
+		cost,
+		maxWait,
+	) // the store must ignore now
 }
 
 // redisStore is the Redis store with its client, which poisons a key
@@ -343,7 +355,12 @@ type redisStore struct {
 // TTL reports the key's time to live in Redis (the suite's state_expiry
 // and refund rules read it): PTTL's, 0 for no key, and forever for a key
 // without expiry, which breaks the store's contract.
-func (s *redisStore) TTL(ctx context.Context, k store.Key, alg algorithms.Algorithm, _ time.Time) (time.Duration, error) {
+func (s *redisStore) TTL(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	_ time.Time,
+) (time.Duration, error) {
 	return pttl(s.c.PTTL(ctx, s.Key(k.String(), alg)).Result())
 }
 

@@ -126,7 +126,13 @@ func TestPoliciesWhenRedisDies(t *testing.T) {
 					t.Fatalf("request %d after the kill: no %s", i, c.header)
 				}
 				if c.headerValue != "" && resp.Header.Get(c.header) != c.headerValue {
-					t.Fatalf("request %d after the kill: %s %q, want %q", i, c.header, resp.Header.Get(c.header), c.headerValue)
+					t.Fatalf(
+						"request %d after the kill: %s %q, want %q",
+						i,
+						c.header,
+						resp.Header.Get(c.header),
+						c.headerValue,
+					)
 				}
 				if c.header == "" && resp.Header.Get("RateLimit") != "" {
 					t.Fatalf("failed open with RateLimit %q: nothing was decided", resp.Header.Get("RateLimit"))
@@ -278,14 +284,20 @@ func TestOnlyStoreFailuresReachTheFailureMode(t *testing.T) {
 		status  int
 		want    error
 	}{
-		{"store unavailable", limiter(failingStore{fmt.Errorf("%w: connection refused", store.ErrUnavailable)}), nil, 200, store.ErrUnavailable},
-		{"algorithm unsupported", limiter(failingStore{fmt.Errorf("%w: no script", store.ErrUnsupported)}), nil, 500, store.ErrUnsupported},
-		{"clock at the zero time", limiter(storememory.New(), ratewise.WithClock(ratewisetest.NewClock(time.Time{}))), nil, 500, algorithms.ErrInvalidTime},
-		{"no key", limiter(storememory.New()), []Option{WithKey(ByUser(func(*http.Request) (string, bool) { return "", false }))}, 500, ErrNoKey},
+		{"store unavailable", limiter(failingStore{fmt.Errorf("%w: connection refused", store.ErrUnavailable)}),
+			nil, 200, store.ErrUnavailable},
+		{"algorithm unsupported", limiter(failingStore{fmt.Errorf("%w: no script", store.ErrUnsupported)}),
+			nil, 500, store.ErrUnsupported},
+		{"clock at the zero time", limiter(storememory.New(), ratewise.WithClock(ratewisetest.NewClock(time.Time{}))),
+			nil, 500, algorithms.ErrInvalidTime},
+		{"no key", limiter(storememory.New()),
+			[]Option{WithKey(ByUser(func(*http.Request) (string, bool) { return "", false }))}, 500, ErrNoKey},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := &hook{}
-			m, err := New(tt.limiter, append([]Option{WithFailureMode(FailOpen()), WithOnError(h.record)}, tt.opts...)...)
+			m, err := New(
+				tt.limiter,
+				append([]Option{WithFailureMode(FailOpen()), WithOnError(h.record)}, tt.opts...)...)
 			if err != nil {
 				t.Fatal(err)
 			}

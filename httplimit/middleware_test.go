@@ -80,8 +80,12 @@ func TestHeadersAreExact(t *testing.T) {
 					w = 60
 				}
 				wantHeaders := map[string]string{
-					"RateLimit-Policy":      fmt.Sprintf(`"default";q=%d;w=%d`, want.Limit, w),
-					"RateLimit":             fmt.Sprintf(`"default";r=%d;t=%d`, want.Remaining, ceilSeconds(want.ResetAfter)),
+					"RateLimit-Policy": fmt.Sprintf(`"default";q=%d;w=%d`, want.Limit, w),
+					"RateLimit": fmt.Sprintf(
+						`"default";r=%d;t=%d`,
+						want.Remaining,
+						ceilSeconds(want.ResetAfter),
+					),
 					"X-RateLimit-Limit":     strconv.FormatInt(want.Limit, 10),
 					"X-RateLimit-Remaining": strconv.FormatInt(want.Remaining, 10),
 					"X-RateLimit-Reset":     strconv.FormatInt(ceilSeconds(want.ResetAfter), 10),
@@ -192,7 +196,14 @@ func TestCostPerRequest(t *testing.T) {
 	} {
 		resp := send(c.cost)
 		if resp.StatusCode != c.status || resp.Header.Get("RateLimit") != c.remaining {
-			t.Fatalf("cost %s: %d %q, want %d %q", c.cost, resp.StatusCode, resp.Header.Get("RateLimit"), c.status, c.remaining)
+			t.Fatalf(
+				"cost %s: %d %q, want %d %q",
+				c.cost,
+				resp.StatusCode,
+				resp.Header.Get("RateLimit"),
+				c.status,
+				c.remaining,
+			)
 		}
 	}
 }
@@ -202,13 +213,19 @@ func TestAnonymousUserFails(t *testing.T) {
 	m, _ := New(
 		newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
 		WithKey(
-			ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }),
+			ByUser(
+				func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" },
+			),
 		),
 	)
 	var failure error
-	m2, _ := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
+	m2, _ := New(
+		newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock),
 		WithKey(ByUser(func(r *http.Request) (string, bool) { return "", false })),
-		WithFailureHandler(func(w http.ResponseWriter, r *http.Request, err error) { failure = err; w.WriteHeader(401) }))
+		WithFailureHandler(
+			func(w http.ResponseWriter, r *http.Request, err error) { failure = err; w.WriteHeader(401) },
+		),
+	)
 	if resp := serve(m.Handler(ok), "192.0.2.1:1"); resp.StatusCode != 500 {
 		t.Fatalf("anonymous request: %d, want 500", resp.StatusCode)
 	}
@@ -266,7 +283,10 @@ func TestShare(t *testing.T) {
 	cases := []struct {
 		in, want algorithms.Algorithm
 	}{
-		{algorithms.FixedWindow{Limit: 100, Window: time.Minute}, algorithms.FixedWindow{Limit: 25, Window: time.Minute}},
+		{
+			algorithms.FixedWindow{Limit: 100, Window: time.Minute},
+			algorithms.FixedWindow{Limit: 25, Window: time.Minute},
+		},
 		{algorithms.SlidingLog{Limit: 10, Window: time.Second}, algorithms.SlidingLog{Limit: 2, Window: time.Second}},
 		{
 			algorithms.SlidingWindow{Limit: 9, Window: time.Minute, SubWindows: 6},
@@ -295,7 +315,8 @@ func TestShare(t *testing.T) {
 		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 4, algorithms.ErrInvalidAlgorithm},
 		{algorithms.FixedWindow{Limit: 3, Window: time.Second}, 0, ratewise.ErrInvalidConfig},
 		// The period becomes 2^51µs.
-		{algorithms.GCRA{Rate: algorithms.Rate{Count: 2, Period: 1 << 49 * time.Microsecond}, Burst: 4}, 4, algorithms.ErrInvalidAlgorithm},
+		{algorithms.GCRA{Rate: algorithms.Rate{Count: 2, Period: 1 << 49 * time.Microsecond}, Burst: 4},
+			4, algorithms.ErrInvalidAlgorithm},
 		{nil, 2, algorithms.ErrInvalidAlgorithm},
 		{&algorithms.SlidingLog{Limit: 10, Window: time.Second}, 2, algorithms.ErrInvalidAlgorithm},
 	} {
@@ -384,7 +405,8 @@ func TestNoKeyAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range 3 { // unlimited: never counted, so never denied
-			if resp := serve(m.Handler(ok), "192.0.2.1:1"); resp.StatusCode != c.status || resp.Header.Get("RateLimit") != "" {
+			if resp := serve(m.Handler(ok), "192.0.2.1:1"); resp.StatusCode != c.status ||
+				resp.Header.Get("RateLimit") != "" {
 				t.Fatalf("want %d: got %d, RateLimit %q", c.status, resp.StatusCode, resp.Header.Get("RateLimit"))
 			}
 		}
@@ -392,7 +414,9 @@ func TestNoKeyAnswers(t *testing.T) {
 			t.Fatalf("want %d: the hook heard %v", c.status, heard)
 		}
 	}
-	if _, err := New(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), WithNoKey(http.StatusOK)); err == nil {
+	if _, err := New(
+		newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), WithNoKey(http.StatusOK),
+	); err == nil {
 		t.Fatal("WithNoKey(200): no error")
 	}
 }
@@ -502,7 +526,9 @@ func TestStackMiddleware(t *testing.T) {
 			)
 		}
 	}
-	if _, err := NewStack(set, WithFailureMode(Fallback(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock)))); err == nil {
+	if _, err := NewStack(
+		set, WithFailureMode(Fallback(newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock))),
+	); err == nil {
 		t.Fatal("NewStack with Fallback: no error")
 	}
 	// A Stack's failure mode is checked as a Limiter's is.

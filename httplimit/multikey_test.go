@@ -207,7 +207,8 @@ func TestMultiKeyNoKey(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range globalAlg.Limit + 1 { // more than the global limit
-				if resp := serveAs(m.Handler(ok), ""); resp.StatusCode != c.status || resp.Header.Get("RateLimit") != "" {
+				if resp := serveAs(m.Handler(ok), ""); resp.StatusCode != c.status ||
+					resp.Header.Get("RateLimit") != "" {
 					t.Fatalf(
 						"anonymous request %d: %d, RateLimit %q; want %d and none",
 						i,
@@ -290,7 +291,8 @@ func TestMultiKeyStoreFailure(t *testing.T) {
 		{"fail closed 503", brokenStore{}, FailClosed(503, time.Second), 503, "1", false, false},
 		{"fail closed 429", brokenStore{}, FailClosed(429, 1500*time.Millisecond), 429, "2", false, false},
 		{"fail open", brokenStore{}, FailOpen(), 200, "", true, false},
-		{"fail closed after the user's limit was charged", brokenStore{chargesOnly: true}, FailClosed(503, time.Second), 503, "1", false, false},
+		{"fail closed after the user's limit was charged", brokenStore{chargesOnly: true}, FailClosed(503, time.Second),
+			503, "1", false, false},
 		{"fail open after the user's limit was charged", brokenStore{chargesOnly: true}, FailOpen(), 200, "", true, false},
 		{"timeout, fail closed", brokenStore{silent: true}, FailClosed(503, time.Second), 503, "1", false, true},
 		{"timeout, fail open", brokenStore{silent: true}, FailOpen(), 200, "", true, true},
@@ -313,8 +315,14 @@ func TestMultiKeyStoreFailure(t *testing.T) {
 			resp := serveAs(m.Handler(ok), "alice")
 			if resp.StatusCode != c.status || resp.Header.Get("Retry-After") != c.retryAfter ||
 				resp.Header.Get("RateLimit") != "" {
-				t.Fatalf("status %d, Retry-After %q, RateLimit %q; want %d, %q and no RateLimit",
-					resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("RateLimit"), c.status, c.retryAfter)
+				t.Fatalf(
+					"status %d, Retry-After %q, RateLimit %q; want %d, %q and no RateLimit",
+					resp.StatusCode,
+					resp.Header.Get("Retry-After"),
+					resp.Header.Get("RateLimit"),
+					c.status,
+					c.retryAfter,
+				)
 			}
 			if h.count() != 1 || !errors.Is(h.errs[0], store.ErrUnavailable) {
 				t.Fatalf("the hook heard %v, want one store.ErrUnavailable", h.errs)
@@ -348,7 +356,9 @@ func TestMultiKeyOptions(t *testing.T) {
 		m, err := NewMultiKey(
 			g,
 			groupKeys,
-			WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64) }),
+			WithCost(
+				func(r *http.Request) (int64, error) { return strconv.ParseInt(r.URL.Query().Get("cost"), 10, 64) },
+			),
 		)
 		if err != nil {
 			t.Fatal(err)
@@ -391,7 +401,12 @@ func TestMultiKeyOptions(t *testing.T) {
 		for i := range globalAlg.Limit + 1 {
 			if resp := serveAs(m.Handler(ok), fmt.Sprint("user", i)); resp.StatusCode != http.StatusOK ||
 				resp.Header.Get("Retry-After") != "" {
-				t.Fatalf("request %d: %d, Retry-After %q; want 200 and none", i, resp.StatusCode, resp.Header.Get("Retry-After"))
+				t.Fatalf(
+					"request %d: %d, Retry-After %q; want 200 and none",
+					i,
+					resp.StatusCode,
+					resp.Header.Get("Retry-After"),
+				)
 			}
 		}
 		// The global limit would have denied the last, for its window:
@@ -415,7 +430,8 @@ func TestMultiKeyOptions(t *testing.T) {
 			t.Fatal(err)
 		}
 		for range perUserAlg.Limit + 1 {
-			if resp := serveAs(m.Handler(ok), "ops"); resp.StatusCode != http.StatusOK || resp.Header.Get("RateLimit") != "" {
+			if resp := serveAs(m.Handler(ok), "ops"); resp.StatusCode != http.StatusOK ||
+				resp.Header.Get("RateLimit") != "" {
 				t.Fatalf("exempt request: %d, RateLimit %q", resp.StatusCode, resp.Header.Get("RateLimit"))
 			}
 		}

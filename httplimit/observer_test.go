@@ -80,17 +80,25 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 		// is checked.
 		requests int
 	}{
-		{"fail open", unavailable, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, false, 1},
-		{"fail closed", unavailable, FailClosed(503, time.Second), nil, 503, DegradedEvent{Mode: "fail_closed", Quota: "default"}, false, 1},
-		{"fallback admits", unavailable, local(1), nil, 200, DegradedEvent{Mode: "fallback", Allowed: true, Quota: "default"}, false, 1},
+		{"fail open", unavailable, FailOpen(), nil, 200,
+			DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, false, 1},
+		{"fail closed", unavailable, FailClosed(503, time.Second), nil, 503,
+			DegradedEvent{Mode: "fail_closed", Quota: "default"}, false, 1},
+		{"fallback admits", unavailable, local(1), nil, 200,
+			DegradedEvent{Mode: "fallback", Allowed: true, Quota: "default"}, false, 1},
 		{"fallback denies", unavailable, local(1), nil, 429, DegradedEvent{Mode: "fallback", Quota: "default"}, false, 2},
 		// The local limiter refuses the cost: 503, as FailClosed(503, 0).
-		{"fallback fails too", unavailable, local(1), []Option{WithCost(func(*http.Request) (int64, error) { return 2, nil })}, 503, DegradedEvent{Mode: "fallback", Quota: "default"}, false, 1},
-		{"timeout, fail closed", silentStore{}, FailClosed(503, time.Second), []Option{WithQuotaName("api")}, 503, DegradedEvent{Mode: "fail_closed", Quota: "api"}, true, 1},
-		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
+		{"fallback fails too", unavailable, local(1),
+			[]Option{WithCost(func(*http.Request) (int64, error) { return 2, nil })},
+			503, DegradedEvent{Mode: "fallback", Quota: "default"}, false, 1},
+		{"timeout, fail closed", silentStore{}, FailClosed(503, time.Second), []Option{WithQuotaName("api")},
+			503, DegradedEvent{Mode: "fail_closed", Quota: "api"}, true, 1},
+		{"timeout, fail open", silentStore{}, FailOpen(), nil, 200,
+			DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
 		// A store that gives up on the deadline with an error of its own,
 		// as a Redis client with ContextTimeoutEnabled does.
-		{"timeout, store gives up", silentStore{err: fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)}, FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
+		{"timeout, store gives up", silentStore{err: fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)},
+			FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := ratewise.New(tt.store, policyAlg)
@@ -99,7 +107,12 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 			}
 			rec, h := &degradedRecorder{}, &hook{}
 			opts := append(
-				[]Option{WithFailureMode(tt.policy), WithObserver(rec.observe), WithOnError(h.record), WithTimeout(20 * time.Millisecond)},
+				[]Option{
+					WithFailureMode(tt.policy),
+					WithObserver(rec.observe),
+					WithOnError(h.record),
+					WithTimeout(20 * time.Millisecond),
+				},
 				tt.opts...)
 			m, err := New(l, opts...)
 			if err != nil {
@@ -148,7 +161,12 @@ func TestObserverHearsOnlyDegradedDecisions(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := &degradedRecorder{}
-			m, err := New(l, WithFailureMode(FailOpen()), WithObserver(rec.observe), WithOnError(func(*http.Request, error) {}))
+			m, err := New(
+				l,
+				WithFailureMode(FailOpen()),
+				WithObserver(rec.observe),
+				WithOnError(func(*http.Request, error) {}),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

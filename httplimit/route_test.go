@@ -77,13 +77,24 @@ func TestRoutes(t *testing.T) {
 		{"GET", "/", 429, `"default";q=3;w=60`, `"default";r=0;t=60`, "3", "60"},
 	} {
 		resp := do(mux, c.method, c.path)
-		got := []string{strconv.Itoa(resp.StatusCode), resp.Header.Get("RateLimit-Policy"), resp.Header.Get("RateLimit"),
-			resp.Header.Get("X-RateLimit-Limit"), resp.Header.Get("Retry-After")}
+		got := []string{
+			strconv.Itoa(resp.StatusCode),
+			resp.Header.Get("RateLimit-Policy"),
+			resp.Header.Get("RateLimit"),
+			resp.Header.Get("X-RateLimit-Limit"),
+			resp.Header.Get("Retry-After"),
+		}
 		want := []string{strconv.Itoa(c.status), c.policy, c.rateLimit, c.limit, c.retryAfter}
 		for j := range got {
 			if got[j] != want[j] {
-				t.Fatalf("request %d, %s %s: status, RateLimit-Policy, RateLimit, X-RateLimit-Limit, Retry-After: got %q, want %q",
-					i+1, c.method, c.path, got, want)
+				t.Fatalf(
+					"request %d, %s %s: status, RateLimit-Policy, RateLimit, X-RateLimit-Limit, Retry-After: got %q, want %q",
+					i+1,
+					c.method,
+					c.path,
+					got,
+					want,
+				)
 			}
 		}
 	}
@@ -106,7 +117,13 @@ func TestRoutesDoNotShareQuotas(t *testing.T) {
 	for _, name := range []string{"a", "b", "default"} {
 		for i, want := range []int{200, 200, 429} {
 			if resp := do(handlers[name], "GET", "/"); resp.StatusCode != want {
-				t.Fatalf("%s, request %d: status %d, want %d: another quota was spent on it", name, i+1, resp.StatusCode, want)
+				t.Fatalf(
+					"%s, request %d: status %d, want %d: another quota was spent on it",
+					name,
+					i+1,
+					resp.StatusCode,
+					want,
+				)
 			}
 		}
 	}
@@ -173,7 +190,9 @@ func TestRouteSharesTheOptions(t *testing.T) {
 	m, err := New(
 		newLimiter(t, algorithms.SlidingLog{Limit: 10, Window: time.Minute}, clock),
 		WithKey(
-			ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }),
+			ByUser(
+				func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" },
+			),
 		),
 		WithCost(func(r *http.Request) (int64, error) { return strconv.ParseInt(r.Header.Get("X-Cost"), 10, 64) }),
 		WithExempt(func(r *http.Request) bool { return r.Header.Get("X-Internal") != "" }),
@@ -244,8 +263,10 @@ func TestRouteRejectsBadInput(t *testing.T) {
 		{"empty name", m, "", alg, nil},
 		{"name not printable ASCII", m, "log\nin", alg, nil},
 		{"nil algorithm", m, "search", nil, algorithms.ErrInvalidAlgorithm},
-		{"invalid algorithm", m, "search", algorithms.SlidingLog{Limit: 0, Window: time.Minute}, algorithms.ErrInvalidAlgorithm},
-		{"algorithm by pointer", m, "search", &algorithms.SlidingLog{Limit: 5, Window: time.Minute}, algorithms.ErrInvalidAlgorithm},
+		{"invalid algorithm", m, "search", algorithms.SlidingLog{Limit: 0, Window: time.Minute},
+			algorithms.ErrInvalidAlgorithm},
+		{"algorithm by pointer", m, "search", &algorithms.SlidingLog{Limit: 5, Window: time.Minute},
+			algorithms.ErrInvalidAlgorithm},
 		{"a name with another algorithm", m, "login", algorithms.SlidingLog{Limit: 6, Window: time.Minute}, nil},
 		{"a route of a route", login, "search", alg, nil},
 		{"a Stack", setMiddleware, "search", alg, nil},
@@ -254,7 +275,13 @@ func TestRouteRejectsBadInput(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			r, err := c.m.Route(c.route, c.alg)
 			if !errors.Is(err, ratewise.ErrInvalidConfig) || r != nil {
-				t.Fatalf("Route(%q, %v): got %v, %v; want an error wrapping ratewise.ErrInvalidConfig", c.route, c.alg, r, err)
+				t.Fatalf(
+					"Route(%q, %v): got %v, %v; want an error wrapping ratewise.ErrInvalidConfig",
+					c.route,
+					c.alg,
+					r,
+					err,
+				)
 			}
 			if c.want != nil && !errors.Is(err, c.want) {
 				t.Fatalf("Route(%q, %v): got %v, want an error wrapping %v", c.route, c.alg, err, c.want)

@@ -28,7 +28,8 @@ func TestWrapRejects(t *testing.T) {
 		{"divisor below instances", mem, lease.Policy{Instances: 16, Divisor: 8}, []error{lease.ErrCannotLease}},
 		{"negative min", mem, lease.Policy{Instances: 1, Min: -2}, []error{lease.ErrCannotLease}},
 		{"negative max keys", mem, lease.Policy{Instances: 1, MaxKeys: -1}, []error{lease.ErrCannotLease}},
-		{"own clock", ownClock{&counting{inner: mem}, nil}, lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
+		{"own clock", ownClock{&counting{inner: mem}, nil}, lease.Policy{Instances: 1},
+			[]error{lease.ErrCannotLease, store.ErrUnsupported}},
 		{"a lease.Store", leased(t, mem), lease.Policy{Instances: 1}, []error{lease.ErrCannotLease, store.ErrUnsupported}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

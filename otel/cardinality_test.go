@@ -45,7 +45,10 @@ func TestKeyNeverAnAttribute(t *testing.T) {
 		opts []ratewiseotel.Option
 	}{
 		{"defaults", nil},
-		{"spans and limits", []ratewiseotel.Option{ratewiseotel.WithLimitAttribute(), ratewiseotel.WithAttributes(attribute.String("ratewise.store", "sessions"))}},
+		{"spans and limits", []ratewiseotel.Option{
+			ratewiseotel.WithLimitAttribute(),
+			ratewiseotel.WithAttributes(attribute.String("ratewise.store", "sessions")),
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			reader, mp := newReader(t)
@@ -94,15 +97,25 @@ func TestKeyNeverAnAttribute(t *testing.T) {
 				}
 			}
 			down := failingStore{err: fmt.Errorf("%w: %s: connection refused", store.ErrUnavailable, key)}
-			broken, err := ratewise.New(down, algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(spy.ObserveDecision))
+			broken, err := ratewise.New(
+				down,
+				algorithms.FixedWindow{Limit: 1, Window: time.Second},
+				ratewise.WithObserver(spy.ObserveDecision),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if _, err := broken.Allow(ctx, key); err == nil {
 				t.Fatal("no error from a failing store")
 			}
-			mw, err := httplimit.New(broken, httplimit.WithObserver(obs.ObserveDegraded), httplimit.WithOnError(func(*http.Request, error) {}),
-				httplimit.WithKey(httplimit.ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), true })))
+			mw, err := httplimit.New(
+				broken,
+				httplimit.WithObserver(obs.ObserveDegraded),
+				httplimit.WithOnError(func(*http.Request, error) {}),
+				httplimit.WithKey(
+					httplimit.ByUser(func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), true }),
+				),
+			)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -145,10 +145,9 @@ func TestClockOffsetTimeout(t *testing.T) {
 	if got := gauges(t, rm, ratewiseotel.MetricClockOffset); got != nil {
 		t.Errorf("offset after a timeout: %v, want none", got)
 	}
-	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{"error.type=deadline_exceeded": 1}; !maps.Equal(
-		got,
-		want,
-	) {
+	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{
+		"error.type=deadline_exceeded": 1,
+	}; !maps.Equal(got, want) {
 		t.Errorf("errors: got %v, want %v", got, want)
 	}
 }
@@ -218,7 +217,8 @@ func TestClockOffsetStoreRedis(t *testing.T) {
 	m.SetTime(before.Add(ahead))
 	rm := collect(t, reader)
 	took := time.Since(before).Seconds()
-	offset, unc := gauges(t, rm, ratewiseotel.MetricClockOffset)[""], gauges(t, rm, ratewiseotel.MetricClockUncertainty)[""]
+	offset, unc := gauges(t, rm, ratewiseotel.MetricClockOffset)[""],
+		gauges(t, rm, ratewiseotel.MetricClockUncertainty)[""]
 	if d := ahead.Seconds() - offset; d < -unc || d > took+unc {
 		t.Errorf("offset: %v s ± %v s, want %v s less at most %v s", offset, unc, ahead.Seconds(), took)
 	}
@@ -228,10 +228,9 @@ func TestClockOffsetStoreRedis(t *testing.T) {
 	if got := gauges(t, rm, ratewiseotel.MetricClockOffset); got != nil {
 		t.Errorf("offset with Redis gone: %v, want none", got)
 	}
-	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{"error.type=unavailable": 1}; !maps.Equal(
-		got,
-		want,
-	) {
+	if got, want := sums(t, rm, ratewiseotel.MetricClockErrors), map[string]int64{
+		"error.type=unavailable": 1,
+	}; !maps.Equal(got, want) {
 		t.Errorf("errors: got %v, want %v", got, want)
 	}
 }

@@ -36,7 +36,8 @@ func decisionSeries(source, alg string, binding int, outcome string, peek bool) 
 
 func errorSeries(source, alg, errType string) string {
 	return fmt.Sprintf(
-		"error.type=%s,ratewise.algorithm=%s,ratewise.binding=0,ratewise.outcome=error,ratewise.peek=false,ratewise.source=%s",
+		"error.type=%s,ratewise.algorithm=%s,ratewise.binding=0,ratewise.outcome=error,"+
+			"ratewise.peek=false,ratewise.source=%s",
 		errType,
 		alg,
 		source,
@@ -90,8 +91,15 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 	}
 
 	// A store that fails, and a caller that gave up.
-	broken, err := ratewise.New(failingStore{err: fmt.Errorf("%w: connection refused", store.ErrUnavailable)},
-		algorithms.FixedWindow{Limit: 1, Window: time.Second}, ratewise.WithObserver(obs.ObserveDecision), ratewise.WithClock(clock))
+	broken, err := ratewise.New(
+		failingStore{err: fmt.Errorf("%w: connection refused", store.ErrUnavailable)},
+		algorithms.FixedWindow{
+			Limit:  1,
+			Window: time.Second,
+		},
+		ratewise.WithObserver(obs.ObserveDecision),
+		ratewise.WithClock(clock),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,9 +158,12 @@ func TestErrorTypes(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			obs.ObserveDecision(context.Background(), ratewise.DecisionEvent{Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
-				Key: "k", Cost: 1, Err: tt.err,
-			})
+			obs.ObserveDecision(
+				context.Background(),
+				ratewise.DecisionEvent{Algorithm: algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1},
+					Key: "k", Cost: 1, Err: tt.err,
+				},
+			)
 			want := map[string]int64{errorSeries("limiter", "gcra", tt.want): 1}
 			if got := sums(t, collect(t, reader), ratewiseotel.MetricDecisions); !maps.Equal(got, want) {
 				t.Errorf("got %v, want %v", got, want)
@@ -331,7 +342,12 @@ func TestLimitAttribute(t *testing.T) {
 	free := algorithms.SlidingWindow{Limit: 1, Window: time.Hour, SubWindows: 60}
 	paid := free
 	paid.Limit = 100
-	l, err := ratewise.New(storememory.New(), free, ratewise.WithObserver(obs.ObserveDecision), ratewise.WithClock(newClock()))
+	l, err := ratewise.New(
+		storememory.New(),
+		free,
+		ratewise.WithObserver(obs.ObserveDecision),
+		ratewise.WithClock(newClock()),
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,7 +361,8 @@ func TestLimitAttribute(t *testing.T) {
 	}
 	series := func(alg algorithms.Algorithm, outcome string) string {
 		return fmt.Sprintf(
-			"ratewise.algorithm=sliding_window,ratewise.binding=0,ratewise.limit=%s,ratewise.outcome=%s,ratewise.peek=false,ratewise.source=limiter",
+			"ratewise.algorithm=sliding_window,ratewise.binding=0,ratewise.limit=%s,ratewise.outcome=%s,"+
+				"ratewise.peek=false,ratewise.source=limiter",
 			alg.String(),
 			outcome,
 		)
@@ -379,7 +396,8 @@ func TestWithAttributes(t *testing.T) {
 	)
 	rm := collect(t, reader)
 	if got, want := sums(t, rm, ratewiseotel.MetricDecisions), map[string]int64{
-		"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.outcome=allowed,ratewise.peek=false,ratewise.source=limiter,ratewise.store=sessions": 1,
+		"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.outcome=allowed,ratewise.peek=false," +
+			"ratewise.source=limiter,ratewise.store=sessions": 1,
 	}; !maps.Equal(got, want) {
 		t.Errorf("decisions: got %v, want %v", got, want)
 	}
@@ -389,7 +407,8 @@ func TestWithAttributes(t *testing.T) {
 		t.Errorf("durations: got %v, want %v", got, want)
 	}
 	if got, want := sums(t, rm, ratewiseotel.MetricDegraded), map[string]int64{
-		"ratewise.failure_mode=fallback,ratewise.outcome=denied,ratewise.quota=q,ratewise.reason=unavailable,ratewise.store=sessions": 1,
+		"ratewise.failure_mode=fallback,ratewise.outcome=denied,ratewise.quota=q,ratewise.reason=unavailable," +
+			"ratewise.store=sessions": 1,
 	}; !maps.Equal(got, want) {
 		t.Errorf("degraded: got %v, want %v", got, want)
 	}

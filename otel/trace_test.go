@@ -73,9 +73,11 @@ func TestSpanEvents(t *testing.T) {
 	// The window starts at testStart, so the denial waits a minute.
 	want := []string{
 		"ratewise.decision " +
-			"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=allowed,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=0,ratewise.source=limiter",
+			"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=allowed," +
+			"ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=0,ratewise.source=limiter",
 		"ratewise.decision " +
-			"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=denied,ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=60,ratewise.source=limiter",
+			"ratewise.algorithm=fixed_window,ratewise.binding=0,ratewise.cost=2,ratewise.outcome=denied," +
+			"ratewise.peek=false,ratewise.remaining=1,ratewise.retry_after=60,ratewise.source=limiter",
 		"ratewise.degraded " +
 			"ratewise.failure_mode=fail_closed,ratewise.outcome=denied,ratewise.quota=default,ratewise.reason=timeout",
 	}
@@ -108,7 +110,8 @@ func TestSpanEventOfError(t *testing.T) {
 	if got, want := len(events), 1; got != want {
 		t.Fatalf("events: got %d, want %d", got, want)
 	}
-	if got, want := kvString(events[0].Attributes), "error.type=unavailable,ratewise.algorithm=gcra,ratewise.binding=0,ratewise.cost=1,ratewise.outcome=error,ratewise.peek=false,ratewise.source=stack"; got != want {
+	if got, want := kvString(events[0].Attributes), "error.type=unavailable,ratewise.algorithm=gcra,ratewise.binding=0,"+
+		"ratewise.cost=1,ratewise.outcome=error,ratewise.peek=false,ratewise.source=stack"; got != want {
 		t.Errorf("attributes:\n got %s\nwant %s", got, want)
 	}
 }
@@ -180,9 +183,13 @@ func TestDecisionSpans(t *testing.T) {
 		attrs   string
 		status  sdktrace.Status
 	}{
-		{7 * time.Millisecond, "ratewise.algorithm=gcra,ratewise.binding=0,ratewise.cost=1,ratewise.outcome=allowed,ratewise.peek=false,ratewise.remaining=9,ratewise.retry_after=0,ratewise.source=limiter",
+		{7 * time.Millisecond,
+			"ratewise.algorithm=gcra,ratewise.binding=0,ratewise.cost=1,ratewise.outcome=allowed,ratewise.peek=false," +
+				"ratewise.remaining=9,ratewise.retry_after=0,ratewise.source=limiter",
 			sdktrace.Status{Code: codes.Unset}},
-		{3 * time.Millisecond, "error.type=unavailable,ratewise.algorithm=gcra,ratewise.binding=0,ratewise.cost=1,ratewise.outcome=error,ratewise.peek=false,ratewise.source=limiter",
+		{3 * time.Millisecond,
+			"error.type=unavailable,ratewise.algorithm=gcra,ratewise.binding=0,ratewise.cost=1,ratewise.outcome=error," +
+				"ratewise.peek=false,ratewise.source=limiter",
 			sdktrace.Status{Code: codes.Error, Description: "unavailable"}},
 	} {
 		s := ended[i]

@@ -139,7 +139,12 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			rep.Rows = append(
 				rep.Rows,
-				Row{Workload: w.Name, Algorithm: name, Params: algo.ParamsOf(alg).String(), Settings: algo.ParamsOf(alg)},
+				Row{
+					Workload:  w.Name,
+					Algorithm: name,
+					Params:    algo.ParamsOf(alg).String(),
+					Settings:  algo.ParamsOf(alg),
+				},
 			)
 			jobs = append(jobs, job{w: w, alg: alg})
 		}
@@ -195,7 +200,8 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 				reference[j] = allowed
 			} else if i := firstDifference(reference[j], allowed); i >= 0 {
 				return fmt.Errorf("%s and %s disagree on %s, workload %s, request %d at %v: %s admitted=%v, %s admitted=%v",
-					cfg.Targets[0].Name(), t.Name(), jb.alg.Kind().String(), jb.w.Name, i, jb.w.Requests[i].At, cfg.Targets[0].Name(), reference[j][i], t.Name(), allowed[i])
+					cfg.Targets[0].Name(), t.Name(), jb.alg.Kind().String(), jb.w.Name, i, jb.w.Requests[i].At,
+					cfg.Targets[0].Name(), reference[j][i], t.Name(), allowed[i])
 			}
 			mu.Lock()
 			jb.row.Stores = append(jb.row.Stores, figures)

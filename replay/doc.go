@@ -10,7 +10,8 @@
 // against the workload's limit and against an exact sliding log:
 //
 //	w, _ := workload.ReadTrace(file, "login", workload.Limit{Count: 5, Window: 15 * time.Minute})
-//	acc, _ := replay.Replay(ctx, storememory.New(), w, algorithms.GCRA{Rate: algorithms.Rate{Count: 5, Period: 15 * time.Minute}, Burst: 5})
+//	acc, _ := replay.Replay(ctx, storememory.New(), w,
+//		algorithms.GCRA{Rate: algorithms.Rate{Count: 5, Period: 15 * time.Minute}, Burst: 5})
 //	if acc.Overshoot > 1 { ... } // admitted more than 5 in some 15 minutes
 //
 // Compare does the same for many workloads, algorithms and stores at once,

@@ -65,7 +65,11 @@ func TestPostgresTarget(t *testing.T) {
 			t.Fatalf("second store %q, want postgres", s.Target)
 		}
 		if s.RoundTripsPerDecision < 1 || s.RoundTripsPerDecision > 1.1 {
-			t.Errorf("%s: %.3f statements per decision, want 1 and the sweeps' few", r.Algorithm, s.RoundTripsPerDecision)
+			t.Errorf(
+				"%s: %.3f statements per decision, want 1 and the sweeps' few",
+				r.Algorithm,
+				s.RoundTripsPerDecision,
+			)
 		}
 		if s.CommandsPerDecision != nil {
 			t.Errorf("%s: commands per decision %v, want none counted", r.Algorithm, *s.CommandsPerDecision)
@@ -93,7 +97,9 @@ func TestPostgresTarget(t *testing.T) {
 		}
 	}
 	var left int
-	if err := pg.Pool().QueryRow(ctx, "SELECT count(*) FROM ratewise.state WHERE key LIKE $1", []byte("%:"+pg.prefix+"%")).Scan(&left); err != nil {
+	if err := pg.Pool().QueryRow(
+		ctx, "SELECT count(*) FROM ratewise.state WHERE key LIKE $1", []byte("%:"+pg.prefix+"%"),
+	).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {

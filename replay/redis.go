@@ -107,7 +107,12 @@ func DialRedis(ctx context.Context, addr string, cluster []string) (*Redis, erro
 		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster, DialTimeout: 2 * time.Second})
 		return DialRedisClient(ctx, "cluster", c, strings.Join(cluster, ","))
 	}
-	return DialRedisClient(ctx, "redis", redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second}), addr)
+	return DialRedisClient(
+		ctx,
+		"redis",
+		redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 2 * time.Second}),
+		addr,
+	)
 }
 
 // Name returns "redis" or "cluster".
@@ -223,7 +228,9 @@ func (r *Redis) scriptCommands(ctx context.Context) (int64, error) {
 }
 
 func clientCommand(name string) bool {
-	for _, p := range []string{"eval", "script", "hello", "client", "cluster", "command", "readonly", "select", "auth", "memory", "unlink"} {
+	for _, p := range []string{
+		"eval", "script", "hello", "client", "cluster", "command", "readonly", "select", "auth", "memory", "unlink",
+	} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

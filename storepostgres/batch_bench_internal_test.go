@@ -80,7 +80,8 @@ func BenchmarkBatchFunction(b *testing.B) {
 
 // schema4Batch is schema 4's batch function for GCRA, as that schema's
 // drivers.sql made it.
-const schema4Batch = `CREATE OR REPLACE FUNCTION ratewise_bench.gcra_batch4(_keys bytea[], _nows bigint[], _costs bigint[],
+const schema4Batch = `CREATE OR REPLACE FUNCTION ` +
+	`ratewise_bench.gcra_batch4(_keys bytea[], _nows bigint[], _costs bigint[],
     _p1s bigint[], _p2s bigint[], _p3s bigint[], _grace bigint)
 RETURNS bigint[] LANGUAGE plpgsql AS $$
 DECLARE

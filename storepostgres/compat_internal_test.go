@@ -176,7 +176,20 @@ func TestPreviousSchemasStatements(t *testing.T) {
 	res, err = s.Decide(ctx, cur, alg, now, 1)
 	same(
 		"a decision after the lease",
-		oldReply("a decision after the lease", 1, schema4.decide, false, rold, us, int64(1), int64(0), p1, p2, p3, grace),
+		oldReply(
+			"a decision after the lease",
+			1,
+			schema4.decide,
+			false,
+			rold,
+			us,
+			int64(1),
+			int64(0),
+			p1,
+			p2,
+			p3,
+			grace,
+		),
 		res,
 		err,
 	)
@@ -211,7 +224,8 @@ func TestPreviousSchemasStatements(t *testing.T) {
 	op1, op2, op3 := pgsql.Params(other)
 	var set []int64
 	if err := pool.QueryRow(ctx, schema4.set, [][]byte{rold, key(old, other)}, []string{"gcra", "fixed_window"},
-		[]*int64{&p1, &p2, p3, &op1, &op2, op3}, us, int64(1), grace, nil, nil, []int64{limit, algo.MaxCost(other)}).Scan(&set); err != nil || len(set) != 10 {
+		[]*int64{&p1, &p2, p3, &op1, &op2, op3}, us, int64(1), grace, nil, nil,
+		[]int64{limit, algo.MaxCost(other)}).Scan(&set); err != nil || len(set) != 10 {
 		t.Fatalf("schema 4's set: %v, %v", set, err)
 	}
 	results, err := s.DecideSet(ctx, cur, []algorithms.Algorithm{alg, other}, now, 1)
@@ -265,7 +279,9 @@ func TestRefusesASchemaThatNoLongerServesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("this version's schema", false)
-	if _, err := pool.Exec(ctx, "UPDATE ratewise.meta SET version = $1, compatible = $2", pgschema.Version+1, pgschema.Version); err != nil {
+	if _, err := pool.Exec(
+		ctx, "UPDATE ratewise.meta SET version = $1, compatible = $2", pgschema.Version+1, pgschema.Version,
+	); err != nil {
 		t.Fatal(err)
 	}
 	check("a newer schema that serves this version", false)

@@ -75,7 +75,11 @@ func TestFaults(t *testing.T) {
 		for before := admitted.Load(); admitted.Load() < before+100; {
 			select {
 			case err := <-bad:
-				t.Fatalf("after %s, a call failed with an error that is not store.ErrUnavailable, or lied: %v", what, err)
+				t.Fatalf(
+					"after %s, a call failed with an error that is not store.ErrUnavailable, or lied: %v",
+					what,
+					err,
+				)
 			default:
 			}
 			if time.Now().After(deadline) {
@@ -93,7 +97,8 @@ func TestFaults(t *testing.T) {
 	defer admin.Close()
 	var killed int
 	if err := admin.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`).Scan(&killed); err != nil {
+		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'`,
+	).Scan(&killed); err != nil {
 		t.Fatal(err)
 	}
 	recovered("pg_terminate_backend")

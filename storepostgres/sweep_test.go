@@ -34,7 +34,9 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 		t.Fatalf("marking rows expired: %v, %d rows", err, tag.RowsAffected())
 	}
 	var pages int64
-	if err := pool.QueryRow(ctx, "SELECT pg_relation_size('ratewise.state') / current_setting('block_size')::int").Scan(&pages); err != nil {
+	if err := pool.QueryRow(
+		ctx, "SELECT pg_relation_size('ratewise.state') / current_setting('block_size')::int",
+	).Scan(&pages); err != nil {
 		t.Fatal(err)
 	}
 	var deleted int64
@@ -51,7 +53,8 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 	// rows left tell, not the count of these sweeps.
 	var left, odd int64
 	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE
-		(substring(convert_from(key, 'UTF8') FROM 'k(\d+)$')::int) % 2 = 1) FROM ratewise.state`).Scan(&left, &odd); err != nil {
+		(substring(convert_from(key, 'UTF8') FROM 'k(\d+)$')::int) % 2 = 1) FROM ratewise.state`,
+	).Scan(&left, &odd); err != nil {
 		t.Fatal(err)
 	}
 	if left != keys/2 || odd != 0 || deleted == 0 {

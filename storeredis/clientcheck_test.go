@@ -29,14 +29,18 @@ func TestCheckClient(t *testing.T) {
 	defaults := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer defaults.Close()
 	got := warned(defaults)
-	for _, want := range []string{"ContextTimeoutEnabled is false", "ReadTimeout is", "WriteTimeout is", "DialTimeout is 5s", "PoolTimeout is", "MaxRetries is 3"} {
+	for _, want := range []string{
+		"ContextTimeoutEnabled is false", "ReadTimeout is", "WriteTimeout is", "DialTimeout is 5s", "PoolTimeout is",
+		"MaxRetries is 3",
+	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("go-redis's defaults: no warning saying %q in\n%s", want, got)
 		}
 	}
 
 	safe := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+		WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
 		DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond})
 	defer safe.Close()
 	if got := warned(safe); got != "" {
@@ -45,7 +49,8 @@ func TestCheckClient(t *testing.T) {
 
 	cluster := redis.NewClusterClient(
 		&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1,
-			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+			WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
 			DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond},
 	)
 	defer cluster.Close()
@@ -57,7 +62,8 @@ func TestCheckClient(t *testing.T) {
 	cluster.Close()
 	reloading := redis.NewClusterClient(
 		&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true, MaxRetries: -1,
-			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+			WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
 			DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond, ClusterStateReloadInterval: time.Second},
 	)
 	defer reloading.Close()

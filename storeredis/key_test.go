@@ -21,16 +21,19 @@ func TestKeyLayout(t *testing.T) {
 		want string
 	}{
 		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 5}, "ratewise:gcra:v2:1s:{user:1001}"},
-		{algorithms.TokenBucket{Capacity: 5, Refill: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}}, "ratewise:token_bucket:v2:1500ms:{user:1001}"},
+		{algorithms.TokenBucket{Capacity: 5, Refill: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}},
+			"ratewise:token_bucket:v2:1500ms:{user:1001}"},
 		{algorithms.FixedWindow{Limit: 100, Window: 24 * time.Hour}, "ratewise:fixed_window:v2:24h:{user:1001}"},
-		{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6}, "ratewise:sliding_window:1m/6:{user:1001}"},
+		{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6},
+			"ratewise:sliding_window:1m/6:{user:1001}"},
 	} {
 		if got := s.Key("user:1001", tt.alg); got != tt.want {
 			t.Errorf("Key = %q, want %q", got, tt.want)
 		}
 	}
 	s = storeredis.New(nil, storeredis.WithKeyPrefix("rl:"))
-	if got, want := s.Key("a{b}%c", algorithms.SlidingLog{Limit: 1, Window: time.Minute}), "rl:sliding_log:1m:{a%7Bb%7D%25c}"; got != want {
+	if got, want := s.Key("a{b}%c", algorithms.SlidingLog{Limit: 1, Window: time.Minute}),
+		"rl:sliding_log:1m:{a%7Bb%7D%25c}"; got != want {
 		t.Fatalf("Key = %q, want %q", got, want)
 	}
 	// A hash tag in the prefix would put every key in one Cluster slot:

@@ -70,7 +70,10 @@ func TestSlotMigration(t *testing.T) {
 	for _, step := range []struct {
 		c    *redis.Client
 		args []any
-	}{{dst, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}}, {src, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}}} {
+	}{
+		{dst, []any{"CLUSTER", "SETSLOT", slot, "IMPORTING", srcID}},
+		{src, []any{"CLUSTER", "SETSLOT", slot, "MIGRATING", dstID}},
+	} {
 		if err := step.c.Do(ctx, step.args...).Err(); err != nil {
 			t.Fatal(err)
 		}

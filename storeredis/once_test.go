@@ -122,7 +122,9 @@ func TestLostReplyChargesOnce(t *testing.T) {
 
 	// decideLost warms a connection up, then decides once on key with the
 	// reply dropped, and returns the outcome and how much the key used.
-	decideLost := func(t *testing.T, retries int, ctx context.Context, opts ...storeredis.Option) (*dropProxy, *storeredis.Store, algorithms.Result, error) {
+	decideLost := func(
+		t *testing.T, retries int, ctx context.Context, opts ...storeredis.Option,
+	) (*dropProxy, *storeredis.Store, algorithms.Result, error) {
 		p := startDropProxy(t, srv.Addr)
 		c := redis.NewClient(&redis.Options{Addr: p.addr(), MaxRetries: retries, PoolSize: 1})
 		t.Cleanup(func() { c.Close() })
@@ -163,8 +165,13 @@ func TestLostReplyChargesOnce(t *testing.T) {
 	t.Run("the caller retries with its ID", func(t *testing.T) {
 		ctx := ratewise.WithRequestID(ctx, ratewise.NewRequestID())
 		_, s, res, err := decideLost(t, -1, ctx)
-		if !errors.Is(err, store.ErrMaybeDecided) || !errors.Is(err, store.ErrUnavailable) || res != (algorithms.Result{}) {
-			t.Fatalf("Decide with its reply lost and no retries: %+v, %v; want ErrMaybeDecided and ErrUnavailable", res, err)
+		if !errors.Is(err, store.ErrMaybeDecided) || !errors.Is(err, store.ErrUnavailable) ||
+			res != (algorithms.Result{}) {
+			t.Fatalf(
+				"Decide with its reply lost and no retries: %+v, %v; want ErrMaybeDecided and ErrUnavailable",
+				res,
+				err,
+			)
 		}
 		t.Logf("the error: %v", err)
 		again, err := s.Decide(ctx, store.Key{Name: testKey(t)}, alg, now.Add(time.Second), 1)
@@ -275,27 +282,47 @@ func TestOnceKeyLifetime(t *testing.T) {
 		}
 		once := storeredis.OnceKey(s, key, alg, id)
 		ttl, err := c.PTTL(ctx, once).Result()
-		if err != nil || ttl <= 0 || ttl > res.ResetAfter+2*time.Millisecond || ttl < res.ResetAfter-100*time.Millisecond {
-			t.Fatalf("%s: the once key lives %v (%v), want the admission's ResetAfter %v", alg, ttl, err, res.ResetAfter)
+		if err != nil || ttl <= 0 || ttl > res.ResetAfter+2*time.Millisecond ||
+			ttl < res.ResetAfter-100*time.Millisecond {
+			t.Fatalf(
+				"%s: the once key lives %v (%v), want the admission's ResetAfter %v",
+				alg,
+				ttl,
+				err,
+				res.ResetAfter,
+			)
 		}
 		bytes, err := c.MemoryUsage(ctx, once, 0).Result()
 		if err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("%s: the once key %q takes %d bytes (MEMORY USAGE), for %v", alg, once, bytes, ttl.Round(time.Millisecond))
+		t.Logf(
+			"%s: the once key %q takes %d bytes (MEMORY USAGE), for %v",
+			alg,
+			once,
+			bytes,
+			ttl.Round(time.Millisecond),
+		)
 
 		// go-redis's defaults (v9.23) resend for up to 3 × (6s for a
 		// connection, 6 dials of 5s and their 5 waits of 100ms, 5s to
 		// write, 5s to read, 1s of backoff): 142.5s.
 		resending := storeredis.New(newClient(t, addr))
 		key2, id2 := key+":resending", ratewise.NewRequestID()
-		if _, err := resending.Decide(ratewise.WithRequestID(ctx, id2), store.Key{Name: key2}, alg, time.Time{}, 1); err != nil {
+		if _, err := resending.Decide(
+			ratewise.WithRequestID(ctx, id2), store.Key{Name: key2}, alg, time.Time{}, 1,
+		); err != nil {
 			t.Fatal(err)
 		}
 		if ttl, err := c.PTTL(ctx, storeredis.OnceKey(resending, key2, alg, id2)).Result(); err != nil ||
 			ttl < 142*time.Second ||
 			ttl > 143500*time.Millisecond {
-			t.Fatalf("%s: with a client that resends, the once key lives %v (%v), want go-redis's 142.5s", alg, ttl, err)
+			t.Fatalf(
+				"%s: with a client that resends, the once key lives %v (%v), want go-redis's 142.5s",
+				alg,
+				ttl,
+				err,
+			)
 		}
 
 		denyID := ratewise.NewRequestID()
@@ -326,7 +353,9 @@ func BenchmarkRequestIDs(b *testing.B) {
 	}{
 		{"none", once, context.Background},
 		{"store", c, context.Background},
-		{"caller", once, func() context.Context { return ratewise.WithRequestID(context.Background(), ratewise.NewRequestID()) }},
+		{"caller", once, func() context.Context {
+			return ratewise.WithRequestID(context.Background(), ratewise.NewRequestID())
+		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			s := storeredis.New(bc.client, storeredis.WithCoalescing(0), storeredis.WithDenyCache(0))

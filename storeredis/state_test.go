@@ -56,7 +56,8 @@ func TestEveryWriteHasATTL(t *testing.T) {
 					ttl := m.TTL(s.Key(key, alg))
 					// Rounded up to the millisecond, and one more (see ttl_ms
 					// in prelude.lua).
-					if want := (res.ResetAfter + time.Millisecond - 1).Truncate(time.Millisecond) + time.Millisecond + mode.grace; ttl != want {
+					if want := (res.ResetAfter + time.Millisecond - 1).Truncate(time.Millisecond) +
+						time.Millisecond + mode.grace; ttl != want {
 						t.Fatalf("TTL %v, want %v for ResetAfter %v", ttl, want, res.ResetAfter)
 					}
 					m.FastForward(ttl)
@@ -104,7 +105,12 @@ func TestSlidingLogMembersUnique(t *testing.T) {
 	s := storeredis.New(newClient(t, addr), storeredis.WithClientTime())
 	records, err := newClient(t, addr).ZCount(context.Background(), s.Key(key, alg), "0", "+inf").Result()
 	if err != nil || admitted.Load() != 200 || records > 200 {
-		t.Fatalf("%d admitted, %d records (%v); want 200 admitted in at most 200 records", admitted.Load(), records, err)
+		t.Fatalf(
+			"%d admitted, %d records (%v); want 200 admitted in at most 200 records",
+			admitted.Load(),
+			records,
+			err,
+		)
 	}
 	res, err := s.Decide(context.Background(), store.Key{Name: key}, alg, now.Add(time.Second), 0)
 	if err != nil || res.Remaining != 800 {
@@ -132,7 +138,14 @@ func TestStateOfOtherVersions(t *testing.T) {
 			tat := fmt.Sprint(now.Add(time.Minute).UnixMicro())
 			states := map[string][]any{
 				"fixed_window": {"garbage", "1 2 3", "-5 7", fmt.Sprint(now.UnixMicro()) + " 99999"},
-				"token_bucket": {"6000000 " + fmt.Sprint(now.UnixMicro()), tat, tat + " 7", tat + " 1 2", "x", "-1 -1 -1 -1"},
+				"token_bucket": {
+					"6000000 " + fmt.Sprint(now.UnixMicro()),
+					tat,
+					tat + " 7",
+					tat + " 1 2",
+					"x",
+					"-1 -1 -1 -1",
+				},
 				"gcra": {
 					tat,
 					tat + " 3",
@@ -144,7 +157,10 @@ func TestStateOfOtherVersions(t *testing.T) {
 				"sliding_log": {
 					[]redis.Z{{Score: float64(now.UnixMicro()), Member: "abc"}},
 					[]redis.Z{{Score: -5, Member: "T"}},
-					[]redis.Z{{Score: float64(now.UnixMicro()), Member: "7"}, {Score: float64(now.UnixMicro() + 1), Member: "3"}},
+					[]redis.Z{
+						{Score: float64(now.UnixMicro()), Member: "7"},
+						{Score: float64(now.UnixMicro() + 1), Member: "3"},
+					},
 				},
 				"sliding_window": {
 					[]redis.Z{{Score: 1, Member: "x"}, {Score: -1e15, Member: "L"}},
@@ -152,9 +168,24 @@ func TestStateOfOtherVersions(t *testing.T) {
 					[]redis.Z{{Score: -1e20, Member: "L"}},
 				},
 				"compact_log": {"garbage", strings.Repeat("\xff", 40),
-					ring(2, 5, 1, 0) + strings.Repeat("\x00", 16),                               // head past the ring
-					ring(2, 0, 2, 1<<60) + strings.Repeat("\x00", 16),                           // a latest time past 2^52
-					ring(4, 0, 4, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro())),      // ring shorter than its header says
+					ring(2, 5, 1, 0) + strings.Repeat("\x00", 16), // head past the ring
+					ring(
+						2,
+						0,
+						2,
+						1<<60,
+					) + strings.Repeat(
+						"\x00",
+						16,
+					), // a latest time past 2^52
+					ring(
+						4,
+						0,
+						4,
+						uint64(now.UnixMicro()),
+					) + ring(
+						uint64(now.UnixMicro()),
+					), // ring shorter than its header says
 					ring(1, 0, 1, uint64(now.UnixMicro())) + ring(uint64(now.UnixMicro()))[:8]}, // a valid ring of one
 			}
 			for _, alg := range allAlgorithms {
@@ -164,7 +195,8 @@ func TestStateOfOtherVersions(t *testing.T) {
 				if err := c.Set(ctx, old, "1 1", time.Minute).Err(); err != nil {
 					t.Fatal(err)
 				}
-				if res, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 0); err != nil || res.Remaining != algo.MaxCost(alg) {
+				if res, err := s.Decide(ctx, store.Key{Name: key}, alg, now, 0); err != nil ||
+					res.Remaining != algo.MaxCost(alg) {
 					t.Fatalf("%s beside an older version's key: %+v, %v; want full", alg.Kind().String(), res, err)
 				}
 				for i, st := range states[alg.Kind().String()] {
@@ -204,7 +236,9 @@ func TestExpiredRecordsAreRemovedInBoundedSteps(t *testing.T) {
 	alg := algorithms.SlidingLog{Limit: 10_000, Window: time.Minute}
 	key := testKey(t)
 	start := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-	if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{To: 2_500, Start: start, Spacing: time.Microsecond}); err != nil {
+	if err := redisinfo.FillLog(
+		ctx, s, key, alg, redisinfo.Records{To: 2_500, Start: start, Spacing: time.Microsecond},
+	); err != nil {
 		t.Fatal(err)
 	}
 	records := func() int64 {
@@ -239,7 +273,9 @@ func TestExpiredRecordsAreRemovedInBoundedSteps(t *testing.T) {
 // (modulo 2^52), and the one expired record's member is 5.
 func TestNewRecordMeetsAnExpiredMember(t *testing.T) {
 	ctx := context.Background()
-	for name, addr := range map[string]string{"redis": redistest.Standalone(t).Addr, "miniredis": miniredis.RunT(t).Addr()} {
+	for name, addr := range map[string]string{
+		"redis": redistest.Standalone(t).Addr, "miniredis": miniredis.RunT(t).Addr(),
+	} {
 		t.Run(name, func(t *testing.T) {
 			c := newClient(t, addr)
 			s := storeredis.New(c, storeredis.WithClientTime())
@@ -248,11 +284,13 @@ func TestNewRecordMeetsAnExpiredMember(t *testing.T) {
 			key := testKey(t)
 			old := float64(start.UnixMicro())
 			if err := c.ZAdd(ctx, s.Key(key, alg),
-				redis.Z{Score: -1 - 5, Member: "T"}, redis.Z{Score: -1 - old, Member: "L"}, redis.Z{Score: old, Member: "5"}).Err(); err != nil {
+				redis.Z{Score: -1 - 5, Member: "T"}, redis.Z{Score: -1 - old, Member: "L"},
+				redis.Z{Score: old, Member: "5"}).Err(); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { c.Del(ctx, s.Key(key, alg)) })
-			if res, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(2*time.Second), 1); err != nil || !res.Allowed {
+			if res, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(2*time.Second), 1); err != nil ||
+				!res.Allowed {
 				t.Fatalf("after the record expired: %+v, %v; want admitted", res, err)
 			}
 			res, err := s.Decide(ctx, store.Key{Name: key}, alg, start.Add(2500*time.Millisecond), 1)

@@ -53,7 +53,11 @@ func TestServerTimeSharedUnderClockSkew(t *testing.T) {
 			}
 			// Only the real time between the two calls separates them.
 			if d := ra.RetryAfter - rb.RetryAfter; ra.RetryAfter <= 0 || d < 0 || d > time.Second {
-				t.Fatalf("RetryAfter %v for one server and %v for the other, want the same wait", ra.RetryAfter, rb.RetryAfter)
+				t.Fatalf(
+					"RetryAfter %v for one server and %v for the other, want the same wait",
+					ra.RetryAfter,
+					rb.RetryAfter,
+				)
 			}
 		})
 	}
@@ -95,7 +99,9 @@ func TestClientTimeNeverMeansServerTime(t *testing.T) {
 		}
 	}
 	before := time.Now().Truncate(time.Microsecond)
-	if res, err := s.Decide(context.Background(), store.Key{Name: testKey(t) + ":zero"}, alg, time.Time{}, 1); err != nil ||
+	if res, err := s.Decide(
+		context.Background(), store.Key{Name: testKey(t) + ":zero"}, alg, time.Time{}, 1,
+	); err != nil ||
 		res.At.Before(before) ||
 		res.At.After(time.Now()) {
 		t.Fatalf("decided at %v for the zero now (%v), want the system clock's, from %v", res.At, err, before)

@@ -99,7 +99,11 @@ type result struct {
 
 func main() {
 	quick := flag.Bool("quick", false, "shorter runs")
-	pg := flag.Bool("postgres", false, "compare ratewise's PostgreSQL store with the hand-written PostgreSQL limiter and ratewise on Redis instead")
+	pg := flag.Bool(
+		"postgres",
+		false,
+		"compare ratewise's PostgreSQL store with the hand-written PostgreSQL limiter and ratewise on Redis instead",
+	)
 	flag.IntVar(&pgConns, "pgconns", 0, "with -postgres, the PostgreSQL pool's size; 0 for pgxpool's default")
 	flag.StringVar(&only, "only", "", "run only the groups whose name contains this, such as \"in memory\"")
 	flag.Parse()
@@ -149,8 +153,14 @@ func run(quick bool) error {
 	}
 
 	info, _ := admin.Info(ctx, "server").Result()
-	fmt.Printf("Redis %s, %d cores, %d callers, %v per cell, quota %d per minute per key; `cd bench/peers && go run .`\n\n",
-		redisinfo.Field(info, "redis_version"), runtime.NumCPU(), callers, d, perMinute)
+	fmt.Printf(
+		"Redis %s, %d cores, %d callers, %v per cell, quota %d per minute per key; `cd bench/peers && go run .`\n\n",
+		redisinfo.Field(info, "redis_version"),
+		runtime.NumCPU(),
+		callers,
+		d,
+		perMinute,
+	)
 	results := map[string]result{}
 	for _, c := range contenders {
 		var r result
@@ -205,7 +215,12 @@ func halfDenied(ctx context.Context, admin *redis.Client, c contender, d time.Du
 	if err := admin.FlushAll(ctx).Err(); err != nil {
 		return err
 	}
-	probe := loadgen.Drive(callers, []string{"half:probe"}, d/2, func(key string) (bool, error) { return all(ctx, key) })
+	probe := loadgen.Drive(
+		callers,
+		[]string{"half:probe"},
+		d/2,
+		func(key string) (bool, error) { return all(ctx, key) },
+	)
 	r.halfRate = max(int64(float64(probe.Decisions)/(d/2).Seconds()/2), 1)
 	half, err := c.atRate(r.halfRate)
 	if err != nil {
@@ -226,7 +241,10 @@ func halfDenied(ctx context.Context, admin *redis.Client, c contender, d time.Du
 func build(rdb *redis.Client) ([]contender, error) {
 	var cs []contender
 	// GCRA on Redis.
-	rwGCRA, err := ratewise.New(storeredis.New(rdb), algorithms.GCRA{Rate: algorithms.PerMinute(perMinute), Burst: perMinute})
+	rwGCRA, err := ratewise.New(
+		storeredis.New(rdb),
+		algorithms.GCRA{Rate: algorithms.PerMinute(perMinute), Burst: perMinute},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +254,10 @@ func build(rdb *redis.Client) ([]contender, error) {
 	}
 	gcraAt := func(opts ...storeredis.Option) func(int64) (func(context.Context, string) (bool, error), error) {
 		return func(perSecond int64) (func(context.Context, string) (bool, error), error) {
-			l, err := ratewise.New(storeredis.New(rdb, opts...), algorithms.GCRA{Rate: algorithms.PerSecond(perSecond), Burst: max(perSecond/100, 1)})
+			l, err := ratewise.New(
+				storeredis.New(rdb, opts...),
+				algorithms.GCRA{Rate: algorithms.PerSecond(perSecond), Burst: max(perSecond/100, 1)},
+			)
 			if err != nil {
 				return nil, err
 			}
@@ -304,7 +325,10 @@ func build(rdb *redis.Client) ([]contender, error) {
 	if err != nil {
 		return nil, err
 	}
-	tl, err := throttled.NewGCRARateLimiterCtx(tstore, throttled.RateQuota{MaxRate: throttled.PerMin(perMinute), MaxBurst: perMinute - 1})
+	tl, err := throttled.NewGCRARateLimiterCtx(
+		tstore,
+		throttled.RateQuota{MaxRate: throttled.PerMin(perMinute), MaxBurst: perMinute - 1},
+	)
 	if err != nil {
 		return nil, err
 	}
@@ -359,7 +383,10 @@ func build(rdb *redis.Client) ([]contender, error) {
 	}
 	cs = append(cs, contender{group: "sets on Redis", name: "ratewise GCRA, one limit",
 		allow: allowOf(one), redisKey: rwKey(rwGCRA.Algorithm())})
-	pair := []algorithms.Algorithm{rwGCRA.Algorithm(), algorithms.GCRA{Rate: algorithms.PerHour(20 * perMinute), Burst: 20 * perMinute}}
+	pair := []algorithms.Algorithm{
+		rwGCRA.Algorithm(),
+		algorithms.GCRA{Rate: algorithms.PerHour(20 * perMinute), Burst: 20 * perMinute},
+	}
 	set, err := ratewise.NewStack(storeredis.New(rdb), pair)
 	if err != nil {
 		return nil, err
@@ -373,7 +400,10 @@ func build(rdb *redis.Client) ([]contender, error) {
 
 	// Token bucket in memory.
 	rwMemory := func() func(ctx context.Context, key string) (bool, error) {
-		l, _ := ratewise.New(storememory.New(), algorithms.TokenBucket{Capacity: perMinute, Refill: algorithms.PerMinute(perMinute)})
+		l, _ := ratewise.New(
+			storememory.New(),
+			algorithms.TokenBucket{Capacity: perMinute, Refill: algorithms.PerMinute(perMinute)},
+		)
 		return allowOf(l)
 	}
 	cs = append(cs, contender{group: "token bucket in memory", name: "ratewise token bucket", ratewise: true,
@@ -388,8 +418,11 @@ func build(rdb *redis.Client) ([]contender, error) {
 			l, _ := ratewise.New(storememory.New(), alg)
 			return allowOf(l)
 		}
-		cs = append(cs, contender{group: "token bucket in memory", name: "ratewise " + alg.Kind().String(), ratewise: true,
-			allow: fresh(), fresh: fresh})
+		cs = append(
+			cs,
+			contender{group: "token bucket in memory", name: "ratewise " + alg.Kind().String(), ratewise: true,
+				allow: fresh(), fresh: fresh},
+		)
 	}
 	xMemory := func() func(ctx context.Context, key string) (bool, error) {
 		m := newShardedRate(rate.Every(time.Minute/perMinute), perMinute)
@@ -505,18 +538,44 @@ func heap() uint64 {
 }
 
 func printTables(cs []contender, rs map[string]result) {
-	fmt.Println("| group | limiter | decisions/s, hot key | denied, hot key | decisions/s, 100,000 keys | p99, hot key | p99, 100,000 keys | errors | Redis B/key | Redis commands/decision | Redis µs/decision | round trips/decision | heap B/key |")
+	fmt.Println(
+		"| group | limiter | decisions/s, hot key | denied, hot key | decisions/s, 100,000 keys | " +
+			"p99, hot key | p99, 100,000 keys | errors | Redis B/key | Redis commands/decision | " +
+			"Redis µs/decision | round trips/decision | heap B/key |",
+	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, c := range cs {
 		r := rs[c.name]
-		fmt.Printf("| %s | %s | %.0f | %.0f%% | %.0f | %v | %v | %d | %s | %s | %s | %s | %s |\n", c.group, c.name, r.perSecHot, 100*r.deniedHot, r.perSecMany,
-			r.p99Hot, r.p99Many, r.errors,
-			opt(r.redisBytes, "%.0f"), opt(r.commands, "%.2f"), opt(r.serverMicros, "%.1f"), opt(r.trips, "%.3f"), opt(r.heapBytes, "%.0f"))
+		fmt.Printf(
+			"| %s | %s | %.0f | %.0f%% | %.0f | %v | %v | %d | %s | %s | %s | %s | %s |\n",
+			c.group,
+			c.name,
+			r.perSecHot,
+			100*r.deniedHot,
+			r.perSecMany,
+			r.p99Hot,
+			r.p99Many,
+			r.errors,
+			opt(
+				r.redisBytes,
+				"%.0f",
+			),
+			opt(r.commands, "%.2f"),
+			opt(r.serverMicros, "%.1f"),
+			opt(r.trips, "%.3f"),
+			opt(r.heapBytes, "%.0f"),
+		)
 	}
 	fmt.Println()
-	fmt.Println("Ratios, ratewise ÷ other (decisions/s: above 1 is better for ratewise; latency, bytes, commands and Redis time: below 1 is better):")
+	fmt.Println(
+		"Ratios, ratewise ÷ other (decisions/s: above 1 is better for ratewise; " +
+			"latency, bytes, commands and Redis time: below 1 is better):",
+	)
 	fmt.Println()
-	fmt.Println("| group | ratewise | other | decisions/s, hot | decisions/s, 100k keys | p99, hot | p99, 100k keys | Redis B/key | commands/decision | Redis µs/decision | heap B/key |")
+	fmt.Println(
+		"| group | ratewise | other | decisions/s, hot | decisions/s, 100k keys | p99, hot | p99, 100k keys | " +
+			"Redis B/key | commands/decision | Redis µs/decision | heap B/key |",
+	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, rwc := range cs {
 		if !rwc.ratewise {
@@ -528,10 +587,23 @@ func printTables(cs []contender, rs map[string]result) {
 				continue
 			}
 			p := rs[c.name]
-			fmt.Printf("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", c.group, rwc.name, c.name,
-				ratio(rw.perSecHot, p.perSecHot), ratio(rw.perSecMany, p.perSecMany),
-				ratio(float64(rw.p99Hot), float64(p.p99Hot)), ratio(float64(rw.p99Many), float64(p.p99Many)),
-				ratio(rw.redisBytes, p.redisBytes), ratio(rw.commands, p.commands), ratio(rw.serverMicros, p.serverMicros), ratio(rw.heapBytes, p.heapBytes))
+			fmt.Printf(
+				"| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				c.group,
+				rwc.name,
+				c.name,
+				ratio(rw.perSecHot, p.perSecHot),
+				ratio(rw.perSecMany, p.perSecMany),
+				ratio(float64(rw.p99Hot), float64(p.p99Hot)),
+				ratio(float64(rw.p99Many), float64(p.p99Many)),
+				ratio(
+					rw.redisBytes,
+					p.redisBytes,
+				),
+				ratio(rw.commands, p.commands),
+				ratio(rw.serverMicros, p.serverMicros),
+				ratio(rw.heapBytes, p.heapBytes),
+			)
 		}
 	}
 }
@@ -540,7 +612,10 @@ func printTables(cs []contender, rs map[string]result) {
 // each ratewise row's ratios against the others.
 func printHalfDenied(cs []contender, rs map[string]result) {
 	fmt.Println()
-	fmt.Println("One hot key, about half denied: each limiter at half the decisions per second it made on a hot key that admitted all, with a burst of a hundredth of a second's:")
+	fmt.Println(
+		"One hot key, about half denied: each limiter at half the decisions per second it made on a hot key " +
+			"that admitted all, with a burst of a hundredth of a second's:",
+	)
 	fmt.Println()
 	fmt.Println("| limiter | rate given, /s | decisions/s | denied | p99 | Redis µs/decision |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- |")
@@ -549,7 +624,15 @@ func printHalfDenied(cs []contender, rs map[string]result) {
 			continue
 		}
 		r := rs[c.name]
-		fmt.Printf("| %s | %d | %.0f | %.0f%% | %v | %.1f |\n", c.name, r.halfRate, r.perSecHalf, 100*r.deniedHalf, r.p99Half, r.serverMicrosHalf)
+		fmt.Printf(
+			"| %s | %d | %.0f | %.0f%% | %v | %.1f |\n",
+			c.name,
+			r.halfRate,
+			r.perSecHalf,
+			100*r.deniedHalf,
+			r.p99Half,
+			r.serverMicrosHalf,
+		)
 	}
 	fmt.Println()
 	fmt.Println("| ratewise | other | decisions/s | p99 | Redis µs/decision |")

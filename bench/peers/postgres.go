@@ -42,7 +42,8 @@ var pgCallers = []int{1, 16, 64}
 
 // baselineSchema is the hand-written limiter's table: tokens and the time
 // they were counted at.
-const baselineSchema = `CREATE TABLE IF NOT EXISTS buckets (key text PRIMARY KEY, tokens double precision NOT NULL, updated timestamptz NOT NULL)`
+const baselineSchema = `CREATE TABLE IF NOT EXISTS buckets ` +
+	`(key text PRIMARY KEY, tokens double precision NOT NULL, updated timestamptz NOT NULL)`
 
 // baseline decides one request on key the way teams write it: in a
 // transaction, lock the row (creating it full the first time), refill by
@@ -60,7 +61,9 @@ func baseline(ctx context.Context, pool *pgxpool.Pool, key string) (bool, error)
 	row := "SELECT tokens, updated, clock_timestamp() FROM buckets WHERE key = $1 FOR UPDATE"
 	err = tx.QueryRow(ctx, row, key).Scan(&tokens, &updated, &now)
 	if errors.Is(err, pgx.ErrNoRows) {
-		if _, err := tx.Exec(ctx, "INSERT INTO buckets VALUES ($1, $2, clock_timestamp()) ON CONFLICT DO NOTHING", key, float64(pgBurst)); err != nil {
+		if _, err := tx.Exec(
+			ctx, "INSERT INTO buckets VALUES ($1, $2, clock_timestamp()) ON CONFLICT DO NOTHING", key, float64(pgBurst),
+		); err != nil {
 			return false, err
 		}
 		err = tx.QueryRow(ctx, row, key).Scan(&tokens, &updated, &now)
@@ -73,7 +76,9 @@ func baseline(ctx context.Context, pool *pgxpool.Pool, key string) (bool, error)
 	if ok {
 		tokens--
 	}
-	if _, err := tx.Exec(ctx, "UPDATE buckets SET tokens = $2, updated = $3 WHERE key = $1", key, tokens, now); err != nil {
+	if _, err := tx.Exec(
+		ctx, "UPDATE buckets SET tokens = $2, updated = $3 WHERE key = $1", key, tokens, now,
+	); err != nil {
 		return false, err
 	}
 	return ok, tx.Commit(ctx)
@@ -228,8 +233,18 @@ func runPostgres(quick bool) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("PostgreSQL %s (fsync off, logged tables) and Redis %s on throwaway servers on this machine (%d cores), %d pooled PostgreSQL connections, %v per cell, a token bucket of %d/s with a burst of %d; `cd bench/peers && go run . -postgres`\n\n",
-		strings.Fields(version)[0], redisinfo.Field(info, "redis_version"), runtime.NumCPU(), cfg.MaxConns, d, pgRate, pgBurst)
+	fmt.Printf(
+		"PostgreSQL %s (fsync off, logged tables) and Redis %s on throwaway servers on this machine (%d cores), "+
+			"%d pooled PostgreSQL connections, %v per cell, a token bucket of %d/s with a burst of %d; "+
+			"`cd bench/peers && go run . -postgres`\n\n",
+		strings.Fields(version)[0],
+		redisinfo.Field(info, "redis_version"),
+		runtime.NumCPU(),
+		cfg.MaxConns,
+		d,
+		pgRate,
+		pgBurst,
+	)
 
 	cells := map[string]map[string]pgCell{} // contender → "hot/64" → cell
 	bytesPerKey := map[string]float64{}
@@ -271,7 +286,9 @@ func runPostgres(quick bool) error {
 				}
 			}
 			var size, rows int64
-			if err := pool.QueryRow(ctx, "SELECT pg_total_relation_size('"+c.table+"'), (SELECT count(*) FROM "+c.table+")").Scan(&size, &rows); err != nil {
+			if err := pool.QueryRow(
+				ctx, "SELECT pg_total_relation_size('"+c.table+"'), (SELECT count(*) FROM "+c.table+")",
+			).Scan(&size, &rows); err != nil {
 				return err
 			}
 			bytesPerKey[c.name] = float64(size) / float64(max(rows, 1))
@@ -292,7 +309,10 @@ func runPostgres(quick bool) error {
 	}
 
 	base, pgMain, red := contenders[0].name, contenders[2].name, contenders[len(contenders)-1].name
-	fmt.Println("| limiter | keys | callers | decisions/s | admitted | p99 | round trips/decision | errors | × hand-written | × ratewise on Redis |")
+	fmt.Println(
+		"| limiter | keys | callers | decisions/s | admitted | p99 | round trips/decision | errors | " +
+			"× hand-written | × ratewise on Redis |",
+	)
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, where := range []string{"hot", "many"} {
 		label := map[string]string{"hot": "1 (hot)", "many": "100,000"}[where]
@@ -300,9 +320,19 @@ func runPostgres(quick bool) error {
 			cell := fmt.Sprint(where, "/", n)
 			for _, c := range contenders {
 				r := cells[c.name][cell]
-				fmt.Printf("| %s | %s | %d | %.0f | %.0f%% | %v | %.2f | %d | %s | %s |\n", c.name, label, n, r.perSec, 100*r.admitted,
-					r.p99.Round(10*time.Microsecond), r.trips, r.errors,
-					ratio(r.perSec, cells[base][cell].perSec), ratio(r.perSec, cells[red][cell].perSec))
+				fmt.Printf(
+					"| %s | %s | %d | %.0f | %.0f%% | %v | %.2f | %d | %s | %s |\n",
+					c.name,
+					label,
+					n,
+					r.perSec,
+					100*r.admitted,
+					r.p99.Round(10*time.Microsecond),
+					r.trips,
+					r.errors,
+					ratio(r.perSec, cells[base][cell].perSec),
+					ratio(r.perSec, cells[red][cell].perSec),
+				)
 			}
 		}
 	}
@@ -313,6 +343,9 @@ func runPostgres(quick bool) error {
 		fmt.Printf("| %s | %.0f |\n", c.name, bytesPerKey[c.name])
 	}
 	hot := cells[pgMain]["hot/64"].perSec / cells[base]["hot/64"].perSec
-	fmt.Printf("\nratewise GCRA on PostgreSQL, hot key, 64 callers: %.2f× the hand-written baseline (target: at least 3×)\n", hot)
+	fmt.Printf(
+		"\nratewise GCRA on PostgreSQL, hot key, 64 callers: %.2f× the hand-written baseline (target: at least 3×)\n",
+		hot,
+	)
 	return nil
 }

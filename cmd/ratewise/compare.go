@@ -190,7 +190,9 @@ func (f *compareFlags) run(ctx context.Context, stderr io.Writer, live bool) (*r
 	}
 	if f.subWindows > 0 {
 		for _, w := range workloads {
-			if _, err := replay.Configure("sliding_window", w.Limit, w.Window, replay.Options{SubWindows: f.subWindows}); err != nil {
+			if _, err := replay.Configure(
+				"sliding_window", w.Limit, w.Window, replay.Options{SubWindows: f.subWindows},
+			); err != nil {
 				return nil, "", usagef("--subwindows %d, workload %s: %v", f.subWindows, w.Name, err)
 			}
 		}
@@ -245,7 +247,8 @@ func (f *compareFlags) compareOn(
 		timedKeys = f.keys
 	}
 	return replay.Compare(ctx, replay.Config{
-		Workloads: workloads, Algorithms: algs, Options: replay.Options{SubWindows: f.subWindows, Burst: f.burst}, Targets: targets,
+		Workloads: workloads, Algorithms: algs,
+		Options: replay.Options{SubWindows: f.subWindows, Burst: f.burst}, Targets: targets,
 		// The zero limit, as guide leaves it, is workload.DefaultLimit.
 		Timed: f.timed, TimedLimit: workload.Limit{Count: f.limit, Window: f.window}, TimedKeys: timedKeys, SeriesPoints: 600,
 		Goroutines: func(t replay.Target) int {

@@ -23,13 +23,13 @@ to change. The exit status is 1 when a check fails; warnings alone leave it 0.
 
 The doctor connects with the client settings docs/redis.md recommends for --budget,
 whatever a URL says of timeouts, so its client-settings check is about its own client.
-Your app's client is another: call redisprobe.Run(ctx, rdb, budget) on it at start-up,
-which runs these same checks and that one on your settings.
+Your app's client is another: storeredis.CheckClient(rdb, budget) checks its settings,
+and storeredis.New logs what it finds by default.
 
 With --postgres URL it checks a database for ratewise's PostgreSQL store instead, as the
 role the URL names: the server's version (14 or later), the schema ratewise (absent, at
 this version or another) and the role's privileges to create or use it, with the GRANTs
-that fix what it lacks. pgprobe.Run(ctx, pool) runs the same checks from your app.`
+that fix what it lacks. Give it the URL your app connects with, to check your app's role.`
 
 // errCheckFailed is doctor's outcome when a check failed: the report says
 // which, and the exit status is 1.
@@ -111,8 +111,9 @@ func doctor(ctx context.Context, args []string, stdout io.Writer) error {
 		stdout,
 		"",
 		fmt.Sprintf("The doctor's client: %s, the settings docs/redis.md recommends for a budget of %v. "+
-			"The client-settings check is about this client, not your app's: check your app's own client at start-up with "+
-			"redisprobe.Run(ctx, rdb, budget), which runs these checks on it, or storeredis.CheckClient(rdb, budget).", describeSettings(*budget), *budget),
+			"The client-settings check is about this client, not your app's: check your app's own client with "+
+			"storeredis.CheckClient(rdb, budget), which storeredis.New runs and logs by default.",
+			describeSettings(*budget), *budget),
 	)
 	fmt.Fprintln(stdout)
 	return tally(stdout, rows)

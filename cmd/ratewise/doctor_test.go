@@ -60,10 +60,11 @@ func TestDoctor(t *testing.T) {
 			), row("scripts", "ok", "EVAL and EVALSHA"), row("server time", "ok", "a script reads TIME"),
 			row("persistence", "warning", "no AOF"), "change: if a reset limit is costly",
 			row("client settings", "ok", "the doctor's own client, not your app's"),
-			"redisprobe.Run(ctx, rdb, budget)", "DialTimeout 30ms", "no failure, 1 warning.",
+			"storeredis.CheckClient(rdb, budget)", "DialTimeout 30ms", "no failure, 1 warning.",
 		}},
 		{"eviction fails", []string{"doctor", "--redis", "redis://" + evicting.Addr, "--budget", "1s"}, 1, []any{
-			"Checked the Redis at redis://" + evicting.Addr, "with a budget of 1s", row("eviction", "failure", "maxmemory-policy allkeys-lru"),
+			"Checked the Redis at redis://" + evicting.Addr, "with a budget of 1s",
+			row("eviction", "failure", "maxmemory-policy allkeys-lru"),
 			"change: set maxmemory-policy noeviction", "DialTimeout 300ms", "1 failure, 1 warning.",
 		}},
 		{"cluster", []string{"doctor", "--cluster", strings.Join(cluster.Addrs(), ",")}, 0, []any{
@@ -154,7 +155,11 @@ func TestDoctorUsage(t *testing.T) {
 			[]string{"doctor", "--redis", "127.0.0.1:1", "--budget", "100"},
 			`--budget "100": want a duration with a unit`,
 		},
-		{"redis without a port", []string{"doctor", "--redis", "localhost"}, `--redis "localhost": want host:port or a URL`},
+		{
+			"redis without a port",
+			[]string{"doctor", "--redis", "localhost"},
+			`--redis "localhost": want host:port or a URL`,
+		},
 		{"password", []string{"doctor", "--redis", "redis://:hunter2@127.0.0.1:port"}, "--redis: not a valid URL"},
 	}
 	for _, c := range cases {
@@ -167,7 +172,7 @@ func TestDoctorUsage(t *testing.T) {
 		})
 	}
 	code, stdout, _ := runCLI(t, "doctor", "help")
-	if code != 0 || !strings.Contains(stdout, "redisprobe.Run(ctx, rdb, budget)") ||
+	if code != 0 || !strings.Contains(stdout, "storeredis.CheckClient(rdb, budget)") ||
 		!strings.Contains(stdout, "--budget duration") {
 		t.Errorf("doctor help: exit %d:\n%s", code, stdout)
 	}

@@ -42,8 +42,7 @@ func doctorPostgres(ctx context.Context, s string, stdout io.Writer) error {
 	writeWrapped(
 		stdout,
 		"",
-		"The privileges are the role's: check as the role your app connects as, or call pgprobe.Run(ctx, pool) "+
-			"at start-up on the pool it passes to storepostgres.New, which runs these checks.",
+		"The privileges are the role's: check with the URL your app connects with, as the role it connects as.",
 	)
 	fmt.Fprintln(stdout)
 	return tally(stdout, rows)

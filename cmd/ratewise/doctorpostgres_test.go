@@ -75,8 +75,9 @@ func TestDoctorPostgres(t *testing.T) {
 				"server",
 				"ok",
 				"PostgreSQL ",
-			), row("schema", "ok", "ratewise at version "), row("permissions", "ok", "role ratewise in database "+good+" may use"),
-			"pgprobe.Run(ctx, pool)", "no failure, no warning.",
+			), row("schema", "ok", "ratewise at version "),
+			row("permissions", "ok", "role ratewise in database "+good+" may use"),
+			"the URL your app connects with", "no failure, no warning.",
 		}},
 		{"role without privileges", url(app, good), 1, []any{
 			row("schema", "warning", "ratewise exists, owned by ratewise; its version cannot be read as this role"),

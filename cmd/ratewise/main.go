@@ -3,7 +3,8 @@
 //	ratewise compare    replay workloads against every algorithm and print what each admitted and cost
 //	ratewise recommend  recommend an algorithm for a rate, window and precision, with the measurements behind it
 //	ratewise guide      regenerate docs/choosing.md and its charts
-//	ratewise doctor     check that the Redis store runs as documented on a Redis, such as a managed one, or the PostgreSQL store on a database
+//	ratewise doctor     check that the Redis store runs as documented on a Redis, such as a managed one,
+//	                    or the PostgreSQL store on a database
 //	ratewise version    print ratewise's version, the revision it was built from and the Go version
 //
 // 'ratewise help <command>' or 'ratewise <command> help' prints a command's
@@ -148,7 +149,9 @@ func oneLine(msg string) string {
 		trimmed = strings.ReplaceAll(trimmed, ": ratewise: ", ": ")
 		// The packages' sentinel errors name the package for a Go caller;
 		// on the command line the message after them says it all.
-		for _, sentinel := range []string{"recommend: invalid input: ", "workload: invalid parameter: ", "replay: invalid option: "} {
+		for _, sentinel := range []string{
+			"recommend: invalid input: ", "workload: invalid parameter: ", "replay: invalid option: ",
+		} {
 			trimmed = strings.ReplaceAll(trimmed, sentinel, "")
 		}
 		if trimmed == msg {

@@ -30,7 +30,10 @@ func TestPostgresFlagTakesURLs(t *testing.T) {
 	if want := "postgres://ann:xxxxx@db.example:6432/app?sslmode=require&connect_timeout=5"; where != want {
 		t.Errorf("--postgres postgres://... shows as %q, want %q", where, want)
 	}
-	cfg, where, err = postgresConfig("host=db.example port=6432 dbname=app user=ann password=s3cret pool_max_conns=3", 30)
+	cfg, where, err = postgresConfig(
+		"host=db.example port=6432 dbname=app user=ann password=s3cret pool_max_conns=3",
+		30,
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,10 +76,8 @@ func TestCompareOnPostgres(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	first, _, _ := strings.Cut(stdout, "\n")
-	if want := "Measured on: the in-memory store and a throwaway PostgreSQL started for this run (PostgreSQL "; !strings.HasPrefix(
-		first,
-		want,
-	) {
+	if want := "Measured on: the in-memory store and a throwaway PostgreSQL started for this run " +
+		"(PostgreSQL "; !strings.HasPrefix(first, want) {
 		t.Errorf("first line %q does not start %q", first, want)
 	}
 }

@@ -211,7 +211,10 @@ func parseQPS(in *recommend.Input, s string) error {
 		}
 		r = algorithms.Rate{Count: n, Period: recommend.MonthWindow}
 		if in.Calendar == "" {
-			return usagef("--qps %q: a month has no fixed length; for a quota per calendar month, add --calendar month", s)
+			return usagef(
+				"--qps %q: a month has no fixed length; for a quota per calendar month, add --calendar month",
+				s,
+			)
 		}
 	default:
 		var err error
@@ -232,7 +235,12 @@ func parseBytes(s string) (int64, error) {
 	units := []struct {
 		suffix string
 		n      float64
-	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12}, {"B", 1}}
+	}{
+		{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"TIB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12},
+		{"K", 1e3}, {"M", 1e6}, {"G", 1e9}, {"T", 1e12},
+		{"B", 1},
+	}
 	mult := 1.0
 	num := strings.ToUpper(strings.TrimSpace(s))
 	for _, u := range units {

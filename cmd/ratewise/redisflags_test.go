@@ -83,10 +83,8 @@ func TestRedisFlagsTakeURLs(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	if want := "Measured on: the in-memory store and the Redis at redis://:xxxxx@" + srv.Addr + "/2 (redis "; !strings.HasPrefix(
-		stdout,
-		want,
-	) {
+	if want := "Measured on: the in-memory store and the Redis at redis://:xxxxx@" + srv.Addr +
+		"/2 (redis "; !strings.HasPrefix(stdout, want) {
 		t.Errorf("stdout does not start %q:\n%s", want, stdout)
 	}
 	if !strings.Contains(stdout, "redis B/key") {
@@ -103,10 +101,8 @@ func TestCompareStartsRedisByDefault(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	first, _, _ := strings.Cut(stdout, "\n")
-	if want := "Measured on: the in-memory store and a throwaway redis-server started for this run (redis "; !strings.HasPrefix(
-		first,
-		want,
-	) {
+	if want := "Measured on: the in-memory store and a throwaway redis-server started for this run " +
+		"(redis "; !strings.HasPrefix(first, want) {
 		t.Errorf("first line %q does not start %q", first, want)
 	}
 	if !strings.Contains(stdout, "redis B/key") {

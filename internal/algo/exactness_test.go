@@ -72,7 +72,14 @@ func TestStaleTimeIsTheHeldClock(t *testing.T) {
 				// later stale request may be decided earlier, the same way.)
 				if got.At.Before(now) || got.At.After(want.At) ||
 					got.Allowed && !got.At.Equal(want.At) && alg.Kind().String() != "fixed_window" {
-					t.Fatalf("step %d, cost %d: decided at %v, now %v, the held clock %v", step, cost, got.At, now, want.At)
+					t.Fatalf(
+						"step %d, cost %d: decided at %v, now %v, the held clock %v",
+						step,
+						cost,
+						got.At,
+						now,
+						want.At,
+					)
 				}
 				got.At, want.At = time.Time{}, time.Time{}
 				if got != want {
@@ -156,7 +163,8 @@ func TestLimitChangesKeepUsage(t *testing.T) {
 				cost := rng.Int64N(limit + 1)
 				res := r.decide(now, cost)
 				if res.Limit != limit || res.Remaining < 0 || res.Remaining > limit || res.RetryAfter < 0 || res.ResetAfter < 0 ||
-					res.Allowed != (res.RetryAfter == 0) || (res.Allowed && cost > 0 && res.Remaining > limit-cost) {
+					res.Allowed != (res.RetryAfter == 0) ||
+					(res.Allowed && cost > 0 && res.Remaining > limit-cost) {
 					t.Fatalf("step %d, limit %d, cost %d: %+v out of range", step, limit, cost, res)
 				}
 			}
@@ -195,7 +203,11 @@ func TestRateChanges(t *testing.T) {
 			res := r.decide(t0, 1)
 			if wait := 99*time.Hour + 36*time.Second; res.Allowed || res.Remaining != 0 || res.RetryAfter != wait ||
 				res.ResetAfter != 100*time.Hour {
-				t.Fatalf("downgraded after using 10,000: %+v, want denied, RetryAfter %v, full again in 100h", res, wait)
+				t.Fatalf(
+					"downgraded after using 10,000: %+v, want denied, RetryAfter %v, full again in 100h",
+					res,
+					wait,
+				)
 			}
 			if res := r.decide(t0.Add(99*time.Hour+36*time.Second-time.Microsecond), 1); res.Allowed {
 				t.Fatalf("1µs before the downgraded key's RetryAfter: %+v, want denied", res)
@@ -233,7 +245,8 @@ func TestRateChanges(t *testing.T) {
 			r.decide(t0, 2)
 			r.decide(t0.Add(750*time.Millisecond), 1)
 			r.alg = build(algorithms.PerSecond(4), 4)
-			if res := r.decide(t0.Add(750*time.Millisecond), 0); res.Remaining != 2 || res.ResetAfter != 375*time.Millisecond {
+			if res := r.decide(t0.Add(750*time.Millisecond), 0); res.Remaining != 2 ||
+				res.ResetAfter != 375*time.Millisecond {
 				t.Fatalf("1.5 of 2 used, then 4 per second: %+v, want Remaining 2, full in 375ms", res)
 			}
 			// 1 token used at 3 per second (333,333 1/3µs to drain), then 7
@@ -244,7 +257,10 @@ func TestRateChanges(t *testing.T) {
 			r.decide(t0, 1)
 			r.alg = build(algorithms.Rate{Count: 7, Period: time.Second}, 7)
 			if res := r.decide(t0, 0); res.Remaining != 6 || res.ResetAfter != 142858*time.Microsecond {
-				t.Fatalf("1 of 3 used at 3 per second, then 7 per second: %+v, want Remaining 6, full in 142,858µs", res)
+				t.Fatalf(
+					"1 of 3 used at 3 per second, then 7 per second: %+v, want Remaining 6, full in 142,858µs",
+					res,
+				)
 			}
 		})
 	}
@@ -264,20 +280,20 @@ func admitted(r *run, now time.Time) int {
 func TestScopes(t *testing.T) {
 	for _, pair := range [][2]algorithms.Algorithm{
 		{algorithms.FixedWindow{Limit: 2, Window: time.Second}, algorithms.FixedWindow{Limit: 1000, Window: time.Hour}},
-		{algorithms.SlidingLog{Limit: 2, Window: time.Second}, algorithms.SlidingLog{Limit: 2, Window: 1001 * time.Millisecond}},
-		{algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 10}, algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 5}},
-		{algorithms.TokenBucket{Capacity: 2, Refill: algorithms.PerSecond(2)}, algorithms.TokenBucket{Capacity: 2, Refill: algorithms.PerMinute(120)}},
+		{algorithms.SlidingLog{Limit: 2, Window: time.Second},
+			algorithms.SlidingLog{Limit: 2, Window: 1001 * time.Millisecond}},
+		{algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 10},
+			algorithms.SlidingWindow{Limit: 2, Window: time.Second, SubWindows: 5}},
+		{algorithms.TokenBucket{Capacity: 2, Refill: algorithms.PerSecond(2)},
+			algorithms.TokenBucket{Capacity: 2, Refill: algorithms.PerMinute(120)}},
 		{algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 2}, algorithms.GCRA{Rate: algorithms.PerHour(2), Burst: 2}},
 	} {
 		if algo.ScopeOf(pair[0]) == algo.ScopeOf(pair[1]) {
 			t.Errorf("%#v and %#v have the same scope %v", pair[0], pair[1], algo.ScopeOf(pair[0]))
 		}
 	}
-	if a, b := (algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 2}), (algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 40}); algo.ScopeOf(
-		a,
-	) != algo.ScopeOf(
-		b,
-	) {
+	if a, b := (algorithms.GCRA{Rate: algorithms.PerSecond(2), Burst: 2}),
+		(algorithms.GCRA{Rate: algorithms.PerSecond(20), Burst: 40}); algo.ScopeOf(a) != algo.ScopeOf(b) {
 		t.Errorf("a changed rate count and burst changed the scope: %v, %v", algo.ScopeOf(a), algo.ScopeOf(b))
 	}
 	for _, tt := range []struct {
@@ -334,7 +350,8 @@ func TestCheckDecision(t *testing.T) {
 		{"cost above the burst", alg, t0, 4, algorithms.ErrCostExceedsLimit},
 		{"zero time", alg, time.Time{}, 1, algorithms.ErrInvalidTime},
 		{"before 1970", alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime},
-		{"after MaxUnixMicro", alg, time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond), 1, algorithms.ErrInvalidTime},
+		{"after MaxUnixMicro", alg, time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond), 1,
+			algorithms.ErrInvalidTime},
 		{"the epoch", alg, time.Unix(0, 0), 1, nil},
 		{"MaxUnixMicro", alg, time.UnixMicro(algorithms.MaxUnixMicro), 1, nil},
 	} {
@@ -410,7 +427,14 @@ func TestLogTotalsWrap(t *testing.T) {
 					want.ResetAfter = time.Duration(newest+window-now.UnixMicro()) * time.Microsecond
 				}
 				if want.SetCharged(alg, cost); res != want {
-					t.Fatalf("step %d: %d in the window, cost %d:\n got  %+v\n want %+v", step, inWindow, cost, res, want)
+					t.Fatalf(
+						"step %d: %d in the window, cost %d:\n got  %+v\n want %+v",
+						step,
+						inWindow,
+						cost,
+						res,
+						want,
+					)
 				}
 			}
 			for step := range 20_000 {

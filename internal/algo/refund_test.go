@@ -48,7 +48,9 @@ func TestRefundNeverLetsMoreThrough(t *testing.T) {
 				clock := t0
 				for range 300 {
 					if rng.IntN(3) > 0 {
-						clock = clock.Add(time.Duration(rng.Int64N(int64(1500 * time.Millisecond))).Truncate(time.Microsecond))
+						clock = clock.Add(
+							time.Duration(rng.Int64N(int64(1500 * time.Millisecond))).Truncate(time.Microsecond),
+						)
 					}
 					if rng.IntN(10) < 4 && len(kept) > 0 {
 						// Refund an admission, most often a recent one.
@@ -365,7 +367,8 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 				var between []op
 				same := true
 				for range rng.IntN(4) {
-					clock = clock.Add(time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))).Truncate(time.Microsecond)
+					clock = clock.Add(time.Duration(rng.Int64N(int64(1500 * time.Millisecond)))).
+						Truncate(time.Microsecond)
 					o := op{algs[rng.IntN(len(algs))], clock, rng.Int64N(3)}
 					o.cost = min(o.cost, algo.MaxCost(o.alg))
 					var a, b algorithms.Result
@@ -418,8 +421,10 @@ func TestRefundAcrossLimitChanges(t *testing.T) {
 // rate's capacity (3 at 10 per second) ahead of the admission.
 func TestRefundAtOnceAfterARateChange(t *testing.T) {
 	for _, pair := range [][2]algorithms.Algorithm{
-		{algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10}, algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 3}},
-		{algorithms.TokenBucket{Capacity: 10, Refill: algorithms.PerSecond(1)}, algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(10)}},
+		{algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 10},
+			algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 3}},
+		{algorithms.TokenBucket{Capacity: 10, Refill: algorithms.PerSecond(1)},
+			algorithms.TokenBucket{Capacity: 3, Refill: algorithms.PerSecond(10)}},
 	} {
 		before, after := pair[0], pair[1]
 		at := t0.Add(500 * time.Millisecond)

@@ -25,7 +25,8 @@ func TestParamsRoundTrip(t *testing.T) {
 		if err != nil || got != alg {
 			t.Errorf("%s: New(Params()) = %#v, %v; want %#v", alg, got, err, alg)
 		}
-		if k, err := algorithms.Lookup(alg.Kind().String()); err != nil || k != alg.Kind() || k.String() != alg.Kind().String() {
+		if k, err := algorithms.Lookup(alg.Kind().String()); err != nil || k != alg.Kind() ||
+			k.String() != alg.Kind().String() {
 			t.Errorf("Lookup(%q) = %v, %v; want %v", alg.Kind().String(), k, err, alg.Kind())
 		}
 	}
@@ -42,14 +43,18 @@ func TestQuotaAndString(t *testing.T) {
 		quota  algo.Quota
 		String string
 	}{
-		{algorithms.FixedWindow{Limit: 100, Window: time.Minute}, algo.Quota{Limit: 100, Window: time.Minute}, "fixed_window 100/1m"},
-		{algorithms.SlidingLog{Limit: 5, Window: 15 * time.Minute}, algo.Quota{Limit: 5, Window: 15 * time.Minute}, "sliding_log 5/15m"},
-		{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6}, algo.Quota{Limit: 100, Window: time.Minute}, "sliding_window 100/1m in 6 sub-windows"},
+		{algorithms.FixedWindow{Limit: 100, Window: time.Minute}, algo.Quota{Limit: 100, Window: time.Minute},
+			"fixed_window 100/1m"},
+		{algorithms.SlidingLog{Limit: 5, Window: 15 * time.Minute}, algo.Quota{Limit: 5, Window: 15 * time.Minute},
+			"sliding_log 5/15m"},
+		{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6},
+			algo.Quota{Limit: 100, Window: time.Minute}, "sliding_window 100/1m in 6 sub-windows"},
 		// 20 tokens at 7 per 1.5s refill in 20 × 1.5s / 7 = 4.285714s.
 		{algorithms.TokenBucket{Capacity: 20, Refill: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}},
 			algo.Quota{Limit: 20, Window: 4285714 * time.Microsecond}, "token_bucket 7/1500ms burst 20"},
 		// 20 requests at 10 per second drain in 2s.
-		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}, algo.Quota{Limit: 20, Window: 2 * time.Second}, "gcra 10/1s burst 20"},
+		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 20}, algo.Quota{Limit: 20, Window: 2 * time.Second},
+			"gcra 10/1s burst 20"},
 	} {
 		if got := algo.QuotaOf(c.alg); got != c.quota {
 			t.Errorf("%s: Quota() = %+v, want %+v", c.alg, got, c.quota)
@@ -159,7 +164,11 @@ func TestInspectionPredictsAdmission(t *testing.T) {
 			}
 			if algo.TakesSubWindows(k) {
 				alg, _ = k.New(
-					algorithms.Params{Limit: limit, Window: window / time.Millisecond * 5 * time.Millisecond, SubWindows: 5},
+					algorithms.Params{
+						Limit:      limit,
+						Window:     window / time.Millisecond * 5 * time.Millisecond,
+						SubWindows: 5,
+					},
 				)
 			}
 			if algo.TakesBurst(k) && rng.IntN(2) == 0 {
@@ -179,7 +188,15 @@ func TestInspectionPredictsAdmission(t *testing.T) {
 				var res algorithms.Result
 				st, res = algo.Decide(alg, st, now, n)
 				if res.Allowed != (peek.Remaining >= n) {
-					t.Fatalf("%s sequence %d step %d, cost %d: inspection %+v, decision %+v", alg, seq, step, n, peek, res)
+					t.Fatalf(
+						"%s sequence %d step %d, cost %d: inspection %+v, decision %+v",
+						alg,
+						seq,
+						step,
+						n,
+						peek,
+						res,
+					)
 				}
 			}
 		}
@@ -192,7 +209,10 @@ func TestMaxLimit(t *testing.T) {
 		if _, err := algo.Nominal(k, algo.MaxLimit(k), time.Hour, 60); err != nil {
 			t.Errorf("%s at its MaxLimit %d: %v", k, algo.MaxLimit(k), err)
 		}
-		if _, err := algo.Nominal(k, algo.MaxLimit(k)+1, time.Hour, 60); !errors.Is(err, algorithms.ErrInvalidAlgorithm) {
+		if _, err := algo.Nominal(k, algo.MaxLimit(k)+1, time.Hour, 60); !errors.Is(
+			err,
+			algorithms.ErrInvalidAlgorithm,
+		) {
 			t.Errorf("%s above its MaxLimit %d: %v, want ErrInvalidAlgorithm", k, algo.MaxLimit(k), err)
 		}
 	}

@@ -64,7 +64,9 @@ func TestResultsMatchDirect(t *testing.T) {
 					t.Fatalf("unit %d at %v:\n lease  %+v\n direct %+v", i, s, got, want)
 				}
 				if !exact &&
-					(got.Remaining > want.Remaining || want.Remaining-got.Remaining > 1 || got.ResetAfter < want.ResetAfter || got.ResetAfter-want.ResetAfter > time.Microsecond || !got.At.Equal(want.At)) {
+					(got.Remaining > want.Remaining || want.Remaining-got.Remaining > 1 ||
+						got.ResetAfter < want.ResetAfter || got.ResetAfter-want.ResetAfter > time.Microsecond ||
+						!got.At.Equal(want.At)) {
 					t.Fatalf("unit %d at %v:\n lease  %+v\n direct %+v", i, s, got, want)
 				}
 			}

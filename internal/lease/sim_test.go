@@ -51,8 +51,9 @@ type sim struct {
 
 	// Counts over the run.
 	requests, leased, spent, expired, returned, givenBack, direct, leasesTaken int64
-	trips, denials                                                             int64 // store round trips, the measuring inspections aside, and those denied
-	maxHeld                                                                    int64
+	// store round trips, the measuring inspections aside, and those denied
+	trips, denials int64
+	maxHeld        int64
 	// heldAtDenial is, per fixed window, the most units held in leases
 	// when the store denied a request.
 	heldAtDenial map[int64]int64
@@ -383,7 +384,11 @@ var scenarios = []scenario{
 	// T = 10µs, a whole number of µs: every unit's window is exact.
 	{"gcra", algorithms.GCRA{Rate: algorithms.PerSecond(100_000), Burst: 2000}, 50 * time.Microsecond},
 	// T = 100/7 µs: windows err inwards by a µs.
-	{"token_bucket", algorithms.TokenBucket{Capacity: 1500, Refill: algorithms.PerSecond(70_000)}, 37 * time.Microsecond},
+	{
+		"token_bucket",
+		algorithms.TokenBucket{Capacity: 1500, Refill: algorithms.PerSecond(70_000)},
+		37 * time.Microsecond,
+	},
 	{"fixed_window", algorithms.FixedWindow{Limit: 4000, Window: 50 * time.Millisecond}, 50 * time.Microsecond},
 }
 
@@ -414,7 +419,13 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 				// at a lease's end.
 				unspent := leased.leased - leased.spent
 				if leased.expired+leased.returned != unspent {
-					t.Fatalf("seed %d: %d expired and %d returned of %d unspent", seed, leased.expired, leased.returned, unspent)
+					t.Fatalf(
+						"seed %d: %d expired and %d returned of %d unspent",
+						seed,
+						leased.expired,
+						leased.returned,
+						unspent,
+					)
 				}
 				lost := unspent - leased.givenBack
 				deficit := direct.admitted() - leased.admitted()
@@ -437,7 +448,8 @@ func TestFleetNeverOverAdmits(t *testing.T) {
 						}
 					}
 				} else if deficit > lost+leased.maxHeld {
-					t.Fatalf("seed %d: %d fewer admitted than directly, more than the %d lost and %d most held", seed, deficit, lost, leased.maxHeld)
+					t.Fatalf("seed %d: %d fewer admitted than directly, more than the %d lost and %d most held",
+						seed, deficit, lost, leased.maxHeld)
 				}
 				t.Logf(
 					"seed %d: shift %v; %d requests; under-admission %d (%.2f%%); direct-only fleet admitted %d; leased "+

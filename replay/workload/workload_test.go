@@ -182,12 +182,17 @@ func TestInvalidInput(t *testing.T) {
 			return err
 		}},
 		{"no request at all", func() error {
-			_, err := Custom(Spec{Limit: l, Rate: 1.0 / 3600, Shape: "poisson", Duration: time.Minute, Keys: 1, Seed: 1})
+			_, err := Custom(
+				Spec{Limit: l, Rate: 1.0 / 3600, Shape: "poisson", Duration: time.Minute, Keys: 1, Seed: 1},
+			)
 			return err
 		}},
 		{"bad rate", func() error { _, err := ParseRate("fast"); return err }},
 		{"bad rate period", func() error { _, err := ParseRate("3/fortnight"); return err }},
-		{"bad trace time", func() error { _, err := ReadTrace(strings.NewReader("1 k\nyesterday\n"), "t", l); return err }},
+		{
+			"bad trace time",
+			func() error { _, err := ReadTrace(strings.NewReader("1 k\nyesterday\n"), "t", l); return err },
+		},
 		{"bad trace cost", func() error { _, err := ReadTrace(strings.NewReader("1 k -2\n"), "t", l); return err }},
 		{"cost above limit", func() error { _, err := ReadTrace(strings.NewReader("1 k 11\n"), "t", l); return err }},
 		{"empty trace", func() error { _, err := ReadTrace(strings.NewReader("# nothing\n"), "t", l); return err }},
@@ -200,7 +205,9 @@ func TestInvalidInput(t *testing.T) {
 }
 
 func TestParseRate(t *testing.T) {
-	for in, want := range map[string]float64{"150/min": 2.5, "2/s": 2, "2.5": 2.5, "2.5/s": 2.5, "36/h": 0.01, "10/10s": 1, "86400/day": 1} {
+	for in, want := range map[string]float64{
+		"150/min": 2.5, "2/s": 2, "2.5": 2.5, "2.5/s": 2.5, "36/h": 0.01, "10/10s": 1, "86400/day": 1,
+	} {
 		got, err := ParseRate(in)
 		if err != nil || got != want {
 			t.Errorf("ParseRate(%q): got %v, %v; want %v", in, got, err, want)

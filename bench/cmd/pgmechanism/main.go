@@ -125,13 +125,17 @@ var ways = []way{
 		}
 		defer tx.Rollback(ctx)
 		var cur, now int64
-		switch err := tx.QueryRow(ctx, "SELECT tat, now_us() FROM bucket WHERE key = $1 FOR UPDATE", key).Scan(&cur, &now); err {
+		switch err := tx.QueryRow(
+			ctx, "SELECT tat, now_us() FROM bucket WHERE key = $1 FOR UPDATE", key,
+		).Scan(&cur, &now); err {
 		case nil:
 		case pgx.ErrNoRows:
 			if _, err := tx.Exec(ctx, "INSERT INTO bucket (key, tat) VALUES ($1, 0) ON CONFLICT DO NOTHING", key); err != nil {
 				return false, err
 			}
-			if err := tx.QueryRow(ctx, "SELECT tat, now_us() FROM bucket WHERE key = $1 FOR UPDATE", key).Scan(&cur, &now); err != nil {
+			if err := tx.QueryRow(
+				ctx, "SELECT tat, now_us() FROM bucket WHERE key = $1 FOR UPDATE", key,
+			).Scan(&cur, &now); err != nil {
 				return false, err
 			}
 		default:
@@ -191,7 +195,11 @@ func run(d time.Duration, callers []int) error {
 	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
 		return err
 	}
-	fmt.Printf("PostgreSQL %s on a throwaway server (fsync off, UNLOGGED table), one hot key, %v per row\n\n", version, d)
+	fmt.Printf(
+		"PostgreSQL %s on a throwaway server (fsync off, UNLOGGED table), one hot key, %v per row\n\n",
+		version,
+		d,
+	)
 	fmt.Println("| way | callers | decisions/s | admitted | p50 | p99 | round trips/decision | ratio to transaction |")
 	fmt.Println("| --- | --- | --- | --- | --- | --- | --- | --- |")
 	for _, n := range callers {

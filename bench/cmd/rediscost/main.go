@@ -50,7 +50,12 @@ func run(addr string) error {
 	defer session.Close()
 	ctx := context.Background()
 	c, roundTrips, prefix := session.Client, session.RoundTrips, session.Prefix
-	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(
+		c,
+		storeredis.WithClientTime(),
+		storeredis.WithKeyPrefix(prefix),
+		storeredis.WithWarnings(0, nil),
+	)
 
 	info, err := c.Info(ctx, "server").Result()
 	if err != nil {
@@ -120,7 +125,9 @@ func run(addr string) error {
 	for _, n := range []int{100, 10_000, 100_000} {
 		alg := algorithms.SlidingLog{Limit: int64(n), Window: time.Hour}
 		key := fmt.Sprint("records:", n)
-		if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{To: int64(n), Start: t0, Spacing: 7 * time.Microsecond}); err != nil {
+		if err := redisinfo.FillLog(
+			ctx, s, key, alg, redisinfo.Records{To: int64(n), Start: t0, Spacing: 7 * time.Microsecond},
+		); err != nil {
 			return err
 		}
 		bytes, enc, err := usage(ctx, c, s.Key(key, alg))
@@ -269,7 +276,12 @@ func memoryCases() []memoryCase {
 		}
 		switch {
 		case algo.FamilyOf(k) == algo.FamilyFixedWindow:
-			add(algorithms.Params{Limit: 100, Window: time.Minute}, "3 requests in the window", []int64{1, 1, 1}, time.Second)
+			add(
+				algorithms.Params{Limit: 100, Window: time.Minute},
+				"3 requests in the window",
+				[]int64{1, 1, 1},
+				time.Second,
+			)
 		case algo.TakesSubWindows(k):
 			add(
 				algorithms.Params{Limit: 100, Window: time.Minute, SubWindows: 6},

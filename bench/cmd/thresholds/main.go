@@ -127,7 +127,9 @@ func run(cfg config) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := latencyTable(ctx, c, prefix, cfg.quick, m, algorithms.CompactLog{Limit: algorithms.CompactLogMaxLimit, Window: 24 * time.Hour}); err != nil {
+	if _, err := latencyTable(
+		ctx, c, prefix, cfg.quick, m, algorithms.CompactLog{Limit: algorithms.CompactLogMaxLimit, Window: 24 * time.Hour},
+	); err != nil {
 		return false, err
 	}
 	if err := throughputTable(ctx, c, prefix, cfg.quick, trips, m); err != nil {
@@ -176,7 +178,12 @@ func memoryTable(
 	quick bool,
 	m measured,
 ) ([]memoryRow, error) {
-	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(
+		c,
+		storeredis.WithClientTime(),
+		storeredis.WithKeyPrefix(prefix),
+		storeredis.WithWarnings(0, nil),
+	)
 	ks := storeredis.New(
 		c,
 		storeredis.WithClientTime(),
@@ -207,7 +214,9 @@ func memoryTable(
 		key := fmt.Sprintf("user:1001:%d", n)
 		if !quick || n <= 60_000 {
 			alg := algorithms.SlidingLog{Limit: n, Window: sc.window}
-			if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{To: n, Start: logStart, Spacing: 10 * time.Microsecond}); err != nil {
+			if err := redisinfo.FillLog(
+				ctx, s, key, alg, redisinfo.Records{To: n, Start: logStart, Spacing: 10 * time.Microsecond},
+			); err != nil {
 				return nil, err
 			}
 			b, err := c.MemoryUsage(ctx, s.Key(key, alg), 0).Result()
@@ -223,7 +232,9 @@ func memoryTable(
 			_ = s.Reset(ctx, store.Key{Name: key}, alg)
 
 			ring := algorithms.CompactLog{Limit: n, Window: sc.window}
-			if err := redisinfo.FillLog(ctx, s, key, ring, redisinfo.Records{To: n, Start: logStart, Spacing: 10 * time.Microsecond}); err != nil {
+			if err := redisinfo.FillLog(
+				ctx, s, key, ring, redisinfo.Records{To: n, Start: logStart, Spacing: 10 * time.Microsecond},
+			); err != nil {
 				return nil, err
 			}
 			if row.compactBytes, err = c.MemoryUsage(ctx, s.Key(key, ring), 0).Result(); err != nil {
@@ -234,13 +245,22 @@ func memoryTable(
 		}
 		var err error
 		sub := sc.window / 60
-		if row.windowBytes, err = keyBytes(ctx, c, ks, algorithms.SlidingWindow{Limit: sc.records(), Window: sc.window, SubWindows: 60}, traffic{sub, 60, sc.qps * int64(sub/time.Second)}); err != nil {
+		if row.windowBytes, err = keyBytes(
+			ctx, c, ks, algorithms.SlidingWindow{Limit: sc.records(), Window: sc.window, SubWindows: 60},
+			traffic{sub, 60, sc.qps * int64(sub/time.Second)},
+		); err != nil {
 			return nil, err
 		}
-		if row.bucketBytes, err = keyBytes(ctx, c, ks, algorithms.TokenBucket{Capacity: sc.qps, Refill: algorithms.PerSecond(sc.qps)}, traffic{time.Millisecond, 3, 1}); err != nil {
+		if row.bucketBytes, err = keyBytes(
+			ctx, c, ks, algorithms.TokenBucket{Capacity: sc.qps, Refill: algorithms.PerSecond(sc.qps)},
+			traffic{time.Millisecond, 3, 1},
+		); err != nil {
 			return nil, err
 		}
-		if row.gcraBytes, err = keyBytes(ctx, c, ks, algorithms.GCRA{Rate: algorithms.PerSecond(sc.qps), Burst: sc.qps}, traffic{time.Millisecond, 3, 1}); err != nil {
+		if row.gcraBytes, err = keyBytes(
+			ctx, c, ks, algorithms.GCRA{Rate: algorithms.PerSecond(sc.qps), Burst: sc.qps},
+			traffic{time.Millisecond, 3, 1},
+		); err != nil {
 			return nil, err
 		}
 		m["sliding_window_60.bytes_per_key"] = max(m["sliding_window_60.bytes_per_key"], float64(row.windowBytes))
@@ -298,7 +318,9 @@ func keyBytes(
 	t0 := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	_ = s.Reset(ctx, store.Key{Name: key}, alg)
 	for i := range count {
-		if res, err := s.Decide(ctx, store.Key{Name: key}, alg, t0.Add(time.Duration(i)*every), min(cost, algo.MaxCost(alg))); err != nil {
+		if res, err := s.Decide(
+			ctx, store.Key{Name: key}, alg, t0.Add(time.Duration(i)*every), min(cost, algo.MaxCost(alg)),
+		); err != nil {
 			return 0, err
 		} else if !res.Allowed {
 			return 0, fmt.Errorf("%s: request %d denied while sizing the key", alg.Kind().String(), i)
@@ -342,7 +364,12 @@ func latencyTable(
 	// Server time is the median of the rounds' means: on a machine that
 	// client and server share, one round can catch a pause of either.
 	const samples, rounds = 2000, 5
-	s := storeredis.New(c, storeredis.WithClientTime(), storeredis.WithKeyPrefix(prefix), storeredis.WithWarnings(0, nil))
+	s := storeredis.New(
+		c,
+		storeredis.WithClientTime(),
+		storeredis.WithKeyPrefix(prefix),
+		storeredis.WithWarnings(0, nil),
+	)
 	// One log that grows; each size then takes 2,000 admitted decisions, one
 	// caller at a time, so the log is N to N+2,000 records.
 	key := "latency"
@@ -364,7 +391,9 @@ func latencyTable(
 	var filled int64
 	crossed := int64(0)
 	for _, n := range sizes {
-		if err := redisinfo.FillLog(ctx, s, key, alg, redisinfo.Records{From: filled, To: n, Start: logStart, Spacing: 10 * time.Microsecond}); err != nil {
+		if err := redisinfo.FillLog(
+			ctx, s, key, alg, redisinfo.Records{From: filled, To: n, Start: logStart, Spacing: 10 * time.Microsecond},
+		); err != nil {
 			return nil, err
 		}
 		filled = n
@@ -517,7 +546,10 @@ func throughputTable(
 					}
 					cpuPer := (cpuAfter - cpu) * 1e6 / float64(n)
 					m[fmt.Sprintf("%s.redis_cpu_us_per_decision.keys_100000.callers_64", alg.Kind().String())] = cpuPer
-					serverTimes = append(serverTimes, fmt.Sprintf("%s %.1f (CPU %.1f)", alg.Kind().String(), perDecision, cpuPer))
+					serverTimes = append(
+						serverTimes,
+						fmt.Sprintf("%s %.1f (CPU %.1f)", alg.Kind().String(), perDecision, cpuPer),
+					)
 				}
 				perSec := float64(n) / d.Seconds()
 				cells = append(cells, thousands(int64(perSec)))

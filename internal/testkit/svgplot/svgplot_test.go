@@ -11,7 +11,9 @@ func TestChartDrawsEverySeriesAndTick(t *testing.T) {
 		{Name: "flat", Colour: "#00f", Dashed: true, Markers: true, Points: [][2]float64{{10, 2}, {1000, 2}}},
 	}}
 	svg := c.SVG()
-	for _, want := range []string{"a &lt; b", ">up<", ">flat<", ">10<", ">100<", ">1k<", `stroke-dasharray="6,4"`, "<circle"} {
+	for _, want := range []string{
+		"a &lt; b", ">up<", ">flat<", ">10<", ">100<", ">1k<", `stroke-dasharray="6,4"`, "<circle",
+	} {
 		if !strings.Contains(svg, want) {
 			t.Errorf("SVG lacks %q", want)
 		}

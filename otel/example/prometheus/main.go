@@ -92,7 +92,12 @@ func newHandler() (http.Handler, func(context.Context) error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	limiter, err := ratewise.New(storememory.New(), limit, ratewise.WithObserver(obs.ObserveDecision), ratewise.WithNamespace("hello"))
+	limiter, err := ratewise.New(
+		storememory.New(),
+		limit,
+		ratewise.WithObserver(obs.ObserveDecision),
+		ratewise.WithNamespace("hello"),
+	)
 	if err != nil {
 		return nil, nil, err
 	}

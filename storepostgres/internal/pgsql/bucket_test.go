@@ -101,7 +101,14 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, lim difftest.
 			}
 			history = append(
 				history,
-				fmt.Sprintf("step %d at %d under %s: refund %d charged at %d", step, now.UnixMicro(), alg, n, b.at.UnixMicro()),
+				fmt.Sprintf(
+					"step %d at %d under %s: refund %d charged at %d",
+					step,
+					now.UnixMicro(),
+					alg,
+					n,
+					b.at.UnixMicro(),
+				),
 			)
 			var next []int64
 			var keep *int64
@@ -292,8 +299,10 @@ func TestBucketOddStates(t *testing.T) {
 		"{}", "{1,2,3}", "{1,2,3,4,5}", "{NULL,NULL,NULL,NULL}", "{NULL,NULL,NULL,NULL,NULL,NULL,NULL}",
 		"[0:3]={1,2,3,4}", "{{1,2},{3,4}}",
 		"{9223372036854775807,9223372036854775807,9223372036854775807,9223372036854775807}",
-		"{9223372036854775807,9223372036854775807,9223372036854775807,9223372036854775807,9223372036854775807,9223372036854775807,9223372036854775807}",
-		"{-9223372036854775808,-9223372036854775808,-9223372036854775808,-9223372036854775808,-9223372036854775808,-9223372036854775808,-9223372036854775808}",
+		"{9223372036854775807,9223372036854775807,9223372036854775807,9223372036854775807," +
+			"9223372036854775807,9223372036854775807,9223372036854775807}",
+		"{-9223372036854775808,-9223372036854775808,-9223372036854775808,-9223372036854775808," +
+			"-9223372036854775808,-9223372036854775808,-9223372036854775808}",
 		"{-9223372036854775808,1,-9223372036854775808,7,-9223372036854775808,-9223372036854775808,0}",
 		"{9223372036854775807,-1,0,1125899906842624,1,9223372036854775807,0}",
 	}
@@ -322,7 +331,16 @@ func TestBucketOddStates(t *testing.T) {
 						t.Fatalf("%s on %s, cost %d slack %d: %v", alg, s, c[0], c[1], err)
 					}
 					if _, err := f.Result(limit, now); err != nil || keep < 0 || delay < 0 {
-						t.Errorf("%s on %s, cost %d slack %d: %v, keep %d, delay %d", alg, s, c[0], c[1], err, keep, delay)
+						t.Errorf(
+							"%s on %s, cost %d slack %d: %v, keep %d, delay %d",
+							alg,
+							s,
+							c[0],
+							c[1],
+							err,
+							keep,
+							delay,
+						)
 					}
 				}
 				var next []int64

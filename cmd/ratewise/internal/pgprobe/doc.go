@@ -6,8 +6,7 @@
 // the has_*_privilege functions): it never creates the schema, migrates it
 // or writes a row.
 //
-// It is a package of its own so that storepostgres stays the store: it
-// uses nothing of storepostgres but the schema's version, and storepostgres
-// never imports it. `ratewise doctor --postgres URL` prints the same checks
-// from a shell.
+// It is the checks `ratewise doctor --postgres URL` prints, a package of
+// the tool's so that storepostgres stays the store: it uses nothing of
+// storepostgres but the schema's version (internal/pgschema).
 package pgprobe

@@ -26,9 +26,7 @@ const minVersion = 140000
 // (CREATE on the database and the schema, ownership of its functions). A
 // privilege missing is a failure whose Change is the GRANT that gives it.
 //
-// Run is meant for start-up or a deployment's checks, on the pool the app
-// passes to storepostgres.New: a superuser passes every check, so run it as
-// the app's own role. It only reads, and never changes the pool. When the
+// A superuser passes every check, so run it as the app's own role. It only reads, and never changes the pool. When the
 // server cannot be reached, or ctx ends, the check under way reports it and
 // the checks after it are skipped.
 func Run(ctx context.Context, pool *pgxpool.Pool) Report {

@@ -121,7 +121,8 @@ func expect(t *testing.T, rep Report, check string, st Status, says ...string) F
 // decide makes one decision on the store, as the store's own first use.
 func decide(p *pgxpool.Pool) error {
 	_, err := storepostgres.New(p).
-		Decide(context.Background(), store.Key{Name: "probe"}, algorithms.FixedWindow{Limit: 5, Window: time.Minute}, time.Now(), 1)
+		Decide(context.Background(), store.Key{Name: "probe"},
+			algorithms.FixedWindow{Limit: 5, Window: time.Minute}, time.Now(), 1)
 	return err
 }
 

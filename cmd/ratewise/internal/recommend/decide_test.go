@@ -41,7 +41,13 @@ func TestDecide(t *testing.T) {
 		// thresholds must contain, or "" for none.
 		disagree string
 	}{
-		{"exact and small", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000}, 60e3, "sliding_log", ""},
+		{
+			"exact and small",
+			Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000},
+			60e3,
+			"sliding_log",
+			"",
+		},
 		{
 			"exact with a burst",
 			Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20},
@@ -286,7 +292,9 @@ func TestValidate(t *testing.T) {
 }
 
 func TestBytes(t *testing.T) {
-	for in, want := range map[float64]string{512: "512 B", 1500: "1.5 KB", 626e3: "626 KB", 3.12e9: "3.12 GB", 8.97e12: "8.97 TB"} {
+	for in, want := range map[float64]string{
+		512: "512 B", 1500: "1.5 KB", 626e3: "626 KB", 3.12e9: "3.12 GB", 8.97e12: "8.97 TB",
+	} {
 		if got := Bytes(in); got != want {
 			t.Errorf("Bytes(%g): got %q, want %q", in, got, want)
 		}

@@ -120,8 +120,11 @@ func goDuration(d time.Duration) string {
 	for _, u := range []struct {
 		d    time.Duration
 		name string
-	}{{24 * time.Hour, "24 * time.Hour"}, {time.Hour, "time.Hour"}, {time.Minute, "time.Minute"}, {time.Second, "time.Second"},
-		{time.Millisecond, "time.Millisecond"}, {time.Microsecond, "time.Microsecond"}, {time.Nanosecond, "time.Nanosecond"}} {
+	}{
+		{24 * time.Hour, "24 * time.Hour"}, {time.Hour, "time.Hour"}, {time.Minute, "time.Minute"},
+		{time.Second, "time.Second"}, {time.Millisecond, "time.Millisecond"},
+		{time.Microsecond, "time.Microsecond"}, {time.Nanosecond, "time.Nanosecond"},
+	} {
 		if d%u.d == 0 {
 			if d == u.d {
 				return u.name

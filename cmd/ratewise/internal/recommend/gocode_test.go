@@ -36,10 +36,19 @@ func TestGoCode(t *testing.T) {
 			"algorithms.SlidingWindow{Limit: 10_000, Window: 31 * 24 * time.Hour, SubWindows: 31}"},
 		{"rate", algorithms.GCRA{Rate: algorithms.PerSecond(50), Burst: 20},
 			"algorithms.GCRA{Rate: algorithms.Rate{Count: 50, Period: time.Second}, Burst: 20}"},
-		{"a type recommend has never seen", LeakyQueue{Capacity: 1_500_000, Drain: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}, Idle: 90 * time.Second, Strict: true, Label: `a "b"`, Share: 0.25},
-			`recommend.LeakyQueue{Capacity: 1_500_000, Drain: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}, Idle: 90 * time.Second, Strict: true, Label: "a \"b\"", Share: 0.25}`},
-		{"zero values", LeakyQueue{}, `recommend.LeakyQueue{Capacity: 0, Drain: algorithms.Rate{Count: 0, Period: 0}, Idle: 0, Strict: false, Label: "", Share: 0}`},
-		{"odd durations", LeakyQueue{Idle: 1500 * time.Nanosecond}, `recommend.LeakyQueue{Capacity: 0, Drain: algorithms.Rate{Count: 0, Period: 0}, Idle: 1500 * time.Nanosecond, Strict: false, Label: "", Share: 0}`},
+		{"a type recommend has never seen",
+			LeakyQueue{
+				Capacity: 1_500_000, Drain: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond},
+				Idle: 90 * time.Second, Strict: true, Label: `a "b"`, Share: 0.25,
+			},
+			`recommend.LeakyQueue{Capacity: 1_500_000, Drain: algorithms.Rate{Count: 7, ` +
+				`Period: 1500 * time.Millisecond}, Idle: 90 * time.Second, Strict: true, Label: "a \"b\"", Share: 0.25}`},
+		{"zero values", LeakyQueue{},
+			`recommend.LeakyQueue{Capacity: 0, Drain: algorithms.Rate{Count: 0, Period: 0}, Idle: 0, Strict: false, ` +
+				`Label: "", Share: 0}`},
+		{"odd durations", LeakyQueue{Idle: 1500 * time.Nanosecond},
+			`recommend.LeakyQueue{Capacity: 0, Drain: algorithms.Rate{Count: 0, Period: 0}, ` +
+				`Idle: 1500 * time.Nanosecond, Strict: false, Label: "", Share: 0}`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := goCode(c.v)
@@ -104,7 +113,8 @@ func TestConfigIsGoThatBuildsTheAlgorithm(t *testing.T) {
 		sets = append(sets, configOf(in, candidate{kinds: registry[:2]}))
 	}
 	program := "package main\n\nimport " +
-		"(\n\t\"fmt\"\n\t\"time\"\n\n\t\"github.com/ratewise/ratewise\"\n\t\"github.com/ratewise/ratewise/algorithms\"\n\t\"github.com/ratewise/ratewise/store\"\n)\n\n" +
+		"(\n\t\"fmt\"\n\t\"time\"\n\n\t\"github.com/ratewise/ratewise\"\n" +
+		"\t\"github.com/ratewise/ratewise/algorithms\"\n\t\"github.com/ratewise/ratewise/store\"\n)\n\n" +
 		"var _ = time.Second\n\n" +
 		"func main() {\n\tfor _, a := range []algorithms.Algorithm{\n\t\t" + strings.Join(
 		exprs,

@@ -46,12 +46,21 @@ func TestANewKindIsConsidered(t *testing.T) {
 	}{
 		{"an exact log", exactLog, "ring_log", exact, "ring_log", "ring_log decides exactly as sliding_log (60 KB " +
 			"per key), in 5 KB per key"},
-		{"an exact log with a burst", exactLog, "ring_log", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20}, "ring_log + gcra", "with gcra (6,000 per 1m, burst 20) beside it"},
-		{"a bucket", bucket, "ring_bucket", Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20}, "ring_bucket",
+		{"an exact log with a burst", exactLog, "ring_log",
+			Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20},
+			"ring_log + gcra", "with gcra (6,000 per 1m, burst 20) beside it"},
+		{"a bucket", bucket, "ring_bucket",
+			Input{QPS: 50, Window: time.Second, Precision: "approx", Keys: 1000, Burst: 20}, "ring_bucket",
 			"token_bucket, gcra and ring_bucket with a burst of 20"},
-		{"a bucket beside an exact log", bucket, "ring_bucket", Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20}, "sliding_log + ring_bucket", "ring_bucket adds 5 KB per key"},
-		{"a counter", counter, "ring_counter", Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1000}, "ring_counter", "the sliding window counter keeps the window's meaning"},
-		{"a fixed window", fixedWindow, "ring_window", Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000}, "ring_window", "a fixed window of 24h"},
+		{"a bucket beside an exact log", bucket, "ring_bucket",
+			Input{QPS: 100, Window: time.Minute, Precision: "exact", Keys: 1000, Burst: 20},
+			"sliding_log + ring_bucket", "ring_bucket adds 5 KB per key"},
+		{"a counter", counter, "ring_counter",
+			Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1000},
+			"ring_counter", "the sliding window counter keeps the window's meaning"},
+		{"a fixed window", fixedWindow, "ring_window",
+			Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000},
+			"ring_window", "a fixed window of 24h"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.in.MemoryBudget, c.in.LatencyBudget = 1e9, time.Millisecond
@@ -122,7 +131,13 @@ func TestAKindOfANewFamilyIsListedNotRecommended(t *testing.T) {
 	cat.write(
 		&out,
 		in,
-		&Measurements{Figures: figs, Store: "memory", Records: in.Limit(), Measured: in.Limit(), AccuracyLimit: in.Limit()},
+		&Measurements{
+			Figures:       figs,
+			Store:         "memory",
+			Records:       in.Limit(),
+			Measured:      in.Limit(),
+			AccuracyLimit: in.Limit(),
+		},
 		d,
 		nil,
 		"",

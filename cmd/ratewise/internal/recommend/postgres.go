@@ -77,7 +77,9 @@ func MeasurePostgres(ctx context.Context, target replay.Target, alg algorithms.A
 	if err := s.fill(ctx, target, pp.Pool(), alg); err != nil {
 		return Sizing{}, err
 	}
-	for _, l := range []Load{{Callers: 1, Keys: loadKeys}, {Callers: 4, Keys: loadKeys}, {Callers: 16, Keys: loadKeys}, {Callers: 16, Keys: 1}} {
+	for _, l := range []Load{
+		{Callers: 1, Keys: loadKeys}, {Callers: 4, Keys: loadKeys}, {Callers: 16, Keys: loadKeys}, {Callers: 16, Keys: 1},
+	} {
 		var runs []replay.Timing
 		for range 3 {
 			tm, err := replay.Time(ctx, target, alg, loadRun, l.Callers, l.Keys)
@@ -152,7 +154,8 @@ func (s *Sizing) fill(ctx context.Context, target replay.Target, pool *pgxpool.P
 	defer inst.Close()
 	if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('ratewise.state'),
 		coalesce((SELECT o.option_value::int FROM pg_class c, pg_options_to_table(c.reloptions) o
-			WHERE c.oid = 'ratewise.state'::regclass AND o.option_name = 'fillfactor'), 100)`).Scan(&s.Before, &s.FillFactor); err != nil {
+			WHERE c.oid = 'ratewise.state'::regclass AND o.option_name = 'fillfactor'), 100)`,
+	).Scan(&s.Before, &s.FillFactor); err != nil {
 		return err
 	}
 	var id [4]byte
@@ -182,7 +185,8 @@ func (s *Sizing) fill(ctx context.Context, target replay.Target, pool *pgxpool.P
 		}
 	}
 	filled := int64(len(keys))
-	if err := pool.QueryRow(ctx, `SELECT pg_total_relation_size('ratewise.state'), count(*) FROM ratewise.state WHERE key LIKE $1`,
+	if err := pool.QueryRow(ctx,
+		`SELECT pg_total_relation_size('ratewise.state'), count(*) FROM ratewise.state WHERE key LIKE $1`,
 		[]byte("%:"+ns+":%")).Scan(&s.After, &s.Keys); err != nil {
 		return err
 	}

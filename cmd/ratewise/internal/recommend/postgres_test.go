@@ -90,7 +90,9 @@ func TestSizingAgreesWithCopies(t *testing.T) {
 			defer inst.Close()
 			start := windowStart(alg, time.Now())
 			for i := range requests {
-				if _, err := inst.Store().Decide(ctx, store.Key{Name: "user:00000001"}, alg, start.Add(time.Duration(i)*gap), cost); err != nil {
+				if _, err := inst.Store().Decide(
+					ctx, store.Key{Name: "user:00000001"}, alg, start.Add(time.Duration(i)*gap), cost,
+				); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -5,8 +5,7 @@
 // reports each check as a Finding that says what it saw and what to change;
 // it never changes the client and leaves no key behind.
 //
-// It is a package of its own so that storeredis stays the store: it uses
-// only storeredis's exported API, and storeredis never imports it.
-// `ratewise doctor` prints the same checks from a shell; docs/redis.md,
-// Managed Redis, lists them with what each wants changed.
+// It is the checks `ratewise doctor` prints, a package of the tool's so
+// that storeredis stays the store: it uses only storeredis's exported API.
+// docs/redis.md, Managed Redis, lists them with what each wants changed.
 package redisprobe

@@ -27,7 +27,8 @@ func newClient(t testing.TB, addr string) *redis.Client {
 // budget of 100ms.
 func safeClient(t testing.TB, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+		WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
 		DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond})
 	t.Cleanup(func() { c.Close() })
 	return c
@@ -35,7 +36,8 @@ func safeClient(t testing.TB, addr string) *redis.Client {
 
 func safeClusterClient(t testing.TB, addrs []string) *redis.ClusterClient {
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs, ContextTimeoutEnabled: true, MaxRetries: -1,
-		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+		DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+		WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
 		DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond, ClusterStateReloadInterval: time.Second})
 	t.Cleanup(func() { c.Close() })
 	return c

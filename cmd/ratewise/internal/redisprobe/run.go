@@ -34,10 +34,7 @@ import (
 // at once. On a ClusterClient every master is asked; on a Ring every live
 // shard.
 //
-// Run is meant for start-up, on the client the app passes to
-// storeredis.New: call it once, log the findings that are not StatusOK, and
-// refuse to start on a StatusFailure if that suits. It never changes the
-// client. When ctx ends, the check under way reports it and the checks after
+// It never changes the client. When ctx ends, the check under way reports it and the checks after
 // it are skipped.
 func Run(ctx context.Context, client redis.UniversalClient, budget time.Duration) Report {
 	p := &prober{client: client, budget: budget, tag: rand.Text()}

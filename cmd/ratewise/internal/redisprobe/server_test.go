@@ -42,7 +42,8 @@ func TestStandalone(t *testing.T) {
 	// A Ring asks each shard; its keys share a hash tag as on a cluster.
 	ring := redis.NewRing(
 		&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr}, ContextTimeoutEnabled: true, MaxRetries: -1,
-			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
+			DialTimeout: 30 * time.Millisecond, ReadTimeout: 50 * time.Millisecond,
+			WriteTimeout: 50 * time.Millisecond, PoolTimeout: 50 * time.Millisecond,
 			DialerRetries: 1, DialerRetryTimeout: 10 * time.Millisecond},
 	)
 	t.Cleanup(func() { ring.Close() })
@@ -84,10 +85,17 @@ func TestFollowsTheServersConfig(t *testing.T) {
 			}},
 		{"volatile-ttl", []string{"maxmemory 100mb", "maxmemory-policy volatile-ttl"}, nil,
 			[]want{
-				{"eviction", redisprobe.StatusFailure, "volatile-* policies evict them too", "set maxmemory-policy noeviction"},
+				{
+					"eviction",
+					redisprobe.StatusFailure,
+					"volatile-* policies evict them too",
+					"set maxmemory-policy noeviction",
+				},
 			}},
 		{"allkeys-lru without maxmemory", []string{"maxmemory-policy allkeys-lru"}, nil,
-			[]want{{"eviction", redisprobe.StatusWarning, "nothing is evicted now", "set maxmemory-policy noeviction"}}},
+			[]want{
+				{"eviction", redisprobe.StatusWarning, "nothing is evicted now", "set maxmemory-policy noeviction"},
+			}},
 		{"TIME refused", []string{`rename-command TIME ""`}, nil, []want{
 			{
 				"server time",
@@ -100,7 +108,12 @@ func TestFollowsTheServersConfig(t *testing.T) {
 		}},
 		{"EVALSHA refused", []string{`rename-command EVALSHA ""`}, nil,
 			[]want{
-				{"scripts", redisprobe.StatusFailure, "EVALSHA is refused: ERR unknown command 'evalsha'", "allow EVALSHA"},
+				{
+					"scripts",
+					redisprobe.StatusFailure,
+					"EVALSHA is refused: ERR unknown command 'evalsha'",
+					"allow EVALSHA",
+				},
 			}},
 		{"INFO refused", []string{`rename-command INFO ""`}, nil, []want{
 			{"server", redisprobe.StatusWarning, "INFO refused", "ACL +info"},
@@ -169,7 +182,11 @@ func TestCluster(t *testing.T) {
 	expect(t, rep, want{"cluster", redisprobe.StatusFailure, "cluster_enabled:1", "use a *redis.ClusterClient"})
 
 	// A ClusterClient on a standalone server.
-	rep = redisprobe.Run(context.Background(), safeClusterClient(t, []string{redistest.Standalone(t).Addr}), time.Second)
+	rep = redisprobe.Run(
+		context.Background(),
+		safeClusterClient(t, []string{redistest.Standalone(t).Addr}),
+		time.Second,
+	)
 	expect(t, rep, want{"cluster", redisprobe.StatusFailure, "not a Redis Cluster", "use a *redis.Client"})
 
 	t.Run("dead master", func(t *testing.T) {
@@ -180,7 +197,9 @@ func TestCluster(t *testing.T) {
 		}
 		t.Cleanup(own.Stop)
 		c := safeClusterClient(t, own.Addrs())
-		if err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() }); err != nil {
+		if err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+			return n.Ping(ctx).Err()
+		}); err != nil {
 			t.Fatal(err)
 		}
 		dead := own.Servers[2]

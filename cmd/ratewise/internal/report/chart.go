@@ -49,7 +49,8 @@ func Chart(wl replay.WorkloadInfo, lines []replay.Line) svgplot.Chart {
 	end := float64(wl.Duration)
 	step := time.Second
 	for _, d := range []time.Duration{5 * time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute,
-		5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 24 * time.Hour} {
+		5 * time.Minute, 10 * time.Minute, 30 * time.Minute, time.Hour,
+		2 * time.Hour, 3 * time.Hour, 6 * time.Hour, 24 * time.Hour} {
 		if wl.Duration/step <= 8 {
 			break
 		}

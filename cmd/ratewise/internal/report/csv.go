@@ -67,7 +67,8 @@ func writeCSV(w io.Writer, rep *replay.Report) error {
 				r.Algorithm, r.Params, i64(r.Requests), i64(r.Admitted), i64(r.Denied),
 				i64(r.MaxInWindow), strconv.FormatFloat(r.Overshoot, 'f', 4, 64), i64(r.OverLimit),
 				i64(r.FalseAdmits), i64(r.FalseDenials),
-				s.Target, num(s.BytesPerKey), keys, strconv.FormatFloat(s.RoundTripsPerDecision, 'f', 4, 64), num(s.CommandsPerDecision),
+				s.Target, num(s.BytesPerKey), keys, strconv.FormatFloat(s.RoundTripsPerDecision, 'f', 4, 64),
+				num(s.CommandsPerDecision),
 				"", "", "", "", "", ""})
 		}
 	}

@@ -19,7 +19,9 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("Int(%d): got %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[time.Duration]string{time.Minute: "1m", time.Hour: "1h", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s", 24 * time.Hour: "24h"} {
+	for in, want := range map[time.Duration]string{
+		time.Minute: "1m", time.Hour: "1h", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s", 24 * time.Hour: "24h",
+	} {
 		if got := Duration(in); got != want {
 			t.Errorf("Duration(%v): got %q, want %q", in, got, want)
 		}
@@ -194,8 +196,11 @@ func TestTablesExplainThemselves(t *testing.T) {
 				}
 			}
 			legend := out[verdict:end]
-			for _, column := range []string{"admitted", "denied", maxIn, "× limit", "1.00", "false admits", "false denials", "exact sliding log",
-				"memory B/key", "65,536 fresh keys", "sliding_window", "miniredis B/key", "cannot measure Redis memory", "cmds", "EVALSHA"} {
+			for _, column := range []string{
+				"admitted", "denied", maxIn, "× limit", "1.00", "false admits", "false denials", "exact sliding log",
+				"memory B/key", "65,536 fresh keys", "sliding_window", "miniredis B/key", "cannot measure Redis memory",
+				"cmds", "EVALSHA",
+			} {
 				if !strings.Contains(legend, column) {
 					t.Errorf("the legend does not explain %q:\n%s", column, legend)
 				}
@@ -241,12 +246,17 @@ func TestPostgresColumns(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^gcra( +[0-9.,]+){6} +63 +380$`).MatchString(out) {
 		t.Errorf("no row of gcra ending with 63 and 380 B/key:\n%s", out)
 	}
-	for _, want := range []string{"postgres B/key: bytes on disk per row (pg_total_relation_size", "temporary table laid out as ratewise.state"} {
+	for _, want := range []string{
+		"postgres B/key: bytes on disk per row (pg_total_relation_size", "temporary table laid out as ratewise.state",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the legend does not say %q:\n%s", want, out)
 		}
 	}
-	if legend := out[strings.Index(out, "legend:"):strings.Index(out, "Timed phase")]; strings.Contains(legend, "cmds") {
+	if legend := out[strings.Index(out, "legend:"):strings.Index(out, "Timed phase")]; strings.Contains(
+		legend,
+		"cmds",
+	) {
 		t.Errorf("the legend explains a cmds column there is not:\n%s", legend)
 	}
 }
