@@ -30,6 +30,33 @@
 -- the array's length: no sum nears 2^63, and nothing is multiplied, so all
 -- of it is bigint.
 
+-- compact_log_gone returns how many of the n timestamps in state have
+-- expired at edge (those at or before it), a prefix, when the oldest has:
+-- a gallop from the oldest, then a bisection, as Go's firstLive and the
+-- Lua step's compact_log_first find it. It is the step's and the refund's.
+CREATE OR REPLACE FUNCTION ratewise.compact_log_gone(state bigint[], n bigint, edge bigint) RETURNS bigint
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE
+  lo bigint := 0;      -- at(lo) has expired
+  hi bigint := n;      -- at(hi) has not, or hi = n
+  stride bigint := 1;
+  mid bigint;
+BEGIN
+  WHILE lo + stride < n LOOP
+    IF state[lo + stride + 2] > edge THEN
+      hi := lo + stride;
+      EXIT;
+    END IF;
+    lo := lo + stride;
+    stride := stride * 2;
+  END LOOP;
+  WHILE hi - lo > 1 LOOP
+    mid := lo + (hi - lo) / 2;
+    IF state[mid + 2] > edge THEN hi := mid; ELSE lo := mid; END IF;
+  END LOOP;
+  RETURN hi;
+END $$;
+
 CREATE OR REPLACE FUNCTION ratewise.compact_log_step(state bigint[], now bigint, cost bigint, slack bigint,
     lim bigint, win bigint, p3 bigint,
     OUT allowed boolean, OUT remaining bigint, OUT retry bigint, OUT reset bigint, OUT at bigint,
@@ -42,10 +69,6 @@ DECLARE
   eff bigint := now;   -- the time decided at
   gone bigint := 0;    -- how many stored have expired, a prefix
   count bigint;        -- how many still count
-  lo bigint;
-  hi bigint;
-  stride bigint;
-  mid bigint;
 BEGIN
   -- CASE orders the tests, since array_position fails on more than one
   -- dimension; the parentheses keep its THEN from ending the IF's.
@@ -61,23 +84,11 @@ BEGIN
   END IF;
   at := eff; retry := 0; reset := 0; delay := 0;
 
-  -- The expired prefix: a gallop from the oldest, then a bisection, so a
-  -- key whose write dropped what had expired reads one timestamp.
+  -- The expired prefix (compact_log_gone), looked for only when the
+  -- oldest has expired, so a key whose write dropped what had expired reads
+  -- one timestamp.
   IF n > 0 AND state[2] <= eff - win THEN
-    lo := 0; hi := n; stride := 1;  -- at(lo) has expired; at(hi) has not, or hi = n
-    WHILE lo + stride < n LOOP
-      IF state[lo + stride + 2] > eff - win THEN
-        hi := lo + stride;
-        EXIT;
-      END IF;
-      lo := lo + stride;
-      stride := stride * 2;
-    END LOOP;
-    WHILE hi - lo > 1 LOOP
-      mid := lo + (hi - lo) / 2;
-      IF state[mid + 2] > eff - win THEN hi := mid; ELSE lo := mid; END IF;
-    END LOOP;
-    gone := hi;
+    gone := ratewise.compact_log_gone(state, n, eff - win);
   END IF;
   count := n - gone;
 
@@ -150,7 +161,6 @@ DECLARE
   k bigint;
   lo bigint;
   hi bigint;
-  stride bigint;
   mid bigint;
 BEGIN
   -- A state the step would read as none, as there.
@@ -166,20 +176,7 @@ BEGIN
 
   -- The expired prefix, as in the step.
   IF n > 0 AND state[2] <= eff - win THEN
-    lo := 0; hi := n; stride := 1;
-    WHILE lo + stride < n LOOP
-      IF state[lo + stride + 2] > eff - win THEN
-        hi := lo + stride;
-        EXIT;
-      END IF;
-      lo := lo + stride;
-      stride := stride * 2;
-    END LOOP;
-    WHILE hi - lo > 1 LOOP
-      mid := lo + (hi - lo) / 2;
-      IF state[mid + 2] > eff - win THEN hi := mid; ELSE lo := mid; END IF;
-    END LOOP;
-    gone := hi;
+    gone := ratewise.compact_log_gone(state, n, eff - win);
   END IF;
   -- A charge that expired, or a key with nothing counting, has nothing to
   -- give back.
