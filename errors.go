@@ -28,6 +28,6 @@ var (
 	ErrNotAdmitted = errors.New("ratewise: the result to refund was not an admission")
 )
 
-// errNilAlgorithm is the error for a nil algorithm, given to New, NewStack,
-// AllowWith, or returned by a WithTiers function.
+// errNilAlgorithm is the error for a nil algorithm given to New, NewStack
+// or AllowWith.
 var errNilAlgorithm = fmt.Errorf("%w: the algorithm is nil", algorithms.ErrInvalidAlgorithm)

@@ -18,15 +18,15 @@ type DecisionEvent struct {
 	// Stack reports a Stack's decision; false for a Limiter's.
 	Stack bool
 	// Algorithm is the binding limit's algorithm: the key's (see
-	// Limiter.AlgorithmFor) for a Limiter, Binding's for a Stack. Its Name
-	// and String describe it; String carries the parameters, such as
-	// "gcra 10/1s burst 20".
+	// Limiter.AlgorithmFor) for a Limiter, Binding's for a Stack. Its
+	// Kind() and String() describe it; String carries the parameters, such
+	// as "gcra 10/1s burst 20".
 	Algorithm algorithms.Algorithm
 	// Binding is the index of the binding limit in a Stack (see
 	// MultiResult.Binding), and 0 for a Limiter or a Stack's error.
 	Binding int
 	// Key is the key as the caller gave it, without the namespace. Never
-	// use it as a metric label (see Observer).
+	// use it as a metric label (see WithObserver).
 	Key string
 	// Cost is the request's cost; for a peek, the cost it asked about
 	// (1 for Peek, n for PeekN).

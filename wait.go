@@ -21,7 +21,7 @@ var errWaitExceedsDeadline = fmt.Errorf(
 	context.DeadlineExceeded,
 )
 
-// sleeper is a Clock that can also wait (see Clock).
+// sleeper is a clock that can also wait (see WithClock).
 type sleeper interface {
 	// Sleep returns after d, or with ctx's error when ctx ends first.
 	Sleep(ctx context.Context, d time.Duration) error

@@ -28,7 +28,7 @@ type Algorithm interface {
 	String() string
 
 	// Validate reports whether the parameters are usable. The error wraps
-	// one of this package's sentinel errors.
+	// ErrInvalidAlgorithm and names the parameter.
 	Validate() error
 
 	// params returns the parameters in the form every algorithm shares;

@@ -738,8 +738,8 @@ func modelCheck(e *env) {
 	)
 }
 
-// expiryAdvancer returns the clock the store's expiry follows, if the test
-// moves it: ExpiryFollows's, or the store's own (expiryAdvancer).
+// expiryClock returns the clock the store's expiry follows, if the test
+// moves it: ExpiryFollows's, or the store's own (an AdvanceExpiry method).
 func (e *env) expiryClock() expiryAdvancer {
 	if e.cfg.expiry != nil {
 		return e.cfg.expiry

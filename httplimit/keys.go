@@ -101,7 +101,8 @@ func FirstOf(keys ...KeyFunc) KeyFunc {
 const maxValue = 128
 
 // ByValue keys requests by a value of your own, such as an API key from a
-// header, encoded by Part under label. ok false means the request has no
+// header, encoded under label as this package's builders encode their
+// values. ok false means the request has no
 // such value: the KeyFunc fails with ErrNoKey, so FirstOf tries the next.
 //
 //	byAPIKey := httplimit.ByValue("apikey", func(r *http.Request) (string, bool) {

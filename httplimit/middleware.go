@@ -316,6 +316,9 @@ func (m *Middleware) decide(
 		}
 		return decision{}, context.DeadlineExceeded
 	case ctx != parent && ended(ctx) && !errors.Is(err, store.ErrUnavailable):
+		if !errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+		}
 		return decision{}, fmt.Errorf("%w: no decision within %v: %w", store.ErrUnavailable, m.timeout, err)
 	}
 	// A store that gave up on the decision's deadline itself, with an

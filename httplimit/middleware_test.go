@@ -416,8 +416,8 @@ func TestNoKeyAnswers(t *testing.T) {
 	}
 	if _, err := New(
 		newLimiter(t, algorithms.GCRA{Rate: algorithms.PerSecond(1), Burst: 1}, clock), WithNoKey(http.StatusOK),
-	); err == nil {
-		t.Fatal("WithNoKey(200): no error")
+	); !errors.Is(err, ratewise.ErrInvalidConfig) {
+		t.Fatalf("WithNoKey(200): got %v, want ratewise.ErrInvalidConfig", err)
 	}
 }
 

@@ -99,6 +99,9 @@ func TestObserverHearsDegradedDecisions(t *testing.T) {
 		// as a Redis client with ContextTimeoutEnabled does.
 		{"timeout, store gives up", silentStore{err: fmt.Errorf("%w: i/o timeout", store.ErrUnavailable)},
 			FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
+		// One that gives up on it with an error that says neither.
+		{"timeout, store says neither", silentStore{err: errors.New("connection reset")},
+			FailOpen(), nil, 200, DegradedEvent{Mode: "fail_open", Allowed: true, Quota: "default"}, true, 1},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, err := ratewise.New(tt.store, policyAlg)

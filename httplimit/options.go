@@ -198,8 +198,10 @@ func WithNoKey(status int) Option {
 	return optionFunc(func(m *Middleware) error {
 		if status != NoKeyUnlimited && (status < 400 || status > 599) {
 			return fmt.Errorf(
-				"httplimit: the answer to a request without a key must be a 4xx or 5xx status or NoKeyUnlimited, got %d",
+				"httplimit: the answer to a request without a key must be a 4xx or 5xx status or NoKeyUnlimited, "+
+					"got %d: %w",
 				status,
+				ratewise.ErrInvalidConfig,
 			)
 		}
 		m.noKey = status

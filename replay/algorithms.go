@@ -74,6 +74,13 @@ func Configure(name string, limit int64, window time.Duration, opts Options) (al
 		return k.New(p)
 	}
 	if opts.SubWindows != 0 {
+		// The limit and window alone first, so that only a count of
+		// sub-windows that does not split the window is explained as one.
+		one := p
+		one.SubWindows = 1
+		if _, err := k.New(one); err != nil {
+			return nil, err
+		}
 		p.SubWindows = opts.SubWindows
 		alg, err := k.New(p)
 		if errors.Is(err, algorithms.ErrInvalidAlgorithm) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 )
 
@@ -54,6 +55,14 @@ func TestConfigureRejectsSubWindowsThatDoNotSplitTheWindow(t *testing.T) {
 				t.Fatalf("sub-windows: got %d, want %d", got, c.chosen)
 			}
 		})
+	}
+	// An invalid limit with sub-windows is the limit's error, not a
+	// sub-window count's.
+	if _, err := Configure("sliding_window", 0, time.Minute, Options{SubWindows: 6}); !errors.Is(
+		err,
+		algorithms.ErrInvalidAlgorithm,
+	) || !strings.Contains(err.Error(), "limit") || strings.Contains(err.Error(), "sub-windows") {
+		t.Errorf("a limit of 0 with 6 sub-windows: got %v, want the limit's error", err)
 	}
 	// Algorithms without sub-windows ignore the option.
 	if _, err := Configure("gcra", 100, time.Minute, Options{SubWindows: 7}); err != nil {

@@ -77,8 +77,8 @@ type optionFunc func(*Store)
 
 func (f optionFunc) apply(s *Store) { f(s) }
 
-// WithClientTime makes decisions use the now the limiter passes (its Clock)
-// instead of the server's clock. Tests use it to drive time; it also suits
+// WithClientTime makes decisions use the now the limiter passes (its
+// clock, ratewise.WithClock) instead of the server's clock. Tests use it to drive time; it also suits
 // deployments whose app servers keep their clocks in sync. Clocks that
 // disagree then disagree on windows. Rows expire on the server's clock,
 // a second later than their state stops counting, so that a clock

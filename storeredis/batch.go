@@ -43,7 +43,7 @@ const defaultCoalescing = 2
 //
 // A charging Decide or DecideSet that carries the caller's request ID
 // (ratewise.WithRequestID), whose reply carries its limits, always takes
-// its own round trip, as do Reserve, Refund, Reset and TTL. Clients other
+// its own round trip, as do Reserve, Refund and Reset. Clients other
 // than *redis.Client and *redis.ClusterClient, such as *redis.Ring, are
 // never coalesced, and neither is a store with WithReplicas, whose every
 // script is followed by its own WAIT on its connection.

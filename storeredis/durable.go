@@ -49,7 +49,8 @@ var ErrNotReplicated = errors.New("storeredis: write not acknowledged by enough 
 //
 // Every script waits, inspections included (a peek may convert a key's
 // state to a changed rate, which writes), so with too few replicas
-// inspections fail as writes do. TTL, which writes nothing, does not wait.
+// inspections fail as writes do. Reading Redis's clock (ClockOffset),
+// which writes nothing, does not wait.
 // Decisions are not coalesced (WithCoalescing has no effect): each goes
 // with its own WAIT.
 //

@@ -13,7 +13,7 @@ import (
 )
 
 // An op is one operation of the store in Redis: a decision, a set's
-// decision, a booking, a refund, a reset, a TTL or a reading of Redis's
+// decision, a booking, a refund, a reset or a reading of Redis's
 // clock. It says only what differs between them, its script, its KEYS and
 // ARGV and how to read its reply; do runs every op, through the same steps.
 // Decisions and sets' decisions share round trips through the coalescer,
@@ -61,7 +61,7 @@ func (r *request) shares() bool { return !(r.rid.caller && r.rid.id != "") }
 type effect int
 
 const (
-	// reads: TTL and Redis's clock. No request ID and no deny cache; the
+	// reads: Redis's clock. No request ID and no deny cache; the
 	// script is not followed by WAIT, and its failure is classified by
 	// failure, since it decides nothing.
 	reads effect = iota

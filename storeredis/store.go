@@ -92,7 +92,7 @@ func WithKeyPrefix(prefix string) Option {
 }
 
 // WithClientTime makes scripts decide with the now the limiter passes (its
-// Clock) instead of Redis's TIME. Tests use it to drive time; it also suits
+// clock, ratewise.WithClock) instead of Redis's TIME. Tests use it to drive time; it also suits
 // deployments whose app servers keep their clocks in sync and want the
 // decision to follow them. Clocks that disagree then disagree on windows.
 // It is also the answer where scripts cannot read TIME, as on some managed

@@ -31,9 +31,11 @@
 -- of it is bigint.
 
 -- compact_log_gone returns how many of the n timestamps in state have
--- expired at edge (those at or before it), a prefix, when the oldest has:
--- a gallop from the oldest, then a bisection, as Go's firstLive and the
--- Lua step's compact_log_first find it. It is the step's and the refund's.
+-- expired at edge (those at or before it), a prefix: a gallop from the
+-- oldest, then a bisection, as Go's firstLive and the Lua step's
+-- compact_log_first find it. It is the step's and the refund's, which call
+-- it only once the oldest has expired, so that a decision that finds
+-- nothing expired makes no call.
 CREATE OR REPLACE FUNCTION ratewise.compact_log_gone(state bigint[], n bigint, edge bigint) RETURNS bigint
 LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
 DECLARE
@@ -42,6 +44,9 @@ DECLARE
   stride bigint := 1;
   mid bigint;
 BEGIN
+  IF n = 0 OR state[2] > edge THEN
+    RETURN 0;
+  END IF;
   WHILE lo + stride < n LOOP
     IF state[lo + stride + 2] > edge THEN
       hi := lo + stride;

@@ -4,8 +4,9 @@
 // (<name>.sql), which ports the Redis store's Lua step (<name>.lua) and is
 // held to the Go step by the differential tests.
 //
-// A kind's file defines two functions in schema ratewise, both IMMUTABLE,
-// which read nothing but their arguments and write nothing:
+// A kind's file defines two functions in schema ratewise (and may define
+// helpers they share, such as compact_log_gone), all IMMUTABLE, which read
+// nothing but their arguments and write nothing:
 //
 //	<name>_step(state bigint[], now bigint, cost bigint, slack bigint, p1 bigint, p2 bigint, p3 bigint,
 //	    OUT allowed boolean, OUT remaining bigint, OUT retry bigint, OUT reset bigint, OUT at bigint,

@@ -137,7 +137,7 @@ func windowStart(alg algorithms.Algorithm, now time.Time) time.Time {
 //
 // The first round stops adding keys at a deadline: a round lasts no
 // longer, so no key's row, which counts until the gap between its
-// requests has passed and a second more (storepostgres.ClientTimeGrace),
+// requests has passed and a second more (client-time mode's grace),
 // expires before the table is measured and is swept away, which would free
 // space that later rows take.
 func (s *Sizing) fill(ctx context.Context, target replay.Target, pool *pgxpool.Pool, alg algorithms.Algorithm) error {
