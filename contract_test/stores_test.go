@@ -352,16 +352,35 @@ type redisStore struct {
 	c redis.Cmdable
 }
 
-// TTL reports the key's time to live in Redis (the suite's state_expiry
+// TTL reports the state's time to live in Redis (the suite's state_expiry
 // and refund rules read it): PTTL's, 0 for no key, and forever for a key
-// without expiry, which breaks the store's contract.
+// without expiry, which breaks the store's contract. A value that records
+// its writers (storeredis's writers.go) lives as long as its records, and
+// says when its state expires: in ms on Redis's clock, the 7 bytes after
+// the byte 255 and the records' count.
 func (s *redisStore) TTL(
 	ctx context.Context,
 	k store.Key,
 	alg algorithms.Algorithm,
 	_ time.Time,
 ) (time.Duration, error) {
-	return pttl(s.c.PTTL(ctx, s.Key(k.String(), alg)).Result())
+	key := s.Key(k.String(), alg)
+	v, err := s.c.Get(ctx, key).Result()
+	if err != nil || len(v) < 10 || v[0] != 255 {
+		return pttl(s.c.PTTL(ctx, key).Result())
+	}
+	var expires int64
+	for _, b := range []byte(v[3:10]) {
+		expires = expires<<8 | int64(b)
+	}
+	if expires == 0 {
+		return 0, nil // records alone, no state
+	}
+	now, err := s.c.Time(ctx).Result()
+	if err != nil {
+		return 0, err
+	}
+	return max(time.Duration(expires)*time.Millisecond-time.Duration(now.UnixNano()), 0), nil
 }
 
 // pttl reads PTTL's reply: -2 (as go-redis returns it, in nanoseconds) for

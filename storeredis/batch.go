@@ -146,6 +146,25 @@ func (b *batchOf[O]) fail(err error) {
 // (a decision's kind, a set's kinds), and on a cluster by hash slot, at
 // most maxBatch states to a group, and each group is one script call.
 func (s *Store) sendBatch(ctx context.Context, ops []batched) {
+	if s.writers != nil {
+		if keys := s.recordedKeys(ops); len(keys) > 0 {
+			// Once no call on the keys it records is in flight (see
+			// writers.go).
+			if err := s.writers.acquire(ctx, keys); err != nil {
+				for _, o := range ops {
+					o.req().err = err
+				}
+				return
+			}
+			defer s.writers.release(keys)
+		}
+	}
+	s.sendCalls(ctx, ops)
+}
+
+// sendCalls is sendBatch once its recorded keys are free: it groups ops in
+// script calls, gives each call that records a writer, and runs them.
+func (s *Store) sendCalls(ctx context.Context, ops []batched) {
 	type callID struct {
 		family string
 		slot   int
@@ -166,6 +185,11 @@ func (s *Store) sendBatch(ctx context.Context, ops []batched) {
 			calls = append(calls, c)
 		}
 		c.add(o)
+	}
+	for _, c := range calls {
+		if d, ok := c.(*decideCall); ok && s.recorded(d.ops[0]) {
+			d.writer = s.writers.writer()
+		}
 	}
 	cmds, err := s.runBatch(ctx, calls)
 	for i, c := range calls {
@@ -243,7 +267,8 @@ func settle(c call, cmds []*redis.Cmd, i int, err error) {
 // kind (decide_batch.lua).
 type decideCall struct {
 	batchOf[*decision]
-	kind *algorithms.Kind
+	kind   *algorithms.Kind
+	writer string // the call's writer, if it records its decisions (see writers.go)
 }
 
 func (d *decision) family() string { return d.alg.Kind().String() }
@@ -275,7 +300,7 @@ func (c *decideCall) keysAndArgs() ([]string, []any) {
 	}
 	keys := make([]string, len(c.ops), 2*len(c.ops))
 	args := make([]any, 0, 4+width*len(sets)+4*len(c.ops))
-	args = append(args, first.at, c.horizon, len(sets), width)
+	args = append(args, first.at, c.horizon, c.writer, len(sets), width)
 	for _, alg := range algs {
 		args = appendParams(args, alg)
 	}

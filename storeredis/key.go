@@ -12,10 +12,10 @@ import (
 // Key returns the Redis key that holds alg's state for key, such as
 // "ratewise:sliding_window:1m/6:{alice}": the window, and the sub-windows
 // if any; for a kind whose state has had more than one layout, the layout's
-// version follows the kind, as in "ratewise:gcra:v2:1s:{alice}", so that
+// version follows the kind, as in "ratewise:gcra:v3:1s:{alice}", so that
 // ratewise versions that lay it out differently never read each other's.
 // A key longer than 2,048 bytes is kept under its SHA-256 digest, as in
-// "ratewise:gcra:v2:1s:{%sha256:<43 characters of base64url>}", which no
+// "ratewise:gcra:v3:1s:{%sha256:<43 characters of base64url>}", which no
 // key kept whole spells: escaping puts "%" before "25", "7B" or "7D" only.
 func (s *Store) Key(key string, alg algorithms.Algorithm) string {
 	var buf [keyBuf]byte

@@ -20,10 +20,10 @@ func TestKeyLayout(t *testing.T) {
 		alg  algorithms.Algorithm
 		want string
 	}{
-		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 5}, "ratewise:gcra:v2:1s:{user:1001}"},
+		{algorithms.GCRA{Rate: algorithms.PerSecond(10), Burst: 5}, "ratewise:gcra:v3:1s:{user:1001}"},
 		{algorithms.TokenBucket{Capacity: 5, Refill: algorithms.Rate{Count: 7, Period: 1500 * time.Millisecond}},
-			"ratewise:token_bucket:v2:1500ms:{user:1001}"},
-		{algorithms.FixedWindow{Limit: 100, Window: 24 * time.Hour}, "ratewise:fixed_window:v2:24h:{user:1001}"},
+			"ratewise:token_bucket:v3:1500ms:{user:1001}"},
+		{algorithms.FixedWindow{Limit: 100, Window: 24 * time.Hour}, "ratewise:fixed_window:v3:24h:{user:1001}"},
 		{algorithms.SlidingWindow{Limit: 100, Window: time.Minute, SubWindows: 6},
 			"ratewise:sliding_window:1m/6:{user:1001}"},
 	} {

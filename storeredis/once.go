@@ -24,7 +24,9 @@ import (
 // record of it is kept at least as long as go-redis may still send the
 // command again (resendHorizon), so a resend gets the first outcome instead
 // of charging, or giving back, twice. A client that sends each command
-// once needs none of this, and costs nothing for it.
+// once needs none of this, and costs nothing for it. The decisions a store
+// coalesces, of the kinds whose state is one string, need no ID: the
+// store records them in the state's own value instead (see writers.go).
 
 // Kinds of once keys, each the state's key followed by the kind and the ID:
 // one ID names a request's admission (a decision or a booking), a set's
@@ -43,29 +45,25 @@ type requestID struct {
 }
 
 // requestID returns ctx's request ID, checked, or a new one if the store
-// makes them (its client resends) and the request writes; its id is ""
-// when the request goes without.
-func (s *Store) requestID(ctx context.Context, charges bool) (requestID, error) {
+// makes them (its client resends), the request writes and makes is true
+// (the store records the op in its state's value instead, see
+// writers.go); its id is "" when the request goes without.
+func (s *Store) requestID(ctx context.Context, charges, makes bool) (requestID, error) {
 	id, ok := requestid.From(ctx)
 	if ok {
 		if err := storecheck.RequestID(ctx); err != nil {
 			return requestID{}, err
 		}
 	}
-	return s.idFor(id, ok, charges), nil
-}
-
-// idFor is requestID for the caller's ID id (if given), already checked.
-func (s *Store) idFor(id string, given, charges bool) requestID {
 	switch {
 	case !charges:
-		return requestID{}
-	case given:
-		return requestID{id: id, caller: true}
-	case s.ids != nil:
-		return requestID{id: s.ids.next()}
+		return requestID{}, nil
+	case ok:
+		return requestID{id: id, caller: true}, nil
+	case makes && s.ids != nil:
+		return requestID{id: s.ids.next()}, nil
 	}
-	return requestID{}
+	return requestID{}, nil
 }
 
 // idMaker makes the store's request IDs: a random prefix drawn when the

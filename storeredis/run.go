@@ -91,7 +91,7 @@ func (s *Store) do(ctx context.Context, o op) error {
 	}
 	r := o.req()
 	if r.effect != reads {
-		if r.rid, err = s.requestID(ctx, r.charges); err != nil {
+		if r.rid, err = s.requestID(ctx, r.charges, !s.recorded(o)); err != nil {
 			return err
 		}
 		r.horizon = s.horizon
@@ -122,6 +122,16 @@ func (s *Store) do(ctx context.Context, o op) error {
 			return s.outcome(ctx, r.err)
 		}
 		defer s.co.Sent()
+		if r.rid.id == "" && s.recorded(o) {
+			// Alone, as a batch of one, once no call on its key is in
+			// flight (see writers.go).
+			if err := s.writers.acquire(ctx, r.rkeys); err != nil {
+				return err // not sent
+			}
+			s.sendCalls(ctx, []batched{b})
+			s.writers.release(r.rkeys)
+			return s.outcome(ctx, r.err)
+		}
 	}
 	reply, err := s.run(ctx, r.effect, sc, o.keys(), o.args())
 	if err != nil {

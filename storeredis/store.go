@@ -25,7 +25,7 @@
 // as "ratewise:sliding_log:1m:{alice}", so each key is its own Redis Cluster
 // hash tag, and limiters with different windows or periods keep separate
 // state. A kind whose state has changed layout names the layout's version
-// after the algorithm, as in "ratewise:gcra:v2:1s:{alice}", so that
+// after the algorithm, as in "ratewise:gcra:v3:1s:{alice}", so that
 // ratewise versions running side by side during a deploy never read each
 // other's state (see Key).
 // Every write sets a TTL of the decision's ResetAfter, rounded up to the
@@ -69,6 +69,7 @@ type Store struct {
 	ids        *idMaker    // the store's request IDs, nil unless it resends
 	horizon    int64       // µs: how long go-redis may resend a command (resendHorizon)
 	replicas   replicaWait // WithReplicas's; its n is 0 when off
+	writers    *writers    // records its coalesced decisions (writers.go); nil unless it resends and coalesces
 }
 
 // Option configures a Store.
@@ -120,6 +121,9 @@ func New(client redis.Scripter, opts ...Option) *Store {
 	}
 	if s.coalesce > 0 && s.replicas.n == 0 {
 		s.co = s.newCoalescer(client)
+	}
+	if s.ids != nil && s.co != nil {
+		s.writers = newWriters()
 	}
 	if s.denyCache > 0 {
 		s.deny = denycache.New(s.denyCache, s.clientTime)

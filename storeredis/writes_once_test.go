@@ -105,91 +105,104 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 			return lossy, plain
 		}},
 	}
+	// A store that coalesces (the default) records its decisions in the
+	// state's value (writers' records); one that does not gives every write
+	// a once key.
 	for _, target := range targets {
-		t.Run(target.name, func(t *testing.T) {
-			d := new(redistest.Dropper)
-			lossyClient, plainClient := target.clients(t, d)
-			opts := []storeredis.Option{storeredis.WithClientTime(), storeredis.WithCoalescing(0), storeredis.WithDenyCache(0)}
-			lossyStore, plainStore := storeredis.New(lossyClient, opts...), storeredis.New(plainClient, opts...)
-			// A namespace of its own on every run, -count included.
-			namespace := strings.ReplaceAll(testKey(t)+"."+ratewise.NewRequestID(), ":", ".")
-			limiters := func(s *storeredis.Store) (*ratewise.Limiter, *ratewise.Stack, *ratewise.Limiter) {
-				l, err := ratewise.New(s, gcra, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
-				if err != nil {
-					t.Fatal(err)
-				}
-				set, err := ratewise.NewStack(
-					s,
-					[]algorithms.Algorithm{gcra, partner},
-					ratewise.WithClock(clock),
-					ratewise.WithNamespace(namespace),
-				)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, err := ratewise.New(s, partner, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
-				if err != nil {
-					t.Fatal(err)
-				}
-				return l, set, p
+		for _, coalescing := range []int{2, 0} {
+			name := target.name + "/coalesced"
+			if coalescing == 0 {
+				name = target.name + "/alone"
 			}
-			lossy, lossySet, _ := limiters(lossyStore)
-			plain, plainSet, plainPartner := limiters(plainStore)
-			for _, w := range writes {
-				t.Run(w.name, func(t *testing.T) {
-					key, twin, warm := w.name, w.name+"-twin", w.name+"-warm"
-					var prepared, preparedTwin, preparedWarm any
-					if w.prepare != nil {
-						// A cancellation is the lossy limiter's own booking's.
-						prepLimiter := plain
-						if w.name == "cancel" {
-							prepLimiter = lossy
+			t.Run(name, func(t *testing.T) {
+				d := new(redistest.Dropper)
+				lossyClient, plainClient := target.clients(t, d)
+				opts := []storeredis.Option{
+					storeredis.WithClientTime(),
+					storeredis.WithCoalescing(coalescing),
+					storeredis.WithDenyCache(0),
+				}
+				lossyStore, plainStore := storeredis.New(lossyClient, opts...), storeredis.New(plainClient, opts...)
+				// A namespace of its own on every run, -count included.
+				namespace := strings.ReplaceAll(testKey(t)+"."+ratewise.NewRequestID(), ":", ".")
+				limiters := func(s *storeredis.Store) (*ratewise.Limiter, *ratewise.Stack, *ratewise.Limiter) {
+					l, err := ratewise.New(s, gcra, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+					if err != nil {
+						t.Fatal(err)
+					}
+					set, err := ratewise.NewStack(
+						s,
+						[]algorithms.Algorithm{gcra, partner},
+						ratewise.WithClock(clock),
+						ratewise.WithNamespace(namespace),
+					)
+					if err != nil {
+						t.Fatal(err)
+					}
+					p, err := ratewise.New(s, partner, ratewise.WithClock(clock), ratewise.WithNamespace(namespace))
+					if err != nil {
+						t.Fatal(err)
+					}
+					return l, set, p
+				}
+				lossy, lossySet, _ := limiters(lossyStore)
+				plain, plainSet, plainPartner := limiters(plainStore)
+				for _, w := range writes {
+					t.Run(w.name, func(t *testing.T) {
+						key, twin, warm := w.name, w.name+"-twin", w.name+"-warm"
+						var prepared, preparedTwin, preparedWarm any
+						if w.prepare != nil {
+							// A cancellation is the lossy limiter's own booking's.
+							prepLimiter := plain
+							if w.name == "cancel" {
+								prepLimiter = lossy
+							}
+							prepared, preparedWarm = w.prepare(prepLimiter, key), w.prepare(prepLimiter, warm)
+							preparedTwin = w.prepare(plain, twin)
 						}
-						prepared, preparedWarm = w.prepare(prepLimiter, key), w.prepare(prepLimiter, warm)
-						preparedTwin = w.prepare(plain, twin)
-					}
-					// Once with nothing lost, on a key of its own.
-					if err := w.write(lossy, lossySet, warm, preparedWarm); err != nil {
-						t.Fatalf("the write on a key of its own: %v", err)
-					}
-					var onDrop func()
-					if w.charges {
-						onDrop = func() {
-							if res, err := plain.Allow(ctx, key); err != nil || !res.Allowed {
-								t.Errorf("the other client's request while the reply was lost: %+v, %v", res, err)
+						// Once with nothing lost, on a key of its own.
+						if err := w.write(lossy, lossySet, warm, preparedWarm); err != nil {
+							t.Fatalf("the write on a key of its own: %v", err)
+						}
+						var onDrop func()
+						if w.charges {
+							onDrop = func() {
+								if res, err := plain.Allow(ctx, key); err != nil || !res.Allowed {
+									t.Errorf("the other client's request while the reply was lost: %+v, %v", res, err)
+								}
 							}
 						}
-					}
-					before := d.Dropped()
-					d.Arm(onDrop, "evalsha", "eval")
-					if err := w.write(lossy, lossySet, key, prepared); err != nil {
-						t.Fatalf("the write whose reply was lost, sent again by go-redis: %v; want its first outcome", err)
-					}
-					if got := d.Dropped() - before; got != 1 {
-						t.Fatalf("%d replies dropped, want 1", got)
-					}
-					if err := w.write(plain, plainSet, twin, preparedTwin); err != nil {
-						t.Fatalf("the write on the twin: %v", err)
-					}
-					if w.charges {
-						plain.Allow(ctx, twin)
-					}
-					for _, l := range []*ratewise.Limiter{plain, plainPartner} {
-						got, err := l.Peek(ctx, key)
-						want, werr := l.Peek(ctx, twin)
-						if err != nil || werr != nil || got != want {
-							t.Fatalf(
-								"%s after the write with its reply lost: %+v (%v); the twin, written once: %+v (%v)",
-								l.Algorithm(),
-								got,
-								err,
-								want,
-								werr,
-							)
+						before := d.Dropped()
+						d.Arm(onDrop, "evalsha", "eval")
+						if err := w.write(lossy, lossySet, key, prepared); err != nil {
+							t.Fatalf("the write whose reply was lost, sent again by go-redis: %v; want its first outcome", err)
 						}
-					}
-				})
-			}
-		})
+						if got := d.Dropped() - before; got != 1 {
+							t.Fatalf("%d replies dropped, want 1", got)
+						}
+						if err := w.write(plain, plainSet, twin, preparedTwin); err != nil {
+							t.Fatalf("the write on the twin: %v", err)
+						}
+						if w.charges {
+							plain.Allow(ctx, twin)
+						}
+						for _, l := range []*ratewise.Limiter{plain, plainPartner} {
+							got, err := l.Peek(ctx, key)
+							want, werr := l.Peek(ctx, twin)
+							if err != nil || werr != nil || got != want {
+								t.Fatalf(
+									"%s after the write with its reply lost: %+v (%v); the twin, written once: %+v (%v)",
+									l.Algorithm(),
+									got,
+									err,
+									want,
+									werr,
+								)
+							}
+						}
+					})
+				}
+			})
+		}
 	}
 }

@@ -236,7 +236,7 @@ func BenchmarkSetBatchScript(b *testing.B) {
 					for i := range batch {
 						subject := v.name + ":" + keys.of(n+i)
 						for j, alg := range v.set {
-							rkeys[vi][i*limits+j] = string(algo.ScopeOf(alg).Append([]byte("ratewise:gcra:v2:"))) + ":{" + subject + "}"
+							rkeys[vi][i*limits+j] = string(algo.ScopeOf(alg).Append([]byte("ratewise:gcra:v3:"))) + ":{" + subject + "}"
 						}
 					}
 					if err := v.sc.Run(ctx, c, rkeys[vi], v.args...).Err(); err != nil {

@@ -12,7 +12,7 @@
 -- count" in decimal, before it, never reads this one, nor this one its: a
 -- string of another length is read as such text all the same, number by
 -- number, and stays in range.
--- layout: 2
+-- layout: 3 (2 before a value could carry writers' records, rec.lua)
 -- requires: pack.lua
 --
 -- The step returns a new state when a request was admitted, or was denied

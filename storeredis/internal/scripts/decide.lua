@@ -22,11 +22,11 @@ if seen then
     seen[8] or tonumber(ARGV[3]), seen[9] or tonumber(ARGV[5]) or 0, seen[10] or cost}
 end
 local state
-if read then state = read(key) else state = redis.call('GET', key) end
+if read then state = read(key) else state = str_get(key) end
 local allowed, remaining, retry, reset, at, new, aux, aux2, aux3 = step(key, state,
   tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
 if new then
-  if write then write(key, new, aux, aux2, aux3) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
+  if write then write(key, new, aux, aux2, aux3) else str_set(key, new, aux) end
 end
 if once then
   local limit, p1, p3 = tonumber(ARGV[7]), tonumber(ARGV[3]), tonumber(ARGV[5]) or 0

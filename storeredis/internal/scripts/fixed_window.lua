@@ -7,8 +7,9 @@
 -- before it, never reads this one, nor this one its; a string of another
 -- length is read as that text if it is such text, and otherwise, like a
 -- number at or past 2^53 (which no decision writes), as no state.
--- layout: 2
+-- layout: 3 (2 before a value could carry writers' records, rec.lua)
 -- requires: pack.lua
+-- state: one string
 
 -- fixed_window_parse returns the start and count raw holds, or nil.
 local function fixed_window_parse(raw)

@@ -28,14 +28,14 @@ if seen then
     seen[8] or p1, seen[9] or p3, seen[10] or cost}
 end
 slack = tonumber(ARGV[6])
-local state = redis.call('GET', key)
+local state = str_get(key)
 local allowed, remaining, retry, reset, at, new, aux, delay = step(key, state,
   p1, tonumber(ARGV[4]), tonumber(ARGV[5]))
 delay = delay or 0
 -- Every kind a lease can hold keeps its state in one string (its read and
 -- write are nil), which reset.lua puts back with a SET.
 if new then
-  redis.call('SET', key, new, 'PX', ttl_ms(aux))
+  str_set(key, new, aux)
   if allowed == 1 then redis.call('SET', mark, new, 'PX', ttl_ms(aux)) end
 end
 if once then

@@ -20,6 +20,7 @@
 -- the store's own IDs, which are only ever resent in the same batch, never
 -- the caller's (see WithCoalescing); decide.lua falls back to the limit and
 -- charge it is given all the same.
+-- requires: rec.lua
 
 -- A record is kept at least once_horizon µs, which a driver sets from its
 -- arguments: how long go-redis may still send the request again

@@ -25,10 +25,11 @@
 -- or a command holds (exact below 2^63, and far cheaper than '%.0f', which
 -- formats a double digit by digit).
 
-local now, grace
+local now, grace, now_server -- now_server: Redis's TIME, read on its clock
 if ARGV[1] == '' then
   local t = redis.call('TIME')
   now, grace = tonumber(t[1]) * 1000000 + tonumber(t[2]), 0
+  now_server = now
 else
   -- A caller's clock reading can reach Redis late, after a key that it
   -- should still see expired on Redis's clock: keys live a second longer.

@@ -39,7 +39,7 @@ end
 local at = tonumber(ARGV[3])
 local p1, p2, p3, p4 = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local state
-if read then state = read(key) else state = redis.call('GET', key) end
+if read then state = read(key) else state = str_get(key) end
 local new, least = refund(key, state, at, p1, p2, p3, p4)
 if new then
   if read then state = read(key) else state = new end
@@ -51,7 +51,7 @@ if new then
   if read then
     redis.call('PEXPIRE', key, ttl_ms(keep))
   else
-    redis.call('SET', key, new, 'PX', ttl_ms(keep))
+    str_set(key, new, keep)
   end
 end
 if once then

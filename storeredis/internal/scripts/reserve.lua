@@ -22,11 +22,11 @@ if seen then
 end
 slack = tonumber(ARGV[6])
 local state
-if read then state = read(key) else state = redis.call('GET', key) end
+if read then state = read(key) else state = str_get(key) end
 local allowed, remaining, retry, reset, at, new, aux, delay = step(key, state,
   tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
 if new then
-  if write then write(key, new, aux) else redis.call('SET', key, new, 'PX', ttl_ms(aux)) end
+  if write then write(key, new, aux) else str_set(key, new, aux) end
 end
 if once then
   local reply = {allowed, remaining, retry, reset, at, delay, tonumber(ARGV[7]), tonumber(ARGV[3]), tonumber(ARGV[5]), cost}

@@ -48,6 +48,9 @@ type script struct {
 	run    *redis.Script
 	err    error
 	layout string
+	// oneString: the kind keeps its state in one string, which may carry
+	// writers' records (rec.lua); its step file says "-- state: one string".
+	oneString bool
 }
 
 // decide are the decision scripts, by algorithm kind, assembled when the
@@ -61,7 +64,11 @@ var decide = func() map[*algorithms.Kind]script {
 			m[k] = script{err: fmt.Errorf("%w: storeredis has no script for %s: %w", store.ErrUnsupported, k, err)}
 			continue
 		}
-		m[k] = script{run: redis.NewScript(src), layout: layoutOf(src)}
+		m[k] = script{
+			run:       redis.NewScript(src),
+			layout:    layoutOf(src),
+			oneString: strings.Contains(src, "\n-- state: one string\n"),
+		}
 	}
 	return m
 }()
@@ -73,11 +80,17 @@ var decide = func() map[*algorithms.Kind]script {
 // under different keys and never read each other's.
 func Layout(k *algorithms.Kind) string { return decide[k].layout }
 
+// OneString reports whether k keeps its state in one string, whose
+// decisions a batch can record in the state's own value (decide_batch.lua's
+// writer, see rec.lua).
+func OneString(k *algorithms.Kind) bool { return decide[k].oneString }
+
 // layoutOf returns the version a script's "-- layout: " line names, or "".
 func layoutOf(src string) string {
 	for _, line := range strings.Split(src, "\n") {
 		if v, ok := strings.CutPrefix(line, "-- layout: "); ok {
-			return strings.TrimSpace(v)
+			v, _, _ = strings.Cut(strings.TrimSpace(v), " ") // what follows is a comment
+			return v
 		}
 	}
 	return ""

@@ -92,7 +92,7 @@ local function set_decide(base, limits, reply, at)
     else
       state = set_known[key]
       if state == nil then
-        state = redis.call('GET', key)
+        state = str_get(key)
         set_known[key] = state
       end
     end
@@ -120,7 +120,7 @@ local function set_decide(base, limits, reply, at)
       if l.kind[3] then
         l.kind[3](key, r[6], r[7], r[8], r[9])
       else
-        redis.call('SET', key, r[6], 'PX', ttl_ms(r[7]))
+        str_set(key, r[6], r[7])
         set_known[key] = r[6]
       end
     end
