@@ -41,6 +41,13 @@ const defaultCoalescing = 2
 // that decision. A caller whose ctx ends while it waits returns at once
 // with ctx's error; its decision may still be made.
 //
+// With a client that resends (see CheckClient), the decisions of GCRA, the
+// token bucket and the fixed window on one key are sent one call at a time:
+// a decision whose key has a call in flight waits for it and joins the next
+// call. Each call is recorded in the state's own value, so that a resend is
+// applied once without a key of its own (docs/redis.md, "Retries and
+// request IDs").
+//
 // A charging Decide or DecideSet that carries the caller's request ID
 // (ratewise.WithRequestID), whose reply carries its limits, always takes
 // its own round trip, as do Reserve, Refund and Reset. Clients other

@@ -22,7 +22,8 @@
 //
 //	cd bench/peers && go run . [-quick] [-only GROUP]
 //
-// With -postgres, it runs the PostgreSQL comparison instead (postgres.go).
+// With -postgres, it runs the PostgreSQL comparison instead (postgres.go);
+// with -retries D, what retry safety costs Redis, D per row (retries.go).
 package main
 
 import (
@@ -106,10 +107,15 @@ func main() {
 	)
 	flag.IntVar(&pgConns, "pgconns", 0, "with -postgres, the PostgreSQL pool's size; 0 for pgxpool's default")
 	flag.StringVar(&only, "only", "", "run only the groups whose name contains this, such as \"in memory\"")
+	retries := flag.Duration("retries", 0, "measure what retry safety costs Redis, each row for this long, instead")
+	maxmemory := flag.Int64("maxmemory", 0, "with -retries, Redis's maxmemory in bytes, with allkeys-lru")
 	flag.Parse()
 	runner := run
 	if *pg {
 		runner = runPostgres
+	}
+	if *retries > 0 {
+		runner = func(bool) error { return runRetries(*retries, *maxmemory) }
 	}
 	if err := runner(*quick); err != nil {
 		fmt.Fprintln(os.Stderr, "peers:", err)

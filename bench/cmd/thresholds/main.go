@@ -135,6 +135,9 @@ func run(cfg config) (bool, error) {
 	if err := throughputTable(ctx, c, prefix, cfg.quick, trips, m); err != nil {
 		return false, err
 	}
+	if err := retryTable(ctx, c, prefix, cfg.quick, m); err != nil {
+		return false, err
+	}
 	fmt.Printf("\nMeasured in %s.\n", time.Since(start).Round(time.Second))
 
 	if cfg.svg != "" {

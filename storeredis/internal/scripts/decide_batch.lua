@@ -179,11 +179,12 @@ for _, k in ipairs(kept) do
 end
 if writer then
   -- A key read and not written keeps no record past its time.
+  local pruned = {}
   for i = 1, calls do
     local key = KEYS[i]
-    if dirty[key] == nil and not again[key] and cur[key] ~= nil then
+    if dirty[key] == nil and not again[key] and not pruned[key] and cur[key] ~= nil then
+      pruned[key] = true
       pcall(str_prune, key, cur[key])
-      again[key] = true -- pruned once
     end
   end
 end
