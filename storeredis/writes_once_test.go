@@ -206,3 +206,56 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedDecisionOnServerTime: on Redis's clock, the store's default,
+// a coalesced decision whose reply is lost is sent again by go-redis after
+// its backoff, and the resend returns the first outcome, decided at the
+// time the first attempt read, which the record in the state's value
+// keeps; the key is charged once, however many times another client
+// charges it between the two.
+func TestRecordedDecisionOnServerTime(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Standalone(t).Addr
+	d := new(redistest.Dropper)
+	lossyClient := redis.NewClient(&redis.Options{
+		Addr: addr, Dialer: d.Dial, MinRetryBackoff: 20 * time.Millisecond, MaxRetryBackoff: 20 * time.Millisecond,
+	})
+	t.Cleanup(func() { lossyClient.Close() })
+	alg := algorithms.GCRA{Rate: algorithms.PerHour(100), Burst: 100}
+	lossy, err := ratewise.New(storeredis.New(lossyClient, storeredis.WithWarnings(0, nil)), alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := ratewise.New(storeredis.New(newClient(t, addr), storeredis.WithWarnings(0, nil)), alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey(t) + ":" + ratewise.NewRequestID()
+	if _, err := lossy.AllowN(ctx, key, 3); err != nil { // a state for the record to keep
+		t.Fatal(err)
+	}
+	var between time.Time
+	d.Arm(func() {
+		res, err := other.AllowN(ctx, key, 5)
+		if err != nil || !res.Allowed {
+			t.Errorf("the other client's request while the reply was lost: %+v, %v", res, err)
+		}
+		between = res.At
+	}, "evalsha", "eval")
+	res, err := lossy.AllowN(ctx, key, 2)
+	if err != nil {
+		t.Fatalf("the decision whose reply was lost: %v; want its first outcome", err)
+	}
+	if d.Dropped() != 1 {
+		t.Fatalf("%d replies dropped, want 1", d.Dropped())
+	}
+	// The first attempt ran before the other client's request: its outcome
+	// is the one decided then, on the state before it.
+	if !res.Allowed || res.Remaining != 95 || !res.At.Before(between) {
+		t.Fatalf("the resend returned %+v; want the first attempt's outcome: 95 left, decided before %v", res, between)
+	}
+	peek, err := other.Peek(ctx, key)
+	if err != nil || peek.Remaining != 90 {
+		t.Fatalf("the key after: %+v, %v; want 3 + 5 + 2 charged once: 90 left", peek, err)
+	}
+}
