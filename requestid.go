@@ -27,9 +27,9 @@ import (
 // it does not forget what was charged after it.
 //
 // A store whose client may send a command twice (the Redis store with
-// go-redis's retries on, or on Redis Cluster) gives every write that carries
-// no ID one of its own, kept at least as long as the client may resend it,
-// so that the client's resends are applied once too.
+// go-redis's retries on, or on Redis Cluster) keeps a record of every write
+// that carries no ID, for as long as the client may resend it, so that the
+// client's resends are applied once too.
 //
 // Any string of 1 to 128 bytes will do, such as a ULID. Use one
 // ID per request: two requests with one ID are charged once. So never take

@@ -11,6 +11,7 @@ import (
 	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
 	"github.com/ratewise/ratewise/internal/hashslot"
+	"github.com/ratewise/ratewise/internal/storecheck"
 	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
@@ -193,9 +194,10 @@ func (s *Store) sendCalls(ctx context.Context, ops []batched) {
 		}
 		c.add(o)
 	}
+	deadline, _ := ctx.Deadline()
 	for _, c := range calls {
 		if d, ok := c.(*decideCall); ok && s.recorded(d.ops[0]) {
-			d.writer = s.writers.writer()
+			d.writer, d.clock = s.writers.writer(deadline), &s.writers.clock
 		}
 	}
 	cmds, err := s.runBatch(ctx, calls)
@@ -275,7 +277,8 @@ func settle(c call, cmds []*redis.Cmd, i int, err error) {
 type decideCall struct {
 	batchOf[*decision]
 	kind   *algorithms.Kind
-	writer string // the call's writer, if it records its decisions (see writers.go)
+	writer string       // the call's writer, if it records its decisions (see writers.go)
+	clock  *serverClock // learns Redis's clock from the call's reply, with a writer
 }
 
 func (d *decision) family() string { return d.alg.Kind().String() }
@@ -336,11 +339,19 @@ func (c *decideCall) parse(reply any) error {
 	}
 	for i, d := range c.ops {
 		f := fields[5*i : 5*i+5]
-		if f[0] == int64(-1) {
+		switch f[0] {
+		case int64(-1):
 			d.err = fmt.Errorf("%w: %v", store.ErrUnavailable, f[1])
+			continue
+		case int64(-2):
+			// Refused past its deadline: an earlier attempt may have run.
+			d.err = storecheck.MaybeDecided(fmt.Errorf("%w: %v", store.ErrUnavailable, f[1]))
 			continue
 		}
 		d.err = parse(inBatch{d}, f)
+		if d.err == nil && c.clock != nil && !c.clientTime {
+			c.clock.saw(d.res.At.UnixMicro())
+		}
 	}
 	return nil
 }

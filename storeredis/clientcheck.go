@@ -147,7 +147,7 @@ func CheckClient(client redis.Scripter, budget time.Duration) []error {
 	if s.retries > 0 {
 		warn(
 			"MaxRetries is %d: go-redis sends a command again after a network error or a read timeout, so a decision "+
-				"can take %d attempts' time; the store then gives every write an ID it keeps in Redis for %v, "+
+				"can take %d attempts' time; the store then keeps a record of each write in Redis for up to %v, "+
 				"the longest go-redis may resend it, so that it is applied once; -1 turns retries off and needs "+
 				"neither",
 			s.retries,

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/ratewise/ratewise/storeredis/internal/scripts"
 )
@@ -36,29 +37,71 @@ import (
 // key every caller's decision waits for the call in flight and joins the
 // next, which the coalescer fills.
 
+// A call whose caller has a deadline also carries it, on Redis's clock: a
+// call that reaches Redis after it is refused, without effect, so its
+// records need to live only until then, not for the whole horizon. The
+// store knows Redis's clock from the times its replies were decided at
+// (serverClock); a deadline it cannot place, it leaves out.
+
 // writers is what a store that records its calls keeps: its random bytes,
-// its calls' numbers, and the keys with a call in flight.
+// its calls' numbers, the keys with a call in flight, and what it knows of
+// Redis's clock.
 type writers struct {
-	id   [8]byte
-	next atomic.Uint64
+	id    [8]byte
+	next  atomic.Uint64
+	clock serverClock
 
 	mu   sync.Mutex
 	busy map[string]chan struct{} // keys with a call in flight; closed when it returns
 }
 
 func newWriters() *writers {
-	w := &writers{busy: map[string]chan struct{}{}}
+	w := &writers{busy: map[string]chan struct{}{}, clock: serverClock{base: time.Now()}}
 	_, _ = rand.Read(w.id[:]) // crypto/rand never fails on the platforms Go supports
 	return w
 }
 
 // writer returns the next call's writer: the store's bytes, then a number
-// above every number it gave before, 7 bytes big-endian.
-func (w *writers) writer() string {
-	var b [16]byte
+// above every number it gave before, 7 bytes big-endian, then the call's
+// deadline on Redis's clock in µs, 7 bytes, 0 for none.
+func (w *writers) writer(deadline time.Time) string {
+	var b [24]byte
 	copy(b[:8], w.id[:])
-	binary.BigEndian.PutUint64(b[8:], w.next.Add(1))
-	return string(b[:8]) + string(b[9:]) // 2^56 calls before the 7 bytes wrap
+	binary.BigEndian.PutUint64(b[8:], w.next.Add(1)) // 2^56 calls before the 7 bytes wrap
+	binary.BigEndian.PutUint64(b[16:], uint64(w.clock.at(deadline)))
+	return string(b[:8]) + string(b[9:16]) + string(b[17:])
+}
+
+// serverClock is what a store knows of Redis's clock: the most Redis's
+// clock was ahead of the store's monotonic clock in any reply (a time a
+// reply was decided at, less the monotonic time it was read), which is at
+// most how far it is ahead, since Redis read its clock before the reply
+// arrived.
+type serverClock struct {
+	base   time.Time    // the store's monotonic clock's zero
+	offset atomic.Int64 // µs; 0 until a reply is seen
+}
+
+// saw learns from a reply decided at at (µs on Redis's clock).
+func (c *serverClock) saw(at int64) {
+	sample := at - time.Since(c.base).Microseconds()
+	for {
+		old := c.offset.Load()
+		if old != 0 && old >= sample || c.offset.CompareAndSwap(old, sample) {
+			return
+		}
+	}
+}
+
+// at returns deadline on Redis's clock in µs, no later than Redis's clock
+// will read when the store's clock reaches it, or 0 for a zero deadline or
+// when no reply has been seen.
+func (c *serverClock) at(deadline time.Time) int64 {
+	off := c.offset.Load()
+	if deadline.IsZero() || off == 0 {
+		return 0
+	}
+	return max(deadline.Sub(c.base).Microseconds()+off, 1)
 }
 
 // acquire waits until no call is in flight on any of keys, and marks them

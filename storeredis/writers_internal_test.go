@@ -42,8 +42,33 @@ func TestWritersGate(t *testing.T) {
 		t.Fatalf("keys left in flight: %v", w.busy)
 	}
 
-	first, second := w.writer(), w.writer()
-	if len(first) != 15 || first[:8] != string(w.id[:]) || first[:8] != second[:8] || second[8:] <= first[8:] {
-		t.Fatalf("writers %x then %x: want the store's 8 bytes, then growing 7-byte numbers", first, second)
+	first, second := w.writer(time.Time{}), w.writer(time.Time{})
+	if len(first) != 22 || first[:8] != string(w.id[:]) || first[:8] != second[:8] || second[8:15] <= first[8:15] ||
+		first[15:] != "\x00\x00\x00\x00\x00\x00\x00" {
+		t.Fatalf("writers %x then %x: want the store's 8 bytes, then growing 7-byte numbers, then no deadline",
+			first, second)
+	}
+}
+
+// TestServerClock: the store places a deadline on Redis's clock only once
+// a reply has told it where that clock is, and never later than the
+// replies allow: Redis read its clock before the reply arrived.
+func TestServerClock(t *testing.T) {
+	c := serverClock{base: time.Now()}
+	deadline := c.base.Add(time.Second)
+	if got := c.at(deadline); got != 0 {
+		t.Fatalf("a deadline before any reply: %d, want 0 (none)", got)
+	}
+	// Redis's clock reads 1,000,000,000 µs, 5 s ahead of when the store
+	// reads its own; a stale reply (2 s behind that) teaches nothing.
+	now := time.Since(c.base).Microseconds()
+	c.saw(now + 1_000_000_000)
+	c.saw(now + 1_000_000_000 - 2_000_000)
+	want := int64(1_000_000_000) + deadline.Sub(c.base).Microseconds() - now
+	if got := c.at(deadline); got > want || got < want-1_000 {
+		t.Fatalf("the deadline on Redis's clock: %d, want %d (at most, and within 1ms)", got, want)
+	}
+	if got := c.at(time.Time{}); got != 0 {
+		t.Fatalf("no deadline: %d, want 0", got)
 	}
 }

@@ -2,8 +2,11 @@ package storeredis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +16,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/testkit/redistest"
 	"github.com/ratewise/ratewise/ratewisetest"
+	"github.com/ratewise/ratewise/store"
 	"github.com/ratewise/ratewise/storeredis"
 )
 
@@ -258,4 +262,79 @@ func TestRecordedDecisionOnServerTime(t *testing.T) {
 	if err != nil || peek.Remaining != 90 {
 		t.Fatalf("the key after: %+v, %v; want 3 + 5 + 2 charged once: 90 left", peek, err)
 	}
+}
+
+// TestRecordsLiveUntilTheDeadline: with go-redis's default client, a
+// recorded decision whose caller has no deadline keeps its key for as long
+// as go-redis may resend it; one with a deadline keeps it no longer than
+// that, and a call that reaches Redis after its deadline (delayed here in
+// the network) is refused without effect, as store.ErrMaybeDecided, since
+// an earlier attempt might have run.
+func TestRecordsLiveUntilTheDeadline(t *testing.T) {
+	ctx := context.Background()
+	addr := redistest.Standalone(t).Addr
+	var delay atomic.Int64 // ns each write to Redis waits
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := new(net.Dialer).DialContext(ctx, network, addr)
+		return slowConn{c, &delay}, err
+	}
+	client := redis.NewClient(&redis.Options{Addr: addr, Dialer: dial})
+	t.Cleanup(func() { client.Close() })
+	s := storeredis.New(client, storeredis.WithWarnings(0, nil))
+	// A state that counts for a millisecond after each admission, and
+	// admits ten at once.
+	alg := algorithms.GCRA{Rate: algorithms.PerSecond(1000), Burst: 10}
+	l, err := ratewise.New(s, alg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := testKey(t) + ":" + ratewise.NewRequestID()
+	ttl := func() time.Duration {
+		d, err := client.PTTL(ctx, s.Key(key, alg)).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	if _, err := l.Allow(ctx, key); err != nil { // no deadline; and the store learns Redis's clock
+		t.Fatal(err)
+	}
+	if d := ttl(); d < time.Minute {
+		t.Fatalf("a key written without a deadline lives %v; want the resend horizon", d)
+	}
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if res, err := l.Allow(short, key); err != nil || !res.Allowed {
+		t.Fatalf("the second request: %+v, %v; want it admitted", res, err)
+	}
+	// No longer, and the millisecond every TTL adds (see ttl_ms in prelude.lua).
+	if d := ttl(); d <= 0 || d > 201*time.Millisecond {
+		t.Fatalf("a key written with a deadline 200ms away lives %v; want no longer", d)
+	}
+
+	other := "late:" + key
+	late, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+	defer cancel()
+	delay.Store(int64(60 * time.Millisecond))
+	_, err = l.Allow(late, other)
+	delay.Store(0)
+	if !errors.Is(err, store.ErrMaybeDecided) || !strings.Contains(err.Error(), "after its deadline") {
+		t.Fatalf("a call that reached Redis after its deadline: %v; want it refused, as ErrMaybeDecided", err)
+	}
+	if n, err := client.Exists(ctx, s.Key(other, alg)).Result(); err != nil || n != 0 {
+		t.Fatalf("the refused call left its key: %d, %v", n, err)
+	}
+}
+
+// slowConn delays each write by what delay holds.
+type slowConn struct {
+	net.Conn
+	delay *atomic.Int64
+}
+
+func (c slowConn) Write(p []byte) (int, error) {
+	if d := c.delay.Load(); d > 0 {
+		time.Sleep(time.Duration(d)) // the network's delay, not a window's
+	}
+	return c.Conn.Write(p)
 }

@@ -26,7 +26,8 @@ import (
 // denials) and one that admits everything at this speed (1,000 per minute),
 // for ratewise with go-redis's default client
 // (MaxRetries 3, which makes the store apply each write once), with
-// coalescing on (the default) and off, and with retries off, against
+// coalescing on (the default), with it and a 500 ms deadline on each
+// decision (httplimit's default budget), and off, and with retries off, against
 // redis_rate on the same server. Each row starts from an empty Redis and
 // reports the keys Redis holds, used_memory per limited key, and the
 // commands and bytes per admission.
@@ -63,13 +64,15 @@ func runRetries(d time.Duration, maxmemory int64) error {
 		keys[i] = fmt.Sprint("user:", i)
 	}
 	type setting struct {
-		name    string
-		retries int // the client's MaxRetries: 0 is go-redis's default, 3
-		opts    []storeredis.Option
-		rate    bool // redis_rate instead of ratewise
+		name     string
+		retries  int // the client's MaxRetries: 0 is go-redis's default, 3
+		opts     []storeredis.Option
+		rate     bool          // redis_rate instead of ratewise
+		deadline time.Duration // each decision's context's, if not 0
 	}
 	settings := []setting{
 		{name: "ratewise, default client (MaxRetries 3), coalescing on"},
+		{name: "ratewise, default client (MaxRetries 3), coalescing on, 500ms deadline", deadline: 500 * time.Millisecond},
 		{name: "ratewise, default client (MaxRetries 3), coalescing off", opts: []storeredis.Option{
 			storeredis.WithCoalescing(0),
 		}},
@@ -132,7 +135,15 @@ func runRetries(d time.Duration, maxmemory int64) error {
 				}
 				allow = allowOf(l)
 			}
-			run := loadgen.Drive(16, keys, d, func(key string) (bool, error) { return allow(ctx, key) })
+			decide := func(key string) (bool, error) { return allow(ctx, key) }
+			if st.deadline > 0 {
+				decide = func(key string) (bool, error) {
+					ctx, cancel := context.WithTimeout(ctx, st.deadline)
+					defer cancel()
+					return allow(ctx, key)
+				}
+			}
+			run := loadgen.Drive(16, keys, d, decide)
 			client.Close()
 			if run.Errors > 0 {
 				return fmt.Errorf("%s: %d errors", st.name, run.Errors)

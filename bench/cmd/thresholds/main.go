@@ -181,14 +181,21 @@ func memoryTable(
 	quick bool,
 	m measured,
 ) ([]memoryRow, error) {
+	// The states alone, on a client that sends each command once: what a
+	// client that resends adds, a record in the state's value, the retry
+	// table measures.
+	opts := *c.Options()
+	opts.MaxRetries = -1
+	once := redis.NewClient(&opts)
+	defer once.Close()
 	s := storeredis.New(
-		c,
+		once,
 		storeredis.WithClientTime(),
 		storeredis.WithKeyPrefix(prefix),
 		storeredis.WithWarnings(0, nil),
 	)
 	ks := storeredis.New(
-		c,
+		once,
 		storeredis.WithClientTime(),
 		storeredis.WithKeyPrefix(keyPrefix),
 		storeredis.WithWarnings(0, nil),

@@ -10,8 +10,9 @@
 --          number for client time, each decision then giving its own now
 -- ARGV[2]  the once keys' least lifetime in µs (once_horizon; the prelude
 --          also reads it as a cost, which each decision sets)
--- ARGV[3]  the call's writer (see rec.lua), 15 bytes, or '' for none: a
---          call that carries one names no once keys, and its kind keeps its
+-- ARGV[3]  the call's writer (see rec.lua), 15 bytes, then its deadline in
+--          µs on Redis's clock, 7 bytes, 0 for none; or '' for none: a call
+--          that carries one names no once keys, and its kind keeps its
 --          state in one string
 -- ARGV[4]  m, the number of parameter sets, and ARGV[5] w, the parameters
 --          in each (as in decide.lua: limit, window, then burst or
@@ -25,7 +26,10 @@
 --          {-1, message, 0, 0, 0} instead, and the others are unaffected
 --
 -- A state held in one string is read once per key and written once, after
--- every decision on it. With a writer, the call first reads each of its
+-- every decision on it. With a writer, a call that reaches Redis after its
+-- deadline is refused, every decision replying {-2, message, 0, 0, 0}, and
+-- changes nothing: its records need to live only until its deadline. The
+-- call then reads each of its
 -- keys and the record there of its store (rec.lua): a record of a later call
 -- means this one is a stray attempt of a call that has returned, and the
 -- whole call is refused, every decision replying an error; a record of this
@@ -121,8 +125,22 @@ local function fail(message)
   return -1, tostring(message), 0, 0, 0
 end
 
+local life = once_horizon -- how long the call's records are kept, µs
 if writer then
-  local inst, seq = string.sub(writer, 1, 8), bin_unpack('>I7', writer, 9)
+  local inst, seq, deadline = string.sub(writer, 1, 8), bin_unpack('>I7I7', writer, 9)
+  if deadline > 0 then
+    local left = deadline - rec_clock()
+    if left < 0 then
+      for _ = 1, calls do
+        reply[n + 1], reply[n + 2], reply[n + 3], reply[n + 4], reply[n + 5] =
+          -2, 'ratewise: the call reached Redis after its deadline', 0, 0, 0
+        n = n + 5
+      end
+      return reply
+    end
+    life = min(life, left)
+  end
+  writer = string.sub(writer, 1, 15)
   local refused
   for i = 1, calls do
     local key = KEYS[i]
@@ -163,7 +181,7 @@ for _, key in ipairs(order) do
   if writer then
     local at = 0
     if not clientTime then at = now end
-    mine = rec_new(writer, once_horizon, at, found[key])
+    mine = rec_new(writer, life, at, found[key])
   end
   local ok, err = pcall(str_set, key, cur[key], dirty[key], mine)
   if not ok then
