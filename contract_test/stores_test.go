@@ -92,15 +92,13 @@ func TestContract(t *testing.T) {
 			return lossy(t, redistest.Standalone(t).Addr, storeredis.WithClientTime())
 		}, clientTime},
 		{"redis-server-time", func(t *testing.T) store.Store {
-			c := client(t, redistest.Standalone(t).Addr)
-			return &redisStore{storeredis.New(c), c}
+			return lossy(t, redistest.Standalone(t).Addr)
 		}, []contract.Option{contract.StoreClock(), contract.Coalesced()}},
 		{"cluster", func(t *testing.T) store.Store {
 			return lossyCluster(t, storeredis.WithClientTime())
 		}, clientTime},
 		{"cluster-server-time", func(t *testing.T) store.Store {
-			c := clusterClient(t)
-			return &redisStore{storeredis.New(c), c}
+			return lossyCluster(t)
 		}, []contract.Option{contract.StoreClock(), contract.Coalesced(), contract.Sampled()}},
 		{"redis-plain", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, append(plain, storeredis.WithClientTime())...)
@@ -528,12 +526,6 @@ func pgPool(t *testing.T) *pgxpool.Pool {
 
 func client(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
-func clusterClient(t *testing.T) *redis.ClusterClient {
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.SharedCluster(t).Addrs()})
 	t.Cleanup(func() { c.Close() })
 	return c
 }
