@@ -59,12 +59,16 @@ func TestServerClock(t *testing.T) {
 	if got := c.at(deadline); got != 0 {
 		t.Fatalf("a deadline before any reply: %d, want 0 (none)", got)
 	}
-	// Redis's clock reads 1,000,000,000 µs, 5 s ahead of when the store
-	// reads its own; a stale reply (2 s behind that) teaches nothing.
-	now := time.Since(c.base).Microseconds()
-	c.saw(now + 1_000_000_000)
-	c.saw(now + 1_000_000_000 - 2_000_000)
-	want := int64(1_000_000_000) + deadline.Sub(c.base).Microseconds() - now
+	// A reply decided when Redis's clock read 10^9 µs more than the store's
+	// monotonic clock (counted from its base) did on arrival; a later reply
+	// that reads less ahead (it was slower to arrive) teaches nothing.
+	const ahead = 1_000_000_000
+	c.saw(time.Since(c.base).Microseconds() + ahead)
+	c.saw(time.Since(c.base).Microseconds() + ahead - 2_000_000)
+	// The store read its clock after each reply was decided: the deadline
+	// lands at most where Redis's clock reads ahead µs more than the
+	// store's, and within a millisecond of it here.
+	want := deadline.Sub(c.base).Microseconds() + ahead
 	if got := c.at(deadline); got > want || got < want-1_000 {
 		t.Fatalf("the deadline on Redis's clock: %d, want %d (at most, and within 1ms)", got, want)
 	}
