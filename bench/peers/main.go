@@ -496,13 +496,7 @@ func (s *shardedRate) allow(key string) bool {
 // commands included, less the harness's own, and the µs Redis spent in the
 // top-level ones (a script's time includes its inner commands).
 func commands(ctx context.Context, c *redis.Client) (calls, usec int64) {
-	stats, _ := redisinfo.CommandStats(ctx, c)
-	for name, st := range stats {
-		if !redisinfo.Harness(name) {
-			calls += st.Calls
-			usec += st.Usec
-		}
-	}
+	calls, usec, _ = redisinfo.Totals(ctx, c)
 	return calls, usec
 }
 

@@ -154,15 +154,9 @@ func run(d time.Duration, callers, modes []int) error {
 				if m.Errors > 0 {
 					return fmt.Errorf("%d errors with %d callers, coalescing %d", m.Errors, n, mode)
 				}
-				stats, err := redisinfo.CommandStats(ctx, admin)
+				_, usec, err := redisinfo.Totals(ctx, admin)
 				if err != nil {
 					return err
-				}
-				var usec int64
-				for name, st := range stats {
-					if !redisinfo.Harness(name) {
-						usec += st.Usec
-					}
 				}
 				perSec := float64(m.Decisions) / d.Seconds()
 				if mode == 0 {

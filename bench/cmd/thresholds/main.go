@@ -591,17 +591,8 @@ func throughputTable(
 // RESETSTAT but the harness's own (a script's time includes the commands
 // it runs).
 func serverMicros(ctx context.Context, c *redis.Client) (float64, error) {
-	stats, err := redisinfo.CommandStats(ctx, c)
-	if err != nil {
-		return 0, err
-	}
-	var usec int64
-	for name, st := range stats {
-		if !redisinfo.Harness(name) {
-			usec += st.Usec
-		}
-	}
-	return float64(usec), nil
+	_, usec, err := redisinfo.Totals(ctx, c)
+	return float64(usec), err
 }
 
 // ---- helpers ----

@@ -65,15 +65,9 @@ func retryTable(ctx context.Context, c *redis.Client, prefix string, quick bool,
 				return fmt.Errorf("%s: a first request denied", name)
 			}
 		}
-		stats, err := redisinfo.CommandStats(ctx, c)
+		calls, _, err := redisinfo.Totals(ctx, c)
 		if err != nil {
 			return err
-		}
-		var calls int64
-		for cmd, st := range stats {
-			if !redisinfo.Harness(cmd) {
-				calls += st.Calls
-			}
 		}
 		keysAfter, err := c.DBSize(ctx).Result()
 		if err != nil {

@@ -142,3 +142,20 @@ func Algorithms(limit int64, window time.Duration, subWindows int64) []algorithm
 	}
 	return algs
 }
+
+// Totals returns the calls and the µs of every command Redis ran since
+// CONFIG RESETSTAT but the harness's own (a script's time includes the
+// commands it runs, and its inner commands are counted as calls too).
+func Totals(ctx context.Context, c *redis.Client) (calls, usec int64, err error) {
+	stats, err := CommandStats(ctx, c)
+	if err != nil {
+		return 0, 0, err
+	}
+	for name, st := range stats {
+		if !Harness(name) {
+			calls += st.Calls
+			usec += st.Usec
+		}
+	}
+	return calls, usec, nil
+}
