@@ -98,6 +98,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Result, error) {
 // [1, the key's limit]: a larger n could never be admitted and fails with
 // algorithms.ErrCostExceedsLimit.
 func (l *Limiter) AllowN(ctx context.Context, key string, n int64) (Result, error) {
+	if l.limits == nil && n >= 1 && n <= l.maxCost {
+		return l.decideObserved(ctx, key, l.alg, n) // New checked alg, and so n
+	}
 	alg, err := l.checkedAlgorithmFor(ctx, key)
 	if err != nil {
 		return Result{}, err
@@ -291,9 +294,20 @@ func (l *Limiter) decideObserved(
 	if key == "" {
 		return Result{}, ErrEmptyKey
 	}
-	if l.observer == nil {
-		return l.decideStore(ctx, key, alg, cost)
+	if l.observer != nil {
+		return l.decideAndObserve(ctx, key, alg, cost)
 	}
+	return l.decideStore(ctx, key, alg, cost)
+}
+
+// decideAndObserve is decideStore, with the decision told to the observer:
+// apart, so that the path without one keeps a small stack frame.
+func (l *Limiter) decideAndObserve(
+	ctx context.Context,
+	key string,
+	alg algorithms.Algorithm,
+	cost int64,
+) (Result, error) {
 	start := time.Now()
 	res, err := l.decideStore(ctx, key, alg, cost)
 	e := decisionEvent(key, alg, cost, res, err)

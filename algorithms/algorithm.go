@@ -118,7 +118,9 @@ func (r Result) Charged() (Algorithm, int64) {
 // (Allowed false), with a cost below 1 or a nil alg, it does nothing.
 func (r *Result) SetCharged(alg Algorithm, cost int64) {
 	if r.Allowed && cost > 0 && alg != nil {
-		r.charge = charge{kind: alg.Kind(), params: alg.params(), cost: cost}
+		// Field by field: a copy of the whole charge, built on the stack,
+		// would stall reading back what was just written there.
+		r.charge.kind, r.charge.params, r.charge.cost = alg.Kind(), alg.params(), cost
 	}
 }
 

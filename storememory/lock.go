@@ -5,7 +5,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
 )
 
@@ -109,6 +111,15 @@ type hotEntry struct {
 	key string
 	w   algo.Words
 	tag int64
+}
+
+// denies decides a request of cost 1 for the hot entry's key at now as an
+// inspection, into res, and reports whether it was denied with the state
+// kept as it is: the Result of that request (see decideRequest).
+func (hot *hotEntry) denies(alg algorithms.Algorithm, now time.Time, res *algorithms.Result) bool {
+	var keeps bool
+	*res, keeps = algo.Inspect(alg, hot.w, hot.tag, now, -1)
+	return !res.Allowed && keeps
 }
 
 // lock takes the write lock, and forgets the hot entry, which the writer

@@ -72,12 +72,14 @@ type Store struct {
 	// sweeps and request-ID records go by (see elapsed).
 	clock interface{ Now() time.Time }
 	base  time.Time
+	// baseWall is base in Unix nanoseconds (see systemNow).
+	baseWall int64
 	// secret keys the digests of long keys (see kept).
 	secret [32]byte
 	// valid is the algorithm the store last found valid (algo.CheckKind
 	// and Validate), so that a limiter's calls, which repeat one
 	// algorithm, check only their cost and time (see check).
-	valid atomic.Pointer[algorithms.Algorithm]
+	valid atomic.Pointer[checked]
 }
 
 // tableID tells apart state that must never mix: the algorithm and its
@@ -105,6 +107,7 @@ func New(opts ...Option) *Store {
 	} else {
 		s.base = time.Now()
 	}
+	s.baseWall = s.base.UnixNano()
 	for i := range s.shards {
 		s.shards[i].sweepAfter.Store(minSweepOps)
 	}
@@ -150,6 +153,20 @@ func (s *Store) elapsed() time.Duration {
 func sweepAt(el, life time.Duration) uint32 {
 	at := (el + max(life, 0) + storecheck.ExpiryGrace + time.Second - 1) / time.Second
 	return uint32(min(at, math.MaxUint32))
+}
+
+// systemNow reads the system clock for a decision made at the zero now:
+// the wall time the store was made at, advanced by the process's monotonic
+// clock, as time.Time.Sub measures it, so that a step of the wall clock
+// neither frees nor freezes a quota, and one read of the monotonic clock
+// costs half of time.Now's. el is that elapsed time, or -1 when the store
+// has a clock of its own (WithClock), which elapsed then reads.
+func (s *Store) systemNow() (now time.Time, el time.Duration) {
+	if s.clock != nil {
+		return time.Now(), -1 // base is the store's clock's, not the system's
+	}
+	el = time.Since(s.base)
+	return time.Unix(0, s.baseWall+int64(el)), el
 }
 
 // elapsedOr returns el, or elapsed if el is -1.
@@ -202,7 +219,11 @@ func (s *Store) shard(h uint64) *shard { return &s.shards[h%shardCount] }
 // is set; nil if absent. Requires a read lock, or the write lock (lock) if
 // create is set.
 func (sh *shard) table(alg algorithms.Algorithm, seed maphash.Seed, create bool) *table {
-	id := idOf(alg)
+	return sh.tableOf(idOf(alg), alg, seed, create)
+}
+
+// tableOf is table for alg, whose kind and scope are id.
+func (sh *shard) tableOf(id tableID, alg algorithms.Algorithm, seed maphash.Seed, create bool) *table {
 	for _, t := range sh.tables {
 		if t.id == id {
 			return t
@@ -238,9 +259,14 @@ type cursor struct {
 // find looks ns:key up in alg's table, creating the table if create is
 // set. Requires a read lock, or the write lock if create is set.
 func (sh *shard) find(h uint64, ns, key string, alg algorithms.Algorithm, seed maphash.Seed, create bool) cursor {
-	c := cursor{t: sh.table(alg, seed, create), alg: alg, h: h, ns: ns, key: key, pos: -1}
-	if c.t != nil {
-		c.slot, c.pos = c.t.find(h, ns, key)
+	return sh.findIn(sh.table(alg, seed, create), h, ns, key, alg)
+}
+
+// findIn looks ns:key up in t, alg's table, if not nil.
+func (sh *shard) findIn(t *table, h uint64, ns, key string, alg algorithms.Algorithm) cursor {
+	c := cursor{t: t, alg: alg, h: h, ns: ns, key: key, pos: -1}
+	if t != nil {
+		c.slot, c.pos = t.find(h, ns, key)
 	}
 	return c
 }
@@ -276,6 +302,16 @@ func (c *cursor) keep(state algo.State, res algorithms.Result, now int64, el tim
 	c.t.keep(c, state, res, now, el)
 }
 
+// decide decides r on the cursor's state as algo.Decide does, and keeps
+// what it leaves: the step of a state that is not packed.
+func (c *cursor) decide(r *request, res *algorithms.Result) {
+	st := c.state(r.t)
+	changed := changes(r.alg, st, r.now, r.cost)
+	var state algo.State
+	state, *res = algo.Decide(r.alg, st, r.now, r.cost)
+	c.keep(state, *res, r.t, r.el, r.cost, changed)
+}
+
 // changes reports whether Decide(state, now, cost) of alg may change state
 // although cost is an inspection or a request of cost 1 that it denies
 // (algo.Keeps); it is not asked of other costs.
@@ -291,30 +327,29 @@ func changes(alg algorithms.Algorithm, state algo.State, now time.Time, cost int
 // store.ErrUnsupported; an invalid algorithm, cost or time wraps the
 // algorithms package's errors, as on every store.
 //
-// With the zero now, it reads the system clock once, for the decision and,
-// unless the store has a clock of its own (WithClock), for its own
-// bookkeeping (elapsed).
+// With the zero now, it reads the system clock once (systemNow), for the
+// decision and, unless the store has a clock of its own (WithClock), for
+// its own bookkeeping (elapsed).
 func (s *Store) Decide(
 	ctx context.Context,
 	key store.Key,
 	alg algorithms.Algorithm,
 	now time.Time,
 	cost int64,
-) (algorithms.Result, error) {
+) (res algorithms.Result, err error) {
 	if err := ctx.Err(); err != nil {
-		return algorithms.Result{}, err
+		return res, err
 	}
 	el := time.Duration(-1)
 	if now.IsZero() {
-		now = time.Now()
-		if s.clock == nil {
-			el = max(now.Sub(s.base), 0)
-		}
+		now, el = s.systemNow()
 	}
-	if err := s.check(alg, now, cost); err != nil {
-		return algorithms.Result{}, err
+	c, err := s.check(alg, now, cost)
+	if err != nil {
+		return res, err
 	}
-	return s.decideRequest(ctx, s.kept(key), alg, now, el, cost)
+	err = s.decideRequest(ctx, s.kept(key), c, now, el, cost, &res)
+	return res, err
 }
 
 // request is one decision's input on its way down to a shard and a table:
@@ -325,30 +360,45 @@ type request struct {
 	h       uint64
 	ns, key string
 	alg     algorithms.Algorithm
+	checked *checked
 	now     time.Time
 	t       int64
 	el      time.Duration
 	cost    int64
 }
 
+// checked is an algorithm the store found valid, with what its decisions
+// derive from it: its table's ID, and what its packed step derives
+// (algo.Derive), if it packs.
+type checked struct {
+	alg     algorithms.Algorithm
+	id      tableID
+	derived algo.Derived
+}
+
 // check is algo.CheckDecision, which validates alg only when it is not the
 // algorithm the store last found valid: one of package algorithms' types
-// (CheckKind), whose values compare, and equal to it.
-func (s *Store) check(alg algorithms.Algorithm, now time.Time, cost int64) error {
+// (CheckKind), whose values compare, and equal to it. It returns that
+// algorithm's checked record.
+func (s *Store) check(alg algorithms.Algorithm, now time.Time, cost int64) (*checked, error) {
 	if err := algo.CheckKind(alg); err != nil {
-		return err
+		return nil, err
 	}
-	if last := s.valid.Load(); last == nil || *last != alg {
+	c := s.valid.Load()
+	if c == nil || c.alg != alg {
 		if err := alg.Validate(); err != nil {
-			return err
+			return nil, err
 		}
-		valid := alg // its own variable, so that alg stays off the heap
-		s.valid.Store(&valid)
+		c = &checked{alg: alg, id: idOf(alg)}
+		if algo.Packs(alg) {
+			c.derived = algo.Derive(alg)
+		}
+		s.valid.Store(c)
 	}
 	if err := algo.CheckCost(alg, cost); err != nil {
-		return err
+		return nil, err
 	}
-	return algo.CheckTime(now)
+	return c, algo.CheckTime(now)
 }
 
 // Capabilities reports that the store decides at the now it is given and
@@ -362,15 +412,17 @@ func (s *Store) Capabilities() store.Capabilities {
 func (s *Store) decideRequest(
 	ctx context.Context,
 	key store.Key,
-	alg algorithms.Algorithm,
+	c *checked,
 	now time.Time,
 	el time.Duration,
 	cost int64,
-) (algorithms.Result, error) {
+	res *algorithms.Result,
+) error {
 	id, once, err := requestID(ctx, cost)
 	if err != nil {
-		return algorithms.Result{}, err
+		return err
 	}
+	alg := c.alg
 	h := s.hash(key.Namespace, key.Name)
 	sh := s.shard(h)
 	// An inspection changes nothing, and neither does a denial of cost 1
@@ -383,61 +435,73 @@ func (s *Store) decideRequest(
 	if cost == 1 && !once {
 		// A hot key's denial: the entry as it stood at the last write
 		// lock, which is the state now.
-		if hot := sh.hot.Load(); hot != nil && hot.t.id == idOf(alg) && matches(hot.key, key.Namespace, key.Name) {
-			if res, keeps := algo.Inspect(alg, hot.w, hot.tag, now, -1); !res.Allowed && keeps {
-				return res, nil // not counted (see tick)
-			}
+		if hot := sh.hot.Load(); hot != nil && hot.t.id == c.id && matches(hot.key, key.Namespace, key.Name) &&
+			hot.denies(alg, now, res) {
+			return nil // not counted (see tick)
 		}
 	}
-	r := request{h: h, ns: key.Namespace, key: key.Name, alg: alg, now: now, t: now.UnixNano(), el: el, cost: cost}
+	r := request{
+		h:       h,
+		ns:      key.Namespace,
+		key:     key.Name,
+		alg:     alg,
+		checked: c,
+		now:     now,
+		t:       now.UnixNano(),
+		el:      el,
+		cost:    cost,
+	}
 	if once {
 		r.el = s.elapsedOr(r.el)
-		return s.decideWithID(sh, &r, id), nil
+		s.decideWithID(sh, &r, id, res)
+		return nil
 	}
-	if cost <= 0 || cost == 1 && sh.denying.Load() {
-		rl := sh.rlock()
-		res, done, expired := sh.inspect(&r)
-		sh.runlock(rl)
-		if done {
-			s.sweepIfDue(sh, !expired)
-			return res, nil
-		}
+	if (cost <= 0 || cost == 1 && sh.denying.Load()) && s.decidedReading(sh, &r, res) {
+		return nil
 	}
 
 	r.el = s.elapsedOr(r.el)
 	sh.lock()
 	defer sh.unlock()
-	return sh.decideLocked(s.seed, &r), nil
+	sh.decideLocked(s.seed, &r, res)
+	return nil
+}
+
+// decidedReading decides r under the read lock if it can (see inspect),
+// and reports whether it did.
+func (s *Store) decidedReading(sh *shard, r *request, res *algorithms.Result) bool {
+	rl := sh.rlock()
+	var done, expired bool
+	*res, done, expired = sh.inspect(r)
+	sh.runlock(rl)
+	if done {
+		s.sweepIfDue(sh, !expired)
+	}
+	return done
 }
 
 // decideWithID decides a request with a request ID that charges: the first
 // admission with the ID, or a decision that it records if it admits. Not
 // in decideRequest, whose one deferred unlock stays open-coded.
-func (s *Store) decideWithID(sh *shard, r *request, id string) algorithms.Result {
-	k := onceKey{t: idOf(r.alg), op: onceDecide, key: store.Key{Namespace: r.ns, Name: r.key}.String(), id: id}
+func (s *Store) decideWithID(sh *shard, r *request, id string, res *algorithms.Result) {
+	k := onceKey{t: r.checked.id, op: onceDecide, key: store.Key{Namespace: r.ns, Name: r.key}.String(), id: id}
 	sh.lock()
 	defer sh.unlock()
 	if rec, ok := sh.once.find(k, r.el); ok {
-		return rec.results[0]
+		*res = rec.results[0]
+		return
 	}
-	res := sh.decideLocked(s.seed, r)
+	sh.decideLocked(s.seed, r, res)
 	if res.Allowed {
-		sh.once.keep(k, r.el, 0, res)
+		sh.once.keep(k, r.el, 0, *res)
 	}
-	return res
 }
 
-// decideLocked decides under the write lock.
-func (sh *shard) decideLocked(seed maphash.Seed, r *request) algorithms.Result {
-	c := sh.find(r.h, r.ns, r.key, r.alg, seed, true)
-	var res algorithms.Result
-	packed := r.cost >= 1 && c.t.stepPacked(&c, r, &res)
-	if !packed {
-		st := c.state(r.t)
-		changed := changes(r.alg, st, r.now, r.cost)
-		var state algo.State
-		state, res = algo.Decide(r.alg, st, r.now, r.cost)
-		c.keep(state, res, r.t, r.el, r.cost, changed)
+// decideLocked decides under the write lock, writing the Result into res.
+func (sh *shard) decideLocked(seed maphash.Seed, r *request, res *algorithms.Result) {
+	c := sh.findIn(sh.tableOf(r.checked.id, r.alg, seed, true), r.h, r.ns, r.key, r.alg)
+	if packed := r.cost >= 1 && c.t.stepPacked(&c, r, res); !packed {
+		c.decide(r, res)
 	}
 	if d := !res.Allowed; r.cost == 1 && sh.denying.Load() != d {
 		sh.denying.Store(d)
@@ -445,7 +509,6 @@ func (sh *shard) decideLocked(seed maphash.Seed, r *request) algorithms.Result {
 	if sh.tick(false) {
 		sh.sweep(r.el)
 	}
-	return res
 }
 
 // inspect decides a cost <= 0, or a cost of 1 as an inspection of cost -1,
@@ -458,7 +521,7 @@ func (sh *shard) decideLocked(seed maphash.Seed, r *request) algorithms.Result {
 func (sh *shard) inspect(r *request) (res algorithms.Result, done, expired bool) {
 	h, ns, key, alg, t, now, cost := r.h, r.ns, r.key, r.alg, r.t, r.now, r.cost
 	ask := min(cost, -cost)
-	tb, pos := sh.table(alg, maphash.Seed{}, false), -1
+	tb, pos := sh.tableOf(r.checked.id, alg, maphash.Seed{}, false), -1
 	if tb != nil {
 		_, pos = tb.find(h, ns, key)
 	}

@@ -35,11 +35,6 @@ type table struct {
 	// decision leaves one spare.
 	scratch algo.State
 	seed    maphash.Seed
-	// derived is what the packed step of derivedFor derives from its
-	// parameters (algo.Derive), kept for the decisions of the algorithm
-	// last seen; it requires the write lock.
-	derivedFor algorithms.Algorithm
-	derived    algo.Derived
 
 	// index slots are 0 when empty, and otherwise an entry's position plus
 	// 1 in the low bits (below len(index), a power of 2) and its hash's
@@ -289,7 +284,7 @@ func (t *table) keep(c *cursor, state algo.State, res algorithms.Result, now int
 	if pos < 0 {
 		pos = t.insert(slot, c.h, c.ns, c.key)
 	}
-	life := keptFor(res, now)
+	life := keptFor(&res, now)
 	e := t.at(pos)
 	if t.packer != nil {
 		w, tag, ok := algo.Pack(t.packer, state)
@@ -357,15 +352,11 @@ func (t *table) stepPacked(c *cursor, r *request, res *algorithms.Result) (ok bo
 		// As state: a state stops counting at its expiry.
 		w, has = e.w, e.w[0]*1000 > tn
 	}
-	if t.derivedFor != alg {
-		t.derivedFor, t.derived = alg, algo.Derive(alg)
-	}
 	var in *algo.Words
 	if has {
 		in = &w
 	}
-	nw, tag, decided, ok := algo.DecidePacked(alg, &t.derived, in, t.tag, now, cost)
-	*res = decided
+	nw, tag, ok := algo.DecidePacked(alg, &r.checked.derived, in, t.tag, now, cost, res)
 	if !ok || t.tagged && tag != t.tag || nw[0] < 0 || nw[0] > maxPacked {
 		return false
 	}
@@ -382,7 +373,7 @@ func (t *table) stepPacked(c *cursor, r *request, res *algorithms.Result) (ok bo
 	if b := t.box(pos, false); b != nil {
 		*b = nil
 	}
-	*t.sweepAt(pos) = sweepAt(el, keptFor(*res, tn))
+	*t.sweepAt(pos) = sweepAt(el, keptFor(res, tn))
 	return true
 }
 
@@ -392,7 +383,7 @@ func (t *table) stepPacked(c *cursor, r *request, res *algorithms.Result) (ok bo
 // is made at: a state that counts nothing may still hold a later time than
 // now (the latest a log was decided at, a fixed window's start), and a
 // stale reading must still find it.
-func keptFor(res algorithms.Result, now int64) time.Duration {
+func keptFor(res *algorithms.Result, now int64) time.Duration {
 	return max(res.ResetAfter, time.Duration(res.At.UnixNano()-now))
 }
 

@@ -32,7 +32,10 @@ type Words [2]int64
 
 // Derived is what a packed step derives from its algorithm's parameters:
 // see Derive.
-type Derived [7]int64
+type Derived struct {
+	bucket   bucket
+	capacity span // bucket.times(bucket.burst)
+}
 
 // Scope is the part of an algorithm's parameters that gives its state its
 // meaning: the window of FixedWindow, SlidingLog and SlidingWindow (with
@@ -357,7 +360,8 @@ func Derive(a algorithms.Algorithm) Derived { return derive(a) }
 // State of its own: it allocates nothing. d is Derive(a), and cost is at
 // least 1. ok is false when the decision leaves no state, or one that has
 // no packed form; the store then decides with Decide instead, on the same
-// input, with the same Result. a must pack (Packs).
+// input, with the same Result, which it writes into res. a must pack
+// (Packs).
 func DecidePacked(
 	a algorithms.Algorithm,
 	d *Derived,
@@ -365,12 +369,13 @@ func DecidePacked(
 	tag int64,
 	now time.Time,
 	cost int64,
-) (_ Words, _ int64, res algorithms.Result, ok bool) {
+	res *algorithms.Result,
+) (_ Words, _ int64, ok bool) {
 	switch alg := a.(type) {
 	case algorithms.GCRA, algorithms.TokenBucket:
-		nw, ntag, ok := derivedBucket(d).stepPacked(w, tag, now, cost, &res)
+		nw, ntag, ok := d.stepPacked(w, tag, now, cost, res)
 		res.SetCharged(a, cost)
-		return nw, ntag, res, ok
+		return nw, ntag, ok
 	case algorithms.FixedWindow:
 		var st, spare fixedWindowState
 		var in *fixedWindowState
@@ -378,14 +383,15 @@ func DecidePacked(
 			st = fixedWindowState{Start: w[0] - int64(alg.Window/time.Microsecond), Count: w[1]}
 			in = &st
 		}
-		out := fixedWindow(alg).stepInto(in, &spare, now, cost, &res)
+		out := fixedWindow(alg).stepInto(in, &spare, now, cost, res)
 		res.SetCharged(a, cost)
 		if out == nil || out.Start < 0 {
-			return Words{}, 0, res, false
+			return Words{}, 0, false
 		}
-		return Words{out.Start + int64(alg.Window/time.Microsecond), out.Count}, 0, res, true
+		return Words{out.Start + int64(alg.Window/time.Microsecond), out.Count}, 0, true
 	}
-	return Words{}, 0, res, false
+	*res = algorithms.Result{}
+	return Words{}, 0, false
 }
 
 // ScopeOf is what, beside the kind's name, tells apart the state a reads

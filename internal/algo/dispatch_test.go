@@ -64,8 +64,9 @@ func TestEveryKindDecides(t *testing.T) {
 				t.Errorf("Inspect = %+v", res)
 			}
 			d := algo.Derive(alg)
-			if _, _, res, ok := algo.DecidePacked(alg, &d, &w, tag, t0, 1); !ok || res.Remaining != 8 {
-				t.Errorf("DecidePacked = %+v, %v", res, ok)
+			var packed algorithms.Result
+			if _, _, ok := algo.DecidePacked(alg, &d, &w, tag, t0, 1, &packed); !ok || packed.Remaining != 8 {
+				t.Errorf("DecidePacked = %+v, %v", packed, ok)
 			}
 		})
 	}

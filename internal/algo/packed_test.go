@@ -167,7 +167,8 @@ func TestPackRoundTrip(t *testing.T) {
 					d := algo.Derive(alg)
 					for _, cost := range []int64{1, 2, algo.MaxCost(alg)} {
 						after, want := algo.Decide(alg, algo.Unpack(alg, w, tag, nil), now, cost)
-						gw, gtag, got, ok := algo.DecidePacked(alg, &d, &w, tag, now, cost)
+						var got algorithms.Result
+						gw, gtag, ok := algo.DecidePacked(alg, &d, &w, tag, now, cost, &got)
 						if got != want {
 							t.Fatalf("DecidePacked(%v, cost %d) = %+v, Decide: %+v", now, cost, got, want)
 						}
@@ -195,7 +196,8 @@ func TestPackRoundTrip(t *testing.T) {
 					d := algo.Derive(alg)
 					now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 					after, want := algo.Decide(alg, nil, now, 1)
-					gw, gtag, got, ok := algo.DecidePacked(alg, &d, nil, 0, now, 1)
+					var got algorithms.Result
+					gw, gtag, ok := algo.DecidePacked(alg, &d, nil, 0, now, 1, &got)
 					ww, wtag, wok := algo.Pack(alg, after)
 					if got != want || ok != wok || gw != ww || gtag != wtag {
 						t.Fatalf(
