@@ -2,6 +2,7 @@ package scripts
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"testing"
@@ -16,7 +17,10 @@ import (
 
 // BenchmarkBatchScript runs each kind's batch script (decide_batch.lua) on
 // its own redis-server, one call of 12 decisions of cost 1 per iteration,
-// 1,000 per minute per key, at Redis's TIME, from one client: on a new key
+// 1,000 per minute per key, at Redis's TIME, from one client, as a store
+// on go-redis's default client sends it (writer=records: each call names
+// its writer, and each key it writes keeps the call's record; see rec.lua)
+// and as one on a client that never resends (writer=none): on a new key
 // for each decision (keys=new: every decision an admission that creates
 // its key), on 5,000 keys in turn (keys=5000: admissions that rewrite a
 // state), or on one key (keys=1: nearly every decision a denial). It
@@ -34,10 +38,8 @@ func BenchmarkBatchScript(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(srv.Stop)
-	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
 	b.Cleanup(func() { c.Close() })
-	const batch = 12
 	for _, k := range algorithms.Kinds() {
 		alg, err := algo.Nominal(k, 1000, time.Minute, 6)
 		if err != nil {
@@ -63,33 +65,73 @@ func BenchmarkBatchScript(b *testing.B) {
 			{"5000", func(n int) string { return fmt.Sprint(n % 5000) }},
 			{"1", func(int) string { return "hot" }},
 		} {
-			b.Run("alg="+k.String()+"/keys="+keys.name, func(b *testing.B) {
-				if err := c.FlushAll(ctx).Err(); err != nil {
-					b.Fatal(err)
-				}
-				if err := c.ConfigResetStat(ctx).Err(); err != nil {
-					b.Fatal(err)
-				}
-				cpu := redisCPU(b, c)
-				n := 0
-				rkeys := make([]string, batch)
-				args := append([]any{"", 0, 1, len(params)}, params...)
-				for range batch {
-					args = append(args, 1, 1, 0) // the first set, cost 1, no once key
-				}
-				for b.Loop() {
-					for i := range rkeys {
-						rkeys[i] = "ratewise:" + k.String() + ":bench:{user:" + keys.of(n) + "}"
-						n++
+			for _, records := range []bool{true, false} {
+				name := "alg=" + k.String() + "/keys=" + keys.name + "/writer=none"
+				if records {
+					if !OneString(k) {
+						continue // a store sends a writer only for these
 					}
-					if err := sc.Run(ctx, c, rkeys, args...).Err(); err != nil {
-						b.Fatal(err)
-					}
+					name = "alg=" + k.String() + "/keys=" + keys.name + "/writer=records"
 				}
-				reportRedisMicros(b, c, batch, cpu)
-			})
+				b.Run(name, func(b *testing.B) { benchBatch(b, c, sc, k, params, keys.of, records) })
+			}
 		}
 	}
+}
+
+// benchHorizon is how long records and once keys live, in µs: a store's on
+// go-redis's default client (storeredis's resendHorizon).
+const benchHorizon = 142_500_000
+
+// benchWriter returns the writer of a store's call number seq, with no
+// deadline (rec.lua).
+func benchWriter(seq uint64) string {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	return "benchid!" + string(b[1:]) + string(make([]byte, 7))
+}
+
+// benchBatch is one BenchmarkBatchScript case: k's batch script sc, with
+// params, on the keys of(n) names.
+func benchBatch(
+	b *testing.B,
+	c *redis.Client,
+	sc *redis.Script,
+	k *algorithms.Kind,
+	params []any,
+	of func(n int) string,
+	records bool,
+) {
+	ctx := context.Background()
+	const batch = 12
+	if err := c.FlushAll(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		b.Fatal(err)
+	}
+	cpu := redisCPU(b, c)
+	n := 0
+	rkeys := make([]string, batch)
+	args := append([]any{"", benchHorizon, "", 1, len(params)}, params...)
+	for range batch {
+		args = append(args, 1, 1, 0) // the first set, cost 1, no once key
+	}
+	seq := uint64(0)
+	for b.Loop() {
+		for i := range rkeys {
+			rkeys[i] = "ratewise:" + k.String() + ":bench:{user:" + of(n) + "}"
+			n++
+		}
+		if records {
+			seq++
+			args[2] = benchWriter(seq)
+		}
+		if err := sc.Run(ctx, c, rkeys, args...).Err(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportRedisMicros(b, c, batch, cpu)
 }
 
 // reportRedisMicros reports redis-µs/decision, the usec of EVALSHA and
@@ -187,7 +229,7 @@ func BenchmarkSetBatchScript(b *testing.B) {
 		b.Fatal(err)
 	}
 	p := algo.ParamsOf(pair[0])
-	args := []any{"", 0, 1, 3, p.Limit, p.Window.Microseconds(), p.Burst} // one parameter set of three
+	args := []any{"", 0, "", 1, 3, p.Limit, p.Window.Microseconds(), p.Burst} // no writer, one set of three
 	for range batch {
 		args = append(args, 1, 1, 0) // the first set, cost 1, no once key
 	}
