@@ -35,12 +35,22 @@ const (
 )
 
 // sweepMargin is how long past its expiry a row stays before a sweep may
-// delete it. A decision reads the server's clock before it meets a key's
-// row, and if the row is deleted while the decision waits for its lock,
-// PostgreSQL inserts the decision made at that clock reading on no state:
-// the margin keeps a row a sweep deletes from having counted at any
-// reading a waiting decision can hold, for waits shorter than it.
-const sweepMargin = time.Second
+// delete it: a key idle that long.
+//
+// A decision reads the server's clock before it meets a key's row, and if
+// the row is deleted while the decision waits for its lock, PostgreSQL
+// inserts the decision made at that clock reading on no state: the margin
+// keeps a row a sweep deletes from having counted at any reading a waiting
+// decision can hold, for waits shorter than it. Beyond that, a key decided
+// again soon after its state expires (a short window's, a fast bucket's)
+// is cheaper updated in place than deleted and inserted again; and a sweep
+// holds the rows it deletes locked until it commits, so that a shared
+// transaction that needs one of them waits for the sweep, with every
+// decision in it: with a margin of a second, sweeps kept meeting such
+// keys, and shared transactions their locks (see "Expiry" in
+// docs/postgres.md). The cost is the rows of up to 10 s of keys that came
+// and went.
+const sweepMargin = 10 * time.Second
 
 type sweeper struct {
 	writes  atomic.Uint64

@@ -12,10 +12,11 @@ import (
 )
 
 // TestSweepDeletesOnlyExpired writes 2,000 keys, marks every other row
-// expired on the server's clock, and sweeps the table from its first page
-// to its last: the expired rows go, every other row stays and still
-// decides as before. It runs on a server of its own, whose table holds
-// only its rows.
+// expired on the server's clock a minute ago, and a tenth of the rest 5
+// seconds ago, within the sweeps' margin of 10 seconds, and sweeps the
+// table from its first page to its last: the rows a minute past their
+// expiry go, every other row stays and still decides as before. It runs on
+// a server of its own, whose table holds only its rows.
 func TestSweepDeletesOnlyExpired(t *testing.T) {
 	_, pool := ownServer(t)
 	ctx := context.Background()
@@ -27,11 +28,17 @@ func TestSweepDeletesOnlyExpired(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The rows of odd keys expired ten seconds ago, past the sweeps' margin.
-	tag, err := pool.Exec(ctx, `UPDATE ratewise.state SET expires = ratewise.now_us() - 10000000
+	// The rows of odd keys expired a minute ago, past the sweeps' margin.
+	tag, err := pool.Exec(ctx, `UPDATE ratewise.state SET expires = ratewise.now_us() - 60000000
 		WHERE (substring(convert_from(key, 'UTF8') FROM 'k(\d+)$')::int) % 2 = 1`)
 	if err != nil || tag.RowsAffected() != keys/2 {
 		t.Fatalf("marking rows expired: %v, %d rows", err, tag.RowsAffected())
+	}
+	// Keys 0, 20, 40, … expired 5 seconds ago: recently, within the margin.
+	tag, err = pool.Exec(ctx, `UPDATE ratewise.state SET expires = ratewise.now_us() - 5000000
+		WHERE (substring(convert_from(key, 'UTF8') FROM 'k(\d+)$')::int) % 20 = 0`)
+	if err != nil || tag.RowsAffected() != keys/20 {
+		t.Fatalf("marking rows expired recently: %v, %d rows", err, tag.RowsAffected())
 	}
 	var pages int64
 	if err := pool.QueryRow(
