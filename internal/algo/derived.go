@@ -40,7 +40,13 @@ func (d *Derived) stepPacked(
 
 // stepConverted is stepPacked on a state written under another rate count,
 // through the whole step.
-func (b bucket) stepConverted(w Words, tag int64, now time.Time, cost int64, res *algorithms.Result) (Words, int64, bool) {
+func (b bucket) stepConverted(
+	w Words,
+	tag int64,
+	now time.Time,
+	cost int64,
+	res *algorithms.Result,
+) (Words, int64, bool) {
 	var st, spare bucketState
 	unpackBucket(&st, w, tag)
 	out, _ := b.stepInto(&st, &spare, now, cost, 0, res)

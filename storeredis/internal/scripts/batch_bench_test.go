@@ -73,7 +73,7 @@ func BenchmarkBatchScript(b *testing.B) {
 					}
 					name = "alg=" + k.String() + "/keys=" + keys.name + "/writer=records"
 				}
-				b.Run(name, func(b *testing.B) { benchBatch(b, c, sc, k, params, keys.of, records) })
+				b.Run(name, func(b *testing.B) { benchBatch(b, c, sc, k, params, keys.of, records, 12) })
 			}
 		}
 	}
@@ -92,7 +92,7 @@ func benchWriter(seq uint64) string {
 }
 
 // benchBatch is one BenchmarkBatchScript case: k's batch script sc, with
-// params, on the keys of(n) names.
+// params, on the keys of(n) names, batch decisions per call.
 func benchBatch(
 	b *testing.B,
 	c *redis.Client,
@@ -101,9 +101,9 @@ func benchBatch(
 	params []any,
 	of func(n int) string,
 	records bool,
+	batch int,
 ) {
 	ctx := context.Background()
-	const batch = 12
 	if err := c.FlushAll(ctx).Err(); err != nil {
 		b.Fatal(err)
 	}
@@ -132,6 +132,69 @@ func benchBatch(
 		}
 	}
 	reportRedisMicros(b, c, batch, cpu)
+}
+
+// BenchmarkBatchSize runs GCRA's batch script as BenchmarkBatchScript does,
+// on 5,000 keys in turn (admissions that rewrite a state), with 1, 4, 12
+// and 48 decisions per call, with and without writers' records, so that a
+// call's own cost (what the script does before and after its decisions,
+// and EVALSHA itself) and a decision's separate: a call of n decisions
+// takes about call + n × decision. Beside them, the floor of any script:
+// EVALSHA of "return 1", then with Redis's TIME, then with a GET and a SET
+// of a 28-byte state, as one decision on a key of its own would make.
+//
+//	go test ./storeredis/internal/scripts -run XXX -bench BatchSize
+func BenchmarkBatchSize(b *testing.B) {
+	redistest.Require(b)
+	srv, err := redistest.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Stop)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	b.Cleanup(func() { c.Close() })
+	k := algorithms.GCRA{}.Kind()
+	alg, err := algo.Nominal(k, 1000, time.Minute, 6)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := algo.ParamsOf(alg)
+	params := []any{p.Limit, p.Window.Microseconds(), p.Burst}
+	sc, err := Batch(k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	of := func(n int) string { return fmt.Sprint(n % 5000) }
+	for _, batch := range []int{1, 4, 12, 48} {
+		for _, records := range []bool{true, false} {
+			name := fmt.Sprintf("floor=batch/decisions=%d/writer=none", batch)
+			if records {
+				name = fmt.Sprintf("floor=batch/decisions=%d/writer=records", batch)
+			}
+			b.Run(name, func(b *testing.B) { benchBatch(b, c, sc, k, params, of, records, batch) })
+		}
+	}
+	ctx := context.Background()
+	for _, f := range []struct{ name, src string }{
+		{"return", "return 1"},
+		{"time", "local t = redis.call('TIME') return 1"},
+		{"get-set", "local t = redis.call('TIME') local v = redis.call('GET', KEYS[1]) " +
+			"redis.call('SET', KEYS[1], '0123456789012345678901234567', 'PX', 60000) return 1"},
+	} {
+		sc := redis.NewScript(f.src)
+		b.Run("floor="+f.name, func(b *testing.B) {
+			if err := c.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			cpu := redisCPU(b, c)
+			for b.Loop() {
+				if err := sc.Run(ctx, c, []string{"floor"}).Err(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRedisMicros(b, c, 1, cpu)
+		})
+	}
 }
 
 // reportRedisMicros reports redis-µs/decision, the usec of EVALSHA and
