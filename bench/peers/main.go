@@ -20,7 +20,7 @@
 //
 // This is its own module, so the peers never enter ratewise's go.mod.
 //
-//	cd bench/peers && go run . [-quick] [-only GROUP]
+//	cd bench/peers && go run . [-quick] [-only GROUP] [-callers N]
 //
 // With -postgres, it runs the PostgreSQL comparison instead (postgres.go);
 // with -retries D, what retry safety costs Redis, D per row (retries.go).
@@ -62,8 +62,10 @@ var only string
 const (
 	perMinute = 1000
 	manyKeys  = 100_000
-	callers   = 64
 )
+
+// callers is how many goroutines decide at once (-callers).
+var callers = 64
 
 // contender is one limiter under test.
 type contender struct {
@@ -107,6 +109,7 @@ func main() {
 	)
 	flag.IntVar(&pgConns, "pgconns", 0, "with -postgres, the PostgreSQL pool's size; 0 for pgxpool's default")
 	flag.StringVar(&only, "only", "", "run only the groups whose name contains this, such as \"in memory\"")
+	flag.IntVar(&callers, "callers", callers, "how many goroutines decide at once")
 	retries := flag.Duration("retries", 0, "measure what retry safety costs Redis, each row for this long, instead")
 	maxmemory := flag.Int64("maxmemory", 0, "with -retries, Redis's maxmemory in bytes, with allkeys-lru")
 	flag.Parse()
@@ -160,12 +163,13 @@ func run(quick bool) error {
 
 	info, _ := admin.Info(ctx, "server").Result()
 	fmt.Printf(
-		"Redis %s, %d cores, %d callers, %v per cell, quota %d per minute per key; `cd bench/peers && go run .`\n\n",
+		"Redis %s, %d cores, %d callers, %v per cell, quota %d per minute per key; `cd bench/peers && go run . %s`\n\n",
 		redisinfo.Field(info, "redis_version"),
 		runtime.NumCPU(),
 		callers,
 		d,
 		perMinute,
+		strings.Join(os.Args[1:], " "),
 	)
 	results := map[string]result{}
 	for _, c := range contenders {
