@@ -4,7 +4,8 @@
 // each ratewise row against each other row of its group:
 //
 //   - GCRA on Redis: ratewise as configured by default (coalescing and the
-//     deny cache), without the deny cache, and with neither, vs
+//     deny cache), without the deny cache, with neither, and on a client
+//     that never resends, vs
 //     go-redis/redis_rate, redis_rate over go-redis's auto-pipeliner, and
 //     throttled (CAS);
 //   - fixed window on Redis: ratewise vs ulule/limiter;
@@ -33,6 +34,7 @@ import (
 	"hash/maphash"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +60,10 @@ import (
 
 // only, when set, keeps the groups whose name contains it (-only).
 var only string
+
+// halfProfile, when set, is where halfDenied writes a CPU profile of each
+// limiter's run: this prefix, then the limiter's name (-halfprofile).
+var halfProfile string
 
 const (
 	perMinute = 1000
@@ -110,6 +116,12 @@ func main() {
 	flag.IntVar(&pgConns, "pgconns", 0, "with -postgres, the PostgreSQL pool's size; 0 for pgxpool's default")
 	flag.StringVar(&only, "only", "", "run only the groups whose name contains this, such as \"in memory\"")
 	flag.IntVar(&callers, "callers", callers, "how many goroutines decide at once")
+	flag.StringVar(
+		&halfProfile,
+		"halfprofile",
+		"",
+		"write a CPU profile of each limiter's run on the hot key about half denied to this prefix + its name",
+	)
 	retries := flag.Duration("retries", 0, "measure what retry safety costs Redis, each row for this long, instead")
 	maxmemory := flag.Int64("maxmemory", 0, "with -retries, Redis's maxmemory in bytes, with allkeys-lru")
 	flag.Parse()
@@ -238,7 +250,12 @@ func halfDenied(ctx context.Context, admin *redis.Client, c contender, d time.Du
 	}
 	admin.FlushAll(ctx)
 	admin.ConfigResetStat(ctx)
+	stop, err := startProfile(halfProfile, c.name)
+	if err != nil {
+		return err
+	}
 	run := loadgen.Drive(callers, []string{"half:hot"}, d, func(key string) (bool, error) { return half(ctx, key) })
+	stop()
 	r.perSecHalf = float64(run.Decisions) / d.Seconds()
 	r.deniedHalf = float64(run.Denied) / float64(max(run.Decisions, 1))
 	r.p99Half = run.P99
@@ -246,6 +263,27 @@ func halfDenied(ctx context.Context, admin *redis.Client, c contender, d time.Du
 	_, usec := commands(ctx, admin)
 	r.serverMicrosHalf = float64(usec) / float64(max(run.Decisions, 1))
 	return nil
+}
+
+// startProfile starts a CPU profile written to prefix + name, spaces and
+// commas made dashes, and returns what stops it; with no prefix it does
+// nothing.
+func startProfile(prefix, name string) (stop func(), err error) {
+	if prefix == "" {
+		return func() {}, nil
+	}
+	f, err := os.Create(prefix + strings.NewReplacer(" ", "-", ",", "").Replace(name) + ".prof")
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }
 
 func build(rdb *redis.Client) ([]contender, error) {
@@ -292,6 +330,26 @@ func build(rdb *redis.Client) ([]contender, error) {
 		cs = append(cs, contender{group: "GCRA on Redis", name: v.name, ratewise: true,
 			allow: allowOf(l), redisKey: rwKey(rwGCRA.Algorithm()), atRate: gcraAt(v.opts...)})
 	}
+	// The same on a client that never resends (MaxRetries: -1): no
+	// writers' records, and no gate that keeps a key to one script call in
+	// flight (docs/redis.md, "Retries and request IDs").
+	once := redis.NewClient(&redis.Options{Addr: rdb.Options().Addr, PoolSize: 2 * callers, MaxRetries: -1})
+	onceAt := func(perSecond int64) (func(context.Context, string) (bool, error), error) {
+		l, err := ratewise.New(
+			storeredis.New(once),
+			algorithms.GCRA{Rate: algorithms.PerSecond(perSecond), Burst: max(perSecond/100, 1)},
+		)
+		if err != nil {
+			return nil, err
+		}
+		return allowOf(l), nil
+	}
+	onceGCRA, err := ratewise.New(storeredis.New(once), rwGCRA.Algorithm())
+	if err != nil {
+		return nil, err
+	}
+	cs = append(cs, contender{group: "GCRA on Redis", name: "ratewise GCRA, MaxRetries -1", ratewise: true,
+		allow: allowOf(onceGCRA), redisKey: rwKey(rwGCRA.Algorithm()), atRate: onceAt})
 	rr := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.Limit{Rate: perMinute, Burst: perMinute, Period: time.Minute}
 	rrAt := func(rr *redis_rate.Limiter) func(int64) (func(context.Context, string) (bool, error), error) {
