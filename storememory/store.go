@@ -72,8 +72,6 @@ type Store struct {
 	// sweeps and request-ID records go by (see elapsed).
 	clock interface{ Now() time.Time }
 	base  time.Time
-	// baseWall is base in Unix nanoseconds (see systemNow).
-	baseWall int64
 	// secret keys the digests of long keys (see kept).
 	secret [32]byte
 	// valid is the algorithm the store last found valid (algo.CheckKind
@@ -107,7 +105,6 @@ func New(opts ...Option) *Store {
 	} else {
 		s.base = time.Now()
 	}
-	s.baseWall = s.base.UnixNano()
 	for i := range s.shards {
 		s.shards[i].sweepAfter.Store(minSweepOps)
 	}
@@ -155,18 +152,20 @@ func sweepAt(el, life time.Duration) uint32 {
 	return uint32(min(at, math.MaxUint32))
 }
 
-// systemNow reads the system clock for a decision made at the zero now:
-// the wall time the store was made at, advanced by the process's monotonic
-// clock, as time.Time.Sub measures it, so that a step of the wall clock
-// neither frees nor freezes a quota, and one read of the monotonic clock
-// costs half of time.Now's. el is that elapsed time, or -1 when the store
-// has a clock of its own (WithClock), which elapsed then reads.
+// systemNow reads the system clock for a decision made at the zero now,
+// as every other call of the store does (storecheck.Now), and the time
+// since the store was made on its own clock, el, or -1 when the store has
+// a clock of its own (WithClock), which elapsed then reads. A clock of
+// the store's own making (its wall time at New advanced by the monotonic
+// clock) would be cheaper to read, but would drift from time.Now after a
+// wall-clock step or a suspend, and a refund or a booking made at
+// time.Now would then meet states written at the other clock.
 func (s *Store) systemNow() (now time.Time, el time.Duration) {
+	now = time.Now()
 	if s.clock != nil {
-		return time.Now(), -1 // base is the store's clock's, not the system's
+		return now, -1
 	}
-	el = time.Since(s.base)
-	return time.Unix(0, s.baseWall+int64(el)), el
+	return now, max(now.Sub(s.base), 0)
 }
 
 // elapsedOr returns el, or elapsed if el is -1.
