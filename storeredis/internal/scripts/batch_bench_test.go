@@ -32,14 +32,7 @@ import (
 //
 //	go test ./storeredis/internal/scripts -run XXX -bench BatchScript
 func BenchmarkBatchScript(b *testing.B) {
-	redistest.Require(b)
-	srv, err := redistest.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Stop)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	b.Cleanup(func() { c.Close() })
+	c := benchServer(b)
 	for _, k := range algorithms.Kinds() {
 		alg, err := algo.Nominal(k, 1000, time.Minute, 6)
 		if err != nil {
@@ -145,14 +138,7 @@ func benchBatch(
 //
 //	go test ./storeredis/internal/scripts -run XXX -bench BatchSize
 func BenchmarkBatchSize(b *testing.B) {
-	redistest.Require(b)
-	srv, err := redistest.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Stop)
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	b.Cleanup(func() { c.Close() })
+	c := benchServer(b)
 	k := algorithms.GCRA{}.Kind()
 	alg, err := algo.Nominal(k, 1000, time.Minute, 6)
 	if err != nil {
@@ -195,6 +181,20 @@ func BenchmarkBatchSize(b *testing.B) {
 			reportRedisMicros(b, c, 1, cpu)
 		})
 	}
+}
+
+// benchServer starts a redis-server of the benchmark's own, stopped when it
+// ends, and returns a client of it.
+func benchServer(b *testing.B) *redis.Client {
+	redistest.Require(b)
+	srv, err := redistest.Start()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Stop)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	b.Cleanup(func() { c.Close() })
+	return c
 }
 
 // reportRedisMicros reports redis-µs/decision, the usec of EVALSHA and
@@ -266,15 +266,8 @@ func redisCPU(b *testing.B, c *redis.Client) float64 {
 //
 //	go test ./storeredis/internal/scripts -run XXX -bench SetBatchScript -count 3
 func BenchmarkSetBatchScript(b *testing.B) {
-	redistest.Require(b)
-	srv, err := redistest.Start()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(srv.Stop)
+	c := benchServer(b)
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	b.Cleanup(func() { c.Close() })
 	const batch = 12
 	pair := []algorithms.Algorithm{
 		algorithms.GCRA{Rate: algorithms.PerMinute(1000), Burst: 1000},
