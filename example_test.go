@@ -3,10 +3,14 @@ package ratewise_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
+	"github.com/ratewise/ratewise/httplimit"
 	"github.com/ratewise/ratewise/ratewisetest"
 	"github.com/ratewise/ratewise/storememory"
 )
@@ -194,4 +198,41 @@ func ExampleMultiKey() {
 	// cat: allowed=true
 	// dan: allowed=false
 	// dan's own limit was not charged: true
+}
+
+// A limit per user and a global one in front of an http.Handler: 100
+// requests a minute per user and 1,000 a minute for everyone, each named
+// in the RateLimit headers. A request one limit denies charges neither.
+func ExampleMultiKey_http() {
+	s := storememory.New()
+	perUser, err := ratewise.New(s, algorithms.SlidingLog{Limit: 100, Window: time.Minute}, ratewise.WithNamespace("api.per-user"))
+	if err != nil {
+		panic(err)
+	}
+	global, err := ratewise.New(s, algorithms.CompactLog{Limit: 1000, Window: time.Minute}, ratewise.WithNamespace("api.global"))
+	if err != nil {
+		panic(err)
+	}
+	multi, err := ratewise.NewMultiKey(perUser, global)
+	if err != nil {
+		panic(err)
+	}
+	user := func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }
+	everyone := func(*http.Request) (string, error) { return "all", nil }
+	mw, err := httplimit.NewMultiKey(multi, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
+		httplimit.WithQuotaName("per-user", "global"))
+	if err != nil {
+		panic(err)
+	}
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "hello") }))
+
+	r := httptest.NewRequest("GET", "/hello", nil)
+	r.Header.Set("X-User", "alice")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	fmt.Println("RateLimit-Policy:", strings.Join(w.Header().Values("RateLimit-Policy"), ", "))
+	fmt.Println("RateLimit:", w.Header().Get("RateLimit"))
+	// Output:
+	// RateLimit-Policy: "per-user";q=100;w=60, "global";q=1000;w=60
+	// RateLimit: "per-user";r=99;t=60
 }

@@ -118,11 +118,11 @@ func ExampleNewMultiKey() {
 		panic(err)
 	}
 	// A key for each limiter, in the MultiKey's order: the user's, and one
-	// for every request.
+	// for every request; and a name for each in the RateLimit fields.
 	user := func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }
 	everyone := func(*http.Request) (string, error) { return "all", nil }
 	mw, err := httplimit.NewMultiKey(multi, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
-		httplimit.WithNoKey(http.StatusUnauthorized))
+		httplimit.WithQuotaName("per-user", "global"), httplimit.WithNoKey(http.StatusUnauthorized))
 	if err != nil {
 		panic(err)
 	}
@@ -148,10 +148,10 @@ func ExampleNewMultiKey() {
 		)
 	}
 	// Output:
-	// RateLimit-Policy: "default-1";q=2;w=60, "default-2";q=3;w=60
-	// alice 200 RateLimit: "default-1";r=1;t=60 Retry-After: ""
-	// alice 200 RateLimit: "default-1";r=0;t=60 Retry-After: ""
-	// alice 429 RateLimit: "default-1";r=0;t=60 Retry-After: "60"
-	// bob   200 RateLimit: "default-2";r=0;t=60 Retry-After: ""
-	// carol 429 RateLimit: "default-2";r=0;t=60 Retry-After: "60"
+	// RateLimit-Policy: "per-user";q=2;w=60, "global";q=3;w=60
+	// alice 200 RateLimit: "per-user";r=1;t=60 Retry-After: ""
+	// alice 200 RateLimit: "per-user";r=0;t=60 Retry-After: ""
+	// alice 429 RateLimit: "per-user";r=0;t=60 Retry-After: "60"
+	// bob   200 RateLimit: "global";r=0;t=60 Retry-After: ""
+	// carol 429 RateLimit: "global";r=0;t=60 Retry-After: "60"
 }

@@ -1,16 +1,14 @@
 package httplimit
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
 	"strings"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/internal/keypart"
 )
 
 // A KeyFunc names the quota a request counts against: a user, a client
@@ -37,14 +35,14 @@ func ByUser(user func(r *http.Request) (id string, ok bool)) KeyFunc {
 		if !ok {
 			return "", fmt.Errorf("%w: no authenticated user", ErrNoKey)
 		}
-		return part("user", id), nil
+		return keypart.Pair("user", id), nil
 	}
 }
 
 // ByPath keys requests by their URL path, as the server received it.
 func ByPath() KeyFunc {
 	return func(r *http.Request) (string, error) {
-		return part("path", r.URL.Path), nil
+		return keypart.Pair("path", r.URL.Path), nil
 	}
 }
 
@@ -57,7 +55,7 @@ func ByPattern() KeyFunc {
 		if r.Pattern == "" {
 			return "", fmt.Errorf("%w: no ServeMux pattern; wrap the handler inside the mux", ErrNoKey)
 		}
-		return part("route", r.Pattern), nil
+		return keypart.Pair("route", r.Pattern), nil
 	}
 }
 
@@ -96,10 +94,6 @@ func FirstOf(keys ...KeyFunc) KeyFunc {
 	}
 }
 
-// maxValue is the longest escaped value kept as it is; a longer one is
-// replaced by its SHA-256, so that a 1 MB header cannot make a 1 MB key.
-const maxValue = 128
-
 // ByValue keys requests by a value of your own, such as an API key from a
 // header, encoded under label as this package's builders encode their
 // values. ok false means the request has no
@@ -116,40 +110,8 @@ func ByValue(label string, value func(r *http.Request) (string, bool)) KeyFunc {
 		if !ok {
 			return "", fmt.Errorf("%w: no %s", ErrNoKey, label)
 		}
-		return part(label, v), nil
+		return keypart.Pair(label, v), nil
 	}
-}
-
-// part encodes one "label:value" pair. Bytes other than letters, digits
-// and - . _ ~ / @ [ ] are percent-encoded, ':' and '%' included, so a value
-// can never forge a label boundary and escaped values are distinct exactly
-// when inputs are; a value too long to keep becomes '#' and its SHA-256 in
-// hex, and '#' never appears in an escaped value.
-func part(label, value string) string {
-	esc := escape(value)
-	if len(esc) > maxValue {
-		sum := sha256.Sum256([]byte(value))
-		esc = "#" + hex.EncodeToString(sum[:])
-	}
-	return label + ":" + esc
-}
-
-func escape(s string) string {
-	const hexDigits = "0123456789ABCDEF"
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
-			c == '-', c == '.', c == '_', c == '~', c == '/', c == '@', c == '[', c == ']':
-			b.WriteByte(c)
-		default:
-			b.WriteByte('%')
-			b.WriteByte(hexDigits[c>>4])
-			b.WriteByte(hexDigits[c&15])
-		}
-	}
-	return b.String()
 }
 
 // IPConfig says how ByIP finds the client's address.
@@ -252,15 +214,7 @@ func ByIP(cfg IPConfig) (KeyFunc, error) {
 				return "", fmt.Errorf("%w: no %s header from the proxy on %q", ErrNoKey, header, r.RemoteAddr)
 			}
 		}
-		bits := v4
-		if client.Is6() {
-			bits = v6
-		}
-		p, _ := client.Prefix(bits)
-		if bits == client.BitLen() {
-			return part("ip", client.String()), nil
-		}
-		return part("ip", p.String()), nil
+		return keypart.IP(client, v4, v6), nil
 	}, nil
 }
 
@@ -308,18 +262,11 @@ func trustedPrefix(s string) (netip.Prefix, error) {
 func unixSocket(s string) bool { return s == "@" || strings.HasPrefix(s, "/") || s == "" }
 
 func remoteAddr(s string) (netip.Addr, error) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return ap.Addr().Unmap().WithZone(""), nil
-	}
-	host := s
-	if h, _, err := net.SplitHostPort(s); err == nil {
-		host = h
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
+	a, ok := keypart.Host(s)
+	if !ok {
 		return netip.Addr{}, fmt.Errorf("%w: RemoteAddr %q is not an IP address", ErrNoKey, s)
 	}
-	return a.Unmap().WithZone(""), nil
+	return a, nil
 }
 
 // forwarded lists the addresses of every hop in the forwarding header, in

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/internal/keypart"
 )
 
 // Distinct inputs must never share a key: every combination of these
@@ -226,7 +227,7 @@ func TestByValueCannotForgeAnotherKey(t *testing.T) {
 	if errA != nil || errV != nil || a == v {
 		t.Fatalf("attacker %q (%v), victim %q (%v): want two distinct keys", a, errA, v, errV)
 	}
-	if want := "apikey:ip%3A192.0.2.10"; a != want || part("apikey", "ip:192.0.2.10") != want {
+	if want := "apikey:ip%3A192.0.2.10"; a != want || keypart.Pair("apikey", "ip:192.0.2.10") != want {
 		t.Fatalf("attacker's key %q, want %q", a, want)
 	}
 	if _, err := byAPIKey(victim); !errors.Is(err, ErrNoKey) {

@@ -34,45 +34,47 @@ import (
 
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/store"
+	"github.com/ratewise/ratewise/internal/failmode"
+	"github.com/ratewise/ratewise/internal/ratelimitheader"
 )
 
 // Middleware limits requests to an http.Handler. Create it with New,
 // NewStack or NewMultiKey; Route derives one with another limit for a route,
 // sharing the options. It is safe for simultaneous use by many goroutines.
 type Middleware struct {
-	limiter *ratewise.Limiter
-	set     *ratewise.Stack // instead of limiter, for NewStack
+	// decider holds the limits (a Limiter, a route's algorithm, a Stack or
+	// a MultiKey), the failure mode and the decision timeout, and decides
+	// each request as grpclimit's interceptors do.
+	decider failmode.Decider
 	key     KeyFunc
 	cost    func(*http.Request) (int64, error)
 	denied  func(http.ResponseWriter, *http.Request, ratewise.Result)
 	failed  func(http.ResponseWriter, *http.Request, error)
 	onError func(*http.Request, error)
-	// group, for NewMultiKey, limits instead of limiter, with its limiters
-	// on the keys groupKeys build, one for each, in place of key.
-	group         *ratewise.MultiKey
-	groupLimiters []*ratewise.Limiter
-	groupKeys     []KeyFunc
+	// groupKeys, for NewMultiKey, build a key for each of the MultiKey's
+	// limiters, in place of key.
+	groupKeys []KeyFunc
 	// keyOption reports that WithKey set key, which a MultiKey refuses.
 	keyOption bool
 	// observer hears of every degraded decision; nil for none.
 	observer func(context.Context, DegradedEvent)
 	policy   FailureMode
-	timeout  time.Duration
 	headers  headerSet
-	name     string
-	exempt   func(*http.Request) bool
-	dryRun   func(*http.Request, ratewise.Result)
+	// names are WithQuotaName's; quotas are each limit's name, quoted as
+	// the RateLimit fields carry it, and quota the DegradedEvent's Quota.
+	names  []string
+	quotas []string
+	quota  string
+	exempt func(*http.Request) bool
+	dryRun func(*http.Request, ratewise.Result)
 	// noKey answers a request its KeyFunc cannot name (ErrNoKey): with
 	// this status, by letting it through unlimited (NoKeyUnlimited), or,
 	// when unset (noKeyDefault), with the failure handler.
 	noKey int
 	// routes are the routes of a middleware from New (see Route), shared
-	// by its routes. A route's routeAlg is its limit, in place of the
-	// limiter's, and routeKey goes before every key it decides; both are
-	// unset on the middleware New returns.
+	// by its routes. A route's routeKey goes before every key it decides;
+	// it is unset on the middleware New returns.
 	routes   *routeTable
-	routeAlg algorithms.Algorithm
 	routeKey string
 }
 
@@ -95,9 +97,9 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.limiter = l
+	m.decider.Limiter = l
 	m.routes = &routeTable{byName: make(map[string]*Middleware)}
-	if err := m.policy.check(l); err != nil {
+	if err := m.finish(l); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -105,11 +107,12 @@ func New(l *ratewise.Limiter, opts ...Option) (*Middleware, error) {
 
 // NewStack returns a middleware that limits with every limit of set at once,
 // all or nothing (see ratewise.Stack), such as 10 per second AND 1,000 per
-// hour on one route. RateLimit-Policy lists every limit, named by
-// WithQuotaName's name and the limit's place in the set ("default-1",
-// "default-2", ...), and RateLimit reports the binding one: the one whose
-// wait a denied request has, or that has the least left. The options are
-// New's, except that Fallback, which needs one Limiter, is refused.
+// hour on one route. RateLimit-Policy lists every limit, under
+// WithQuotaName's names: one name per limit, in the set's order, or one
+// name numbered after it ("default-1", "default-2", ...); RateLimit reports
+// the binding one: the one whose wait a denied request has, or that has the
+// least left. The options are New's, except that Fallback, which needs one
+// Limiter, is refused.
 func NewStack(set *ratewise.Stack, opts ...Option) (*Middleware, error) {
 	if set == nil {
 		return nil, fmt.Errorf("httplimit: nil set: %w", ratewise.ErrInvalidConfig)
@@ -118,16 +121,10 @@ func NewStack(set *ratewise.Stack, opts ...Option) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := m.policy.(fallback); ok {
-		return nil, fmt.Errorf(
-			"httplimit: Fallback needs a Limiter; a Stack fails closed or open: %w",
-			ratewise.ErrInvalidConfig,
-		)
-	}
-	if err := m.policy.check(nil); err != nil {
+	m.decider.Stack = set
+	if err := m.finish(nil); err != nil {
 		return nil, err
 	}
-	m.set = set
 	return m, nil
 }
 
@@ -138,15 +135,15 @@ func newMiddleware(opts []Option) (*Middleware, error) {
 		key:     byIP,
 		cost:    func(*http.Request) (int64, error) { return 1, nil },
 		policy:  FailClosed(http.StatusServiceUnavailable, time.Second),
-		timeout: defaultTimeout,
 		headers: headerSet{draft: true},
-		name:    "default",
+		names:   []string{"default"},
 		noKey:   noKeyDefault,
 		onError: func(r *http.Request, err error) {
 			slog.Default().
 				Warn("httplimit: could not rate-limit a request", "method", r.Method, "path", r.URL.Path, "err", err)
 		},
 	}
+	m.decider.Timeout = defaultTimeout
 	m.denied = m.writeDenied
 	m.failed = m.writeFailed
 	for _, o := range opts {
@@ -155,6 +152,21 @@ func newMiddleware(opts []Option) (*Middleware, error) {
 		}
 	}
 	return m, nil
+}
+
+// finish checks the failure mode for a middleware that limits with l, or
+// with the decider's Stack or MultiKey when l is nil, and names each limit.
+func (m *Middleware) finish(l *ratewise.Limiter) error {
+	mode, err := m.policy.failure().check(l)
+	if err != nil {
+		return err
+	}
+	m.decider.Mode = mode
+	if m.quotas, err = ratelimitheader.Names(m.names, m.decider.Limits()); err != nil {
+		return fmt.Errorf("httplimit: %w", err)
+	}
+	m.quota = ratelimitheader.Quota(m.names)
+	return nil
 }
 
 // Handler wraps next.
@@ -176,17 +188,19 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		var key string
 		var keys []string // a MultiKey's, in place of key
 		var err error
-		if m.group != nil {
+		if m.decider.Multi != nil {
 			keys, err = m.keysOf(r)
 		} else {
 			key, err = m.key(r)
 		}
 		if err != nil {
-			m.onError(r, err)
 			switch {
 			case !errors.Is(err, ErrNoKey) || m.noKey == noKeyDefault:
+				m.onError(r, err)
 				fail(err)
 			case m.noKey == NoKeyUnlimited || m.dryRun != nil:
+				// WithNoKey chose the answer: no failure, so the OnError
+				// hook does not hear of it.
 				next.ServeHTTP(w, r)
 			default:
 				http.Error(w, http.StatusText(m.noKey), m.noKey)
@@ -201,181 +215,41 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 			fail(err)
 			return
 		}
-		// The limits the headers describe: a Stack's, a route's, or the
-		// key's own (see ratewise.WithTiers), for a MultiKey each key's.
-		var algs []algorithms.Algorithm
-		switch {
-		case m.group != nil:
-			if algs, err = m.groupAlgorithms(r.Context(), keys); err != nil {
-				m.onError(r, err)
-				fail(err)
-				return
-			}
-		case m.set != nil:
-			algs = m.set.Algorithms()
-		case m.routeAlg != nil:
-			algs = []algorithms.Algorithm{m.routeAlg}
-		default:
-			alg, err := m.limiter.AlgorithmFor(r.Context(), key)
-			if err != nil {
-				m.onError(r, err)
-				fail(err)
-				return
-			}
-			algs = []algorithms.Algorithm{alg}
+		out := m.decider.Decide(r.Context(), key, keys, cost, func(err error) { m.onError(r, err) })
+		if out.Degraded && m.observer != nil {
+			m.observer(r.Context(), DegradedEvent{
+				Mode:    m.decider.Mode.Name(),
+				Allowed: out.Allowed,
+				Quota:   m.quota,
+				Err:     out.StoreErr,
+			})
 		}
-		d, err := m.decide(r.Context(), key, keys, algs, cost)
-		res := d.res
-		if err != nil {
-			switch {
-			case errors.Is(err, algorithms.ErrCostExceedsLimit):
-				// The request asked for more than the limit: 413, the
-				// client's error, not the server's.
-				fail(err)
-				return
-			case !m.storeFailure(r, err):
-				// Anything else is a bug or a misconfiguration, such as an
-				// algorithm the store cannot run or a clock out of range:
-				// the policy must not hide it.
-				m.onError(r, err)
-				fail(err)
+		switch out.Verdict {
+		case failmode.Fail:
+			if out.StoreFailed {
+				fail(&StoreError{Err: out.Err, policy: m.policy})
 				return
 			}
-			m.onError(r, err)
-			var ok bool
-			res, ok = m.policy.answer(r, key, cost, err) // a MultiKey takes no Fallback, the one policy that reads key
-			if m.observer != nil {
-				// Failing open answers with no Result, and lets the
-				// request through.
-				m.observer(r.Context(), DegradedEvent{
-					Mode:    m.policy.name(),
-					Allowed: ok && (res.Allowed || res == (ratewise.Result{})),
-					Quota:   m.name,
-					Err:     err,
-				})
-			}
-			if !ok {
-				fail(&StoreError{Err: err, policy: m.policy})
-				return
-			}
-			d = decision{res: res, results: []ratewise.Result{res}}
-			if res == (ratewise.Result{}) {
-				// Failed open: there is no decision to describe.
-				next.ServeHTTP(w, r)
-				return
-			}
+			// A cost above the limit is a 413; anything else a 500.
+			fail(out.Err)
+			return
+		case failmode.Unlimited:
+			// Failed open: there is no decision to describe.
+			next.ServeHTTP(w, r)
+			return
 		}
-		m.setHeaders(w.Header(), d, algs)
-		if !res.Allowed {
+		m.setHeaders(w.Header(), out.Decision, out.Algorithms)
+		if out.Verdict == failmode.Deny {
 			if m.dryRun != nil {
-				m.dryRun(r, res)
+				m.dryRun(r, out.Decision.Result)
 				next.ServeHTTP(w, r)
 				return
 			}
-			m.denied(w, r, res)
+			m.denied(w, r, out.Decision.Result)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// decision is what the middleware decided: the request's Result (for a
-// Stack or a MultiKey, the binding limit's), every limit's Result, and which of
-// them binds.
-type decision struct {
-	res     ratewise.Result
-	results []ratewise.Result
-	binding int
-}
-
-// decide runs the limiter, the Stack or the MultiKey, with the decision timeout
-// on its context. Every store honours its context (the store contract requires
-// it), so the call returns by the deadline; with the Redis store, given
-// the client settings docs/redis.md recommends.
-func (m *Middleware) decide(
-	parent context.Context,
-	key string,
-	keys []string,
-	algs []algorithms.Algorithm,
-	cost int64,
-) (decision, error) {
-	ctx := parent
-	if m.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(parent, m.timeout)
-		defer cancel()
-	}
-	d, err := m.run(ctx, key, keys, algs, cost)
-	switch {
-	case err == nil:
-		return d, nil
-	case ended(parent):
-		// The request's own context ended, not the store.
-		if err := parent.Err(); err != nil {
-			return decision{}, err
-		}
-		return decision{}, context.DeadlineExceeded
-	case ctx != parent && ended(ctx) && !errors.Is(err, store.ErrUnavailable):
-		if !errors.Is(err, context.DeadlineExceeded) {
-			err = fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
-		}
-		return decision{}, fmt.Errorf("%w: no decision within %v: %w", store.ErrUnavailable, m.timeout, err)
-	}
-	// A store that gave up on the decision's deadline itself, with an
-	// error of its own, timed out too.
-	if ctx != parent && ended(ctx) && !errors.Is(err, context.DeadlineExceeded) {
-		return decision{}, fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
-	}
-	return decision{}, err
-}
-
-// ended reports whether ctx is done or its deadline has passed: a socket
-// deadline taken from ctx can fire a moment before ctx's own timer marks it
-// done.
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	deadline, ok := ctx.Deadline()
-	return ok && !time.Now().Before(deadline)
-}
-
-// run asks the limiter, the Stack on key, or the MultiKey on keys.
-func (m *Middleware) run(
-	ctx context.Context,
-	key string,
-	keys []string,
-	algs []algorithms.Algorithm,
-	cost int64,
-) (decision, error) {
-	var sr ratewise.MultiResult
-	var err error
-	switch {
-	case m.group != nil:
-		sr, err = m.group.AllowN(ctx, keys, cost)
-	case m.set != nil:
-		sr, err = m.set.AllowN(ctx, key, cost)
-	default:
-		res, err := m.limiter.AllowWith(ctx, key, algs[0], cost)
-		return decision{res: res, results: []ratewise.Result{res}}, err
-	}
-	if err != nil {
-		return decision{}, err
-	}
-	// The binding limit's Result is the Stack's or the MultiKey's answer:
-	// denied, it is the limit with the longest wait, their RetryAfter.
-	return decision{res: sr.Results[sr.Binding], results: sr.Results, binding: sr.Binding}, nil
-}
-
-// storeFailure reports whether err is a failure of the store, which the
-// policy handles: the store was unavailable, or the decision timeout passed
-// (whether the store gave up on its own deadline or the middleware stopped
-// waiting). A request whose own context ended is not one.
-func (m *Middleware) storeFailure(r *http.Request, err error) bool {
-	if errors.Is(err, store.ErrUnavailable) {
-		return true
-	}
-	return m.timeout > 0 && errors.Is(err, context.DeadlineExceeded) && r.Context().Err() == nil
 }
 
 // StoreError is the error the failure handler gets when the store failed
@@ -390,7 +264,7 @@ func (e *StoreError) Error() string { return "httplimit: rate limit store failed
 func (e *StoreError) Unwrap() error { return e.Err }
 
 func (m *Middleware) writeDenied(w http.ResponseWriter, _ *http.Request, res ratewise.Result) {
-	w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds(res.RetryAfter)))
+	w.Header().Set(ratelimitheader.RetryAfter, fmt.Sprint(RetryAfterSeconds(res.RetryAfter)))
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(http.StatusTooManyRequests)
 	fmt.Fprint(w, "Too Many Requests\n")
@@ -405,11 +279,11 @@ func (m *Middleware) writeDenied(w http.ResponseWriter, _ *http.Request, res rat
 func (m *Middleware) writeFailed(w http.ResponseWriter, _ *http.Request, err error) {
 	var se *StoreError
 	if errors.As(err, &se) {
-		if fc, ok := se.policy.(failClosed); ok {
-			if fc.retryAfter > 0 {
-				w.Header().Set("Retry-After", fmt.Sprint(RetryAfterSeconds(fc.retryAfter)))
+		if f := se.policy.failure(); f.mode.Name() == failmode.ClosedName {
+			if d := f.mode.RetryAfter(); d > 0 {
+				w.Header().Set(ratelimitheader.RetryAfter, fmt.Sprint(RetryAfterSeconds(d)))
 			}
-			http.Error(w, http.StatusText(fc.status), fc.status)
+			http.Error(w, http.StatusText(f.status), f.status)
 			return
 		}
 		// A fallback whose local limiter failed too: as FailClosed(503, 0).

@@ -1,12 +1,10 @@
 package httplimit
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 
 	"github.com/ratewise/ratewise"
-	"github.com/ratewise/ratewise/algorithms"
 )
 
 // NewMultiKey returns a middleware that limits with every limiter of multi,
@@ -20,9 +18,10 @@ import (
 //
 // A request that one limit denies is charged to none, so a user whom the
 // global limit turns away keeps their own quota. RateLimit-Policy lists
-// every limit, named as NewStack names a Stack's ("default-1", "default-2",
-// ...), and RateLimit and the X-RateLimit fields describe the binding one,
-// as for a Stack: denied, the limit whose wait is longest, which is the
+// every limit, named as NewStack names a Stack's: by WithQuotaName's name
+// for each, such as WithQuotaName("per-user", "global"), or numbered after
+// one name ("default-1", "default-2", ...). RateLimit and the X-RateLimit
+// fields describe the binding one, as for a Stack: denied, the limit whose wait is longest, which is the
 // Retry-After, after which every limit would admit the request if no
 // other came first; admitted, the one with the least left. A request one
 // of keys cannot name (ErrNoKey) is answered as WithNoKey says and
@@ -61,16 +60,10 @@ func NewMultiKey(multi *ratewise.MultiKey, keys []KeyFunc, opts ...Option) (*Mid
 			ratewise.ErrInvalidConfig,
 		)
 	}
-	if _, ok := m.policy.(fallback); ok {
-		return nil, fmt.Errorf(
-			"httplimit: Fallback needs a Limiter; a MultiKey fails closed or open: %w",
-			ratewise.ErrInvalidConfig,
-		)
-	}
-	if err := m.policy.check(nil); err != nil {
+	m.decider.Multi, m.decider.Limiters, m.groupKeys = multi, limiters, append([]KeyFunc(nil), keys...)
+	if err := m.finish(nil); err != nil {
 		return nil, err
 	}
-	m.group, m.groupLimiters, m.groupKeys = multi, limiters, append([]KeyFunc(nil), keys...)
 	return m, nil
 }
 
@@ -85,18 +78,4 @@ func (m *Middleware) keysOf(r *http.Request) ([]string, error) {
 		keys[i] = key
 	}
 	return keys, nil
-}
-
-// groupAlgorithms returns the algorithm each of the MultiKey's limiters
-// applies to its key: its own, or the key's (see ratewise.WithTiers).
-func (m *Middleware) groupAlgorithms(ctx context.Context, keys []string) ([]algorithms.Algorithm, error) {
-	algs := make([]algorithms.Algorithm, len(keys))
-	for i, l := range m.groupLimiters {
-		alg, err := l.AlgorithmFor(ctx, keys[i])
-		if err != nil {
-			return nil, err
-		}
-		algs[i] = alg
-	}
-	return algs, nil
 }

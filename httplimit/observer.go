@@ -5,13 +5,14 @@ import (
 	"fmt"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/internal/failmode"
 )
 
 // Failure modes, as DegradedEvent.Mode names them.
 const (
-	ModeFailOpen   = "fail_open"
-	ModeFailClosed = "fail_closed"
-	ModeFallback   = "fallback"
+	ModeFailOpen   = failmode.OpenName
+	ModeFailClosed = failmode.ClosedName
+	ModeFallback   = failmode.FallbackName
 )
 
 // DegradedEvent is one request the failure mode answered, because the store
@@ -26,8 +27,9 @@ type DegradedEvent struct {
 	// dry-run mode (WithDryRun) the request goes on either way.
 	Allowed bool
 	// Quota names the limit, as the RateLimit fields do: the route's name
-	// for a Route, WithQuotaName's otherwise. Its values are few and fixed,
-	// so it may label metrics.
+	// for a Route, WithQuotaName's otherwise; for a Stack or a MultiKey
+	// given a name per limit, the names joined with ','. Its values are few
+	// and fixed, so it may label metrics.
 	Quota string
 	// Err is the store's error, as the OnError hook heard it. It matches
 	// context.DeadlineExceeded when no decision came within the decision

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ratewise/ratewise"
+	"github.com/ratewise/ratewise/internal/ratelimitheader"
 )
 
 // An Option configures a Middleware.
@@ -113,7 +114,7 @@ func WithTimeout(d time.Duration) Option {
 		if d < 0 {
 			return fmt.Errorf("httplimit: timeout must be >= 0, got %v: %w", d, ratewise.ErrInvalidConfig)
 		}
-		m.timeout = d
+		m.decider.Timeout = d
 		return nil
 	})
 }
@@ -130,32 +131,26 @@ func WithoutDraftHeaders() Option {
 	return optionFunc(func(m *Middleware) error { m.headers.draft = false; return nil })
 }
 
-// WithQuotaName names the limiter's quota in the RateLimit-Policy and
-// RateLimit fields, which the draft calls a quota policy; the default is
-// "default". The name must be a valid structured-field string: printable
-// ASCII. A route's quota is named by the route instead (see Route).
-func WithQuotaName(name string) Option {
+// WithQuotaName names the quotas in the RateLimit-Policy and RateLimit
+// fields, which the draft calls quota policies; the default is "default".
+// A middleware from New takes one name. One from NewStack or NewMultiKey
+// takes one name per limit, in the set's or the MultiKey's order, or one
+// name, which is numbered after it ("default-1", "default-2", ...):
+//
+//	httplimit.NewMultiKey(multi, keys, httplimit.WithQuotaName("per-user", "global"))
+//
+// Each name must be a valid structured-field string: printable ASCII, not
+// empty, and no name may come twice; that, and any other number of names,
+// fails construction with an error that wraps ratewise.ErrInvalidConfig.
+// A route's quota is named by the route instead (see Route).
+func WithQuotaName(names ...string) Option {
 	return optionFunc(func(m *Middleware) error {
-		if name == "" {
-			return fmt.Errorf("httplimit: empty quota name: %w", ratewise.ErrInvalidConfig)
+		if err := ratelimitheader.CheckNames(names); err != nil {
+			return fmt.Errorf("httplimit: %w", err)
 		}
-		if !printableASCII(name) {
-			return fmt.Errorf("httplimit: quota name %q must be printable ASCII: %w", name, ratewise.ErrInvalidConfig)
-		}
-		m.name = name
+		m.names = append([]string(nil), names...)
 		return nil
 	})
-}
-
-// printableASCII reports whether s can be a structured-field string, as a
-// quota's name in the RateLimit fields must be.
-func printableASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // WithExempt lets the requests exempt reports true for through without
@@ -189,11 +184,14 @@ func WithDryRun(wouldDeny func(r *http.Request, res ratewise.Result)) Option {
 // WithNoKey sets the answer to a request the KeyFunc cannot name, one that
 // fails with ErrNoKey, such as an anonymous request under ByUser: a status
 // such as http.StatusUnauthorized (401) or http.StatusBadRequest (400), or
-// NoKeyUnlimited to let it through without limiting. The OnError hook hears
-// of every such request either way. By default such a request goes to the
-// failure handler, whose default answer is 500, since a key the server
-// cannot build is usually a misconfiguration; to key anonymous requests by
-// something else instead, use FirstOf.
+// NoKeyUnlimited to let it through without limiting. Such a request is then
+// answered as chosen, not failed, so the OnError hook does not hear of it
+// (and the default hook logs no warning); count such requests in the
+// KeyFunc if they matter. Without WithNoKey such a request goes to the
+// failure handler, whose default answer is 500, and the OnError hook hears
+// of it, since a key the server cannot build is usually a
+// misconfiguration; to key anonymous requests by something else instead,
+// use FirstOf.
 func WithNoKey(status int) Option {
 	return optionFunc(func(m *Middleware) error {
 		if status != NoKeyUnlimited && (status < 400 || status > 599) {

@@ -7,6 +7,9 @@ import (
 	"github.com/ratewise/ratewise"
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/internal/failmode"
+	"github.com/ratewise/ratewise/internal/keypart"
+	"github.com/ratewise/ratewise/internal/ratelimitheader"
 )
 
 // routeTable is the routes a middleware from New has handed out, by name,
@@ -54,25 +57,25 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 	switch {
 	case name == "":
 		return nil, fmt.Errorf("%w: a route's name must not be empty", ratewise.ErrInvalidConfig)
-	case !printableASCII(name):
+	case ratelimitheader.CheckName(name) != nil:
 		return nil, fmt.Errorf("%w: route %q: the name must be printable ASCII", ratewise.ErrInvalidConfig, name)
-	case m.set != nil || m.group != nil:
+	case m.decider.Stack != nil || m.decider.Multi != nil:
 		return nil, fmt.Errorf(
 			"%w: route %q: a Stack's or a MultiKey's limits are fixed; a route needs a middleware from New",
 			ratewise.ErrInvalidConfig,
 			name,
 		)
-	case m.routeAlg != nil:
+	case m.decider.Route != nil:
 		return nil, fmt.Errorf(
 			"%w: route %q: %q is a route already; call Route on the middleware New returned",
 			ratewise.ErrInvalidConfig,
 			name,
-			m.name,
+			m.quota,
 		)
 	case m.routes == nil:
 		return nil, fmt.Errorf("%w: route %q: a route needs a middleware from New", ratewise.ErrInvalidConfig, name)
 	}
-	if _, ok := m.policy.(fallback); ok {
+	if m.decider.Mode.Name() == failmode.FallbackName {
 		return nil, fmt.Errorf(
 			"%w: route %q: the Fallback limiter holds a share of the limiter's algorithm, not of the route's; give the route "+
 				"a Limiter and a Middleware of its own",
@@ -86,12 +89,12 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 	m.routes.mu.Lock()
 	defer m.routes.mu.Unlock()
 	if r, ok := m.routes.byName[name]; ok {
-		if !sameAlgorithm(r.routeAlg, alg) {
+		if !sameAlgorithm(r.decider.Route, alg) {
 			return nil, fmt.Errorf(
 				"%w: route %q: the route limits with %v already, not %v",
 				ratewise.ErrInvalidConfig,
 				name,
-				r.routeAlg,
+				r.decider.Route,
 				alg,
 			)
 		}
@@ -101,9 +104,10 @@ func (m *Middleware) Route(name string, alg algorithms.Algorithm) (*Middleware, 
 	// them. The default denied and failure handlers are m's methods; they
 	// read only options the copy shares.
 	r := *m
-	r.name = name
-	r.routeAlg = alg
-	r.routeKey = part("route", name) + ":"
+	r.names, r.quota = []string{name}, name
+	r.quotas, _ = ratelimitheader.Names(r.names, 1) // the name passed CheckName
+	r.decider.Route = alg
+	r.routeKey = keypart.Pair("route", name) + ":"
 	m.routes.byName[name] = &r
 	return &r, nil
 }

@@ -150,7 +150,7 @@ func (s *recordingStore) Decide(
 	return s.Store.Decide(ctx, store.Key{Name: key}, alg, now, cost)
 }
 
-// A route's keys are part("route", name), ':' and the KeyFunc's key, so a
+// A route's keys are keypart.Pair("route", name), ':' and the KeyFunc's key, so a
 // name cannot forge a label boundary.
 func TestRouteKeys(t *testing.T) {
 	s := &recordingStore{Store: storememory.New()}
