@@ -24,7 +24,7 @@ var (
 	// ErrEmptyKey: a key is empty.
 	ErrEmptyKey = errors.New("ratewise: key must not be empty")
 	// ErrNotAdmitted: Refund was given a Result that charged nothing to
-	// give back: a denial, a Peek's, or one not made by a decision.
+	// give back: a denial, a PeekN's, or one not made by a decision.
 	ErrNotAdmitted = errors.New("ratewise: the result to refund was not an admission")
 )
 

@@ -71,7 +71,7 @@ func ExampleWithTiers() {
 		fmt.Printf("%s: %d of 12 admitted\n", user, admitted)
 	}
 	plans["user:free"] = paid // an upgrade, read from configuration
-	res, _ := limiter.Peek(ctx, "user:free")
+	res, _ := limiter.PeekN(ctx, "user:free", 1)
 	fmt.Printf("after upgrading: %d of %d left\n", res.Remaining, res.Limit)
 	// Output:
 	// user:free: 3 of 12 admitted
@@ -111,13 +111,47 @@ func ExampleNewStack() {
 			admitted++
 		}
 	}
-	res, _ := set.Peek(ctx, "user:1001")
+	res, _ := set.PeekN(ctx, "user:1001", 1)
 	fmt.Printf("admitted %d of 25; the hourly limit has %d left\n", admitted, res.Results[1].Remaining)
 	res, _ = set.Allow(ctx, "user:1001")
 	fmt.Printf("next: allowed=%v, bound by limit %d, retry after %v\n", res.Allowed, res.Binding, res.RetryAfter)
 	// Output:
 	// admitted 20 of 25; the hourly limit has 980 left
 	// next: allowed=false, bound by limit 0, retry after 100ms
+}
+
+// A plan sells 3 requests a month, reset on the 1st at midnight in the
+// customer's zone: a request on the evening of January 31st in Berlin is
+// told to come back at midnight, when February starts.
+func Example_calendar() {
+	ctx := context.Background()
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		panic(err)
+	}
+	monthly := algorithms.CalendarWindow{Limit: 1_000_000, Period: "month", Location: berlin}
+	plan := algorithms.CalendarWindow{Limit: 3, Period: monthly.Period, Location: monthly.Location}
+	clock := ratewisetest.NewClock(time.Date(2027, 1, 31, 22, 30, 0, 0, berlin))
+	limiter, err := ratewise.New(storememory.New(), plan, ratewise.WithClock(clock))
+	if err != nil {
+		panic(err)
+	}
+	for range 4 {
+		res, err := limiter.Allow(ctx, "customer:42")
+		if err != nil {
+			panic(err)
+		}
+		fmt.Printf("allowed=%v remaining=%d retry-after=%v\n", res.Allowed, res.Remaining, res.RetryAfter)
+	}
+	clock.Advance(90 * time.Minute) // 00:00 on February 1st in Berlin
+	res, _ := limiter.Allow(ctx, "customer:42")
+	fmt.Printf("in February: allowed=%v remaining=%d\n", res.Allowed, res.Remaining)
+	// Output:
+	// allowed=true remaining=2 retry-after=0s
+	// allowed=true remaining=1 retry-after=0s
+	// allowed=true remaining=0 retry-after=0s
+	// allowed=false remaining=0 retry-after=1h30m0s
+	// in February: allowed=true remaining=2
 }
 
 // A worker calling a limited API waits its turn instead of failing: Wait
@@ -184,13 +218,13 @@ func ExampleMultiKey() {
 		panic(err)
 	}
 	for _, user := range []string{"ann", "bob", "cat", "dan"} {
-		res, err := multi.Allow(ctx, user, "acme") // a key per limiter, in order
+		res, err := multi.AllowN(ctx, []string{user, "acme"}, 1) // a key per limiter, in order
 		if err != nil {
 			panic(err)
 		}
 		fmt.Printf("%s: allowed=%v\n", user, res.Allowed)
 	}
-	res, _ := perUser.Peek(ctx, "dan")
+	res, _ := perUser.PeekN(ctx, "dan", 1)
 	fmt.Println("dan's own limit was not charged:", res.Remaining == 10)
 	// Output:
 	// ann: allowed=true

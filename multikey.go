@@ -57,11 +57,6 @@ func (g *MultiKey) Limiters() []*Limiter {
 	return append([]*Limiter(nil), g.limiters...)
 }
 
-// Allow is shorthand for AllowN(ctx, keys, 1).
-func (g *MultiKey) Allow(ctx context.Context, keys ...string) (MultiResult, error) {
-	return g.AllowN(ctx, keys, 1)
-}
-
 // AllowN reports whether a request of cost n is admitted by every limiter,
 // limiter i on keys[i], and charges each if it is. The MultiResult is as a
 // Stack's: every limit's Result, the binding one, and RetryAfter the wait

@@ -7,7 +7,7 @@ import (
 	"github.com/ratewise/ratewise/algorithms"
 )
 
-// DecisionEvent is one decision an observer (WithObserver) hears of: each Allow, Peek and
+// DecisionEvent is one decision an observer (WithObserver) hears of: each Allow, PeekN and
 // Wait step, and each booking (Reserve, and Wait with an algorithm that
 // books). A MultiKey's limiters report their own decisions, peeks included.
 // Input rejected before the store is asked, such as an empty key or a
@@ -29,7 +29,7 @@ type DecisionEvent struct {
 	// use it as a metric label (see WithObserver).
 	Key string
 	// Cost is the request's cost; for a peek, the cost it asked about
-	// (1 for Peek, n for PeekN).
+	// (n for PeekN).
 	Cost int64
 	// Peek reports an inspection (Peek, PeekN), which charges nothing.
 	Peek bool

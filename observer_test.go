@@ -57,7 +57,7 @@ func TestObserverHearsEveryDecision(t *testing.T) {
 	if _, err := l.Allow(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Peek(ctx, "alice"); err != nil {
+	if _, err := l.PeekN(ctx, "alice", 1); err != nil {
 		t.Fatal(err)
 	}
 	events := rec.all()

@@ -33,7 +33,7 @@ type Result = algorithms.Result
 // count against one quota. Give limiters their own namespace (WithNamespace)
 // unless that is what you want.
 //
-// Most callers want Allow. AllowN weighs a request, Peek looks without
+// Most callers want Allow. AllowN weighs a request, PeekN looks without
 // consuming, and Reset forgets a key.
 type Limiter struct {
 	store store.Store
@@ -139,15 +139,6 @@ func checkCost(alg algorithms.Algorithm, n int64) error {
 	return algo.CheckCost(alg, n)
 }
 
-// Peek is shorthand for PeekN(ctx, key, 1).
-func (l *Limiter) Peek(ctx context.Context, key string) (Result, error) {
-	alg, err := l.checkedAlgorithmFor(ctx, key)
-	if err != nil {
-		return Result{}, err
-	}
-	return l.decideObserved(ctx, key, alg, 0)
-}
-
 // PeekN reports key's state without consuming anything: Allowed says
 // whether a request of cost n would be admitted now, RetryAfter how long
 // until it would be (as AllowN would answer it now), and Remaining what is
@@ -171,7 +162,7 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // limit it was decided under, its cost, and the time it counts at
 // (Result.Charged, Result.At). The refund goes into exactly that state,
 // whatever limit the key has now: after a tier change, to the limit it was
-// charged under. Refund returns that state afterwards, as Peek under the
+// charged under. Refund returns that state afterwards, as PeekN under the
 // admission's algorithm reports it.
 //
 // A refund never lets more through than if the units had never been
@@ -190,7 +181,7 @@ func (l *Limiter) PeekN(ctx context.Context, key string, n int64) (Result, error
 // "Refunds" in package algorithms).
 //
 // It fails with ErrNotAdmitted for a Result that charged nothing (a
-// denial, a Peek's, the zero Result), with algorithms.ErrInvalidCost for n
+// denial, a PeekN's, the zero Result), with algorithms.ErrInvalidCost for n
 // outside [1, the admission's cost], and with store.ErrUnsupported on a
 // store that cannot refund (store.Store.Refund; the memory, Redis and
 // PostgreSQL stores can).

@@ -79,7 +79,7 @@ func TestCallsRejectBadInput(t *testing.T) {
 		},
 		{"empty key Allow", func() error { _, err := l.Allow(ctx, ""); return err }, ratewise.ErrEmptyKey},
 		{"empty key AllowN", func() error { _, err := l.AllowN(ctx, "", 1); return err }, ratewise.ErrEmptyKey},
-		{"empty key Peek", func() error { _, err := l.Peek(ctx, ""); return err }, ratewise.ErrEmptyKey},
+		{"empty key Peek", func() error { _, err := l.PeekN(ctx, "", 1); return err }, ratewise.ErrEmptyKey},
 		{"empty key Reset", func() error { return l.Reset(ctx, "") }, ratewise.ErrEmptyKey},
 	}
 	for _, tt := range tests {
@@ -90,7 +90,7 @@ func TestCallsRejectBadInput(t *testing.T) {
 		})
 	}
 	// None of the rejected calls consumed anything.
-	if res, err := l.Peek(ctx, "k"); err != nil || res.Remaining != 5 {
+	if res, err := l.PeekN(ctx, "k", 1); err != nil || res.Remaining != 5 {
 		t.Fatalf("Peek after rejected calls: %+v, %v; want Remaining 5", res, err)
 	}
 	// The limit itself is a valid cost.

@@ -49,7 +49,7 @@ func TestReservations(t *testing.T) {
 	)
 	reserve := func(want time.Duration) *ratewise.Reservation {
 		t.Helper()
-		r, err := l.Reserve(ctx, "k", 10*time.Second)
+		r, err := l.ReserveN(ctx, "k", 1, 10*time.Second)
 		if err != nil || !r.Result().Allowed || r.Delay() != want {
 			t.Fatalf("Reserve: %+v, %v; want a delay of %v", r, err, want)
 		}
@@ -80,16 +80,16 @@ func TestReservations(t *testing.T) {
 	}
 	reserve(4 * time.Second) // r4 was not the last: nothing came back, once or twice
 
-	if r, err := l.Reserve(ctx, "k", time.Second); err != nil || r.Result().Allowed ||
+	if r, err := l.ReserveN(ctx, "k", 1, time.Second); err != nil || r.Result().Allowed ||
 		r.Result().RetryAfter != 5*time.Second {
 		t.Fatalf("a booking 5s away with 1s to wait: %+v, %v; want not booked, RetryAfter the 5s to its turn", r, err)
 	}
-	if res, _ := l.Peek(ctx, "k"); res.RetryAfter != 5*time.Second {
+	if res, _ := l.PeekN(ctx, "k", 1); res.RetryAfter != 5*time.Second {
 		t.Fatalf("the refused booking charged: %+v", res)
 	}
 
 	log, _ := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: 1, Window: time.Second})
-	if _, err := log.Reserve(ctx, "k", time.Second); !errors.Is(err, store.ErrUnsupported) {
+	if _, err := log.ReserveN(ctx, "k", 1, time.Second); !errors.Is(err, store.ErrUnsupported) {
 		t.Fatalf("a sliding log booking: %v, want ErrUnsupported", err)
 	}
 }
@@ -107,7 +107,7 @@ func TestWaitGivesBackItsTurn(t *testing.T) {
 	if _, err := l.Wait(context.Background(), "k"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	r, err := l.Reserve(context.Background(), "k", 2*time.Hour)
+	r, err := l.ReserveN(context.Background(), "k", 1, 2*time.Hour)
 	if err != nil || !r.Result().Allowed || r.Delay() != time.Hour {
 		t.Fatalf("after the cancelled wait: %+v, %v; want the turn an hour away", r, err)
 	}
@@ -141,18 +141,18 @@ func TestMultiKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, u := range []string{"ann", "ann", "bob"} {
-		if res, err := g.Allow(ctx, u, "acme"); err != nil || !res.Allowed {
+		if res, err := g.AllowN(ctx, []string{u, "acme"}, 1); err != nil || !res.Allowed {
 			t.Fatalf("%s: %+v, %v", u, res, err)
 		}
 	}
-	res, _ := g.Allow(ctx, "cat", "acme")
+	res, _ := g.AllowN(ctx, []string{"cat", "acme"}, 1)
 	if res.Allowed || res.Binding != 1 || !res.Results[0].Allowed {
 		t.Fatalf("a new user of a full tenant: %+v, want denied by the tenant", res)
 	}
-	if got, _ := user.Peek(ctx, "cat"); got.Remaining != 2 {
+	if got, _ := user.PeekN(ctx, "cat", 1); got.Remaining != 2 {
 		t.Fatalf("the tenant's denial charged the user: %+v", got)
 	}
-	if _, err := g.Allow(ctx, "cat"); !errors.Is(err, ratewise.ErrInvalidConfig) {
+	if _, err := g.AllowN(ctx, []string{"cat"}, 1); !errors.Is(err, ratewise.ErrInvalidConfig) {
 		t.Fatalf("one key for two limiters: %v", err)
 	}
 	if _, err := ratewise.NewMultiKey(user, nil); !errors.Is(err, ratewise.ErrInvalidConfig) {
@@ -190,14 +190,14 @@ func TestMultiKeyRefundsOnARace(t *testing.T) {
 		ratewise.WithNamespace("tenant"),
 	)
 	g, _ := ratewise.NewMultiKey(user, tenant)
-	res, err := g.Allow(ctx, "ann", "acme")
+	res, err := g.AllowN(ctx, []string{"ann", "acme"}, 1)
 	if err != nil || res.Allowed || res.Binding != 1 {
 		t.Fatalf("%+v, %v; want denied by the tenant", res, err)
 	}
 	if raced.Load() != 1 {
 		t.Fatal("the race did not happen")
 	}
-	if got, _ := user.Peek(ctx, "ann"); got.Remaining != 2 || got.ResetAfter != 0 {
+	if got, _ := user.PeekN(ctx, "ann", 1); got.Remaining != 2 || got.ResetAfter != 0 {
 		t.Fatalf("after the race the user has %+v, want the charge given back in full", got)
 	}
 }
@@ -285,7 +285,7 @@ func TestRefundIntoTheChargedState(t *testing.T) {
 	if after, err := l.Refund(ctx, "w", res, 3); err != nil || after.Remaining != 5 || after.Limit != 5 {
 		t.Fatalf("refund of an AllowWith charge: %+v, %v; want the per-hour state whole again", after, err)
 	}
-	if got, _ := l.Peek(ctx, "w"); got.Remaining != 3 {
+	if got, _ := l.PeekN(ctx, "w", 1); got.Remaining != 3 {
 		t.Fatalf("the per-minute limit after the per-hour refund: %+v, want 3 left", got)
 	}
 }
@@ -296,7 +296,7 @@ func TestRefundOnlyWhatWasCharged(t *testing.T) {
 	ctx := context.Background()
 	l, _ := ratewise.New(storememory.New(), algorithms.SlidingLog{Limit: 5, Window: time.Minute})
 	l.AllowN(ctx, "k", 4)
-	peeked, _ := l.Peek(ctx, "k")
+	peeked, _ := l.PeekN(ctx, "k", 1)
 	if _, err := l.Refund(ctx, "k", peeked, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
 		t.Fatalf("a refund of a Peek's Result: %v, want ErrNotAdmitted", err)
 	}
@@ -308,7 +308,7 @@ func TestRefundOnlyWhatWasCharged(t *testing.T) {
 	if _, err := l.Refund(ctx, "k", one, 2); !errors.Is(err, algorithms.ErrInvalidCost) {
 		t.Fatalf("a refund of 2 of an admission of 1: %v, want ErrInvalidCost", err)
 	}
-	if got, _ := l.Peek(ctx, "k"); got.Remaining != 0 {
+	if got, _ := l.PeekN(ctx, "k", 1); got.Remaining != 0 {
 		t.Fatalf("after the refused refunds: %+v, want nothing back", got)
 	}
 }
@@ -344,7 +344,7 @@ func TestRefundThroughStacksMultiKeysAndBookings(t *testing.T) {
 	l, _ := ratewise.New(mem, perSecond, ratewise.WithClock(clock), ratewise.WithNamespace("b"),
 		ratewise.WithTiers(func(_ context.Context, key string) (algorithms.Algorithm, error) { return tier[key], nil }))
 	l.AllowN(ctx, "k", 3)
-	r, err := l.Reserve(ctx, "k", time.Minute)
+	r, err := l.ReserveN(ctx, "k", 1, time.Minute)
 	if err != nil || !r.Result().Allowed || r.Delay() != time.Second {
 		t.Fatalf("a booking: %+v, %v", r, err)
 	}
@@ -353,7 +353,7 @@ func TestRefundThroughStacksMultiKeysAndBookings(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(tier, "k")
-	if got, _ := l.Peek(ctx, "k"); got.RetryAfter != time.Second {
+	if got, _ := l.PeekN(ctx, "k", 1); got.RetryAfter != time.Second {
 		t.Fatalf("after the cancel: %+v, want the booked turn back (1s to wait, not 2s)", got)
 	}
 }
@@ -372,10 +372,10 @@ func TestMultiKeyRefundsWhenItsContextEnds(t *testing.T) {
 	user, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("user"))
 	tenant, _ := ratewise.New(s, algorithms.SlidingLog{Limit: 5, Window: time.Minute}, ratewise.WithNamespace("tenant"))
 	g, _ := ratewise.NewMultiKey(user, tenant)
-	if _, err := g.Allow(ctx, "ann", "acme"); !errors.Is(err, context.Canceled) {
+	if _, err := g.AllowN(ctx, []string{"ann", "acme"}, 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	if got, _ := user.Peek(context.Background(), "ann"); got.Remaining != 5 {
+	if got, _ := user.PeekN(context.Background(), "ann", 1); got.Remaining != 5 {
 		t.Fatalf("the user's charge stayed after the context ended: %+v", got)
 	}
 }

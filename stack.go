@@ -108,11 +108,6 @@ func (s *Stack) AllowN(ctx context.Context, key string, n int64) (MultiResult, e
 	return s.decideObserved(ctx, key, n)
 }
 
-// Peek is shorthand for PeekN(ctx, key, 1).
-func (s *Stack) Peek(ctx context.Context, key string) (MultiResult, error) {
-	return s.decideObserved(ctx, key, 0)
-}
-
 // PeekN reports whether a request of cost n for key would be admitted by
 // every limit now, and each limit's state, without consuming anything, as
 // Limiter.PeekN does for one. n must be in [1, the smallest limit].
@@ -127,7 +122,7 @@ func (s *Stack) PeekN(ctx context.Context, key string, n int64) (MultiResult, er
 // from AllowN), to every limit: each into the state its Result names
 // (Result.Charged), as Limiter.Refund gives back one, whatever the key's
 // limits are now, and never more than if the units had never been charged.
-// It returns each limit's state afterwards, as a Peek under the algorithm
+// It returns each limit's state afterwards, as a PeekN under the algorithm
 // it charged reports it. A denied res is ErrNotAdmitted, an n outside
 // [1, the admission's cost] algorithms.ErrInvalidCost, and a store that cannot refund
 // (store.Store.Refund) store.ErrUnsupported. Each limit is refunded in a round trip

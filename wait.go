@@ -101,7 +101,7 @@ func (l *Limiter) sleep(ctx context.Context, d time.Duration) error {
 
 // maxBooking is the longest wait a booking accepts without a deadline:
 // the largest a store accepts (algo.CheckMaxWait).
-const maxBooking = algorithms.MaxWindow
+const maxBooking = algo.EnvelopeMaxWindow
 
 // waitBooked books the request's turn under alg, which has been checked,
 // and sleeps until it.
@@ -285,11 +285,6 @@ func (r *Reservation) refused() Result {
 		ResetAfter: r.res.ResetAfter,
 		At:         r.res.At,
 	}
-}
-
-// Reserve is shorthand for ReserveN(ctx, key, 1, maxWait).
-func (l *Limiter) Reserve(ctx context.Context, key string, maxWait time.Duration) (*Reservation, error) {
-	return l.ReserveN(ctx, key, 1, maxWait)
 }
 
 // ReserveN books a request of cost n for key at the earliest time the key

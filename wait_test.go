@@ -65,7 +65,7 @@ func TestWaitRefusesAWaitPastTheDeadline(t *testing.T) {
 	if !clock.Now().Equal(before) {
 		t.Fatal("the refused wait slept")
 	}
-	if res, _ := l.Peek(context.Background(), "k"); res.Remaining != 0 || res.RetryAfter != time.Second {
+	if res, _ := l.PeekN(context.Background(), "k", 1); res.Remaining != 0 || res.RetryAfter != time.Second {
 		t.Fatalf("after the refused wait: %+v, want nothing charged (1s to wait)", res)
 	}
 }
@@ -88,7 +88,7 @@ func TestWaitEndsWithItsContext(t *testing.T) {
 	if _, err := l.Refund(context.Background(), "k", res, 1); !errors.Is(err, ratewise.ErrNotAdmitted) {
 		t.Fatalf("a refund of a wait cut short: %v, want ErrNotAdmitted", err)
 	}
-	if p, err := l.Peek(context.Background(), "k"); err != nil || p.RetryAfter > time.Hour {
+	if p, err := l.PeekN(context.Background(), "k", 1); err != nil || p.RetryAfter > time.Hour {
 		t.Fatalf("after the wait was cut short: %+v, %v; want only the first admission charged", p, err)
 	}
 }
@@ -172,7 +172,7 @@ func TestWaitCountsTheRoundTrip(t *testing.T) {
 		}
 		// Only the first admission counts: a turn is at most one interval
 		// away, not two.
-		if p, err := l.Peek(ctx, key); err != nil || p.Remaining != 0 || p.RetryAfter > interval {
+		if p, err := l.PeekN(ctx, key, 1); err != nil || p.Remaining != 0 || p.RetryAfter > interval {
 			t.Fatalf("after wait %d was refused: %+v, %v; want nothing charged", i, p, err)
 		}
 	}
@@ -200,7 +200,7 @@ func TestWaitReportsTheWholeWait(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) || res.Allowed || res.RetryAfter != time.Second {
 			t.Errorf("%v: a 1s wait with 300ms left: %+v, %v; want context.DeadlineExceeded with RetryAfter 1s", alg, res, err)
 		}
-		r, err := l.Reserve(context.Background(), "k", 300*time.Millisecond)
+		r, err := l.ReserveN(context.Background(), "k", 1, 300*time.Millisecond)
 		if books := algo.Reserves(alg); books && (err != nil || r.Result().Allowed || r.Result().RetryAfter != time.Second) {
 			t.Errorf("%v: a booking 1s away with 300ms to wait: %+v, %v; want not booked, RetryAfter 1s", alg, r, err)
 		}

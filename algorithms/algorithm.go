@@ -9,8 +9,9 @@ import (
 // Algorithm is one rate-limiting algorithm together with its parameters.
 //
 // The implementations are this package's FixedWindow, SlidingLog,
-// CompactLog, SlidingWindow, TokenBucket and GCRA, one per Kind. Their values are small
-// and comparable, so a limiter can hold one by value.
+// CompactLog, SlidingWindow, TokenBucket, GCRA and CalendarWindow, one per
+// Kind. Their values are small and comparable, so a limiter can hold one by
+// value.
 //
 // The interface is sealed: only this package's types implement it. Every
 // store must run every algorithm exactly, and the Redis store runs each one
@@ -145,9 +146,6 @@ func PerHour(n int64) Rate { return Rate{Count: n, Period: time.Hour} }
 func (r Rate) String() string {
 	return strconv.FormatInt(r.Count, 10) + "/" + compactDuration(r.Period)
 }
-
-// IsZero reports whether r is the zero Rate.
-func (r Rate) IsZero() bool { return r == Rate{} }
 
 // validate checks the rate and returns the period in microseconds.
 func (r Rate) validate() (periodMicros int64, err error) {

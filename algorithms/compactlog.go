@@ -44,20 +44,20 @@ func (a CompactLog) String() string { return describe(a) }
 
 func (CompactLog) sealed() {}
 
-// CompactLogMaxLimit is the largest Limit a CompactLog takes: 2^20, a ring
+// compactLogMaxLimit is the largest Limit a CompactLog takes: 2^20, a ring
 // of 8 MiB, which holds 10 requests a second for a day. Above it, the ring
 // and the cost of writing a large request outgrow what one Redis string
 // and one script should carry; use SlidingLog.
-const CompactLogMaxLimit = 1 << 20
+const compactLogMaxLimit = 1 << 20
 
-// Validate checks Limit in [1, CompactLogMaxLimit] and Window a whole
+// Validate checks Limit in [1, 2^20] and Window a whole
 // number of microseconds in [1µs, 2^50µs].
 func (a CompactLog) Validate() error {
-	if a.Limit > CompactLogMaxLimit {
+	if a.Limit > compactLogMaxLimit {
 		return fmt.Errorf(
 			"%w: compact_log keeps one timestamp per unit, at most %d, got a limit of %d",
 			ErrInvalidAlgorithm,
-			CompactLogMaxLimit,
+			compactLogMaxLimit,
 			a.Limit,
 		)
 	}

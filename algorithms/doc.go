@@ -2,7 +2,8 @@
 // user configures, checks and reads back.
 //
 // Each algorithm is a small value type (FixedWindow, SlidingLog,
-// CompactLog, SlidingWindow, TokenBucket, GCRA) that holds its parameters.
+// CompactLog, SlidingWindow, TokenBucket, GCRA, CalendarWindow) that holds
+// its parameters.
 // A user builds one, checks it with Validate and hands it to a limiter;
 // String describes it. Its decision step maps (state, now, cost) to (new
 // state, Result), reads no clock, does no I/O and starts no goroutine: a
@@ -32,7 +33,7 @@
 // The Redis scripts compute with Lua numbers, doubles that hold integers
 // exactly up to 2^53, so every value stays below that: counts up to 2^50
 // (about 1.1×10^15), durations up to 2^50µs (about 35 years), and decision
-// times from the Unix epoch to MaxUnixMicro (2^52µs, in 2112). Within those bounds
+// times from the Unix epoch to 2^52µs after it (in 2112). Within those bounds
 // every rate is exact: a rate is reduced to lowest terms, and products such
 // as a burst times a period are divided without ever being formed as one
 // number. 100,000 per day, 10,000 per 30 days with a burst of 10,000,

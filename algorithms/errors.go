@@ -18,8 +18,8 @@ var (
 	// microseconds; sub-windows that do not split the window evenly into
 	// at least 1ms each), a parameter the algorithm does not take, or one
 	// outside the range every store computes exactly (a count above
-	// MaxLimit, a duration above MaxWindow, or a bucket that takes longer
-	// than MaxWindow to refill). The message names the parameter and its
+	// 2^50, a duration above 2^50µs, or a bucket that takes longer than
+	// 2^50µs to refill). The message names the parameter and its
 	// value, such as "ratewise: invalid algorithm: burst must be >= 1, got 0".
 	ErrInvalidAlgorithm = errors.New("ratewise: invalid algorithm")
 	// ErrInvalidCost: a request's or a refund's cost is not > 0.
@@ -27,9 +27,10 @@ var (
 	// ErrCostExceedsLimit: a cost is larger than the limit, capacity or
 	// burst, so it could never be admitted.
 	ErrCostExceedsLimit = errors.New("ratewise: cost exceeds the limit")
-	// ErrInvalidTime: a decision time is before the Unix epoch or after
-	// MaxUnixMicro, or the longest wait for a booking (Reserve's maxWait)
-	// is negative, above MaxWindow or not a whole number of microseconds.
+	// ErrInvalidTime: a decision time is before the Unix epoch or more
+	// than 2^52µs after it (in 2112), or the longest wait for a booking
+	// (Reserve's maxWait) is negative, above 2^50µs or not a whole number
+	// of microseconds.
 	ErrInvalidTime = errors.New("ratewise: time outside the supported range")
 )
 
@@ -40,33 +41,33 @@ var (
 //   - counts (limits, capacities, bursts, rate counts) up to 2^50, about
 //     1.1×10^15: 10^9 per second over 13 days;
 //   - durations up to 2^50µs, about 35 years;
-//   - times from the Unix epoch up to 2^52µs after it (MaxUnixMicro, in
+//   - times from the Unix epoch up to 2^52µs after it (in
 //     2112), so that a time plus any duration stays below 2^53µs.
 //
 // Products that can pass 2^53, such as a burst times a period, are never
 // formed as one number: see mulDiv.
 const (
-	// MaxLimit is the largest limit, capacity, burst or rate count an
+	// maxLimit is the largest limit, capacity, burst or rate count an
 	// algorithm takes: 2^50, about 1.1×10^15 (a CompactLog takes at most
-	// CompactLogMaxLimit).
-	MaxLimit = 1 << 50
+	// 2^20).
+	maxLimit = 1 << 50
 
-	// MaxWindow is the longest window, rate period, refill time or wait
+	// maxWindow is the longest window, rate period, refill time or wait
 	// for a booking: 2^50µs, about 35.7 years.
-	MaxWindow = MaxLimit * time.Microsecond
+	maxWindow = maxLimit * time.Microsecond
 
-	// MaxUnixMicro is the latest decision time every store supports, in
+	// maxUnixMicro is the latest decision time every store supports, in
 	// microseconds since the Unix epoch: 2^52 - 1, in September 2112. Use
-	// time.UnixMicro(MaxUnixMicro) for the time itself.
-	MaxUnixMicro = 1<<52 - 1
+	// time.UnixMicro(maxUnixMicro) for the time itself.
+	maxUnixMicro = 1<<52 - 1
 )
 
-// maxDuration is MaxWindow in microseconds.
-const maxDuration = int64(MaxWindow / time.Microsecond)
+// maxDuration is maxWindow in microseconds.
+const maxDuration = int64(maxWindow / time.Microsecond)
 
-// checkCount rejects a count above MaxLimit.
+// checkCount rejects a count above maxLimit.
 func checkCount(what string, n int64) error {
-	if n > MaxLimit {
+	if n > maxLimit {
 		return fmt.Errorf("%w: %s %d is above 2^50", ErrInvalidAlgorithm, what, n)
 	}
 	return nil

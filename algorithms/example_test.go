@@ -46,6 +46,7 @@ func ExampleKinds() {
 	// sliding_window
 	// token_bucket
 	// gcra
+	// calendar_window
 }
 
 // Validate's errors wrap ErrInvalidAlgorithm, which callers match with

@@ -18,9 +18,9 @@ import (
 // the Redis store finds by the Kind's name (see docs/architecture.md). The
 // Kinds are shared and read-only: only this package creates them.
 type Kind struct {
-	name              string
-	burst, subWindows bool
-	build             func(Params) Algorithm
+	name                        string
+	burst, subWindows, calendar bool
+	build                       func(Params) Algorithm
 }
 
 // registered reports whether k was made by the registry, not a zero Kind
@@ -45,6 +45,11 @@ type Params struct {
 	// SubWindows is the sliding window counter's number of sub-windows; 0
 	// for the others.
 	SubWindows int64
+	// Period is the calendar window's period ("day", "week" or "month"),
+	// and Location its time zone, nil for UTC; "" and nil for the others,
+	// which have a Window instead.
+	Period   string
+	Location *time.Location
 }
 
 // The registry: one entry per algorithm.
@@ -65,6 +70,10 @@ var (
 		})
 	gcraKind = register(Kind{name: "gcra", burst: true},
 		func(p Params) GCRA { return GCRA{Rate: Rate{Count: p.Limit, Period: p.Window}, Burst: p.Burst} })
+	calendarWindowKind = register(Kind{name: "calendar_window", calendar: true},
+		func(p Params) CalendarWindow {
+			return CalendarWindow{Limit: p.Limit, Period: p.Period, Location: p.Location}
+		})
 )
 
 // register completes a registry entry for the algorithm type A, built from
@@ -75,7 +84,9 @@ func register[A Algorithm](k Kind, build func(Params) A) *Kind {
 }
 
 // kinds is the registry in the order tools show the algorithms.
-var kinds = []*Kind{fixedWindowKind, slidingLogKind, compactLogKind, slidingWindowKind, tokenBucketKind, gcraKind}
+var kinds = []*Kind{
+	fixedWindowKind, slidingLogKind, compactLogKind, slidingWindowKind, tokenBucketKind, gcraKind, calendarWindowKind,
+}
 
 // kindByName indexes kinds by Name.
 var kindByName = func() map[string]*Kind {
@@ -109,8 +120,9 @@ func Lookup(name string) (*Kind, error) {
 }
 
 // New returns the algorithm of this kind configured by p, validated. A
-// Burst or SubWindows given to a kind that does not take it is an error
-// wrapping ErrInvalidAlgorithm, not ignored.
+// Burst, SubWindows, Period or Location given to a kind that does not take
+// it, and a Window given to the calendar window, which has a Period
+// instead, is an error wrapping ErrInvalidAlgorithm, not ignored.
 func (k *Kind) New(p Params) (Algorithm, error) {
 	if !k.registered() {
 		return nil, fmt.Errorf("%w: a Kind not from the registry", ErrInvalidAlgorithm)
@@ -120,6 +132,12 @@ func (k *Kind) New(p Params) (Algorithm, error) {
 	}
 	if !k.subWindows && p.SubWindows != 0 {
 		return nil, fmt.Errorf("%w: %s takes no sub-windows, got %d", ErrInvalidAlgorithm, k.name, p.SubWindows)
+	}
+	switch {
+	case k.calendar && p.Window != 0:
+		return nil, fmt.Errorf("%w: %s takes a period, not a window, got %v", ErrInvalidAlgorithm, k.name, p.Window)
+	case !k.calendar && (p.Period != "" || p.Location != nil):
+		return nil, fmt.Errorf("%w: %s takes no calendar period or location", ErrInvalidAlgorithm, k.name)
 	}
 	alg := k.build(p)
 	if err := alg.Validate(); err != nil {
@@ -133,11 +151,19 @@ func (k *Kind) New(p Params) (Algorithm, error) {
 // lines.
 func (k *Kind) String() string { return k.name }
 
-// String returns the parameters in the form every algorithm's String
+// text returns the parameters in the form every algorithm's String
 // shares: the limit per window (or the rate), then the burst and the
 // sub-windows when they are set, such as "10/1s burst 20" or
-// "100/1m in 6 sub-windows".
-func (p Params) String() string {
+// "100/1m in 6 sub-windows"; for a calendar period, the limit per period
+// and the zone unless it is UTC, such as "1000/month in Europe/Berlin".
+func (p Params) text() string {
+	if p.Period != "" {
+		s := strconv.FormatInt(p.Limit, 10) + "/" + p.Period
+		if p.Location != nil && p.Location != time.UTC && p.Location.String() != "UTC" {
+			s += " in " + p.Location.String()
+		}
+		return s
+	}
 	s := strconv.FormatInt(p.Limit, 10) + "/" + compactDuration(p.Window)
 	if p.Burst != 0 {
 		s += " burst " + strconv.FormatInt(p.Burst, 10)
@@ -149,7 +175,7 @@ func (p Params) String() string {
 }
 
 // describe is an algorithm's String: its kind, then its Params.
-func describe(alg Algorithm) string { return alg.Kind().name + " " + alg.params().String() }
+func describe(alg Algorithm) string { return alg.Kind().name + " " + alg.params().text() }
 
 // compactDuration writes d in the largest of h, m, s, ms and us that
 // divides it exactly, one unit per value, so that two durations differ

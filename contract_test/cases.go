@@ -79,7 +79,12 @@ var cases = func() []algCase {
 			return alg
 		}
 		c.limit, c.window, c.start = caseLimit, caseWindow, caseStart
-		c.alg = c.build(caseLimit, caseWindow)
+		if algo.FamilyOf(k) == algo.FamilyCalendar {
+			// A day: rules that wait out a window, or double it, then
+			// reach the next period, or a week.
+			c.window = 24 * time.Hour
+		}
+		c.alg = c.build(caseLimit, c.window)
 		cs = append(cs, c)
 	}
 	return cs
@@ -145,6 +150,22 @@ func familyCase(k *algorithms.Kind) algCase {
 			// The burst plus one window's refill.
 			windowBound: func(_ []event, limit int64, _ time.Duration) int64 { return 2 * limit },
 			model:       func(time.Duration) model { return newBucketModel() },
+		}
+	case algo.FamilyCalendar:
+		// The case's period is the day in UTC: [2026-06-01, 2026-06-02)
+		// ends 10h0m25s after start.
+		end := 10*time.Hour + 25*time.Second
+		return algCase{
+			firstBack: end, backAtFirst: caseLimit, fullBack: end,
+			costBack: same(end),
+			// 13:59:59 and 14:00:00 lie in one day.
+			boundaryAdmits: 100,
+			// Two periods meet within any span shorter than a day.
+			windowBound: func(_ []event, limit int64, _ time.Duration) int64 { return 2 * limit },
+			model: func(time.Duration) model {
+				return &calendarModel{counts: map[int64]int64{}}
+			},
+			atIsWindowStart: true,
 		}
 	}
 	panic("contract: no expectations for the family of " + k.String())

@@ -303,7 +303,7 @@ func (e *env) allow(l lim, key string) ratewise.Result {
 // peek calls l.Peek and fails on error.
 func (e *env) peek(l lim, key string) ratewise.Result {
 	e.t.Helper()
-	res, err := l.Peek(context.Background(), key)
+	res, err := l.PeekN(context.Background(), key, 1)
 	if err != nil {
 		e.fatalf("Peek(%q) at %s: unexpected error: %v", key, e.at(), err)
 	}

@@ -52,6 +52,47 @@ func (m *fixedModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (
 	return true, limit - m.counts[w]
 }
 
+// calendarModel counts per period of the calendar, each found from the
+// calendar in time.Date's terms: the first instant of the day, of the
+// Monday, or of the 1st, in the algorithm's zone.
+type calendarModel struct {
+	counts map[int64]int64 // by the period's first instant, µs
+}
+
+func (m *calendarModel) decide(alg algorithms.Algorithm, t time.Time, cost int64) (bool, int64) {
+	a := alg.(algorithms.CalendarWindow)
+	p := calendarStart(a, t).UnixMicro()
+	if m.counts[p]+max(cost, 1) > a.Limit {
+		return false, max(0, a.Limit-m.counts[p])
+	}
+	m.counts[p] += cost
+	return true, a.Limit - m.counts[p]
+}
+
+// calendarStart is the first instant of the period t is in: the latest
+// midnight of a day (of a Monday, of a 1st) in a's zone at or before t,
+// found by walking back day by day, with no arithmetic on offsets.
+func calendarStart(a algorithms.CalendarWindow, t time.Time) time.Time {
+	loc := a.Location
+	if loc == nil {
+		loc = time.UTC
+	}
+	day := t.In(loc)
+	for {
+		y, mo, d := day.Date()
+		if a.Period == "day" || a.Period == "week" && day.Weekday() == time.Monday || a.Period == "month" && d == 1 {
+			// The day's first instant: midnight, or when the clocks jump
+			// over it, the first instant whose date is the day's.
+			first := time.Date(y, mo, d, 0, 0, 0, 0, loc)
+			for first.In(loc).Day() != d {
+				first = first.Add(time.Minute)
+			}
+			return first
+		}
+		day = time.Date(y, mo, d-1, 12, 0, 0, 0, loc)
+	}
+}
+
 // bucketModel is the token bucket in exact rationals, kept as the tokens
 // used: they drain at the rate the state was written under, a request is
 // admitted when what is used plus its cost is at most the burst, and what

@@ -14,6 +14,35 @@ import (
 
 var rules = []rule{
 	{
+		"calendar_months",
+		"a calendar month quota admits Limit from the 1st's first instant and denies until the next 1st, to " +
+			"the microsecond, in months of 28 to 31 days, in leap years and not (2100), in UTC and in a time zone",
+		calendarMonths,
+		false,
+	},
+	{
+		"calendar_clock_changes",
+		"a calendar day, week or month that holds a clock change is as much shorter or longer (a 23- or 25-hour " +
+			"day, half an hour on Lord Howe Island, a day that starts at 01:00 where midnight is skipped), and a " +
+			"denial's RetryAfter lands on the next period's first instant",
+		calendarClockChanges,
+		false,
+	},
+	{
+		"calendar_tiers",
+		"a calendar quota moved to another limit keeps what the current period used, a lowered one denies until " +
+			"the next period's first instant, and the next period starts afresh under the limit the key then has",
+		calendarTiers,
+		false,
+	},
+	{
+		"calendar_store_clock",
+		"on the clock the store decides by, its own included, a calendar quota's admissions reset and its denial " +
+			"retries at the next period's first instant after the decision's time (At), to the microsecond",
+		calendarStoreClock,
+		true,
+	},
+	{
 		"exact_admission",
 		"at one instant a fresh key admits exactly Limit requests, counting Remaining down to 0, and the " +
 			"algorithm's refill admits exactly what its semantics predict",
@@ -229,7 +258,8 @@ var rules = []rule{
 	},
 	{
 		"leases",
-		"a store books a lease as the algorithm's Reserve (buckets) or Decide (fixed window) and refuses the logs; " +
+		"a store books a lease as the algorithm's Reserve (buckets) or Decide (fixed window) and refuses the logs " +
+			"and the calendar window; " +
 			"a Reset puts back the state the latest admitted lease left, in which its units stay charged, " +
 			"and forgets the rest; a denied lease changes nothing; once that state stops counting, a Reset " +
 			"leaves the key full",

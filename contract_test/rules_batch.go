@@ -91,7 +91,7 @@ func poisonedBatch(e *env) {
 		e.fatalf("%d rounds of %d callers at once formed no batch: the rule did not poison one", rounds, poisonedCallers)
 	}
 	for k, n := range admitted {
-		res, err := l.Peek(ctx, k)
+		res, err := l.PeekN(ctx, k, 1)
 		if err != nil || res.Remaining != limit-n {
 			e.fatalf("%q admitted %d beside a poisoned key; a peek gives %+v, %v, want Remaining %d", k, n, res, err, limit-n)
 		}

@@ -58,7 +58,7 @@ func realQuotas(e *env) {
 		if q.count > algo.MaxLimit(e.c.kind) {
 			continue // such as the compact log, one timestamp per unit
 		}
-		if e.cfg.sampled && algo.MaxLimit(e.c.kind) < algorithms.MaxLimit && q.count > 100_000 {
+		if e.cfg.sampled && algo.MaxLimit(e.c.kind) < algo.EnvelopeMaxLimit && q.count > 100_000 {
 			continue // a log of a million records, checked on the full targets
 		}
 		alg, err := algo.Nominal(e.c.kind, q.count, q.period, subWindows)
@@ -90,7 +90,7 @@ func realQuotas(e *env) {
 		// a few thousand, as its doc advises, so that the rule does not
 		// spend minutes writing millions of timestamps.
 		most := q.count
-		if algo.MaxLimit(e.c.kind) < algorithms.MaxLimit {
+		if algo.MaxLimit(e.c.kind) < algo.EnvelopeMaxLimit {
 			most = min(most, 5000)
 		}
 		for step := 1; step < 150; step++ {
@@ -184,7 +184,7 @@ func invalidInput(e *env) {
 		check(
 			"a time after MaxUnixMicro",
 			e.c.alg,
-			time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond),
+			time.UnixMicro(algo.EnvelopeMaxUnixMicro).Add(time.Microsecond),
 			1,
 			algorithms.ErrInvalidTime,
 		)

@@ -122,7 +122,7 @@ func requestIDOnce(e *env) {
 
 	// Inspections ignore the ID: a peek with an admission's ID reports the
 	// state as it is now.
-	if p, err := l.Peek(id("c"), "k"); err != nil || p != e.peek(l, "k") {
+	if p, err := l.PeekN(id("c"), "k", 1); err != nil || p != e.peek(l, "k") {
 		e.fatalf("Peek with ID c: %+v, %v; without an ID %+v", p, err, e.peek(l, "k"))
 	}
 

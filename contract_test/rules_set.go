@@ -115,7 +115,7 @@ func setAllOrNothing(e *env) {
 	}
 
 	// Waiting exactly RetryAfter is enough, and a microsecond less is not.
-	res, _ := s.Peek(ctx, "k")
+	res, _ := s.PeekN(ctx, "k", 1)
 	e.clock.Advance(res.RetryAfter - time.Microsecond)
 	if res, err := s.Allow(ctx, "k"); err != nil || res.Allowed {
 		e.fatalf("1µs before RetryAfter: %+v, %v; want denied", res, err)
@@ -239,7 +239,7 @@ func leases(e *env) {
 	ctx := context.Background()
 	l := e.limiter(e.c.alg)
 	key := store.Key{Namespace: l.namespace, Name: "k"}
-	if algo.FamilyOf(e.c.kind) == algo.FamilyLog {
+	if f := algo.FamilyOf(e.c.kind); f == algo.FamilyLog || f == algo.FamilyCalendar {
 		if _, _, err := ls.Lease(ctx, key, e.c.alg, e.clock.Now(), 1, 0); !errors.Is(err, store.ErrUnsupported) {
 			e.fatalf("Lease with an algorithm that cannot lease: %v, want ErrUnsupported", err)
 		}

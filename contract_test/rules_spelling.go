@@ -137,8 +137,8 @@ func longKeys(e *env) {
 	}
 	for i, k := range keys {
 		l := on(k)
-		got, gotErr := l.sut.Peek(ctx, k.Name)
-		want, wantErr := l.ref.Peek(ctx, k.Name)
+		got, gotErr := l.sut.PeekN(ctx, k.Name, 1)
+		want, wantErr := l.ref.PeekN(ctx, k.Name, 1)
 		tw.check(name(i)+", a peek after every other key was reset", got, gotErr, want, wantErr)
 	}
 	// The longest key split into a namespace and a name another way is
@@ -209,8 +209,8 @@ func (tw *twin) capabilities(ctx context.Context, alg algorithms.Algorithm, sk s
 		// The reset puts back the mark: the lease's 2 stay charged, the
 		// admission after it goes.
 		tw.check(name+", Reset after the lease", nil, tw.sut.Reset(ctx, sk, alg), nil, tw.ref.Reset(ctx, sk, alg))
-		got, gotErr = sut.Peek(ctx, k)
-		want, wantErr = ref.Peek(ctx, k)
+		got, gotErr = sut.PeekN(ctx, k, 1)
+		want, wantErr = ref.PeekN(ctx, k, 1)
 		tw.check(name+", a peek after the lease's mark was put back", got, gotErr, want, wantErr)
 	}
 }
@@ -381,8 +381,8 @@ func onceSpelling(e *env) {
 		want, wantErr = p.b.do(tw, ctxB, ref, tw.ref, keyB)
 		tw.check(what+": the second", got, gotErr, want, wantErr)
 		for _, k := range []string{keyA, keyB} {
-			got, gotErr := sut.Peek(ctx, k)
-			want, wantErr := ref.Peek(ctx, k)
+			got, gotErr := sut.PeekN(ctx, k, 1)
+			want, wantErr := ref.PeekN(ctx, k, 1)
 			tw.check(fmt.Sprintf("%s: a peek of %q after both", what, k), got, gotErr, want, wantErr)
 		}
 	}

@@ -84,7 +84,7 @@ func TestAdmitThenDeny(t *testing.T) {
 			t.Fatalf("call %d: RetryInfo %v (%v), want %v", i+1, got, ok, want.retry)
 		}
 	}
-	res, err := l.Peek(context.Background(), "ip:127.0.0.1")
+	res, err := l.PeekN(context.Background(), "ip:127.0.0.1", 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +193,7 @@ func TestMultiKeyAndStack(t *testing.T) {
 			t.Fatalf("call %d (%s): trailers %+v, want %+v", i+1, want.key, got, want.trailers)
 		}
 	}
-	if res, err := perKey.Peek(context.Background(), "x-api-key:k4"); err != nil || res.Remaining != 1 {
+	if res, err := perKey.PeekN(context.Background(), "x-api-key:k4", 1); err != nil || res.Remaining != 1 {
 		t.Fatalf("k4's own limit: %+v, %v; want 1 left, since the peer's limit denied the call", res, err)
 	}
 
@@ -252,7 +252,7 @@ func TestKeys(t *testing.T) {
 			if _, err := call(t, serve(t, in), c.md...); err != nil {
 				t.Fatal(err)
 			}
-			if res, err := l.Peek(context.Background(), c.want); err != nil || res.Remaining != 4 {
+			if res, err := l.PeekN(context.Background(), c.want, 1); err != nil || res.Remaining != 4 {
 				t.Fatalf("key %q: %+v, %v; want 4 left: the call was charged to another key", c.want, res, err)
 			}
 		})

@@ -80,7 +80,7 @@ func serveAs(h http.Handler, user string) *http.Response {
 // peek is what l has left for key now, charging nothing.
 func peek(t *testing.T, l *ratewise.Limiter, key string) ratewise.Result {
 	t.Helper()
-	res, err := l.Peek(context.Background(), key)
+	res, err := l.PeekN(context.Background(), key, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

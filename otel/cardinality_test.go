@@ -79,7 +79,7 @@ func TestKeyNeverAnAttribute(t *testing.T) {
 			if _, err := l.PeekN(ctx, key, 2); err != nil {
 				t.Fatal(err)
 			}
-			r, err := l.Reserve(ctx, key, time.Minute)
+			r, err := l.ReserveN(ctx, key, 1, time.Minute)
 			if err != nil {
 				t.Fatal(err)
 			}

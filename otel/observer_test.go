@@ -68,7 +68,7 @@ func TestDecisionsCountedByOutcome(t *testing.T) {
 			t.Fatalf("Allow: %+v, %v; want allowed %v", res, err, want)
 		}
 	}
-	if res, err := l.Peek(ctx, "alice"); err != nil || res.Allowed {
+	if res, err := l.PeekN(ctx, "alice", 1); err != nil || res.Allowed {
 		t.Fatalf("Peek: %+v, %v; want a denial", res, err)
 	}
 	clock.Advance(30 * time.Second)

@@ -17,8 +17,18 @@ import (
 var ErrInvalidOption = errors.New("replay: invalid option")
 
 // AlgorithmNames lists the algorithms in the order compare shows them: the
-// registry's (algorithms.Kinds).
-var AlgorithmNames = algo.Names()
+// registry's (algorithms.Kinds), but for the calendar window, which counts
+// per calendar period rather than per window: name it to replay it, with
+// a window of a day, a week or a month (see Configure).
+var AlgorithmNames = func() []string {
+	var names []string
+	for _, k := range algorithms.Kinds() {
+		if algo.FamilyOf(k) != algo.FamilyCalendar {
+			names = append(names, k.String())
+		}
+	}
+	return names
+}()
 
 // DefaultSubWindows is how many sub-windows the sliding window counter
 // uses unless told otherwise.
@@ -48,6 +58,10 @@ type Options struct {
 // opts.SubWindows is 0 it uses DefaultSubWindows, or, if that does not
 // split the window, the largest smaller count that does; the count chosen
 // is in the algorithm's Params.
+//
+// The calendar window counts limit per calendar period in UTC: a window of
+// 24h is the day, 168h the week, and 28 to 31 whole days the month; any
+// other window is an error wrapping ErrInvalidOption.
 func Configure(name string, limit int64, window time.Duration, opts Options) (algorithms.Algorithm, error) {
 	k, err := algorithms.Lookup(name)
 	if err != nil {
@@ -59,6 +73,9 @@ func Configure(name string, limit int64, window time.Duration, opts Options) (al
 			ErrInvalidOption,
 			opts.SubWindows,
 		)
+	}
+	if algo.FamilyOf(k) == algo.FamilyCalendar {
+		return calendar(k, limit, window)
 	}
 	if opts.Burst < 0 {
 		return nil, fmt.Errorf("%w: burst must be >= 1, or 0 for the limit, got %d", ErrInvalidOption, opts.Burst)
@@ -145,4 +162,24 @@ func ParseAlgorithms(list string) ([]string, error) {
 		names = append(names, n)
 	}
 	return names, nil
+}
+
+// calendar returns the calendar window of limit per the calendar period
+// window stands for (see Configure).
+func calendar(k *algorithms.Kind, limit int64, window time.Duration) (algorithms.Algorithm, error) {
+	const day = 24 * time.Hour
+	p := algorithms.Params{Limit: limit}
+	switch {
+	case window == day:
+		p.Period = "day"
+	case window == 7*day:
+		p.Period = "week"
+	case window >= 28*day && window <= 31*day && window%day == 0:
+		p.Period = "month"
+	default:
+		return nil, fmt.Errorf(
+			"%w: %s counts calendar days, weeks or months: give a window of 24h, 168h or 28 to 31 days, not %v",
+			ErrInvalidOption, k, window)
+	}
+	return k.New(p)
 }

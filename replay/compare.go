@@ -142,7 +142,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 				Row{
 					Workload:  w.Name,
 					Algorithm: name,
-					Params:    algo.ParamsOf(alg).String(),
+					Params:    algo.ParamsString(alg),
 					Settings:  algo.ParamsOf(alg),
 				},
 			)
@@ -154,7 +154,7 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 				Row{
 					Workload:  w.Name,
 					Algorithm: alg.Kind().String(),
-					Params:    algo.ParamsOf(alg).String(),
+					Params:    algo.ParamsString(alg),
 					Settings:  algo.ParamsOf(alg),
 				},
 			)
@@ -252,6 +252,9 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 	}
 
 	rep.Verdicts = verdicts(rep)
+	if err := checkAlignments(ctx, rep, cfg.Workloads, jobs); err != nil {
+		return nil, err
+	}
 
 	if cfg.Timed > 0 {
 		l := cfg.TimedLimit
@@ -261,7 +264,11 @@ func Compare(ctx context.Context, cfg Config) (*Report, error) {
 		rep.TimedLimit, rep.TimedWindow = l.Count, l.Window
 		for _, t := range cfg.Targets {
 			for _, name := range cfg.Algorithms {
-				alg, err := Configure(name, l.Count, l.Window, cfg.Options)
+				window := l.Window
+				if name == (algorithms.CalendarWindow{}).Kind().String() {
+					window = 24 * time.Hour // timed as a quota per day
+				}
+				alg, err := Configure(name, l.Count, window, cfg.Options)
 				if err != nil {
 					return nil, err
 				}

@@ -18,7 +18,9 @@
 // checks that every store makes the same decisions, measures memory and
 // store commands per decision, and times every algorithm on the real
 // clock. Its Report holds the figures ratewise compare prints, and a
-// Verdict per workload: which algorithm held the limit at the least cost.
+// Verdict per workload: which algorithm held the limit at the least cost,
+// and whether the workload's timing against its windows' boundaries
+// flatters the algorithms that count per window (see Alignment).
 //
 // Every store must decide on the time it is given (client time), so that a
 // replay is exact and repeatable: the memory store does, and so do the

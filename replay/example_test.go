@@ -46,7 +46,7 @@ func Example() {
 			panic(err)
 		}
 		fmt.Printf("%-14s %-28s admitted %2d of %d, at most %.2f× the policy\n",
-			alg.Kind().String(), algo.ParamsOf(alg), acc.Admitted, acc.Requests, acc.Overshoot)
+			alg.Kind().String(), algo.ParamsString(alg), acc.Admitted, acc.Requests, acc.Overshoot)
 		if acc.Overshoot <= 1 && (chosen == nil || acc.Admitted > best.Admitted) {
 			chosen, best = alg, acc
 		}
@@ -54,7 +54,7 @@ func Example() {
 	if best.Overshoot > 1.00 {
 		panic("the chosen limit admits more than the policy allows")
 	}
-	fmt.Printf("chosen: %s %s, %.2f×\n", chosen.Kind().String(), algo.ParamsOf(chosen), best.Overshoot)
+	fmt.Printf("chosen: %s %s, %.2f×\n", chosen.Kind().String(), algo.ParamsString(chosen), best.Overshoot)
 	// Output:
 	// fixed_window   5/15m                        admitted 41 of 169, at most 1.40× the policy
 	// gcra           5/15m burst 5                admitted 48 of 169, at most 1.80× the policy

@@ -185,8 +185,8 @@ func TestRedisReplaysKeysAtOnce(t *testing.T) {
 // The README's example, compare --workload custom --rate 300/min --shape
 // bursts --keys 100 --duration 5m with the default limit of 100 per minute,
 // must show
-// the algorithms apart: bursts of 300 in 10 seconds, every minute from a
-// random phase, are denied in part, and not alike by every algorithm.
+// the algorithms apart: bursts of 300 in 10 seconds, every minute from each
+// key's own offset, are denied in part, and not alike by every algorithm.
 func TestREADMEBurstsExampleTellsAlgorithmsApart(t *testing.T) {
 	w, err := workload.Custom(workload.Spec{Limit: workload.DefaultLimit, Rate: 300.0 / 60, Shape: "bursts",
 		On: 10 * time.Second, Off: 50 * time.Second, Duration: 5 * time.Minute, Keys: 100, Seed: 1})

@@ -202,7 +202,7 @@ func perEntry(s *storememory.Store, base, empty uint64) (float64, int, error) {
 func fixedStateBytes(ctx context.Context, alg algorithms.Algorithm, now time.Time) (float64, int, error) {
 	// One fixed-size state gives one figure: measure each configuration
 	// once per process.
-	id := alg.Kind().String() + " " + algo.ParamsOf(alg).String()
+	id := alg.Kind().String() + " " + algo.ParamsString(alg)
 	if f, ok := fixedStateCache.Load(id); ok {
 		f := f.(fixedFigure)
 		return f.perKey, f.keys, nil

@@ -90,7 +90,7 @@ func Time(
 		return Timing{}, err
 	}
 	return Timing{
-		Target: t.Name(), Algorithm: alg.Kind().String(), Params: algo.ParamsOf(alg).String(),
+		Target: t.Name(), Algorithm: alg.Kind().String(), Params: algo.ParamsString(alg),
 		Goroutines: goroutines, Keys: keys,
 		Decisions: total.n, PerSecond: float64(total.n) / elapsed.Seconds(),
 		P50: total.quantile(0.50), P99: total.quantile(0.99),

@@ -54,6 +54,12 @@ type Verdict struct {
 	// Cheaper, "" when Cheaper is nil.
 	Text        string `json:"text"`
 	CheaperText string `json:"cheaper_text,omitempty"`
+	// Alignment, when not nil, says that the workload's timing against its
+	// windows' boundaries flatters some of its algorithms: moved later,
+	// the same requests make them admit more. AlignmentText says it in a
+	// sentence, as ratewise compare prints it under the verdict.
+	Alignment     *Alignment `json:"alignment,omitempty"`
+	AlignmentText string     `json:"alignment_text,omitempty"`
 }
 
 // Judged is one algorithm's figures on a workload as a Verdict ranks them.

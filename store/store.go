@@ -86,7 +86,7 @@ func (k Key) String() string {
 //   - Errors come in classes. Invalid input (a value that is not one of
 //     package algorithms' types, an algorithm that fails Validate, a cost
 //     outside what an idle key admits at once in either sign, a time the
-//     store uses outside [the Unix epoch, time.UnixMicro(algorithms.MaxUnixMicro)]) is the error
+//     store uses outside [the Unix epoch, 2^52µs after it, in 2112]) is the error
 //     wraps one of the algorithms package's errors, the same on every store; Reset rejects the same algorithms. An
 //     algorithm the store cannot run wraps ErrUnsupported, and may wrap the
 //     invalid-input error too. A context error is returned
@@ -130,7 +130,7 @@ type Store interface {
 	// that can book a request ahead (the token bucket and GCRA),
 	// atomically, as Decide decides: it returns the Result, and the wait
 	// until the booked request's turn. An algorithm that cannot book wraps
-	// ErrUnsupported; a maxWait outside [0, algorithms.MaxWindow], or not a
+	// ErrUnsupported; a maxWait outside [0, 2^50µs], or not a
 	// whole number of microseconds, wraps algorithms.ErrInvalidTime. Limiter.Wait uses it to wait in one
 	// round trip and in order.
 	Reserve(
@@ -150,7 +150,7 @@ type Store interface {
 	// Result's ResetAfter and at least until its At, or the time the step
 	// gives (plus the store's grace). Invalid input (n outside [1, the cost
 	// an idle key admits], a time outside [the Unix epoch,
-	// time.UnixMicro(algorithms.MaxUnixMicro)]) wraps the algorithms
+	// 2^52µs after it, in 2112]) wraps the algorithms
 	// package's errors; a store on its own clock checks at, and now only
 	// where it uses the caller's. Limiter.Refund uses it.
 	Refund(ctx context.Context, key Key, alg algorithms.Algorithm, now, at time.Time, n int64) (algorithms.Result, error)

@@ -46,7 +46,7 @@ func TestDecisionsAllocateNothing(t *testing.T) {
 				run  func()
 			}{
 				{"limiter/admitted", func() { l.Allow(ctx, "alice") }},
-				{"limiter/peek", func() { l.Peek(ctx, "alice") }},
+				{"limiter/peek", func() { l.PeekN(ctx, "alice", 1) }},
 				{"store/admitted", func() { s.Decide(ctx, store.Key{Name: "alice"}, alg, t0, 1) }},
 				{"store/peek", func() { s.Decide(ctx, store.Key{Name: "alice"}, alg, t0, 0) }},
 				{"limiter/denied", func() { l.Allow(ctx, "bob") }},
@@ -60,7 +60,7 @@ func TestDecisionsAllocateNothing(t *testing.T) {
 					for range 3 {
 						tc.run()
 					}
-					if res, _ := l.Peek(ctx, "bob"); res.Remaining != 0 {
+					if res, _ := l.PeekN(ctx, "bob", 1); res.Remaining != 0 {
 						t.Fatalf("bob has %d left under the limiter, want 0", res.Remaining)
 					}
 					if res, _ := s.Decide(ctx, store.Key{Name: "bob"}, alg, t0, 0); res.Remaining != 0 {

@@ -1,6 +1,8 @@
 package storepostgres
 
 import (
+	"time"
+
 	"bytes"
 	"context"
 	"errors"
@@ -89,7 +91,11 @@ func (s *Store) sendBatch(ctx context.Context, ds []*decision) {
 	p3s := make([]*int64, n)
 	for i, d := range order {
 		keys[i], nows[i], costs[i] = d.key, d.now, d.cost
-		p1s[i], p2s[i], p3s[i] = pgsql.Params(d.alg)
+		var caller time.Time // the system clock's, on the server's clock
+		if d.now != nil {
+			caller = time.UnixMicro(*d.now)
+		}
+		p1s[i], p2s[i], p3s[i] = pgsql.Params(d.alg, caller)
 	}
 	var replies []int64
 	var failed []*string

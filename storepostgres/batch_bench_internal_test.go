@@ -55,7 +55,7 @@ func BenchmarkBatchFunction(b *testing.B) {
 					rkeys[i] = key(store.Key{Name: fmt.Sprint(prefix, i%keys)}, alg)
 					us := time.Now().UnixMicro()
 					nows[i], costs[i] = &us, 1
-					p1s[i], p2s[i], p3s[i] = pgsql.Params(alg)
+					p1s[i], p2s[i], p3s[i] = pgsql.Params(alg, time.Time{})
 				}
 				var replies []int64
 				var failed []*string

@@ -45,7 +45,7 @@ func TestBatchDecidesAsAlone(t *testing.T) {
 					bs = append(bs, storepostgres.Batch{Key: fmt.Sprint(prefix, ":", rng.IntN(3)), Alg: a,
 						Now: clock.Step(
 							rng,
-							max(algo.ScopeOf(a).Window/time.Duration(max(algo.MaxCost(a), 1))*4, time.Microsecond),
+							max(difftest.Scale(a)/time.Duration(max(algo.MaxCost(a), 1))*4, time.Microsecond),
 						), Cost: cost})
 				}
 				got, errs := s.SendBatch(ctx, bs)

@@ -70,7 +70,7 @@ func TestPreviousSchemasStatements(t *testing.T) {
 	prefix := fmt.Sprint("compat-", time.Now().UnixNano(), "-")
 	old, cur := store.Key{Name: prefix + "old"}, store.Key{Name: prefix + "new"}
 	rold := key(old, alg)
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, time.Time{})
 	limit := algo.MaxCost(alg)
 	grace := s.grace
 
@@ -221,7 +221,7 @@ func TestPreviousSchemasStatements(t *testing.T) {
 	res, err = s.Refund(ctx, cur, alg, now, now, 1)
 	same("a refund", want, res, err)
 
-	op1, op2, op3 := pgsql.Params(other)
+	op1, op2, op3 := pgsql.Params(other, time.Time{})
 	var set []int64
 	if err := pool.QueryRow(ctx, schema4.set, [][]byte{rold, key(old, other)}, []string{"gcra", "fixed_window"},
 		[]*int64{&p1, &p2, p3, &op1, &op2, op3}, us, int64(1), grace, nil, nil,

@@ -77,7 +77,7 @@ func (s *Store) send(
 		return algorithms.Result{}, 0, err
 	}
 	at, notBefore := s.clock(now)
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, now)
 	rkey := key(k, alg)
 	var reply []int64
 	if s.co != nil && !given && slack == 0 {
@@ -135,7 +135,7 @@ func decisionResult(
 		return algorithms.Result{}, 0, err
 	}
 	delay := reply[5]
-	if delay < 0 || delay > int64(algorithms.MaxWindow/time.Microsecond) {
+	if delay < 0 || delay > int64(algo.EnvelopeMaxWindow/time.Microsecond) {
 		return algorithms.Result{}, 0, malformed(reply, "delay %d", delay)
 	}
 	if !once {

@@ -42,7 +42,7 @@ func (s *Store) Lease(
 		return algorithms.Result{}, 0, err
 	}
 	at, notBefore := s.clock(now)
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, now)
 	rkey := key(k, alg)
 	var once []byte // NULL without a request ID
 	if given {

@@ -31,7 +31,7 @@ func (s *Store) Refund(
 		return algorithms.Result{}, err
 	}
 	nowArg, notBefore := s.clock(now)
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, now)
 	rkey := key(k, alg)
 	var once []byte
 	var admitted [][]byte

@@ -42,7 +42,7 @@ func (s *Store) DecideSet(
 	lims := make([]int64, n)
 	for i, alg := range algs {
 		keys[i], kinds[i], lims[i] = key(k, alg), alg.Kind().String(), algo.MaxCost(alg)
-		p1, p2, p3 := pgsql.Params(alg)
+		p1, p2, p3 := pgsql.Params(alg, now)
 		params = append(params, &p1, &p2, p3)
 	}
 	once := given && cost > 0

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ratewise/ratewise/algorithms"
-	"github.com/ratewise/ratewise/internal/algo"
 	"github.com/ratewise/ratewise/internal/coalesce"
 	"github.com/ratewise/ratewise/internal/hashslot"
 	"github.com/ratewise/ratewise/internal/storecheck"
@@ -297,22 +296,24 @@ func (c *decideCall) script() (*redis.Script, error) { return scripts.Batch(c.ki
 func (c *decideCall) keysAndArgs() ([]string, []any) {
 	first := c.ops[0]
 	width := paramCount(first.alg)
-	var sets []algorithms.Params
-	var algs []algorithms.Algorithm // one of each set
+	var sets []stepParams
 	index := make([]int, len(c.ops))
 	for i, d := range c.ops {
-		j := slices.Index(sets, algo.ParamsOf(d.alg))
+		ps := paramsAt(d.alg, d.now)
+		j := slices.Index(sets, ps)
 		if j < 0 {
 			j = len(sets)
-			sets, algs = append(sets, algo.ParamsOf(d.alg)), append(algs, d.alg)
+			sets = append(sets, ps)
 		}
 		index[i] = j + 1
 	}
 	keys := make([]string, len(c.ops), 2*len(c.ops))
 	args := make([]any, 0, 4+width*len(sets)+4*len(c.ops))
 	args = append(args, first.at, c.horizon, c.writer, len(sets), width)
-	for _, alg := range algs {
-		args = appendParams(args, alg)
+	for _, ps := range sets {
+		for _, v := range ps.v[:ps.n] {
+			args = append(args, v)
+		}
 	}
 	for i, d := range c.ops {
 		keys[i] = d.rkeys[0]

@@ -95,7 +95,7 @@ func TestDifferentialBatches(t *testing.T) {
 						q = seqs[rng.IntN(len(seqs))]
 					}
 					q.left--
-					scale := algo.ScopeOf(q.alg).Window
+					scale := difftest.Scale(q.alg)
 					switch r := rng.IntN(10); {
 					case r == 0:
 						q.now = q.now.Add(-time.Duration(rng.Int64N(int64(scale))).Truncate(time.Microsecond)) // stale

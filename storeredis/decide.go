@@ -100,9 +100,9 @@ func (d *decision) keys() []string {
 // four parameters, the limit and the once key's least lifetime.
 func (d *decision) args() []any {
 	if d.rid.id == "" {
-		return appendParams(append(make([]any, 0, 6), d.at, d.cost), d.alg)
+		return appendParams(append(make([]any, 0, 6), d.at, d.cost), d.alg, d.now)
 	}
-	return append(appendOnceParams(append(make([]any, 0, 8), d.at, d.cost), d.alg), algo.MaxCost(d.alg), d.horizon)
+	return append(appendOnceParams(append(make([]any, 0, 8), d.at, d.cost), d.alg, d.now), algo.MaxCost(d.alg), d.horizon)
 }
 
 // parse reads decide.lua's reply: five fields, then with a once key the

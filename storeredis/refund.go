@@ -70,9 +70,9 @@ func (r *refund) keys() []string {
 // lifetime and how long a charge counts at most in µs.
 func (r *refund) args() []any {
 	if r.rid.id == "" {
-		return appendParams(append(make([]any, 0, 7), r.at, r.n, r.admitted.UnixMicro()), r.alg)
+		return appendParams(append(make([]any, 0, 7), r.at, r.n, r.admitted.UnixMicro()), r.alg, r.now)
 	}
-	return append(appendOnceParams(append(make([]any, 0, 10), r.at, r.n, r.admitted.UnixMicro()), r.alg),
+	return append(appendOnceParams(append(make([]any, 0, 10), r.at, r.n, r.admitted.UnixMicro()), r.alg, r.now),
 		algo.MaxCost(r.alg), r.horizon, int64(algo.QuotaOf(r.alg).Window/time.Microsecond))
 }
 

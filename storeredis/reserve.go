@@ -66,7 +66,7 @@ func (b *booking) keys() []string {
 // args are ARGV: now, the cost, the parameters and the longest wait in µs,
 // then with a once key the limit and the once key's least lifetime.
 func (b *booking) args() []any {
-	args := append(appendParams(append(make([]any, 0, 7), b.at, b.cost), b.alg), b.maxWait.Microseconds())
+	args := append(appendParams(append(make([]any, 0, 7), b.at, b.cost), b.alg, b.now), b.maxWait.Microseconds())
 	if b.rid.id != "" {
 		args = append(args, algo.MaxCost(b.alg), b.horizon)
 	}
@@ -86,7 +86,7 @@ func (b *booking) parse(reply any) error {
 		return err
 	}
 	delay, ok := fields[5].(int64)
-	if !ok || delay < 0 || delay > int64(algorithms.MaxWindow/time.Microsecond) {
+	if !ok || delay < 0 || delay > int64(algo.EnvelopeMaxWindow/time.Microsecond) {
 		return fmt.Errorf("delay %v (reply %v)", fields[5], reply)
 	}
 	if once {

@@ -111,9 +111,9 @@ func (d *setDecision) args() []any {
 	for _, alg := range d.algs {
 		n := len(args)
 		if d.rid.id == "" {
-			args = appendParams(append(args, d.index[alg.Kind()], 0), alg)
+			args = appendParams(append(args, d.index[alg.Kind()], 0), alg, d.now)
 		} else {
-			args = append(appendOnceParams(append(args, d.index[alg.Kind()], 0), alg), algo.MaxCost(alg))
+			args = append(appendOnceParams(append(args, d.index[alg.Kind()], 0), alg, d.now), algo.MaxCost(alg))
 		}
 		args[n+1] = len(args) - n - 2
 	}
@@ -195,13 +195,21 @@ func (c *setCall) script() (*redis.Script, error) { return scripts.SetBatch(c.ki
 // client-time mode its now. The kinds of every set of the call are
 // c.kinds, in the same order, so a kind's index is the same in each.
 func (c *setCall) keysAndArgs() ([]string, []any) {
-	var sets [][]algorithms.Algorithm
+	// A set is its limits, and the caller's now, which a calendar
+	// window's parameters depend on (see stepParams).
+	type limitSet struct {
+		algs []algorithms.Algorithm
+		now  time.Time
+	}
+	var sets []limitSet
 	index := make([]int, len(c.ops))
 	for i, d := range c.ops {
-		j := slices.IndexFunc(sets, func(set []algorithms.Algorithm) bool { return sameLimits(set, d.algs) })
+		j := slices.IndexFunc(sets, func(set limitSet) bool {
+			return sameLimits(set.algs, d.algs) && sameParams(set.algs, set.now, d.now)
+		})
 		if j < 0 {
 			j = len(sets)
-			sets = append(sets, d.algs)
+			sets = append(sets, limitSet{algs: d.algs, now: d.now})
 		}
 		index[i] = j + 1
 	}
@@ -209,10 +217,10 @@ func (c *setCall) keysAndArgs() ([]string, []any) {
 	args := make([]any, 0, 3+len(sets)*(1+7*len(c.kinds))+4*len(c.ops))
 	args = append(args, c.ops[0].at, c.horizon, len(sets))
 	for _, set := range sets {
-		args = append(args, len(set))
-		for _, alg := range set {
+		args = append(args, len(set.algs))
+		for _, alg := range set.algs {
 			n := len(args)
-			args = appendParams(append(args, c.ops[0].index[alg.Kind()], 0), alg)
+			args = appendParams(append(args, c.ops[0].index[alg.Kind()], 0), alg, set.now)
 			args[n+1] = len(args) - n - 2
 		}
 	}

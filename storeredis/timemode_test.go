@@ -3,6 +3,7 @@ package storeredis_test
 import (
 	"context"
 	"errors"
+	"github.com/ratewise/ratewise/internal/algo"
 	"testing"
 	"time"
 
@@ -46,8 +47,8 @@ func TestServerTimeSharedUnderClockSkew(t *testing.T) {
 			if admitted != 5 {
 				t.Fatalf("two servers 10s apart admitted %d, want the shared limit 5", admitted)
 			}
-			ra, errA := a.Peek(context.Background(), key)
-			rb, errB := b.Peek(context.Background(), key)
+			ra, errA := a.PeekN(context.Background(), key, 1)
+			rb, errB := b.PeekN(context.Background(), key, 1)
 			if errA != nil || errB != nil {
 				t.Fatal(errA, errB)
 			}
@@ -92,7 +93,7 @@ func TestClientTimeFollowsTheCallersClock(t *testing.T) {
 func TestClientTimeNeverMeansServerTime(t *testing.T) {
 	s := storeredis.New(newClient(t, miniredis.RunT(t).Addr()), storeredis.WithClientTime())
 	alg := algorithms.FixedWindow{Limit: 5, Window: time.Second}
-	for _, at := range []time.Time{time.Unix(0, 0), time.UnixMicro(1), time.UnixMicro(algorithms.MaxUnixMicro)} {
+	for _, at := range []time.Time{time.Unix(0, 0), time.UnixMicro(1), time.UnixMicro(algo.EnvelopeMaxUnixMicro)} {
 		res, err := s.Decide(context.Background(), store.Key{Name: testKey(t)}, alg, at, 1)
 		if err != nil || !res.At.Equal(at) {
 			t.Fatalf("decided at %v for a now of %v (%v)", res.At, at, err)

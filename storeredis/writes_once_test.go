@@ -57,7 +57,7 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 			l.AllowN(ctx, key, 10)
 			return nil
 		}, func(l *ratewise.Limiter, _ *ratewise.Stack, key string, _ any) error {
-			r, err := l.Reserve(ctx, key, time.Minute)
+			r, err := l.ReserveN(ctx, key, 1, time.Minute)
 			if err == nil && (!r.Result().Allowed || r.Delay() != 6*time.Second) {
 				err = fmt.Errorf("booked %+v, want a turn 6s away", r.Result())
 			}
@@ -72,7 +72,7 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 		}, true},
 		{"cancel", func(l *ratewise.Limiter, key string) any {
 			l.AllowN(ctx, key, 10)
-			r, err := l.Reserve(ctx, key, time.Minute)
+			r, err := l.ReserveN(ctx, key, 1, time.Minute)
 			if err != nil || !r.Result().Allowed {
 				t.Fatalf("a booking to cancel: %+v, %v", r, err)
 			}
@@ -191,8 +191,8 @@ func TestEveryWriteAppliedOnce(t *testing.T) {
 							plain.Allow(ctx, twin)
 						}
 						for _, l := range []*ratewise.Limiter{plain, plainPartner} {
-							got, err := l.Peek(ctx, key)
-							want, werr := l.Peek(ctx, twin)
+							got, err := l.PeekN(ctx, key, 1)
+							want, werr := l.PeekN(ctx, twin, 1)
 							if err != nil || werr != nil || got != want {
 								t.Fatalf(
 									"%s after the write with its reply lost: %+v (%v); the twin, written once: %+v (%v)",
@@ -258,7 +258,7 @@ func TestRecordedDecisionOnServerTime(t *testing.T) {
 	if !res.Allowed || res.Remaining != 95 || !res.At.Before(between) {
 		t.Fatalf("the resend returned %+v; want the first attempt's outcome: 95 left, decided before %v", res, between)
 	}
-	peek, err := other.Peek(ctx, key)
+	peek, err := other.PeekN(ctx, key, 1)
 	if err != nil || peek.Remaining != 90 {
 		t.Fatalf("the key after: %+v, %v; want 3 + 5 + 2 charged once: 90 left", peek, err)
 	}

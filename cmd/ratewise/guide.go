@@ -14,6 +14,7 @@ import (
 
 	"github.com/ratewise/ratewise/replay/workload"
 
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 	"github.com/ratewise/ratewise/replay"
 )
@@ -261,6 +262,18 @@ one:
 - **Token bucket** (` + "`TokenBucket`" + `) and **GCRA** (` + "`GCRA`" + `, the leaky bucket
   as a meter, as in redis-cell): constant memory and time, exact for their
   rate and burst, but not a count over a window.
+- **Calendar window** (` + "`CalendarWindow`" + `): a quota per calendar day, week
+  or month, for quotas people read off a calendar, such as a plan's monthly
+  allowance or an invoice's line. It resets at the period's first instant
+  in UTC, or in an IANA zone set in code
+  (` + "`algorithms.CalendarWindow{Limit: 10000, Period: \"month\", Location: loc}`" + `,
+  with ` + "`loc`" + ` from ` + "`time.LoadLocation`" + `), so a month lasts 28 to 31 days and a
+  day 23 to 25 hours when the clocks change, with no date in the key. It
+  is exact per period on every store, and, like any fixed window, admits up
+  to twice its limit across a boundary: it is a quota, not burst
+  protection, so stack it with a rate (` + "`ratewise.Stack`" + `) to spread the
+  requests. It has no window, so compare leaves it out; recommend offers it
+  only for ` + "`--calendar`" + ` questions.
 
 [benchmarks.md](benchmarks.md) measures each one's memory, time and
 throughput on Redis and in memory, beside the classic claims.
@@ -270,15 +283,25 @@ throughput on Redis and in memory, beside the classic claims.
 var guideTree = `## The decision tree, measured
 
 ` + "`ratewise recommend`" + ` takes the rate each key may reach (` + "`--qps`" + `, a number per
-second or a count per period such as ` + "`5/15m`" + `), the window, the precision you
-need, the number of keys active at once, an optional burst and an optional
-calendar period, and tries the answers to that question in order, checking
+second or a count per period such as ` + "`5/15m`" + `) or the rate of all keys together
+(` + "`--total-qps`" + `, written the same way and shared evenly among the keys), the
+window, the precision you need, the number of keys active at once, an
+optional burst and an optional calendar period. Its output says first which
+of the two rates it read and what that makes of the other, as
+` + "`ratewise help recommend`" + ` does with an example of each: with ` + "`--keys 100`" + `,
+` + "`--qps 5000`" + ` is 500,000 per second in all, and ` + "`--total-qps 5000`" + ` is 50 per
+second for each key. It then tries the answers to that question in order, checking
 each against the memory budget (` + "`--memory`" + `, default 1 GB, for every key's
 full window) and the time budget (` + "`--latency`" + `, default 1 ms, for the
 store's own time per decision):
 
-1. **A calendar quota** (` + "`--calendar day`" + ` or ` + "`month`" + `) → the fixed window,
-   whose windows of 24 hours are UTC days, with the boundary cost stated.
+1. **A calendar quota** (` + "`--calendar day`" + ` or ` + "`month`" + `) → the calendar
+   window, which resets at the first instant of each UTC day or month (a
+   zone is set in code), with the boundary cost stated; with a burst below
+   the quota, beside GCRA as a set of limits. Should it not fit, a fixed
+   window of 24 hours, whose windows are UTC days, for a day, and for a
+   month a sliding window counter of 31 days in daily sub-windows, on a key
+   that names the month.
 2. **Exact** → the compact log (8 bytes per request), then the sliding log
    on a sorted set; with a burst below the limit, either one beside GCRA as
    a set of limits. When no exact log fits, the sliding window counter and
@@ -300,6 +323,17 @@ at 50% utilisation, with a warning when one key alone is a large share of a
 node. Last, it says where the measurements disagree with the classic
 thresholds (the sorted set unsuitable above QPS 1,000 with a window over
 10 s; the counter suited up to QPS 10,000).
+
+A question that needs more than anyone runs is more likely a slip in its
+input, such as a total rate given as ` + "`--qps`" + `, which is per key: the
+recommendation then says so under its first lines, with the input that made
+it and the question it may have meant. The limits, which
+` + "`ratewise help recommend`" + ` prints, are ` + fmt.Sprintf(
+	"%s decisions per second in all,\n%d Redis masters (the Redis Cluster specification designs a cluster for up "+
+		"to\n1,000 nodes, %d masters with a replica each), and %d times the decisions per\nsecond one PostgreSQL "+
+		"database served.",
+	report.Int(recommend.MostDecisions), recommend.MostMasters, recommend.MostMasters, recommend.MostPostgres,
+) + `
 
 `
 
@@ -330,6 +364,11 @@ var guideReading = `## Reading the figures
 - Each table's legend says what its columns mean and how each figure was
   measured; its verdict names the algorithm that held the limit at the
   least cost, and the cheaper one that did not, if any.
+- A **Timing** line under a verdict says that the workload's requests meet
+  the windows' boundaries where counting per window does well, as a key
+  that starts on a boundary does: moved later by the shift it names, the
+  same requests take the algorithms it lists above their figures in the
+  table. A fixed window's figure there holds for that timing only.
 - **B/key** is measured, not estimated: on Redis, ` + "`MEMORY USAGE`" + ` averaged over
   up to 1,000 keys; on the memory store, the growth of the Go heap, over
   65,536 keys for a state of fixed size (so that one such state gives one

@@ -57,7 +57,8 @@ const usage = `usage: ratewise <command> [flags]
 
 commands:
   compare    replay workloads against every algorithm; print what each admitted and cost
-  recommend  recommend an algorithm for --qps, --window and --precision, with the measurements behind it
+  recommend  recommend an algorithm for --qps (per key) or --total-qps, --window and --precision, with the
+             measurements behind it
   guide      regenerate docs/choosing.md and its charts
   doctor     check a Redis, such as a managed one, or a PostgreSQL database for its store: what works, what to change
   version    print ratewise's version, the revision it was built from and the Go version

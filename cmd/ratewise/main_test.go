@@ -9,11 +9,12 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/replay"
 )
 
@@ -110,6 +111,16 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 			`--svg "` + filepath.Join(notADir, "charts") + `": cannot write charts there`,
 		},
 		{"bad rate", []string{"compare", "--workload", "custom", "--rate", "lots"}, `rate "lots"`},
+		{
+			"aligned without a custom workload",
+			[]string{"compare", "--workload", "boundary", "--aligned"},
+			"--aligned applies to --workload custom with --shape bursts",
+		},
+		{
+			"aligned poisson",
+			[]string{"compare", "--workload", "custom", "--shape", "poisson", "--aligned"},
+			`--aligned applies to --shape bursts only, got "poisson"`,
+		},
 		{"zero limit", []string{"compare", "--workload", "custom", "--limit", "0"}, "limit must be > 0"},
 		{"missing trace", []string{"compare", "--trace", "/nonexistent/trace.log"}, "cannot read the trace"},
 		{"malformed trace", []string{"compare", "--trace", badTrace}, "bad.log:2"},
@@ -188,6 +199,16 @@ func TestErrorsExitTwoWithOneLine(t *testing.T) {
 			"--qps must be > 0",
 		},
 		{
+			"recommend per key and in total",
+			[]string{"recommend", "--qps", "3", "--total-qps", "300", "--window", "1m", "--precision", "exact"},
+			"--qps 3 and --total-qps 300: give one, --qps for each key's rate or --total-qps for all keys' together",
+		},
+		{
+			"recommend a total of less than one request per key",
+			[]string{"recommend", "--total-qps", "100", "--keys", "100000", "--window", "1s", "--precision", "exact"},
+			"--total-qps 100 among 100,000 keys is 0.001 requests per key per 1s, less than one",
+		},
+		{
 			"recommend bad memory",
 			[]string{"recommend", "--qps", "3", "--window", "1m", "--precision", "exact", "--memory", "much"},
 			`--memory "much"`,
@@ -252,8 +273,8 @@ func TestCompareCSVAndJSON(t *testing.T) {
 	for i, h := range recs[0] {
 		col[h] = i
 	}
-	// Every algorithm × 2 stores.
-	if got, want := len(recs)-1, 2*len(algorithms.Kinds()); got != want {
+	// Every algorithm compare shows (not the calendar window) × 2 stores.
+	if got, want := len(recs)-1, 2*len(replay.AlgorithmNames); got != want {
 		t.Fatalf("csv rows: got %d, want %d", got, want)
 	}
 	for _, r := range recs[1:] {
@@ -261,7 +282,7 @@ func TestCompareCSVAndJSON(t *testing.T) {
 			t.Errorf("fixed window overshoot on %s: %s, want 2.0000", r[col["store"]], r[col["overshoot"]])
 		}
 	}
-	if n := 2 * len(algorithms.Kinds()); !strings.Contains(stderr, fmt.Sprintf("ratewise: [%d/%d]", n, n)) {
+	if n := 2 * len(replay.AlgorithmNames); !strings.Contains(stderr, fmt.Sprintf("ratewise: [%d/%d]", n, n)) {
 		t.Errorf("stderr (not a terminal) should carry plain progress lines, got %q", stderr)
 	}
 
@@ -445,5 +466,46 @@ func TestProgressInsideALongStep(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "custom: gcra on memory: ") || !strings.Contains(stderr, "% of its requests") {
 		t.Fatalf("no progress inside the step:\n%s", stderr)
+	}
+}
+
+// Custom bursts start at each key's own offset, so that some straddle a
+// window boundary and the fixed window's figure shows it; with --aligned
+// they start on the boundaries, the fixed window holds the limit there, and
+// a timing line under the verdict says that it does at this timing only.
+func TestCompareBurstsAlignedOrNot(t *testing.T) {
+	bursts := []string{"compare", "--memory-store", "--workload", "custom", "--shape", "bursts", "--rate", "150/min",
+		"--on", "15s", "--off", "45s", "--keys", "20", "--alg", "fixed_window,gcra", "--time", "0"}
+	fixedWindow := regexp.MustCompile(`(?m)^fixed_window +[0-9,]+ +[0-9,]+ +[0-9,]+ +([0-9.]+) `)
+	for _, c := range []struct {
+		aligned bool
+		says    string
+	}{
+		{false, "each key from an offset of its own"},
+		{true, "every key's at once, from a window boundary"},
+	} {
+		args := bursts
+		if c.aligned {
+			args = append(slices.Clone(bursts), "--aligned")
+		}
+		code, stdout, stderr := runCLI(t, args...)
+		if code != 0 {
+			t.Fatalf("aligned %v: exit %d: %s", c.aligned, code, stderr)
+		}
+		m := fixedWindow.FindStringSubmatch(stdout)
+		if m == nil || !strings.Contains(stdout, c.says) {
+			t.Fatalf("aligned %v: no fixed_window row, or the workload does not say %q:\n%s", c.aligned, c.says, stdout)
+		}
+		timing := strings.Contains(stdout, "\ntiming:  ")
+		flattered := strings.Contains(strings.Join(strings.Fields(stdout), " "),
+			"fixed_window held the limit at this timing only")
+		switch {
+		case !c.aligned && (m[1] == "1.00" || timing):
+			t.Errorf("bursts at offsets of their own: fixed_window at %s×, timing line %v; want over 1.00× and none:\n%s",
+				m[1], timing, stdout)
+		case c.aligned && (m[1] != "1.00" || !timing || !flattered):
+			t.Errorf("aligned bursts: fixed_window at %s×, timing line %v; want 1.00× and a line saying it holds "+
+				"at this timing only:\n%s", m[1], timing, stdout)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"strconv"
@@ -13,21 +14,31 @@ import (
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
-	"github.com/ratewise/ratewise/internal/algo"
+	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 	"github.com/ratewise/ratewise/replay"
 )
 
-const recommendSummary = "Recommends an algorithm for a rate, a window and a precision, and prints " +
+var recommendSummary = "Recommends an algorithm for a rate, a window and a precision, and prints " +
 	"the\nmeasurements behind every reason and every rejection: memory for a full window, the\nstore's " +
 	"time per decision, accuracy on matching workloads, and what one Redis serves, or,\nwith " +
 	"--postgres or --start-postgres when there is no Redis, the disk and decisions per\nsecond a " +
-	"PostgreSQL deployment needs."
+	"PostgreSQL deployment needs.\n\n" +
+	"--qps is each key's rate and --total-qps the rate of all --keys together; the output\nsays which " +
+	"it read and what it makes of the other. " +
+	fmt.Sprintf(
+		"A question that needs more than\nanyone runs (over %s decisions per second, over %d Redis masters, or "+
+			"over\n%d times what one PostgreSQL database served) is called into question, with the\ninput "+
+			"that made it.",
+		report.Int(recommend.MostDecisions),
+		recommend.MostMasters,
+		recommend.MostPostgres,
+	)
 
 // question is recommend's flags that describe the question, as opposed to
 // the store it is measured on.
 type question struct {
-	in          recommend.Input
-	qps, memory string
+	in                    recommend.Input
+	qps, totalQPS, memory string
 }
 
 func (q *question) register(fs *command) {
@@ -35,8 +46,16 @@ func (q *question) register(fs *command) {
 		&q.qps,
 		"qps",
 		"",
-		"the rate each key may reach: requests per second (0.5), or a count per period as the library reads it "+
-			"(5/15m, 100/min, 10000/day, 10000/month) (required)",
+		"the rate each key may reach, not the total: requests per second (0.5), or a count per period as the "+
+			"library reads it (5/15m, 100/min, 10000/day, 10000/month); with --keys 100, --qps 5000 is 500,000 "+
+			"per second in all. Give --qps or --total-qps",
+	)
+	fs.StringVar(
+		&q.totalQPS,
+		"total-qps",
+		"",
+		"the rate of all --keys together, shared evenly among them, written as --qps is; with --keys 100, "+
+			"--total-qps 5000 is 50 per second for each key. Give --qps or --total-qps",
 	)
 	fs.DurationVar(
 		&q.in.Window,
@@ -45,7 +64,7 @@ func (q *question) register(fs *command) {
 		"the window the limit is counted over, such as 1m; defaults to the period of a --qps written as count/period",
 	)
 	fs.StringVar(&q.in.Precision, "precision", "", "exact or approx (required, except with --calendar)")
-	fs.Int64Var(&q.in.Keys, "keys", 1, "keys active at once")
+	fs.Int64Var(&q.in.Keys, "keys", 1, "keys active at once, each limited on its own")
 	fs.Int64Var(
 		&q.in.Burst,
 		"burst",
@@ -74,8 +93,26 @@ func (q *question) input() (recommend.Input, error) {
 	if in.MemoryBudget, err = parseBytes(q.memory); err != nil {
 		return in, err
 	}
-	if err := parseQPS(&in, q.qps); err != nil {
-		return in, err
+	switch qps, total := strings.TrimSpace(q.qps), strings.TrimSpace(q.totalQPS); {
+	case qps != "" && total != "":
+		return in, usagef(
+			"--qps %s and --total-qps %s: give one, --qps for each key's rate or --total-qps for all keys' together",
+			qps,
+			total,
+		)
+	case total != "":
+		if err := parseQPS(&in, "--total-qps", total); err != nil {
+			return in, err
+		}
+		in.Asked = "--total-qps " + total
+		if err := in.ShareTotal(in.QPS); err != nil {
+			return in, err
+		}
+	default:
+		if err := parseQPS(&in, "--qps", qps); err != nil {
+			return in, err
+		}
+		in.Asked = "--qps " + qps
 	}
 	return in, in.Validate()
 }
@@ -120,7 +157,7 @@ func recommendCmd(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	// A step per algorithm measured, one for accuracy, one for capacity.
 	steps := 1
 	for _, k := range algorithms.Kinds() {
-		if in.Limit() <= algo.MaxLimit(k) {
+		if recommend.Measures(in, k) {
 			steps++
 		}
 	}
@@ -177,19 +214,23 @@ func measureDeployment(
 	return &s, err
 }
 
-// parseQPS reads --qps into in: a number of requests per second, or a count
-// per period as algorithms.ParseRate reads it, whose period is the window
-// unless --window gives one. "N/month" is a calendar month's quota.
-func parseQPS(in *recommend.Input, s string) error {
+// parseQPS reads the rate of flag, --qps or --total-qps, into in.QPS: a
+// number of requests per second, or a count per period as
+// algorithms.ParseRate reads it, whose period is the window unless --window
+// gives one. "N/month" is a calendar month's quota.
+func parseQPS(in *recommend.Input, flag, s string) error {
 	s = strings.TrimSpace(s)
 	if s == "" {
-		return usagef("--qps is required: requests per second, such as 0.5, or a count per period, such as 5/15m")
+		return usagef(
+			"--qps or --total-qps is required: each key's rate (--qps) or all keys' together (--total-qps), in " +
+				"requests per second, such as 0.5, or a count per period, such as 5/15m",
+		)
 	}
 	count, period, isRate := strings.Cut(s, "/")
 	if !isRate {
 		v, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-			return usagef("--qps %q: want requests per second, such as 0.5, or a count per period, such as 5/15m", s)
+			return usagef("%s %q: want requests per second, such as 0.5, or a count per period, such as 5/15m", flag, s)
 		}
 		in.QPS = v
 		if in.Window == 0 {
@@ -207,19 +248,20 @@ func parseQPS(in *recommend.Input, s string) error {
 	case "month", "months", "mo":
 		n, err := strconv.ParseInt(strings.TrimSpace(count), 10, 64)
 		if err != nil || n <= 0 {
-			return usagef("--qps %q: the count must be a positive whole number", s)
+			return usagef("%s %q: the count must be a positive whole number", flag, s)
 		}
 		r = algorithms.Rate{Count: n, Period: recommend.MonthWindow}
 		if in.Calendar == "" {
 			return usagef(
-				"--qps %q: a month has no fixed length; for a quota per calendar month, add --calendar month",
+				"%s %q: a month has no fixed length; for a quota per calendar month, add --calendar month",
+				flag,
 				s,
 			)
 		}
 	default:
 		var err error
 		if r, err = algorithms.ParseRate(s); err != nil {
-			return usagef("--qps: %v", err)
+			return usagef("%s: %v", flag, err)
 		}
 	}
 	in.QPS = float64(r.Count) / r.Period.Seconds()

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/recommend"
 	"github.com/ratewise/ratewise/internal/testkit/race"
 	"github.com/ratewise/ratewise/internal/testkit/redistest"
@@ -192,6 +193,41 @@ func TestReadmeRecommendIsAnExample(t *testing.T) {
 	}
 }
 
+// --calendar day and month recommend the calendar window, the quota
+// itself, printed as the Go code that builds it, on synthetic figures for
+// every kind so that nothing is measured.
+func TestCalendarRecommendsTheCalendarWindow(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--qps", "10000/day", "--calendar", "day"}, `algorithms.CalendarWindow{Limit: 10_000, Period: "day"}`},
+		{[]string{"--qps", "10000/month", "--calendar", "month"},
+			`algorithms.CalendarWindow{Limit: 10_000, Period: "month"}`},
+	} {
+		in, err := questionOf(c.args)
+		if err != nil {
+			t.Fatalf("%q: %v", c.args, err)
+		}
+		figs := map[string]recommend.Figures{}
+		for _, k := range algorithms.Kinds() {
+			figs[k.String()] = recommend.Figures{Algorithm: k.String(), BytesPerKey: 200, Store: "memory",
+				Time:      recommend.Spread{Median: time.Microsecond, Min: time.Microsecond, Max: time.Microsecond, Samples: 5},
+				Overshoot: map[string]float64{"poisson": 1, "boundary": 2, "worst": 2}}
+		}
+		d, err := recommend.Choose(in, figs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := d.Algorithm, "calendar_window"; got != want {
+			t.Errorf("%q: got %s, want %s; rejected: %q", c.args, got, want, d.Rejected)
+		}
+		if got := d.Config; got != c.want {
+			t.Errorf("%q: got %s, want %s", c.args, got, c.want)
+		}
+	}
+}
+
 // --qps takes a number or a rate as the library writes it, and a bad
 // question is an error that names the flag.
 func TestQuestionOf(t *testing.T) {
@@ -207,7 +243,20 @@ func TestQuestionOf(t *testing.T) {
 	if err != nil || in.Limit() != 10000 || in.Window != recommend.MonthWindow {
 		t.Fatalf("10000/month: got limit %d per %v, %v", in.Limit(), in.Window, err)
 	}
+	// --total-qps is shared among the keys: 5000 per second among 100,000
+	// keys is 3 per minute each, and a count per period is read as --qps's.
+	for _, total := range []string{"5000", "300000/min"} {
+		in, err = questionOf([]string{"--total-qps", total, "--window", "1m", "--precision", "exact", "--keys", "100000"})
+		if err != nil || in.Limit() != 5000*60/100_000 || in.TotalQPS != 5000 || in.Keys != 100_000 {
+			t.Fatalf("--total-qps %s among 100,000 keys: got limit %d per %v, total %g, %v",
+				total, in.Limit(), in.Window, in.TotalQPS, err)
+		}
+	}
 	for _, bad := range [][]string{
+		{"--qps", "5000", "--total-qps", "5000", "--window", "1m", "--precision", "exact"},
+		{"--total-qps", "100", "--keys", "100000", "--window", "1s", "--precision", "exact"},
+		{"--total-qps", "-3", "--window", "1m", "--precision", "exact"},
+		{"--window", "1m", "--precision", "exact"},
 		{"--qps", "600/min", "--precision", "approx", "--burst", "100000"},
 		{"--qps", "10000/month", "--precision", "approx"},
 		{"--qps", "lots", "--window", "1m", "--precision", "exact"},

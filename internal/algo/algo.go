@@ -15,6 +15,7 @@ import (
 	"math/bits"
 	"reflect"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -39,19 +40,22 @@ type Derived struct {
 
 // Scope is the part of an algorithm's parameters that gives its state its
 // meaning: the window of FixedWindow, SlidingLog and SlidingWindow (with
-// SubWindows for the latter), and the rate's period for TokenBucket and
-// GCRA. The limit, capacity, burst and rate count are not part of it, so
+// SubWindows for the latter), the rate's period for TokenBucket and GCRA,
+// and the period and zone of CalendarWindow. The limit, capacity, burst and rate count are not part of it, so
 // they can change while a key keeps what it used.
 //
 // Scope is comparable, so stores can key state by it without allocating.
 type Scope struct {
 	Window     time.Duration
-	SubWindows int64 // 0 unless the algorithm splits its window
+	SubWindows int64  // 0 unless the algorithm splits its window
+	Calendar   string // a calendar window's period and zone, in place of a window
 }
 
 // String returns the scope in a compact, exact form used in storage keys:
 // the window in its largest whole unit, such as "1m", "90s", "1500ms" or
-// "720h", followed by "/" and the sub-windows if there are any ("1m/6").
+// "720h", followed by "/" and the sub-windows if there are any ("1m/6");
+// a calendar window's period, and its zone unless it is UTC
+// ("month@Europe/Berlin").
 func (s Scope) String() string {
 	var buf [32]byte
 	return string(s.Append(buf[:0]))
@@ -60,6 +64,9 @@ func (s Scope) String() string {
 // Append appends String's form of s to b: a store that builds a key in a
 // buffer of its own names the scope without allocating.
 func (s Scope) Append(b []byte) []byte {
+	if s.Calendar != "" {
+		return append(b, s.Calendar...)
+	}
 	b = appendCompactDuration(b, s.Window)
 	if s.SubWindows != 0 {
 		b = append(b, '/')
@@ -111,6 +118,10 @@ const (
 	// FamilyBucket refills continuously at a rate up to a burst: the token
 	// bucket and GCRA, which decide identically.
 	FamilyBucket
+	// FamilyCalendar counts per period of the calendar (a day, week or
+	// month in a time zone): the fixed window's model on periods of
+	// unequal lengths.
+	FamilyCalendar
 )
 
 // Decide is the pure decision step for one key.
@@ -155,6 +166,8 @@ func Decide(a algorithms.Algorithm, state State, now time.Time, cost int64) (_ S
 		state, res = newBucket(a.Capacity, a.Refill).decide(state, now, cost)
 	case algorithms.GCRA:
 		state, res = newBucket(a.Burst, a.Rate).decide(state, now, cost)
+	case algorithms.CalendarWindow:
+		state, res = calendarWindow(a).decide(state, now, cost)
 	default:
 		panic(notOurs(a))
 	}
@@ -185,6 +198,8 @@ func Refund(a algorithms.Algorithm, state State, now, at time.Time, n int64) (St
 		return newBucket(a.Capacity, a.Refill).refund(state, now, at, n)
 	case algorithms.GCRA:
 		return newBucket(a.Burst, a.Rate).refund(state, now, at, n)
+	case algorithms.CalendarWindow:
+		return calendarWindow(a).refund(state, now, at, n)
 	}
 	panic(notOurs(a))
 }
@@ -252,6 +267,8 @@ func Keeps(a algorithms.Algorithm, state State, now time.Time, cost int64) bool 
 		return newBucket(a.Capacity, a.Refill).keeps(state, now, cost)
 	case algorithms.GCRA:
 		return newBucket(a.Burst, a.Rate).keeps(state, now, cost)
+	case algorithms.CalendarWindow:
+		return calendarWindow(a).keeps(state, now, cost)
 	}
 	panic(notOurs(a))
 }
@@ -411,6 +428,8 @@ func ScopeOf(a algorithms.Algorithm) Scope {
 		return Scope{Window: a.Refill.Period}
 	case algorithms.GCRA:
 		return Scope{Window: a.Rate.Period}
+	case algorithms.CalendarWindow:
+		return Scope{Calendar: calendarScope(a)}
 	}
 	panic(notOurs(a))
 }
@@ -431,6 +450,8 @@ func QuotaOf(a algorithms.Algorithm) Quota {
 		return Quota{Limit: a.Capacity, Window: timeFor(a.Refill, a.Capacity)}
 	case algorithms.GCRA:
 		return Quota{Limit: a.Burst, Window: timeFor(a.Rate, a.Burst)}
+	case algorithms.CalendarWindow:
+		return Quota{Limit: a.Limit, Window: longestPeriod[a.Period]}
 	}
 	panic(notOurs(a))
 }
@@ -451,6 +472,8 @@ func MaxCost(a algorithms.Algorithm) int64 {
 		return a.Capacity
 	case algorithms.GCRA:
 		return a.Burst
+	case algorithms.CalendarWindow:
+		return a.Limit
 	}
 	panic(notOurs(a))
 }
@@ -471,8 +494,16 @@ func ParamsOf(a algorithms.Algorithm) algorithms.Params {
 		return algorithms.Params{Limit: a.Refill.Count, Window: a.Refill.Period, Burst: a.Capacity}
 	case algorithms.GCRA:
 		return algorithms.Params{Limit: a.Rate.Count, Window: a.Rate.Period, Burst: a.Burst}
+	case algorithms.CalendarWindow:
+		return algorithms.Params{Limit: a.Limit, Period: a.Period, Location: a.Location}
 	}
 	panic(notOurs(a))
+}
+
+// ParamsString is a's parameters as its String writes them, without the
+// kind: "10/1s burst 20", "1000/month in Europe/Berlin".
+func ParamsString(a algorithms.Algorithm) string {
+	return strings.TrimPrefix(a.String(), a.Kind().String()+" ")
 }
 
 // WithQuotaLimit returns a copy of a whose quota's limit (the limit,
@@ -499,6 +530,9 @@ func WithQuotaLimit(a algorithms.Algorithm, n int64) algorithms.Algorithm {
 	case algorithms.GCRA:
 		a.Burst = n
 		return a
+	case algorithms.CalendarWindow:
+		a.Limit = n
+		return a
 	}
 	return a
 }
@@ -519,6 +553,8 @@ func FamilyOf(k *algorithms.Kind) Family {
 		return FamilyFixedWindow
 	case "token_bucket", "gcra":
 		return FamilyBucket
+	case "calendar_window":
+		return FamilyCalendar
 	}
 	return FamilyLog
 }
@@ -531,20 +567,32 @@ func TakesBurst(k *algorithms.Kind) bool { return FamilyOf(k) == FamilyBucket }
 func TakesSubWindows(k *algorithms.Kind) bool { return k.String() == "sliding_window" }
 
 // MaxLimit is the largest limit (or rate count, and burst) k takes: 2^50
-// for most, algorithms.CompactLogMaxLimit for the compact log.
+// for most, EnvelopeCompactLogMaxLimit for the compact log.
 func MaxLimit(k *algorithms.Kind) int64 {
 	if k.String() == "compact_log" {
-		return algorithms.CompactLogMaxLimit
+		return EnvelopeCompactLogMaxLimit
 	}
-	return algorithms.MaxLimit
+	return EnvelopeMaxLimit
 }
 
 // Nominal returns k's algorithm set to limit per window in the way every
 // kind can express it, for comparing algorithms side by side: a windowed
 // algorithm admits limit per window, one with a burst refills at limit per
 // window with a burst of limit, and one with sub-windows splits the window
-// into subWindows.
+// into subWindows. The calendar window admits limit per day, in UTC, for
+// a window up to a day; per week for one up to a week; and per month for
+// a longer one.
 func Nominal(k *algorithms.Kind, limit int64, window time.Duration, subWindows int64) (algorithms.Algorithm, error) {
+	if FamilyOf(k) == FamilyCalendar {
+		p := algorithms.Params{Limit: limit, Period: "month"}
+		switch {
+		case window <= 24*time.Hour:
+			p.Period = "day"
+		case window <= 7*24*time.Hour:
+			p.Period = "week"
+		}
+		return k.New(p)
+	}
 	p := algorithms.Params{Limit: limit, Window: window}
 	if TakesBurst(k) {
 		p.Burst = limit
@@ -574,7 +622,7 @@ func Names() []string {
 func CheckKind(a algorithms.Algorithm) error {
 	switch a.(type) {
 	case algorithms.FixedWindow, algorithms.SlidingLog, algorithms.CompactLog,
-		algorithms.SlidingWindow, algorithms.TokenBucket, algorithms.GCRA:
+		algorithms.SlidingWindow, algorithms.TokenBucket, algorithms.GCRA, algorithms.CalendarWindow:
 		return nil
 	case nil:
 		return fmt.Errorf("%w: nil", algorithms.ErrInvalidAlgorithm)
@@ -588,7 +636,7 @@ func CheckKind(a algorithms.Algorithm) error {
 
 // CheckDecision reports whether a store can run one decision of a at now
 // with cost: a is valid, now is within [the Unix epoch,
-// time.UnixMicro(algorithms.MaxUnixMicro)], and cost is in [-MaxCost(a), MaxCost(a)].
+// time.UnixMicro(EnvelopeMaxUnixMicro)], and cost is in [-MaxCost(a), MaxCost(a)].
 func CheckDecision(a algorithms.Algorithm, now time.Time, cost int64) error {
 	if err := CheckKind(a); err != nil {
 		return err
@@ -604,7 +652,7 @@ func CheckDecision(a algorithms.Algorithm, now time.Time, cost int64) error {
 
 // CheckRefund reports whether a store can run a refund of n units charged
 // at at, at now: a is valid, n is in [1, MaxCost(a)], and both times are
-// within [the Unix epoch, time.UnixMicro(algorithms.MaxUnixMicro)].
+// within [the Unix epoch, time.UnixMicro(EnvelopeMaxUnixMicro)].
 func CheckRefund(a algorithms.Algorithm, now, at time.Time, n int64) error {
 	if n <= 0 {
 		return fmt.Errorf("%w: a refund must be > 0, got %d", algorithms.ErrInvalidCost, n)
@@ -640,11 +688,11 @@ func CheckCost(a algorithms.Algorithm, cost int64) error {
 }
 
 // CheckTime reports whether t is within [the Unix epoch,
-// time.UnixMicro(algorithms.MaxUnixMicro)].
+// time.UnixMicro(EnvelopeMaxUnixMicro)].
 func CheckTime(t time.Time) error {
-	if us := t.UnixMicro(); us < 0 || us > algorithms.MaxUnixMicro {
+	if us := t.UnixMicro(); us < 0 || us > EnvelopeMaxUnixMicro {
 		return fmt.Errorf("%w: %s is not between 1970-01-01 and %s", algorithms.ErrInvalidTime,
-			t.Format(time.RFC3339Nano), time.UnixMicro(algorithms.MaxUnixMicro).UTC().Format(time.RFC3339))
+			t.Format(time.RFC3339Nano), time.UnixMicro(EnvelopeMaxUnixMicro).UTC().Format(time.RFC3339))
 	}
 	return nil
 }
@@ -662,14 +710,14 @@ func CheckMaxWait(maxWait time.Duration) error {
 			maxWait,
 		)
 	}
-	if maxWait > algorithms.MaxWindow {
+	if maxWait > EnvelopeMaxWindow {
 		return fmt.Errorf("%w: the maximum wait %v is above 2^50µs", algorithms.ErrInvalidTime, maxWait)
 	}
 	return nil
 }
 
-// maxDuration is algorithms.MaxWindow in microseconds.
-const maxDuration = int64(algorithms.MaxWindow / time.Microsecond)
+// maxDuration is EnvelopeMaxWindow in microseconds.
+const maxDuration = int64(EnvelopeMaxWindow / time.Microsecond)
 
 // notOurs is the panic of a step given a value that is not one of package
 // algorithms' types: CheckKind rejects it before any store decides.

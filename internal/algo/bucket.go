@@ -112,7 +112,7 @@ func (b bucket) usedAt(st *bucketState, now time.Time) (eff int64, used span, co
 	if st.TAT < eff || st.TAT == eff && st.Frac <= 0 {
 		return eff, span{}, false
 	}
-	if !converted || st.Count <= 0 || st.Count > algorithms.MaxLimit {
+	if !converted || st.Count <= 0 || st.Count > EnvelopeMaxLimit {
 		// A count no decision writes reads as b's own.
 		return eff, span{min(st.TAT-eff, maxDuration), min(max(st.Frac, 0), b.k-1)}, converted
 	}

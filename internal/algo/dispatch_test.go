@@ -24,11 +24,19 @@ func TestEveryKindDecides(t *testing.T) {
 			if again, err := k.New(algo.ParamsOf(alg)); err != nil || again != alg {
 				t.Errorf("New(ParamsOf(%v)) = %v, %v", alg, again, err)
 			}
-			if q := algo.QuotaOf(alg); q.Limit != 10 || q.Window != time.Second || algo.MaxCost(alg) != 10 {
-				t.Errorf("QuotaOf = %+v, MaxCost = %d; want 10 per 1s", q, algo.MaxCost(alg))
+			// The calendar's nominal period for a second is a day, which
+			// lasts up to 25 hours.
+			window, scope := time.Second, algo.Scope{Window: time.Second}
+			if algo.FamilyOf(k) == algo.FamilyCalendar {
+				window, scope = 25*time.Hour, algo.Scope{Calendar: "day"}
+			} else if algo.TakesSubWindows(k) {
+				scope.SubWindows = 5
 			}
-			if s := algo.ScopeOf(alg); s.Window != time.Second {
-				t.Errorf("ScopeOf = %+v", s)
+			if q := algo.QuotaOf(alg); q.Limit != 10 || q.Window != window || algo.MaxCost(alg) != 10 {
+				t.Errorf("QuotaOf = %+v, MaxCost = %d; want 10 per %v", q, algo.MaxCost(alg), window)
+			}
+			if s := algo.ScopeOf(alg); s != scope {
+				t.Errorf("ScopeOf = %+v, want %+v", s, scope)
 			}
 			if got := algo.WithQuotaLimit(alg, 7); algo.MaxCost(got) != 7 || algo.ScopeOf(got) != algo.ScopeOf(alg) {
 				t.Errorf("WithQuotaLimit(7) = %v", got)
@@ -69,5 +77,34 @@ func TestEveryKindDecides(t *testing.T) {
 				t.Errorf("DecidePacked = %+v, %v", packed, ok)
 			}
 		})
+	}
+}
+
+// TestEnvelope: the bounds package algo states are the ones algorithms'
+// Validate applies, which keeps its own unexported.
+func TestEnvelope(t *testing.T) {
+	for _, c := range []struct {
+		what       string
+		ok, over   algorithms.Algorithm
+		wantOK     bool
+		wantOverOK bool
+	}{
+		{"limit", algorithms.FixedWindow{Limit: algo.EnvelopeMaxLimit, Window: time.Second},
+			algorithms.FixedWindow{Limit: algo.EnvelopeMaxLimit + 1, Window: time.Second}, true, false},
+		{"window", algorithms.FixedWindow{Limit: 1, Window: algo.EnvelopeMaxWindow},
+			algorithms.FixedWindow{Limit: 1, Window: algo.EnvelopeMaxWindow + time.Microsecond}, true, false},
+		{"compact log", algorithms.CompactLog{Limit: algo.EnvelopeCompactLogMaxLimit, Window: time.Second},
+			algorithms.CompactLog{Limit: algo.EnvelopeCompactLogMaxLimit + 1, Window: time.Second}, true, false},
+	} {
+		if err := c.ok.Validate(); (err == nil) != c.wantOK {
+			t.Errorf("%s: %v at the bound: %v", c.what, c.ok, err)
+		}
+		if err := c.over.Validate(); (err == nil) != c.wantOverOK {
+			t.Errorf("%s: %v past the bound: %v", c.what, c.over, err)
+		}
+	}
+	last := time.UnixMicro(algo.EnvelopeMaxUnixMicro)
+	if algo.CheckTime(last) != nil || algo.CheckTime(last.Add(time.Microsecond)) == nil {
+		t.Errorf("CheckTime does not end at EnvelopeMaxUnixMicro")
 	}
 }

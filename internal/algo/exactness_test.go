@@ -350,10 +350,10 @@ func TestCheckDecision(t *testing.T) {
 		{"cost above the burst", alg, t0, 4, algorithms.ErrCostExceedsLimit},
 		{"zero time", alg, time.Time{}, 1, algorithms.ErrInvalidTime},
 		{"before 1970", alg, time.Unix(-1, 0), 1, algorithms.ErrInvalidTime},
-		{"after MaxUnixMicro", alg, time.UnixMicro(algorithms.MaxUnixMicro).Add(time.Microsecond), 1,
+		{"after MaxUnixMicro", alg, time.UnixMicro(algo.EnvelopeMaxUnixMicro).Add(time.Microsecond), 1,
 			algorithms.ErrInvalidTime},
 		{"the epoch", alg, time.Unix(0, 0), 1, nil},
-		{"MaxUnixMicro", alg, time.UnixMicro(algorithms.MaxUnixMicro), 1, nil},
+		{"MaxUnixMicro", alg, time.UnixMicro(algo.EnvelopeMaxUnixMicro), 1, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := algo.CheckDecision(tt.alg, tt.now, tt.cost)

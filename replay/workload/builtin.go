@@ -66,16 +66,25 @@ func All(seed uint64) ([]*Workload, error) {
 type Spec struct {
 	Limit Limit
 	// Rate is each key's average request rate, per second, whatever the
-	// Shape: over the trace, each key sends about Rate × Duration.
+	// Shape: over the trace, each key sends about Rate × Duration (keys of
+	// bursts, which start at their offsets, on average over the keys).
 	Rate float64
 	// Shape is "steady" (evenly spaced), "poisson" or "bursts": Rate
 	// compressed into the bursts, Rate × (On+Off)/On while on and nothing
 	// while off. With a Rate of 300/min, On 10s and Off 50s, each burst
-	// sends 300 at 1800/min. The bursts start at a seeded random phase
-	// in [0, On+Off), the same for every key, as in a traffic spike, so
-	// that they do not all begin on window boundaries.
-	Shape    string
-	On, Off  time.Duration
+	// sends 300 at 1800/min. Each key starts, with a whole burst, at an
+	// offset of its own, drawn from Seed uniformly over [0, On+Off), as
+	// independent clients do, so that its bursts meet the windows'
+	// boundaries at any phase and not only where a window counts them at
+	// its best.
+	Shape   string
+	On, Off time.Duration
+	// Aligned, for bursts only, starts every key at once, on the trace's
+	// first window boundary: with On+Off a multiple of the window, every
+	// burst starts on a boundary, and a fixed window never sees one split
+	// across two windows. It shows what aligned traffic, such as a cron
+	// job's, does to each algorithm.
+	Aligned  bool
 	Duration time.Duration
 	Keys     int
 	Seed     uint64
@@ -86,8 +95,8 @@ const maxRequests = 20_000_000
 
 // Custom generates the workload that spec describes. Each key sends its own
 // stream; steady streams start at a random phase so that keys do not all
-// arrive at once, and bursts are simultaneous for every key, as in a
-// traffic spike.
+// arrive at once, and bursts start at an offset of each key's own unless
+// spec.Aligned.
 func Custom(spec Spec) (*Workload, error) {
 	if err := spec.Limit.validate(); err != nil {
 		return nil, err
@@ -101,6 +110,8 @@ func Custom(spec Spec) (*Workload, error) {
 		return nil, fmt.Errorf("%w: keys must be > 0, got %d", ErrInvalid, spec.Keys)
 	case spec.Shape == "bursts" && (spec.On <= 0 || spec.Off < 0):
 		return nil, fmt.Errorf("%w: bursts need --on > 0 and --off >= 0, got %v and %v", ErrInvalid, spec.On, spec.Off)
+	case spec.Aligned && spec.Shape != "bursts":
+		return nil, fmt.Errorf("%w: --aligned applies to --shape bursts only, got %q", ErrInvalid, spec.Shape)
 	}
 	if n := spec.Rate * spec.Duration.Seconds() * float64(spec.Keys); n > maxRequests {
 		return nil, fmt.Errorf(
@@ -113,24 +124,26 @@ func Custom(spec Spec) (*Workload, error) {
 	desc := fmt.Sprintf("%d key(s), %s at %s each", spec.Keys, spec.Shape, perMinute(spec.Rate))
 	// A burst sends perBurst on average: each sends the whole part of
 	// the running total, so that the mean is exact over whole periods.
-	var period, phase time.Duration
+	var period time.Duration
 	var perBurst float64
 	if spec.Shape == "bursts" {
 		period = spec.On + spec.Off
 		perBurst = spec.Rate * period.Seconds()
+		start := "each key from an offset of its own"
+		if spec.Aligned {
+			start = "every key's at once, from a window boundary"
+		}
 		desc = fmt.Sprintf(
-			"%d key(s), bursts: %s on average, %s for %s every %s",
+			"%d key(s), bursts: %s on average, %s for %s every %s, %s",
 			spec.Keys,
 			perMinute(spec.Rate),
 			perMinute(perBurst/spec.On.Seconds()),
 			shortDuration(spec.On),
 			shortDuration(period),
+			start,
 		)
 	}
 	b := newBuilder("custom", desc, spec.Limit, spec.Duration, spec.Keys, spec.Seed)
-	if spec.Shape == "bursts" {
-		phase = time.Duration(b.rng.Int64N(int64(period)))
-	}
 	for k := range spec.Keys {
 		switch spec.Shape {
 		case "steady":
@@ -142,13 +155,19 @@ func Custom(spec Spec) (*Workload, error) {
 		case "poisson":
 			b.poisson(k, 0, spec.Duration, spec.Rate, nil)
 		case "bursts":
-			// The burst under way at 0, if any, began a period before
-			// phase; the part of it before 0 is cut off, as is the part
-			// of the last burst after the end, which together make one.
-			for j, start := 0.0, phase-period; start < spec.Duration; j, start = j+1, start+period {
+			// The key starts with a whole burst at its offset, as a
+			// client that starts then does, and sends nothing before: a
+			// burst already under way, cut at the trace's start, would
+			// start on the window boundary at 0 for every key, aligned
+			// whatever the offsets.
+			start := firstBoundary(spec.Limit.Window)
+			if !spec.Aligned {
+				start = time.Duration(b.rng.Int64N(int64(period)))
+			}
+			for j := 0.0; start < spec.Duration; j, start = j+1, start+period {
 				n := int64(math.Floor((j+1)*perBurst)) - int64(math.Floor(j*perBurst))
 				for i := range n {
-					if at := start + time.Duration(int64(spec.On)*i/n); at >= 0 && at < spec.Duration {
+					if at := start + time.Duration(int64(spec.On)*i/n); at < spec.Duration {
 						b.add(at, k, 1)
 					}
 				}

@@ -217,11 +217,7 @@ func Boundary(l Limit, boundaries int) (*Workload, error) {
 		return nil, fmt.Errorf("%w: boundaries must be > 0, got %d", ErrInvalid, boundaries)
 	}
 	edge := min(time.Second, l.Window/2)
-	// Fixed windows start at multiples of their length since the Unix
-	// epoch; Start is one for any window that divides a day, and the first
-	// such multiple after it otherwise.
-	w := l.Window.Microseconds()
-	offset := time.Duration((w-Start.UnixMicro()%w)%w) * time.Microsecond
+	offset := firstBoundary(l.Window)
 	b := newBuilder(
 		"boundary",
 		fmt.Sprintf(
@@ -244,6 +240,15 @@ func Boundary(l Limit, boundaries int) (*Workload, error) {
 		b.even(0, at, at+edge, rate)
 	}
 	return b.done(), nil
+}
+
+// firstBoundary is how long after Start the first window of length window
+// starts. Fixed windows start at multiples of their length since the Unix
+// epoch; Start is one for any window that divides a day, and the first such
+// multiple after it is otherwise.
+func firstBoundary(window time.Duration) time.Duration {
+	w := window.Microseconds()
+	return time.Duration((w-Start.UnixMicro()%w)%w) * time.Microsecond
 }
 
 // Poisson sends one key's requests as a Poisson process at factor times the

@@ -177,6 +177,10 @@ func TestInvalidInput(t *testing.T) {
 			_, err := Custom(Spec{Limit: l, Rate: 1, Shape: "zigzag", Duration: time.Minute, Keys: 1})
 			return err
 		}},
+		{"aligned poisson", func() error {
+			_, err := Custom(Spec{Limit: l, Rate: 1, Shape: "poisson", Duration: time.Minute, Keys: 1, Aligned: true})
+			return err
+		}},
 		{"huge trace", func() error {
 			_, err := Custom(Spec{Limit: l, Rate: 1e6, Shape: "steady", Duration: time.Hour, Keys: 100})
 			return err
@@ -216,8 +220,7 @@ func TestParseRate(t *testing.T) {
 }
 
 // --rate is each key's average rate for every shape: bursts compress it
-// into their on-periods, and start at a seeded phase, not on a window
-// boundary.
+// into their on-periods.
 func TestCustomRateIsTheAverageForEveryShape(t *testing.T) {
 	const perMinute = 300.0
 	for _, shape := range []string{"steady", "poisson", "bursts"} {
@@ -236,54 +239,113 @@ func TestCustomRateIsTheAverageForEveryShape(t *testing.T) {
 	}
 }
 
-func TestCustomBurstsAreCompressedAndPhased(t *testing.T) {
-	spec := Spec{Limit: Limit{Count: 100, Window: time.Minute}, Rate: 5, Shape: "bursts",
-		On: 10 * time.Second, Off: 50 * time.Second, Duration: 10 * time.Minute, Keys: 3, Seed: 1}
-	w, err := Custom(spec)
-	if err != nil {
-		t.Fatal(err)
+// burstsOf splits one key's request times into bursts at the pauses.
+func burstsOf(at []time.Duration, off time.Duration) [][]time.Duration {
+	var bursts [][]time.Duration
+	for i, t := range at {
+		if i == 0 || t-at[i-1] > off/2 {
+			bursts = append(bursts, nil)
+		}
+		bursts[len(bursts)-1] = append(bursts[len(bursts)-1], t)
 	}
-	if got, want := w.Description, "3 key(s), bursts: 300/min on average, 1800/min for 10s every 1m"; got != want {
-		t.Errorf("description: got %q, want %q", got, want)
-	}
+	return bursts
+}
+
+func requestsByKey(w *Workload) map[int32][]time.Duration {
 	perKey := map[int32][]time.Duration{}
 	for _, r := range w.Requests {
 		perKey[r.Key] = append(perKey[r.Key], r.At)
 	}
-	first := perKey[0]
-	for k, at := range perKey {
-		if !reflect.DeepEqual(at, first) {
-			t.Fatalf("key %d's requests differ from key 0's: bursts must be simultaneous", k)
-		}
-	}
-	// Split key 0's requests into bursts at the pauses: each lasts less
-	// than On, and each that the trace's ends do not cut sends 300, at
-	// 1800/min.
-	var bursts [][]time.Duration
-	for i, at := range first {
-		if i == 0 || at-first[i-1] > spec.Off/2 {
-			bursts = append(bursts, nil)
-		}
-		bursts[len(bursts)-1] = append(bursts[len(bursts)-1], at)
-	}
-	for i, b := range bursts {
-		if span := b[len(b)-1] - b[0]; span >= spec.On {
-			t.Errorf("burst %d lasts %v, longer than %v", i, span, spec.On)
-		}
-		cut := b[0] < spec.On || b[len(b)-1] > spec.Duration-spec.On
-		if !cut && len(b) != 300 {
-			t.Errorf("burst %d at %v: %d requests, want 300", i, b[0], len(b))
-		}
-	}
-	if first[0]%time.Minute == 0 {
-		t.Errorf("the bursts start on a minute boundary (%v): want a random phase", first[0])
-	}
-	spec.Seed = 2
-	w2, err := Custom(spec)
+	return perKey
+}
+
+// Bursts compress the rate into their on-periods, and each key's start at
+// an offset of its own, uniform over the period and the same for the same
+// seed, so that some keys' bursts straddle a window boundary.
+func TestCustomBurstsAreCompressedAndOffsetPerKey(t *testing.T) {
+	spec := Spec{Limit: Limit{Count: 100, Window: time.Minute}, Rate: 5, Shape: "bursts",
+		On: 10 * time.Second, Off: 50 * time.Second, Duration: 10 * time.Minute, Keys: 200, Seed: 1}
+	w, err := Custom(spec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w2.Requests[0].At == w.Requests[0].At {
-		t.Errorf("seeds 1 and 2 start the bursts at the same phase, %v", w.Requests[0].At)
+	want := "200 key(s), bursts: 300/min on average, 1800/min for 10s every 1m, each key from an offset of its own"
+	if got := w.Description; got != want {
+		t.Errorf("description: got %q, want %q", got, want)
+	}
+	period := spec.On + spec.Off
+	// Each key's offset is where its bursts start in the period; a quarter
+	// of the period holds about a quarter of the keys.
+	quarters := make([]int, 4)
+	straddles := 0
+	for k, at := range requestsByKey(w) {
+		bursts := burstsOf(at, spec.Off)
+		for i, b := range bursts {
+			if span := b[len(b)-1] - b[0]; span >= spec.On {
+				t.Fatalf("key %d, burst %d lasts %v, longer than %v", k, i, span, spec.On)
+			}
+			cut := b[0] < spec.On || b[len(b)-1] > spec.Duration-spec.On
+			if !cut && len(b) != 300 {
+				t.Fatalf("key %d, burst %d at %v: %d requests, want 300", k, i, b[0], len(b))
+			}
+		}
+		// The second burst is whole: its start is the key's offset.
+		offset := bursts[1][0] % period
+		quarters[offset*4/period]++
+		if offset > period-spec.On {
+			straddles++
+		}
+	}
+	for q, n := range quarters {
+		if n < 30 || n > 70 {
+			t.Errorf("%d of 200 keys start their bursts in quarter %d of the period, want about 50: %v", n, q, quarters)
+		}
+	}
+	if straddles == 0 {
+		t.Errorf("no key's bursts straddle a minute boundary")
+	}
+	again, err := Custom(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again.Requests, w.Requests) {
+		t.Errorf("seed 1 gave two different traces")
+	}
+	spec.Seed = 2
+	other, err := Custom(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reflect.DeepEqual(other.Requests, w.Requests) {
+		t.Errorf("seeds 1 and 2 gave the same trace")
+	}
+}
+
+// Aligned bursts start at once for every key, on window boundaries when
+// the period is a multiple of the window, also for a window that does not
+// divide a day and so does not start at the trace's Start.
+func TestCustomAlignedBurstsStartOnWindowBoundaries(t *testing.T) {
+	for _, window := range []time.Duration{time.Minute, 7 * time.Minute} {
+		spec := Spec{Limit: Limit{Count: 100, Window: window}, Rate: 1, Shape: "bursts", On: window / 4,
+			Off: 2*window - window/4, Duration: 20 * window, Keys: 3, Seed: 1, Aligned: true}
+		w, err := Custom(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasSuffix(w.Description, ", every key's at once, from a window boundary") {
+			t.Errorf("window %v: description %q does not say the bursts are aligned", window, w.Description)
+		}
+		perKey := requestsByKey(w)
+		for k, at := range perKey {
+			if !reflect.DeepEqual(at, perKey[0]) {
+				t.Fatalf("window %v: key %d's requests differ from key 0's: aligned bursts start at once", window, k)
+			}
+		}
+		bursts := burstsOf(perKey[0], spec.Off)
+		for _, b := range bursts[1:] {
+			if since := w.Start.Add(b[0]).Sub(time.Unix(0, 0)); since%window != 0 {
+				t.Errorf("window %v: a burst starts at %v, %v past a window boundary", window, b[0], since%window)
+			}
+		}
 	}
 }

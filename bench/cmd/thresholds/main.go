@@ -128,7 +128,7 @@ func run(cfg config) (bool, error) {
 		return false, err
 	}
 	if _, err := latencyTable(
-		ctx, c, prefix, cfg.quick, m, algorithms.CompactLog{Limit: algorithms.CompactLogMaxLimit, Window: 24 * time.Hour},
+		ctx, c, prefix, cfg.quick, m, algorithms.CompactLog{Limit: algo.EnvelopeCompactLogMaxLimit, Window: 24 * time.Hour},
 	); err != nil {
 		return false, err
 	}
@@ -512,7 +512,7 @@ func throughputTable(
 			}
 			// Load the script first: the one NOSCRIPT + EVAL a fresh Redis
 			// needs per script is not a per-decision cost.
-			if _, err := l.Peek(ctx, "warm"); err != nil {
+			if _, err := l.PeekN(ctx, "warm", 1); err != nil {
 				return err
 			}
 			var cells []string

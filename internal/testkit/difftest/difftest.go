@@ -12,6 +12,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	_ "time/tzdata" // the zones, on a machine without its own
 
 	"github.com/ratewise/ratewise/algorithms"
 	"github.com/ratewise/ratewise/internal/algo"
@@ -31,6 +32,29 @@ func logUniform(rng *rand.Rand, lo, hi int64) int64 {
 	v := int64(math.Exp(math.Log(float64(lo)) + rng.Float64()*(math.Log(float64(hi))-math.Log(float64(lo)))))
 	return min(max(v, lo), hi)
 }
+
+// Scale is the span over which alg's state changes: its window or
+// period, or the longest of a calendar's periods.
+func Scale(alg algorithms.Algorithm) time.Duration {
+	if algo.FamilyOf(alg.Kind()) == algo.FamilyCalendar {
+		return algo.QuotaOf(alg).Window
+	}
+	return algo.ScopeOf(alg).Window
+}
+
+// Zones are the time zones the calendar window's sequences draw from.
+var Zones = func() []*time.Location {
+	var zs []*time.Location
+	for _, name := range []string{"UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe",
+		"America/Santiago", "Asia/Kolkata"} {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			panic("difftest: " + err.Error())
+		}
+		zs = append(zs, loc)
+	}
+	return zs
+}()
 
 // Limits is a sequence's algorithm, and a function that draws it again
 // with another limit in the same scope.
@@ -75,6 +99,13 @@ func Scope(rng *rand.Rand, k *algorithms.Kind) Limits {
 		return time.Duration(logUniform(rng, lo, 30*24*3600*1e6)) * time.Microsecond
 	}
 	p := algorithms.Params{Window: window(1)}
+	if algo.FamilyOf(k) == algo.FamilyCalendar {
+		// A period in one of the zones whose clock changes are hardest:
+		// an hour (Berlin, New York), half an hour (Lord Howe), at
+		// midnight (Santiago), or none (UTC, Kolkata).
+		p.Window, p.Period = 0, []string{"day", "week", "month"}[rng.IntN(3)]
+		p.Location = Zones[rng.IntN(len(Zones))]
+	}
 	if algo.TakesSubWindows(k) {
 		n := logUniform(rng, 1, 1000)
 		sub := max(window(1000)/time.Duration(n)/time.Millisecond*time.Millisecond, time.Millisecond)
@@ -108,7 +139,7 @@ func Sequence(t testing.TB, s store.Store, rng *rand.Rand, lim Limits, key strin
 	ctx := context.Background()
 	var state algo.State
 	// The scale of the sequence's time steps: the window or period.
-	scale := algo.ScopeOf(alg).Window
+	scale := Scale(alg)
 	fake := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC).
 		Add(time.Duration(rng.Int64N(int64(time.Hour))) / time.Microsecond * time.Microsecond)
 	// Never step fake time back below this, so that real expiry implies the

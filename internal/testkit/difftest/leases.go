@@ -30,7 +30,7 @@ func Leases(t *testing.T, ls store.Store, prefix string, n int) {
 	ctx := context.Background()
 	var kinds []*algorithms.Kind
 	for _, k := range algorithms.Kinds() {
-		if algo.FamilyOf(k) != algo.FamilyLog {
+		if f := algo.FamilyOf(k); f != algo.FamilyLog && f != algo.FamilyCalendar {
 			kinds = append(kinds, k)
 		}
 	}

@@ -70,6 +70,9 @@ func randomSet(rng *rand.Rand) []algorithms.Algorithm {
 		for {
 			window := time.Duration(100+rng.Int64N(20_000)) * time.Millisecond
 			p := algorithms.Params{Limit: 1 + rng.Int64N(8), Window: window}
+			if algo.FamilyOf(k) == algo.FamilyCalendar {
+				p.Window, p.Period, p.Location = 0, "day", Zones[rng.IntN(len(Zones))]
+			}
 			if algo.TakesBurst(k) {
 				p.Burst = 1 + rng.Int64N(8)
 			}

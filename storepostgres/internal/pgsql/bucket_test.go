@@ -90,7 +90,7 @@ func bucketSequence(t *testing.T, p *pgxpool.Pool, rng *rand.Rand, lim difftest.
 			alg = relimit()
 		}
 		limit := algo.MaxCost(alg)
-		p1, p2, p3 := pgsql.Params(alg)
+		p1, p2, p3 := pgsql.Params(alg, time.Time{})
 		if len(booked) > 0 && rng.IntN(6) == 0 {
 			i := rng.IntN(len(booked))
 			b := booked[i]
@@ -317,7 +317,7 @@ func TestBucketOddStates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p1, p2, p3 := pgsql.Params(alg)
+			p1, p2, p3 := pgsql.Params(alg, time.Time{})
 			limit := algo.MaxCost(alg)
 			for _, s := range states {
 				for _, c := range [][2]int64{{1, 0}, {limit, 0}, {limit, 1 << 50}, {0, 0}, {-limit, 0}, {2, 5}} {

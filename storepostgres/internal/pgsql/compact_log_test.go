@@ -101,7 +101,7 @@ func (s *compactKept) step(
 	alg algorithms.Algorithm,
 	now, cost int64,
 ) (f fields, next []int64, keep *int64, err error) {
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, time.Time{})
 	var delay int64
 	err = s.pool.QueryRow(ctx, "SELECT * FROM ratewise.compact_log_step($1, $2, $3, 0, $4, $5, $6)",
 		state, now, cost, p1, p2, p3).
@@ -171,7 +171,7 @@ func (s *compactKept) Refund(
 	n int64,
 ) (algorithms.Result, error) {
 	key, us := k.String(), now.UnixMicro()
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, time.Time{})
 	var next []int64
 	var least *int64
 	err := s.pool.QueryRow(ctx, "SELECT * FROM ratewise.compact_log_refund($1, $2, $3, $4, $5, $6, $7)",

@@ -72,7 +72,7 @@ func (s *steps) step(
 	now time.Time,
 	cost int64,
 ) (algorithms.Result, error) {
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, now)
 	var allowed bool
 	var remaining, retry, reset, at, keep, delay int64
 	var next []int64
@@ -112,7 +112,7 @@ func (s *steps) Refund(
 	now, at time.Time,
 	n int64,
 ) (algorithms.Result, error) {
-	p1, p2, p3 := pgsql.Params(alg)
+	p1, p2, p3 := pgsql.Params(alg, now)
 	var next []int64
 	var keep *int64
 	err := s.pool.QueryRow(ctx, "SELECT * FROM "+pgsql.Refund(alg.Kind())+"($1, $2, $3, $4, $5, $6, $7)",

@@ -120,16 +120,17 @@ func (r *recorder) Eval(ctx context.Context, script string, keys []string, args 
 // TestLayout: the kinds whose state is one string moved from decimal text
 // to binary fields (pack.lua, layout 2) and then to a value that may carry
 // writers' records (rec.lua, layout 3), which their keys carry; the others
-// have had one layout and name none, so their keys are unchanged. A step
-// file that changes its state's layout must change this table and its
-// version.
+// have had one layout and name none, so their keys are unchanged; the
+// calendar window's state came later, one string with records from its
+// first layout. A step file that changes its state's layout must change
+// this table and its version.
 func TestLayout(t *testing.T) {
 	want := map[string]string{"gcra": "3", "token_bucket": "3", "fixed_window": "3"}
 	for _, k := range algorithms.Kinds() {
 		if got := Layout(k); got != want[k.String()] {
 			t.Errorf("Layout(%s) = %q, want %q", k.String(), got, want[k.String()])
 		}
-		if got, want := OneString(k), want[k.String()] != ""; got != want {
+		if got, want := OneString(k), want[k.String()] != "" || k.String() == "calendar_window"; got != want {
 			t.Errorf("OneString(%s) = %v, want %v", k.String(), got, want)
 		}
 	}

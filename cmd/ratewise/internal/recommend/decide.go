@@ -121,10 +121,15 @@ func (cat catalog) candidates(in Input, figs map[string]Figures) []candidate {
 		}
 	}
 	switch {
-	case in.Calendar == Day:
-		add(true, cat.measured(fixedWindow, figs)...)
-	case in.Calendar == Month:
-		add(true, cat.measured(counter, figs)...)
+	case in.Calendar != "":
+		// The calendar window is the quota itself; the windowed recipes
+		// that count it exactly in UTC follow, for a budget it does not fit.
+		add(true, cat.measured(calendar, figs)...)
+		if in.Calendar == Day {
+			add(true, cat.measured(fixedWindow, figs)...)
+		} else {
+			add(true, cat.measured(counter, figs)...)
+		}
 	case in.Precision == "exact":
 		add(true, cat.measured(exactLog, figs)...)
 		add(false, cat.preferred(counter, figs))
@@ -213,12 +218,13 @@ func check(in Input, c candidate, figs map[string]Figures) verdict {
 // Choose applies the rules to the figures, keyed by algorithm name, for
 // the algorithms of the registry. It needs figures for a kind of every
 // role the rules use (a fixed window, an exact log, a sliding window
-// counter and a bucket); a kind without figures, such as the compact log
-// beyond its largest limit, is no candidate.
+// counter and a bucket, and for a calendar quota a calendar window); a
+// kind without figures, such as the compact log beyond its largest limit,
+// is no candidate.
 func Choose(in Input, figs map[string]Figures) (Decision, error) { return registry.choose(in, figs) }
 
 func (cat catalog) choose(in Input, figs map[string]Figures) (Decision, error) {
-	if err := cat.needs(figs); err != nil {
+	if err := cat.needs(in, figs); err != nil {
 		return Decision{}, err
 	}
 	d := Decision{Classic: cat.classicPick(in, figs)}

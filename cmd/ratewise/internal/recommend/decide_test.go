@@ -3,7 +3,6 @@ package recommend
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +27,9 @@ func figures(logBytes float64) map[string]Figures {
 		"sliding_window": f("sliding_window", 500, 1.05),
 		"token_bucket":   f("token_bucket", 200, 1.2),
 		"gcra":           f("gcra", 200, 1.2),
+		// The calendar window is measured only for a calendar quota; for
+		// any other question, recommend leaves it out.
+		"calendar_window": f("calendar_window", 220, 2),
 	}
 }
 
@@ -66,15 +68,22 @@ func TestDecide(t *testing.T) {
 			"calendar day",
 			Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000},
 			60e3,
-			"fixed_window",
+			"calendar_window",
 			"",
 		},
 		{
 			"calendar month",
 			Input{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1000},
 			60e3,
-			"sliding_window",
+			"calendar_window",
 			"no fixed window follows the months",
+		},
+		{
+			"calendar day with a burst",
+			Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000, Burst: 100},
+			60e3,
+			"calendar_window + gcra",
+			"",
 		},
 		{
 			"exact over the memory budget",
@@ -302,9 +311,9 @@ func TestBytes(t *testing.T) {
 }
 
 // The configuration recommended for a calendar month's quota, on a key
-// named after the month, admits exactly the quota in every month of a
-// year of steady traffic; the fixed window of 31 days it replaces resets
-// inside months and admits more.
+// with no date in it, admits exactly the quota in every month of a year of
+// steady traffic; the fixed window of 31 days it replaces resets inside
+// months and admits more.
 func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
 	in := Input{
 		QPS:           100 / MonthWindow.Seconds(),
@@ -325,16 +334,18 @@ func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := algo.ParamsOf(recommended); p.SubWindows > 0 &&
-		!strings.Contains(d.Config, fmt.Sprintf("SubWindows: %d", p.SubWindows)) {
-		t.Fatalf("the printed configuration %s is not the one measured, %v", d.Config, p)
+	if got, want := d.Config, `algorithms.CalendarWindow{Limit: 100, Period: "month"}`; got != want {
+		t.Fatalf("the printed configuration: got %s, want %s", got, want)
+	}
+	if got, want := recommended, (algorithms.CalendarWindow{Limit: 100, Period: "month"}); got != want {
+		t.Fatalf("the configuration measured: got %#v, want %#v", got, want)
 	}
 	perMonth := func(alg algorithms.Algorithm) map[string]int {
 		s := storememory.New()
 		admitted := map[string]int{}
 		for at := time.Date(2026, 1, 1, 0, 30, 0, 0, time.UTC); at.Year() == 2026; at = at.Add(time.Hour) {
 			month := at.Format("2006-01")
-			res, err := s.Decide(context.Background(), store.Key{Name: "user:1001:" + month}, alg, at, 1)
+			res, err := s.Decide(context.Background(), store.Key{Name: "user:1001"}, alg, at, 1)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -357,5 +368,73 @@ func TestMonthQuotaCountsEveryCalendarMonth(t *testing.T) {
 	}
 	if over == 0 {
 		t.Errorf("a fixed window of 31 days admitted no more than the quota in any month: the test shows nothing")
+	}
+}
+
+// A calendar quota is the calendar window, which resets at the first
+// instant of each UTC period and says how to set a zone; when it does not
+// fit the budgets, the windowed recipe that counts the same UTC period
+// follows: a fixed window of 24h for a day, a sliding window counter of
+// 31 days for a month.
+func TestCalendarQuota(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		in       Input
+		says     string
+		fallback string
+	}{
+		{"day", Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day},
+			`algorithms.CalendarWindow{Limit: 10_000, Period: "day", Location: loc}`, "fixed_window"},
+		{"month", Input{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month},
+			`algorithms.CalendarWindow{Limit: 10_000, Period: "month", Location: loc}`, "sliding_window"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			c.in.Keys, c.in.MemoryBudget, c.in.LatencyBudget = 1000, 1e9, time.Millisecond
+			figs := figures(60e3)
+			d, err := Choose(c.in, figs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			reasons := strings.Join(d.Reasons, "\n")
+			for _, want := range []string{"resets at the first instant of each UTC " + c.in.Calendar, c.says,
+				"ratewise.Stack"} {
+				if !strings.Contains(reasons, want) {
+					t.Errorf("the reasons for %s do not say %q: %s", d.Algorithm, want, reasons)
+				}
+			}
+			over := figs["calendar_window"]
+			over.BytesPerKey = 2e6 // 2 GB for 1,000 keys
+			figs["calendar_window"] = over
+			if d, err = Choose(c.in, figs); err != nil {
+				t.Fatal(err)
+			}
+			if d.Algorithm != c.fallback {
+				t.Fatalf("calendar window over the memory budget: got %s, want %s; rejected: %q",
+					d.Algorithm, c.fallback, d.Rejected)
+			}
+		})
+	}
+}
+
+// A question about a window, not a calendar quota, never considers the
+// calendar window, which has no window.
+func TestWindowedQuestionsLeaveTheCalendarOut(t *testing.T) {
+	for _, in := range []Input{
+		{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Precision: "approx", Keys: 1},
+		{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Precision: "exact", Keys: 1, Burst: 5},
+		{QPS: 10, Window: time.Minute, Precision: "approx", Keys: 1, Burst: 5},
+	} {
+		for _, c := range registry.candidates(in, figures(60e3)) {
+			for _, k := range c.kinds {
+				if calendar.is(k) {
+					t.Errorf("%+v: %s is a candidate", in, c.name())
+				}
+			}
+		}
+		for _, k := range algorithms.Kinds() {
+			if got, want := Measures(in, k), algo.FamilyOf(k) != algo.FamilyCalendar; got != want {
+				t.Errorf("%+v: Measures(%s): got %v, want %v", in, k, got, want)
+			}
+		}
 	}
 }

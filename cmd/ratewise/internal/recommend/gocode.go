@@ -38,10 +38,11 @@ func configOf(in Input, c candidate) string {
 //
 // A field of a struct type, such as algorithms.Rate, is a composite literal
 // of its own, a time.Duration is time's constants (90 * time.Second), and an
-// integer has underscores between thousands (6_000). Nothing here names an
+// integer has underscores between thousands (6_000), and a nil field, such
+// as a pointer, is left out. Nothing here names an
 // algorithm, so that an algorithm type added to package algorithms prints
-// as the others do. A value it cannot write, such as a pointer or a
-// non-zero unexported field, is an error.
+// as the others do. A value it cannot write, such as a pointer that is not
+// nil or a non-zero unexported field, is an error.
 func goCode(v any) (string, error) {
 	if v == nil {
 		return "", fmt.Errorf("cannot write nil as Go code")
@@ -87,6 +88,11 @@ func goValue(v reflect.Value) (string, error) {
 				}
 				continue
 			}
+			if nilable(v.Field(i)) {
+				// A composite literal leaves it nil, as the calendar window's
+				// Location is for UTC.
+				continue
+			}
 			s, err := goValue(v.Field(i))
 			if err != nil {
 				return "", err
@@ -96,6 +102,16 @@ func goValue(v reflect.Value) (string, error) {
 		return qualified(t) + "{" + strings.Join(fields, ", ") + "}", nil
 	}
 	return "", fmt.Errorf("cannot write %s, a %s, as Go code", t, t.Kind())
+}
+
+// nilable reports whether v is a nil pointer, interface, map, slice, func
+// or channel.
+func nilable(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }
 
 // qualified is t's name as another package writes it. The package's name

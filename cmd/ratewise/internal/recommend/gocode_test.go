@@ -34,6 +34,8 @@ func TestGoCode(t *testing.T) {
 			"Window: time.Minute}"},
 		{"month", algorithms.SlidingWindow{Limit: 10000, Window: MonthWindow, SubWindows: 31},
 			"algorithms.SlidingWindow{Limit: 10_000, Window: 31 * 24 * time.Hour, SubWindows: 31}"},
+		{"calendar", algorithms.CalendarWindow{Limit: 10000, Period: "month"},
+			`algorithms.CalendarWindow{Limit: 10_000, Period: "month"}`},
 		{"rate", algorithms.GCRA{Rate: algorithms.PerSecond(50), Burst: 20},
 			"algorithms.GCRA{Rate: algorithms.Rate{Count: 50, Period: time.Second}, Burst: 20}"},
 		{"a type recommend has never seen",
@@ -62,6 +64,7 @@ func TestGoCode(t *testing.T) {
 	}
 	for name, v := range map[string]any{
 		"a pointer":                  &algorithms.SlidingLog{Limit: 1, Window: time.Second},
+		"a pointer field":            algorithms.CalendarWindow{Limit: 1, Period: "day", Location: time.UTC},
 		"an unexported field is set": LeakyQueue{hidden: 1},
 		"nil":                        nil,
 	} {
@@ -90,6 +93,7 @@ func TestConfigIsGoThatBuildsTheAlgorithm(t *testing.T) {
 		{QPS: 20000, Window: time.Second, Precision: "approx", Keys: 1},
 		{QPS: 5.0 / (15 * 60), Window: 15 * time.Minute, Precision: "exact", Keys: 1},
 		{QPS: 10000 / MonthWindow.Seconds(), Window: MonthWindow, Calendar: Month, Keys: 1},
+		{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1},
 	}
 	var exprs, want []string
 	var sets []string
@@ -99,6 +103,9 @@ func TestConfigIsGoThatBuildsTheAlgorithm(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, k := range registry {
+			if calendar.is(k) && in.Calendar == "" {
+				continue // it has no window
+			}
 			alg, err := Configured(in, k.name)
 			if err != nil {
 				t.Fatalf("%s for %+v: %v", k.name, in, err)

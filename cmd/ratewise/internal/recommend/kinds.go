@@ -81,11 +81,29 @@ var (
 	counter = role{"a sliding window counter", func(k kind) bool { return k.family == algo.FamilyLog && k.subWindows }}
 	// bucket refills at a rate up to a burst.
 	bucket = role{"a bucket with a burst", func(k kind) bool { return k.family == algo.FamilyBucket && k.burst }}
+	// calendar counts per period of the calendar, a day or a month, which
+	// has no window: it answers only a question about a calendar quota
+	// (Input.Calendar), and only such a question measures it.
+	calendar = role{"a calendar window", func(k kind) bool { return k.family == algo.FamilyCalendar }}
 )
 
-// roles are every role the rules use: Decide needs figures for at least one
-// kind of each.
-var roles = []role{fixedWindow, exactLog, counter, bucket}
+// roles are every role the rules use for in: Decide needs figures for at
+// least one kind of each. A question about a calendar quota compares the
+// calendar window with the windowed roles, which stand in for it.
+func roles(in Input) []role {
+	rs := []role{fixedWindow, exactLog, counter, bucket}
+	if in.Calendar != "" {
+		rs = append(rs, calendar)
+	}
+	return rs
+}
+
+// Measures reports whether recommend measures k for in: a kind that takes
+// in's limit and counts over a window, or per calendar period when in asks
+// about a calendar quota.
+func Measures(in Input, k *algorithms.Kind) bool {
+	return in.Limit() <= algo.MaxLimit(k) && (in.Calendar != "" || algo.FamilyOf(k) != algo.FamilyCalendar)
+}
 
 // measured returns the kinds of cat that fill r and that figs has figures
 // for, in the order the rules try them: the latest in the registry first.
@@ -117,9 +135,10 @@ func (cat catalog) classic(r role, figs map[string]Figures) kind {
 	return m[len(m)-1]
 }
 
-// needs returns an error unless figs has figures for a kind of every role.
-func (cat catalog) needs(figs map[string]Figures) error {
-	for _, r := range roles {
+// needs returns an error unless figs has figures for a kind of every role
+// the rules use for in.
+func (cat catalog) needs(in Input, figs map[string]Figures) error {
+	for _, r := range roles(in) {
 		if len(cat.measured(r, figs)) > 0 {
 			continue
 		}

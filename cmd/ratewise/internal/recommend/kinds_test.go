@@ -58,9 +58,9 @@ func TestANewKindIsConsidered(t *testing.T) {
 		{"a counter", counter, "ring_counter",
 			Input{QPS: 100, Window: time.Minute, Precision: "approx", Keys: 1000},
 			"ring_counter", "the sliding window counter keeps the window's meaning"},
-		{"a fixed window", fixedWindow, "ring_window",
+		{"a calendar window", calendar, "ring_calendar",
 			Input{QPS: 10000.0 / 86400, Window: 24 * time.Hour, Calendar: Day, Keys: 1000},
-			"ring_window", "a fixed window of 24h"},
+			"ring_calendar", "resets at the first instant of each UTC day"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.in.MemoryBudget, c.in.LatencyBudget = 1e9, time.Millisecond

@@ -83,8 +83,8 @@ func Cost(ctx context.Context, in Input, target replay.Target, progress func(str
 	m.Measured = min(m.Records, capRecords)
 	for _, k := range algorithms.Kinds() {
 		name := k.String()
-		if m.Records > algo.MaxLimit(k) {
-			continue // such as the compact log, one timestamp per request
+		if !Measures(in, k) {
+			continue // the compact log beyond its largest limit; the calendar window for a window
 		}
 		progress(fmt.Sprintf("memory and time of %s on %s", name, target.Name()))
 		// Only a log of requests grows with the records; the others hold

@@ -208,6 +208,29 @@ func (s *Sizing) fill(ctx context.Context, target replay.Target, pool *pgxpool.P
 
 // write prints the sizing's two tables, what the question's keys take on
 // disk, and how its decisions compare with what the database served.
+// best is the load of many keys at which the database served the most
+// decisions per second; the zero Load when none was measured.
+func (s *Sizing) best() Load {
+	var best Load
+	for _, l := range s.Load {
+		if l.Keys > 1 && l.PerSecond.Median > best.PerSecond.Median {
+			best = l
+		}
+	}
+	return best
+}
+
+// beyond says how many times the most this database served the question
+// needs, when that is more than MostPostgres times.
+func (s *Sizing) beyond(need float64) string {
+	most := s.best().PerSecond.Median
+	if most <= 0 || need <= MostPostgres*most {
+		return ""
+	}
+	return fmt.Sprintf("%.3g× the %s decisions per second this PostgreSQL database served here, where the store "+
+		"runs on one primary", need/most, perSecond(most))
+}
+
 func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 	fmt.Fprintf(w, ". Measured on this PostgreSQL with %s", s.Algorithm)
 	if strings.Contains(d.Answer(), " + ") {
@@ -250,14 +273,11 @@ func (s *Sizing) write(w io.Writer, in Input, d Decision, need float64) {
 	}
 	fmt.Fprintln(w)
 	t = &report.Table{Header: []string{"callers", "keys", "decisions/s", "range over 3 runs", "p50", "p99"}}
-	var best Load
 	for _, l := range s.Load {
 		t.Add(report.Int(int64(l.Callers)), report.Int(int64(l.Keys)), perSecond(l.PerSecond.Median),
 			perSecond(l.PerSecond.Min)+"–"+perSecond(l.PerSecond.Max), report.Latency(l.P50), report.Latency(l.P99))
-		if l.Keys > 1 && l.PerSecond.Median > best.PerSecond.Median {
-			best = l
-		}
 	}
+	best := s.best()
 	t.Write(w, false)
 	fmt.Fprintf(
 		w,

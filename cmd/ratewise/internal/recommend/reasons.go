@@ -3,6 +3,7 @@ package recommend
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/ratewise/ratewise/cmd/ratewise/internal/report"
 )
@@ -28,6 +29,8 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 	main := v.c.kinds[0]
 	f := figs[main.name]
 	switch {
+	case calendar.is(main):
+		out = append(out, cat.calendarReason(in, main, fixed))
 	case in.Calendar == Day:
 		out = append(
 			out,
@@ -148,6 +151,30 @@ func (cat catalog) reasons(in Input, v verdict, figs map[string]Figures) []strin
 	}
 	out = append(out, "cost: "+budget)
 	return out
+}
+
+// calendarReason explains a calendar window recommended for in's calendar
+// quota, with the Go code that sets its zone; fixed is the fixed window's
+// figures, whose boundary attack is the quota's own boundary cost.
+func (cat catalog) calendarReason(in Input, main kind, fixed Figures) string {
+	zone := "set its Location in code"
+	if code, err := main.goCode(in); err == nil && strings.HasSuffix(code, "}") {
+		zone += ", " + strings.TrimSuffix(code, "}") + `, Location: loc} with loc from time.LoadLocation("Europe/Berlin")`
+	}
+	return fmt.Sprintf(
+		"calendar: %s is the calendar quota itself: it counts %s per calendar %s and resets at the first instant "+
+			"of each UTC %s, exactly on every store, in one count per key and with no date in the key. "+
+			"To reset at midnight in another time zone, %s. "+
+			"Its boundary cost is the calendar quota's own, as any fixed window's: a key may use the whole quota just "+
+			"before a reset and again just after, %s in a short span (the fixed window on the boundary attack); "+
+			"stack it with a rate (ratewise.Stack) to protect the server from such bursts",
+		main.name,
+		report.Int(in.Limit()),
+		in.Calendar,
+		in.Calendar,
+		zone,
+		overshootOn(fixed, "boundary"),
+	)
 }
 
 // disagreements says where the classic thresholds and the measurements

@@ -51,7 +51,27 @@ type Deployment interface {
 	// write finishes the capacity paragraph that says what the question
 	// needs, need decisions per second at the limit.
 	write(w io.Writer, in Input, d Decision, need float64)
+	// beyond says what a deployment serving need decisions per second
+	// takes, as "34,376 Redis masters ...", when that is more than anyone
+	// runs (see checkInput); "" otherwise.
+	beyond(need float64) string
 }
+
+// What anyone runs: a question that needs more is more likely a mistake in
+// its input, and the recommendation says which input made it.
+const (
+	// MostDecisions is decisions per second at the limit, in all: a rate
+	// only the largest services reach.
+	MostDecisions = 10_000_000
+	// MostMasters is Redis masters, coalesced: Redis Cluster is designed
+	// for up to 1,000 nodes, 500 masters with a replica each.
+	MostMasters = 500
+	// MostPostgres is how many times the decisions per second one
+	// PostgreSQL database served here the question may need: the store
+	// runs on one primary, and a database serves more to many app servers
+	// than to this one process, but not this many times more.
+	MostPostgres = 10
+)
 
 // Write prints the recommendation, its reasons and rejections, the
 // capacity it needs, and the measurements behind it. where describes the
@@ -63,7 +83,11 @@ func Write(w io.Writer, in Input, m *Measurements, d Decision, dep Deployment, w
 
 func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, dep Deployment, where string) {
 	fmt.Fprintf(w, "%s\n\n    %s\n\n", Headline(in, d), d.Config)
-	fmt.Fprintln(w, "Why:")
+	fmt.Fprintf(w, "Rate: %s.\n", rateText(in))
+	if check := checkInput(in, dep); check != "" {
+		fmt.Fprintf(w, "Check the input: %s\n", check)
+	}
+	fmt.Fprintln(w, "\nWhy:")
 	for _, r := range d.Reasons {
 		fmt.Fprintf(w, "- %s.\n", r)
 	}
@@ -152,6 +176,90 @@ func (cat catalog) write(w io.Writer, in Input, m *Measurements, d Decision, dep
 		"sliding log's.\n", timeSamples, timeBatch)
 }
 
+// period is the window's name in a rate: "1m", "calendar day" or
+// "calendar month".
+func (in Input) period() string {
+	switch in.Calendar {
+	case Day:
+		return "calendar day"
+	case Month:
+		return "calendar month"
+	}
+	return report.Duration(in.Window)
+}
+
+// shareText is the rate per key in words: "0.05 per second (3 per 1m)",
+// or "10 per calendar month" for a rate below 0.001 per second.
+func (in Input) shareText() string {
+	per := fmt.Sprintf("%s per %s", report.Int(in.Limit()), in.period())
+	if in.QPS < 0.001 {
+		return per
+	}
+	return fmt.Sprintf("%.6g per second (%s)", in.QPS, per)
+}
+
+// rateText says whether the question's rate is each key's or all keys'
+// together, and what it makes of the other.
+func rateText(in Input) string {
+	total := in.QPS * float64(in.Keys)
+	if in.TotalQPS > 0 {
+		text := fmt.Sprintf("%s is the rate of all keys together, shared among %s: %s for each key",
+			in.asked(), report.Keys(in.Keys), in.shareText())
+		share := in.TotalQPS * in.Window.Seconds() / float64(in.Keys)
+		if math.Abs(share-float64(in.Limit())) > 1e-3*share {
+			text += fmt.Sprintf("; %.6g per %s rounded to a whole count, so %s decisions per second in all",
+				share, in.period(), perSecond(total))
+		}
+		return text
+	}
+	if in.Keys == 1 {
+		return fmt.Sprintf("%s is each key's rate, and with one key the total: %s decisions per second",
+			in.asked(), perSecond(total))
+	}
+	return fmt.Sprintf("%s is each key's rate, not the total: %s at up to %.6g requests per second each make up "+
+		"to %s decisions per second in all (--total-qps gives the rate of all keys together)",
+		in.asked(), report.Keys(in.Keys), in.QPS, perSecond(total))
+}
+
+// checkInput says, when the question needs more than anyone runs (see
+// MostDecisions), what it needs and which input made it, with the question
+// it may have meant; "" when it does not.
+func checkInput(in Input, dep Deployment) string {
+	need := in.QPS * float64(in.Keys)
+	decisions := perSecond(need) + " decisions per second at the limit"
+	var beyond string
+	if dep != nil {
+		beyond = dep.beyond(need)
+	}
+	if need <= MostDecisions && beyond == "" {
+		return ""
+	}
+	if need > MostDecisions {
+		decisions += fmt.Sprintf(", more than %s, a rate only the largest services reach", report.Int(MostDecisions))
+	}
+	text := "this question needs " + decisions
+	if beyond != "" {
+		text += ", and " + beyond
+	}
+	text += ". "
+	switch {
+	case in.TotalQPS > 0:
+		return text + fmt.Sprintf("%s is the rate of all keys together.", in.asked())
+	case in.Keys == 1:
+		return text + fmt.Sprintf("%s is the rate of the one key.", in.asked())
+	}
+	text += fmt.Sprintf("%s is per key: %.6g/s × %s keys = %s/s.",
+		in.asked(), in.QPS, report.Int(in.Keys), perSecond(need))
+	// The same figure as the rate of all keys, if that makes a question
+	// that is not called into question itself.
+	meant := in
+	meant.Asked = "--total-qps " + strings.TrimPrefix(in.asked(), "--qps ")
+	if in.QPS <= MostDecisions && meant.ShareTotal(in.QPS) == nil && meant.Validate() == nil {
+		text += fmt.Sprintf(" Did you mean %s, %s for each key?", meant.Asked, meant.shareText())
+	}
+	return text
+}
+
 func writeDeployment(w io.Writer, in Input, m *Measurements, d Decision, dep Deployment) {
 	need := in.QPS * float64(in.Keys)
 	fmt.Fprintf(w, "\nCapacity: %s at up to %.6g requests per second each is %s decisions per second at the limit",
@@ -172,9 +280,24 @@ func writeDeployment(w io.Writer, in Input, m *Measurements, d Decision, dep Dep
 	}
 }
 
+// masters is how many Redis masters serve need decisions per second at
+// utilisation, each serving capacity.
+func masters(need, capacity float64) int { return max(1, int(math.Ceil(need/(utilisation*capacity)))) }
+
+// beyond says how many Redis masters the question needs, coalesced as the
+// store is by default, when that is more than MostMasters.
+func (c *Capacity) beyond(need float64) string {
+	n := masters(need, c.Coalesced.Median)
+	if n <= MostMasters {
+		return ""
+	}
+	return fmt.Sprintf("%s Redis masters coalesced, where Redis Cluster is designed for up to 1,000 nodes "+
+		"(%d masters with a replica each)", report.Int(int64(n)), MostMasters)
+}
+
 // write says how many Redis masters the question needs at utilisation.
 func (c *Capacity) write(w io.Writer, in Input, d Decision, need float64) {
-	masters := func(capacity float64) int { return max(1, int(math.Ceil(need/(utilisation*capacity)))) }
+	masters := func(capacity float64) int { return masters(need, capacity) }
 	mastersText := func(r Rate) string {
 		lo, mid, hi := masters(r.Max), masters(r.Median), masters(r.Min)
 		if lo == hi {

@@ -220,6 +220,34 @@ func TestTablesExplainThemselves(t *testing.T) {
 	}
 }
 
+// A workload whose timing flatters counting per window gets a timing line
+// under its verdict, in both formats, and the bottom line names it.
+func TestAlignmentUnderTheVerdict(t *testing.T) {
+	rep := testReport()
+	text := "These requests meet the 1m windows' boundaries at a timing that flatters counting per window: moved " +
+		"40s later, the same requests take fixed_window to 1.50× the limit (1.00× here)."
+	rep.Verdicts[0].Alignment = &replay.Alignment{Shift: 40 * time.Second}
+	rep.Verdicts[0].AlignmentText = text
+	for format, want := range map[string]string{
+		"table":    "timing:  These requests meet the 1m windows' boundaries",
+		"markdown": "**Timing:** " + text + "\n",
+	} {
+		var b bytes.Buffer
+		if err := Write(&b, rep, format); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		at := strings.Index(out, want)
+		if at < 0 || at < strings.Index(out, "gcra held the limit") {
+			t.Errorf("%s: no %q under the verdict:\n%s", format, want, out)
+		}
+		if format == "table" && !strings.Contains(strings.Join(strings.Fields(out), " "),
+			"The timing of the requests flatters counting per window on boundary: see its timing line.") {
+			t.Errorf("the bottom line does not name the flattered workload:\n%s", out)
+		}
+	}
+}
+
 // A store that counts no commands, PostgreSQL, gets a column of bytes per
 // key and none of commands, and its line in the legend, which says no
 // commands are counted: no "cmds" or EVALSHA.

@@ -90,11 +90,17 @@ func writeTables(w io.Writer, rep *replay.Report, markdown bool) error {
 			}
 			if markdown {
 				fmt.Fprintf(w, "**Verdict:** %s\n\n", strings.TrimSpace(v.Text+" "+v.CheaperText))
+				if v.AlignmentText != "" {
+					fmt.Fprintf(w, "**Timing:** %s\n\n", v.AlignmentText)
+				}
 				continue
 			}
 			writeWrapped(w, "verdict: ", v.Text)
 			if v.CheaperText != "" {
 				writeWrapped(w, "         ", v.CheaperText)
+			}
+			if v.AlignmentText != "" {
+				writeWrapped(w, "timing:  ", v.AlignmentText)
 			}
 		}
 		if markdown {
@@ -348,6 +354,16 @@ func bottomLine(verdicts []replay.Verdict) string {
 	}
 	if len(none) > 0 {
 		fmt.Fprintf(&b, " None held it on %s.", strings.Join(none, ", "))
+	}
+	var flattered []string
+	for _, v := range verdicts {
+		if v.Alignment != nil {
+			flattered = append(flattered, v.Workload)
+		}
+	}
+	if len(flattered) > 0 {
+		fmt.Fprintf(&b, " The timing of the requests flatters counting per window on %s: see its timing line.",
+			strings.Join(flattered, ", "))
 	}
 	b.WriteString(
 		" No one algorithm fits every workload: for your own traffic, run ratewise recommend --qps N --window W " +
