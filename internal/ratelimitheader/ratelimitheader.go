@@ -106,7 +106,7 @@ func Quota(names []string) string { return strings.Join(names, ",") }
 // results their Results for this request, and binding the index of the
 // limit that binds, which RateLimit reports. q is Result.Limit and w the
 // algorithm's window in seconds, left out when it is not a whole number of
-// seconds; r is Result.Remaining and t Result.ResetAfter rounded up to
+// seconds, and for a calendar window, whose periods differ in length; r is Result.Remaining and t Result.ResetAfter rounded up to
 // whole seconds: the time until the key is back at its full quota.
 func Write(
 	add func(field, value string),
@@ -120,7 +120,8 @@ func Write(
 		policy.WriteString(names[i])
 		policy.WriteString(";q=")
 		policy.WriteString(strconv.FormatInt(results[i].Limit, 10))
-		if w := algo.QuotaOf(alg).Window; w >= time.Second && w%time.Second == 0 {
+		w := algo.QuotaOf(alg).Window
+		if algo.FamilyOf(alg.Kind()) != algo.FamilyCalendar && w >= time.Second && w%time.Second == 0 {
 			policy.WriteString(";w=")
 			policy.WriteString(strconv.FormatInt(int64(w/time.Second), 10))
 		}
