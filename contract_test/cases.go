@@ -201,7 +201,11 @@ func withWindow(cs []algCase, window time.Duration) []algCase {
 	out := make([]algCase, len(cs))
 	for i, c := range cs {
 		c.window = window
-		c.alg = c.build(c.limit, window)
+		if algo.FamilyOf(c.kind) == algo.FamilyCalendar {
+			// A week, so that twice the window (a month) is another scope.
+			c.window = 7 * 24 * time.Hour
+		}
+		c.alg = c.build(c.limit, c.window)
 		out[i] = c
 	}
 	return out

@@ -449,8 +449,11 @@ func windowBound(e *env) {
 	var admitted []event
 	// About three requests every 2s on average, in bursts, for 5 windows:
 	// well above the limit, so the bound is exercised.
+	// Steps scale with the window: a calendar day's case takes as many as
+	// a minute's.
+	step := 4 * time.Second * (e.c.window / caseWindow)
 	for e.clock.Now().Sub(e.c.start) < 5*e.c.window {
-		e.clock.Advance(time.Duration(rng.Int64N(int64(4 * time.Second))))
+		e.clock.Advance(time.Duration(rng.Int64N(int64(step))))
 		for range rng.IntN(6) {
 			cost := 1 + rng.Int64N(3)
 			if e.allowN(l, "k", cost).Allowed {

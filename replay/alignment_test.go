@@ -2,6 +2,7 @@ package replay
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -154,5 +155,32 @@ func TestUnalignedTracesGetNoAlignment(t *testing.T) {
 	i := slices.IndexFunc(rep.Rows, func(r Row) bool { return r.Algorithm == "fixed_window" })
 	if o := rep.Rows[i].Overshoot; o <= 1 {
 		t.Errorf("fixed_window at %.2f× on bursts at offsets of their own: no key's burst straddles a boundary", o)
+	}
+}
+
+// TestConfigureCalendar: the calendar window replays per calendar day,
+// week or month, and refuses a window that is none of them.
+func TestConfigureCalendar(t *testing.T) {
+	for _, c := range []struct {
+		window time.Duration
+		period string
+	}{
+		{24 * time.Hour, "day"},
+		{7 * 24 * time.Hour, "week"},
+		{28 * 24 * time.Hour, "month"},
+		{31 * 24 * time.Hour, "month"},
+	} {
+		alg, err := Configure("calendar_window", 10, c.window, Options{})
+		if got, ok := alg.(algorithms.CalendarWindow); err != nil || !ok || got.Period != c.period || got.Limit != 10 {
+			t.Errorf("Configure(calendar_window, 10, %v) = %v, %v; want 10 per %s", c.window, alg, err, c.period)
+		}
+	}
+	for _, w := range []time.Duration{time.Minute, 48 * time.Hour, 32 * 24 * time.Hour} {
+		if _, err := Configure("calendar_window", 10, w, Options{}); !errors.Is(err, ErrInvalidOption) {
+			t.Errorf("Configure(calendar_window, 10, %v): %v, want ErrInvalidOption", w, err)
+		}
+	}
+	if slices.Contains(AlgorithmNames, "calendar_window") {
+		t.Errorf("AlgorithmNames %v holds the calendar window, which has no window of its own", AlgorithmNames)
 	}
 }

@@ -38,8 +38,23 @@ func (s *Store) Decide(
 	if err := algo.CheckDecision(alg, s.checkTime(now), cost); err != nil {
 		return algorithms.Result{}, err
 	}
-	res, _, err := s.send(ctx, k, alg, now, cost, 0)
-	return res, err
+	return retrySkew(ctx, s, now, func(now time.Time) (algorithms.Result, error) {
+		res, _, err := s.send(ctx, k, alg, now, cost, 0)
+		return res, err
+	})
+}
+
+// retrySkew runs f at now, and on the server's clock once more at the
+// server's now when a calendar window's step refused now, more than half a
+// period from it (algo.CalendarSkew): the periods a calendar window's step
+// takes come from the caller's now (pgsql.Params), and the refusal wrote
+// nothing.
+func retrySkew[R any](ctx context.Context, s *Store, now time.Time, f func(time.Time) (R, error)) (R, error) {
+	r, err := f(now)
+	if t, ok := algo.CalendarSkew(err); ok && !s.clientTime && ctx.Err() == nil {
+		return f(t)
+	}
+	return r, err
 }
 
 // Reserve books a request for key under alg in one statement (see

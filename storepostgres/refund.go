@@ -26,6 +26,19 @@ func (s *Store) Refund(
 	if err := algo.CheckRefund(alg, s.checkTime(now), at, n); err != nil {
 		return algorithms.Result{}, err
 	}
+	return retrySkew(ctx, s, now, func(now time.Time) (algorithms.Result, error) {
+		return s.refund(ctx, k, alg, now, at, n)
+	})
+}
+
+// refund is Refund once its input is checked.
+func (s *Store) refund(
+	ctx context.Context,
+	k store.Key,
+	alg algorithms.Algorithm,
+	now, at time.Time,
+	n int64,
+) (algorithms.Result, error) {
 	id, given, err := s.begin(ctx)
 	if err != nil {
 		return algorithms.Result{}, err

@@ -30,6 +30,19 @@ func (s *Store) DecideSet(
 	if err := storecheck.Set(algs, s.checkTime(now), cost); err != nil {
 		return nil, err
 	}
+	return retrySkew(ctx, s, now, func(now time.Time) ([]algorithms.Result, error) {
+		return s.decideSet(ctx, k, algs, now, cost)
+	})
+}
+
+// decideSet is DecideSet once its input is checked.
+func (s *Store) decideSet(
+	ctx context.Context,
+	k store.Key,
+	algs []algorithms.Algorithm,
+	now time.Time,
+	cost int64,
+) ([]algorithms.Result, error) {
 	id, given, err := s.begin(ctx)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ratewise/ratewise/internal/algo"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -85,6 +86,21 @@ const (
 // parses its reply. The request's checks of its input, and the deny
 // cache's answer to a decision, come before (see the exported methods).
 func (s *Store) do(ctx context.Context, o op) error {
+	err := s.doOnce(ctx, o)
+	// A calendar window's periods come from the caller's now; on Redis's
+	// clock, a caller more than half a period away gets them again about
+	// Redis's now, which the step's refusal names. The refusal wrote
+	// nothing.
+	if t, ok := algo.CalendarSkew(err); ok && !s.clientTime && ctx.Err() == nil {
+		r := o.req()
+		r.now, r.err = t, nil
+		err = s.doOnce(ctx, o)
+	}
+	return err
+}
+
+// doOnce is do's one attempt.
+func (s *Store) doOnce(ctx context.Context, o op) error {
 	sc, err := o.script()
 	if err != nil {
 		return err

@@ -46,7 +46,8 @@ func (f *compareFlags) register(fs *flag.FlagSet) {
 		&f.algs,
 		"alg",
 		"all",
-		"comma-separated algorithms: "+strings.Join(replay.AlgorithmNames, ", ")+"; or all",
+		"comma-separated algorithms: "+strings.Join(replay.AlgorithmNames, ", ")+"; or all; "+
+			"or calendar_window, the quota per calendar day, week or month (UTC), with a --window of 24h, 168h or 28 to 31 days",
 	)
 	fs.StringVar(
 		&f.trace,

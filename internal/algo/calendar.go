@@ -1,6 +1,8 @@
 package algo
 
 import (
+	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -185,4 +187,27 @@ var longestPeriod = map[string]time.Duration{
 	"day":   25 * time.Hour,
 	"week":  7*24*time.Hour + time.Hour,
 	"month": 31*24*time.Hour + time.Hour,
+}
+
+// calendarSkew matches the error the Lua and SQL steps raise for a now in
+// neither of the periods about the caller's boundary.
+var calendarSkew = regexp.MustCompile(`calendar_window: the store's clock reads (\d+)us, more than half a period`)
+
+// CalendarSkew reports whether err is a calendar step's refusal of a now
+// in neither of the periods about the boundary the caller passed (a store
+// whose clock is more than half a period from its caller's), and returns
+// the store's now, which the caller then finds the periods about.
+func CalendarSkew(err error) (time.Time, bool) {
+	if err == nil {
+		return time.Time{}, false
+	}
+	m := calendarSkew.FindStringSubmatch(err.Error())
+	if m == nil {
+		return time.Time{}, false
+	}
+	us, perr := strconv.ParseInt(m[1], 10, 64)
+	if perr != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMicro(us), true
 }

@@ -106,8 +106,9 @@ func Quota(names []string) string { return strings.Join(names, ",") }
 // results their Results for this request, and binding the index of the
 // limit that binds, which RateLimit reports. q is Result.Limit and w the
 // algorithm's window in seconds, left out when it is not a whole number of
-// seconds, and for a calendar window, whose periods differ in length; r is Result.Remaining and t Result.ResetAfter rounded up to
-// whole seconds: the time until the key is back at its full quota.
+// seconds, and for a calendar window, whose periods differ in length; r is
+// Result.Remaining and t Result.ResetAfter rounded up to whole seconds: the
+// time until the key is back at its full quota.
 func Write(
 	add func(field, value string),
 	names []string,

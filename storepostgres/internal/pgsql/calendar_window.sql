@@ -8,8 +8,10 @@
 -- after. The caller finds the periods in its time zone; the step finds
 -- among those two the one its own now is in, so that on the server's clock
 -- it counts in the server's period. A now in neither, a clock more than
--- half a period from the caller's, raises an error rather than count in
--- the wrong period.
+-- half a period from the caller's, raises an error that names it
+-- (internal/algo's CalendarSkew reads it), rather than count in the wrong
+-- period: the store sends the request again with the periods about that
+-- now.
 --
 -- State: {start, end, count}: the period being counted (µs) and the cost
 -- admitted in it. An admission writes it, kept until its period ends.
@@ -28,8 +30,7 @@ BEGIN
   ELSIF t < b AND t >= b - before THEN
     start := b - before; stop := b;
   ELSE
-    RAISE EXCEPTION 'calendar_window: the store''s clock is more than half a period from the caller''s (now %, boundary %)',
-      t, b;
+    RAISE EXCEPTION 'calendar_window: the store''s clock reads %us, more than half a period from %us, the boundary nearest the caller''s', t, b;
   END IF;
 END $$;
 

@@ -9,7 +9,9 @@
 -- caller finds the periods, and the step finds among those two the one its
 -- own now is in, so that on Redis's clock it counts in Redis's period. A
 -- now in neither, a clock more than half a period from the caller's, is an
--- error rather than a count in the wrong period.
+-- error that names it (internal/algo's CalendarSkew reads it), rather than
+-- a count in the wrong period: the store sends the request again with the
+-- periods about that now.
 --
 -- State: a string of three 7-byte fields (pack.lua), 21 bytes: the start
 -- and end of the period being counted (µs) and the cost admitted in it. An
@@ -35,8 +37,8 @@ local function calendar_window_period(t, b, packed)
   before, after = before * 1000000, after * 1000000
   if t >= b and t < b + after then return b, b + after end
   if t < b and t >= b - before then return b - before, b end
-  error('calendar_window: the store\'s clock is more than half a period from the caller\'s (now ' .. t ..
-    ', boundary ' .. b .. ')')
+  error(string.format('calendar_window: the store\'s clock reads %.0fus, more than half a period from %.0fus, ' ..
+    'the boundary nearest the caller\'s', t, b))
 end
 
 local function calendar_window_step(_, raw, limit, b, packed)

@@ -341,3 +341,17 @@ func TestCSVSeparatesReplayAndTimedRows(t *testing.T) {
 		t.Errorf("rows per section: got %v, want 8 replay and 2 timed", count)
 	}
 }
+
+// TestParamsCalendar: a calendar window's parameters name its period, not
+// a window it does not have.
+func TestParamsCalendar(t *testing.T) {
+	wl := replay.WorkloadInfo{Name: "w", Limit: 1000, Window: 24 * time.Hour}
+	rows := []replay.Row{
+		{Workload: "w", Algorithm: "fixed_window", Settings: algorithms.Params{Limit: 1000, Window: 24 * time.Hour}},
+		{Workload: "w", Algorithm: "calendar_window", Settings: algorithms.Params{Limit: 1000, Period: "day"}},
+	}
+	want := "limit 1000 per 24h; calendar_window: limit 1000 per calendar day (UTC)"
+	if got := Params(wl, rows); got != want {
+		t.Errorf("Params = %q, want %q", got, want)
+	}
+}

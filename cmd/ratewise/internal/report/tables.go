@@ -194,9 +194,13 @@ func Params(wl replay.WorkloadInfo, rows []replay.Row) string {
 			continue
 		}
 		var what []string
-		if p.Limit != wl.Limit || p.Window != wl.Window {
+		switch {
+		case p.Period != "":
+			// A calendar window counts per calendar period, not per window.
+			what = append(what, fmt.Sprintf("limit %d per calendar %s (UTC)", p.Limit, p.Period))
+		case p.Limit != wl.Limit || p.Window != wl.Window:
 			what = append(what, fmt.Sprintf("limit %d per %s", p.Limit, Duration(p.Window)))
-		} else {
+		default:
 			shared = true
 		}
 		if p.SubWindows > 0 {
