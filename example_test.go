@@ -251,10 +251,11 @@ func ExampleMultiKey_http() {
 	if err != nil {
 		panic(err)
 	}
+	// Your authentication's user, here a stand-in header; false for an anonymous request.
 	user := func(r *http.Request) (string, bool) { return r.Header.Get("X-User"), r.Header.Get("X-User") != "" }
 	everyone := func(*http.Request) (string, error) { return "all", nil }
 	mw, err := httplimit.NewMultiKey(multi, []httplimit.KeyFunc{httplimit.ByUser(user), everyone},
-		httplimit.WithQuotaName("per-user", "global"))
+		httplimit.WithQuotaName("per-user", "global"), httplimit.WithNoKey(http.StatusUnauthorized))
 	if err != nil {
 		panic(err)
 	}
@@ -266,7 +267,12 @@ func ExampleMultiKey_http() {
 	h.ServeHTTP(w, r)
 	fmt.Println("RateLimit-Policy:", strings.Join(w.Header().Values("RateLimit-Policy"), ", "))
 	fmt.Println("RateLimit:", w.Header().Get("RateLimit"))
+
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/hello", nil)) // no X-User
+	fmt.Println("anonymous:", w.Code)
 	// Output:
 	// RateLimit-Policy: "per-user";q=100;w=60, "global";q=1000;w=60
 	// RateLimit: "per-user";r=99;t=60
+	// anonymous: 401
 }

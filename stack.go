@@ -39,12 +39,12 @@ type Stack struct {
 	observer func(context.Context, DecisionEvent)
 }
 
-// MultiResult is the outcome of one decision over a Stack.
+// MultiResult is the outcome of one decision over a Stack or a MultiKey.
 type MultiResult struct {
 	// Allowed reports whether every limit admitted the request, which
 	// was then charged to each.
 	Allowed bool
-	// Results are each limit's own Result, in the Stack's order. When the
+	// Results are each limit's own Result, in the Stack's or MultiKey's order. When the
 	// request was denied, a limit that denied it reports its denial and a
 	// limit that would have admitted it reports what it has available
 	// now, uncharged.
