@@ -100,6 +100,16 @@ func TestContract(t *testing.T) {
 		{"cluster-server-time", func(t *testing.T) store.Store {
 			return lossyCluster(t)
 		}, []contract.Option{contract.StoreClock(), contract.Coalesced(), contract.Sampled()}},
+		// The client the README builds, storeredis.ClientOptions's, on
+		// Redis's clock: go-redis sends each command once, so a lost reply
+		// fails its call (LostRepliesFail), and the store keeps no record
+		// of its writes. The budget is long enough for the race detector,
+		// and the store's check of the client is held to it.
+		{"redis-clientoptions", func(t *testing.T) store.Store {
+			budget := 5 * time.Second
+			o := storeredis.ClientOptions(&redis.Options{Addr: redistest.Standalone(t).Addr}, budget)
+			return lossyWith(t, o, storeredis.WithWarnings(budget, nil))
+		}, []contract.Option{contract.StoreClock(), contract.Coalesced(), contract.Sampled(), contract.LostRepliesFail()}},
 		{"redis-plain", func(t *testing.T) store.Store {
 			return lossy(t, redistest.Standalone(t).Addr, append(plain, storeredis.WithClientTime())...)
 		}, []contract.Option{clientTime[0], contract.Sampled()}},
@@ -426,8 +436,14 @@ func (s *lossyStore) KeepReplies() bool {
 // settings, but for no backoff before a resend, which would only slow the
 // suite (TestEveryWriteAppliedOnce in storeredis keeps every default).
 func lossy(t *testing.T, addr string, opts ...storeredis.Option) *lossyStore {
+	return lossyWith(t, &redis.Options{Addr: addr, MinRetryBackoff: -1, MaxRetryBackoff: -1}, opts...)
+}
+
+// lossyWith is lossy on a Client with o, but for its Dialer.
+func lossyWith(t *testing.T, o *redis.Options, opts ...storeredis.Option) *lossyStore {
 	d := new(redistest.Dropper)
-	c := redis.NewClient(&redis.Options{Addr: addr, Dialer: d.Dial, MinRetryBackoff: -1, MaxRetryBackoff: -1})
+	o.Dialer = d.Dial
+	c := redis.NewClient(o)
 	t.Cleanup(func() { c.Close() })
 	return &lossyStore{redisStore: redisStore{storeredis.New(c, opts...), c}, d: d}
 }
