@@ -36,6 +36,9 @@ type Algorithm interface {
 	// Kind().New(params()) returns the same algorithm.
 	params() Params
 
+	// packed returns params() in a Result's charge (see packedParams).
+	packed() packedParams
+
 	// sealed keeps other packages' types out: only this package's types
 	// are algorithms (see above).
 	sealed()
@@ -94,8 +97,33 @@ type Result struct {
 // memory-store decision 15-20% slower (bench's BenchmarkDecide).
 type charge struct {
 	kind   *Kind
-	params Params
+	params packedParams
 	cost   int64
+}
+
+// packedParams is Params in the four words the windowed and bucket
+// algorithms need, so that a Result, which every decision copies, is no
+// larger for the calendar window: its period is a code in window and its
+// zone an index in subWindows (see calendarZone).
+type packedParams struct {
+	limit      int64
+	window     time.Duration
+	burst      int64
+	subWindows int64
+}
+
+// pack returns p packed; every algorithm but the calendar window packs
+// its Params as they are.
+func pack(p Params) packedParams {
+	return packedParams{limit: p.Limit, window: p.Window, burst: p.Burst, subWindows: p.SubWindows}
+}
+
+// unpack returns the Params that p packs for kind k.
+func (p packedParams) unpack(k *Kind) Params {
+	if k.calendar {
+		return Params{Limit: p.limit, Period: calendarPeriods[p.window], Location: zoneAt(p.subWindows)}
+	}
+	return Params{Limit: p.limit, Window: p.window, Burst: p.burst, SubWindows: p.subWindows}
 }
 
 // Charged reports what an admission charged: the algorithm it was decided
@@ -108,7 +136,7 @@ func (r Result) Charged() (Algorithm, int64) {
 	if r.charge.kind == nil || !r.Allowed {
 		return nil, 0
 	}
-	return r.charge.kind.build(r.charge.params), r.charge.cost
+	return r.charge.kind.build(r.charge.params.unpack(r.charge.kind)), r.charge.cost
 }
 
 // SetCharged marks r as the admission of a request of cost under alg,
@@ -121,7 +149,7 @@ func (r *Result) SetCharged(alg Algorithm, cost int64) {
 	if r.Allowed && cost > 0 && alg != nil {
 		// Field by field: a copy of the whole charge, built on the stack,
 		// would stall reading back what was just written there.
-		r.charge.kind, r.charge.params, r.charge.cost = alg.Kind(), alg.params(), cost
+		r.charge.kind, r.charge.params, r.charge.cost = alg.Kind(), alg.packed(), cost
 	}
 }
 

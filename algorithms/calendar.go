@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -58,6 +59,12 @@ func (a CalendarWindow) params() Params {
 	return Params{Limit: a.Limit, Period: a.Period, Location: a.Location}
 }
 
+// packed returns params() packed: the period as a code and the zone as
+// the index calendarZone gives it.
+func (a CalendarWindow) packed() packedParams {
+	return packedParams{limit: a.Limit, window: calendarCodes[a.Period], subWindows: calendarZone(a.Location)}
+}
+
 // String describes the algorithm, such as "calendar_window 1000000/month"
 // or "calendar_window 1000/day in Europe/Berlin".
 func (a CalendarWindow) String() string { return describe(a) }
@@ -89,4 +96,50 @@ func (a CalendarWindow) Validate() error {
 		}
 	}
 	return nil
+}
+
+// calendarCodes and calendarPeriods give each period a code for a packed
+// charge, and back; 0 is no period.
+var (
+	calendarCodes   = map[string]time.Duration{"day": 1, "week": 2, "month": 3}
+	calendarPeriods = map[time.Duration]string{1: "day", 2: "week", 3: "month"}
+)
+
+// zones holds every zone a calendar window has charged under, by name (the
+// name identifies the zone, as in stores' keys), so that a charge keeps
+// its zone as an index: zones are few, and never dropped.
+var zones struct {
+	sync.Mutex
+	index map[string]int64
+	all   []*time.Location
+}
+
+// calendarZone returns the index in zones of loc's name, adding it: 0 for
+// nil, UTC.
+func calendarZone(loc *time.Location) int64 {
+	if loc == nil {
+		return 0
+	}
+	zones.Lock()
+	defer zones.Unlock()
+	i, ok := zones.index[loc.String()]
+	if !ok {
+		if zones.index == nil {
+			zones.index = map[string]int64{}
+		}
+		zones.all = append(zones.all, loc)
+		i = int64(len(zones.all))
+		zones.index[loc.String()] = i
+	}
+	return i
+}
+
+// zoneAt returns the zone calendarZone gave index i.
+func zoneAt(i int64) *time.Location {
+	if i == 0 {
+		return nil
+	}
+	zones.Lock()
+	defer zones.Unlock()
+	return zones.all[i-1]
 }

@@ -37,6 +37,9 @@ type CompactLog struct {
 func (CompactLog) Kind() *Kind { return compactLogKind }
 
 // params returns the parameters in their shared form.
+// packed returns params() packed.
+func (a CompactLog) packed() packedParams { return pack(a.params()) }
+
 func (a CompactLog) params() Params { return Params{Limit: a.Limit, Window: a.Window} }
 
 // String describes the algorithm, such as "compact_log 100/1m".

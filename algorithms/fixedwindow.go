@@ -34,6 +34,9 @@ type FixedWindow struct {
 func (FixedWindow) Kind() *Kind { return fixedWindowKind }
 
 // params returns the parameters in their shared form.
+// packed returns params() packed.
+func (a FixedWindow) packed() packedParams { return pack(a.params()) }
+
 func (a FixedWindow) params() Params { return Params{Limit: a.Limit, Window: a.Window} }
 
 // String describes the algorithm, such as "fixed_window 100/1m".

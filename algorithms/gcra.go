@@ -39,6 +39,9 @@ type GCRA struct {
 func (GCRA) Kind() *Kind { return gcraKind }
 
 // params returns the parameters in their shared form.
+// packed returns params() packed.
+func (a GCRA) packed() packedParams { return pack(a.params()) }
+
 func (a GCRA) params() Params {
 	return Params{Limit: a.Rate.Count, Window: a.Rate.Period, Burst: a.Burst}
 }

@@ -37,6 +37,9 @@ type SlidingLog struct {
 func (SlidingLog) Kind() *Kind { return slidingLogKind }
 
 // params returns the parameters in their shared form.
+// packed returns params() packed.
+func (a SlidingLog) packed() packedParams { return pack(a.params()) }
+
 func (a SlidingLog) params() Params { return Params{Limit: a.Limit, Window: a.Window} }
 
 // String describes the algorithm, such as "sliding_log 100/1m".

@@ -47,6 +47,9 @@ type SlidingWindow struct {
 func (SlidingWindow) Kind() *Kind { return slidingWindowKind }
 
 // params returns the parameters in their shared form.
+// packed returns params() packed.
+func (a SlidingWindow) packed() packedParams { return pack(a.params()) }
+
 func (a SlidingWindow) params() Params {
 	return Params{Limit: a.Limit, Window: a.Window, SubWindows: a.SubWindows}
 }

@@ -39,6 +39,9 @@ type TokenBucket struct {
 func (TokenBucket) Kind() *Kind { return tokenBucketKind }
 
 // params returns the parameters in their shared form.
+// packed returns params() packed.
+func (a TokenBucket) packed() packedParams { return pack(a.params()) }
+
 func (a TokenBucket) params() Params {
 	return Params{Limit: a.Refill.Count, Window: a.Refill.Period, Burst: a.Capacity}
 }

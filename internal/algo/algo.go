@@ -45,10 +45,14 @@ type Derived struct {
 // they can change while a key keeps what it used.
 //
 // Scope is comparable, so stores can key state by it without allocating.
+//
+// A calendar window's scope is its period and zone, kept in the same two
+// words, so that every scope compares as fast: Window is the period's code,
+// negative (see calendarScope), and SubWindows its zone's index in a table
+// of zone names.
 type Scope struct {
 	Window     time.Duration
-	SubWindows int64  // 0 unless the algorithm splits its window
-	Calendar   string // a calendar window's period and zone, in place of a window
+	SubWindows int64 // 0 unless the algorithm splits its window
 }
 
 // String returns the scope in a compact, exact form used in storage keys:
@@ -64,8 +68,8 @@ func (s Scope) String() string {
 // Append appends String's form of s to b: a store that builds a key in a
 // buffer of its own names the scope without allocating.
 func (s Scope) Append(b []byte) []byte {
-	if s.Calendar != "" {
-		return append(b, s.Calendar...)
+	if s.Window < 0 {
+		return appendCalendarScope(b, s)
 	}
 	b = appendCompactDuration(b, s.Window)
 	if s.SubWindows != 0 {
@@ -429,7 +433,7 @@ func ScopeOf(a algorithms.Algorithm) Scope {
 	case algorithms.GCRA:
 		return Scope{Window: a.Rate.Period}
 	case algorithms.CalendarWindow:
-		return Scope{Calendar: calendarScope(a)}
+		return calendarScope(a)
 	}
 	panic(notOurs(a))
 }

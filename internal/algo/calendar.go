@@ -3,6 +3,7 @@ package algo
 import (
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ratewise/ratewise/algorithms"
@@ -171,13 +172,56 @@ func (a calendarWindow) step(
 	return st, res
 }
 
-// calendarScope is a calendar window's Scope.Calendar: its period, then
-// "@" and its zone's name unless it is UTC, such as "month@Europe/Berlin".
-func calendarScope(a algorithms.CalendarWindow) string {
-	if a.Location == nil || a.Location == time.UTC || a.Location.String() == "UTC" {
-		return a.Period
+// calendarScope is a calendar window's Scope: its period's code, negated,
+// as Window, and its zone's index in zoneNames as SubWindows, 0 for UTC.
+// Its String is the period, then "@" and the zone's name unless it is UTC,
+// such as "month@Europe/Berlin".
+func calendarScope(a algorithms.CalendarWindow) Scope {
+	return Scope{Window: -periodCodes[a.Period], SubWindows: zoneIndex(a.Location)}
+}
+
+// periodCodes gives each period a code for its Scope.
+var periodCodes = map[string]time.Duration{"day": 1, "week": 2, "month": 3}
+
+// appendCalendarScope appends s's String to b: see calendarScope.
+func appendCalendarScope(b []byte, s Scope) []byte {
+	b = append(b, [...]string{"", "day", "week", "month"}[min(max(-s.Window, 0), 3)]...)
+	if s.SubWindows > 0 {
+		zoneNames.Lock()
+		name := zoneNames.all[s.SubWindows-1]
+		zoneNames.Unlock()
+		b = append(append(b, '@'), name...)
 	}
-	return a.Period + "@" + a.Location.String()
+	return b
+}
+
+// zoneNames indexes the names of the zones calendar windows name, but UTC,
+// from 1: zones are few, and never dropped.
+var zoneNames struct {
+	sync.Mutex
+	index map[string]int64
+	all   []string
+}
+
+// zoneIndex returns the index of loc's name in zoneNames, adding it: 0
+// for nil and UTC.
+func zoneIndex(loc *time.Location) int64 {
+	if loc == nil || loc == time.UTC || loc.String() == "UTC" {
+		return 0
+	}
+	name := loc.String()
+	zoneNames.Lock()
+	defer zoneNames.Unlock()
+	i, ok := zoneNames.index[name]
+	if !ok {
+		if zoneNames.index == nil {
+			zoneNames.index = map[string]int64{}
+		}
+		zoneNames.all = append(zoneNames.all, name)
+		i = int64(len(zoneNames.all))
+		zoneNames.index[name] = i
+	}
+	return i
 }
 
 // longestPeriod is the longest each period lasts, a clock change

@@ -26,17 +26,17 @@ func TestEveryKindDecides(t *testing.T) {
 			}
 			// The calendar's nominal period for a second is a day, which
 			// lasts up to 25 hours.
-			window, scope := time.Second, algo.Scope{Window: time.Second}
+			window, scope := time.Second, "1s"
 			if algo.FamilyOf(k) == algo.FamilyCalendar {
-				window, scope = 25*time.Hour, algo.Scope{Calendar: "day"}
+				window, scope = 25*time.Hour, "day"
 			} else if algo.TakesSubWindows(k) {
-				scope.SubWindows = 5
+				scope = "1s/5"
 			}
 			if q := algo.QuotaOf(alg); q.Limit != 10 || q.Window != window || algo.MaxCost(alg) != 10 {
 				t.Errorf("QuotaOf = %+v, MaxCost = %d; want 10 per %v", q, algo.MaxCost(alg), window)
 			}
-			if s := algo.ScopeOf(alg); s != scope {
-				t.Errorf("ScopeOf = %+v, want %+v", s, scope)
+			if s := algo.ScopeOf(alg).String(); s != scope {
+				t.Errorf("ScopeOf = %q, want %q", s, scope)
 			}
 			if got := algo.WithQuotaLimit(alg, 7); algo.MaxCost(got) != 7 || algo.ScopeOf(got) != algo.ScopeOf(alg) {
 				t.Errorf("WithQuotaLimit(7) = %v", got)
@@ -106,5 +106,35 @@ func TestEnvelope(t *testing.T) {
 	last := time.UnixMicro(algo.EnvelopeMaxUnixMicro)
 	if algo.CheckTime(last) != nil || algo.CheckTime(last.Add(time.Microsecond)) == nil {
 		t.Errorf("CheckTime does not end at EnvelopeMaxUnixMicro")
+	}
+}
+
+// TestCalendarScope: a calendar window's scope is its period and its zone's
+// name, whichever *time.Location spells the zone.
+func TestCalendarScope(t *testing.T) {
+	load := func(name string) *time.Location {
+		loc, err := time.LoadLocation(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loc
+	}
+	berlin, again, york := load("Europe/Berlin"), load("Europe/Berlin"), load("America/New_York")
+	scope := func(period string, loc *time.Location) algo.Scope {
+		return algo.ScopeOf(algorithms.CalendarWindow{Limit: 1, Period: period, Location: loc})
+	}
+	if got := scope("month", berlin).String(); got != "month@Europe/Berlin" {
+		t.Errorf("month in Berlin: %q", got)
+	}
+	if scope("month", nil) != scope("month", time.UTC) || scope("month", nil).String() != "month" {
+		t.Errorf("month in UTC: %q and %q", scope("month", nil), scope("month", time.UTC))
+	}
+	if scope("week", berlin) != scope("week", again) {
+		t.Errorf("two loads of Berlin: %v and %v", scope("week", berlin), scope("week", again))
+	}
+	for _, other := range []algo.Scope{scope("week", york), scope("day", berlin), scope("week", nil)} {
+		if other == scope("week", berlin) {
+			t.Errorf("%q shares the scope of a week in Berlin", other)
+		}
 	}
 }
