@@ -30,7 +30,9 @@ func TestChargedRoundTrip(t *testing.T) {
 		}
 		if c, ok := got.(algorithms.CalendarWindow); ok {
 			want := alg.(algorithms.CalendarWindow)
-			if (c.Location == nil) != (want.Location == nil) || c.Location != nil && c.Location.String() != want.Location.String() {
+			same := (c.Location == nil) == (want.Location == nil) &&
+				(c.Location == nil || c.Location.String() == want.Location.String())
+			if !same {
 				t.Errorf("Charged after SetCharged(%v, 3): zone %v", alg, c.Location)
 			}
 		}
